@@ -1,0 +1,31 @@
+# The two commands of the README's quick start:
+#   make test   install everything the tests need, then run every test
+#   make up     `pulumi up` on the dev stack (needs AWS credentials, the Pulumi CLI, Docker)
+PYTHON ?= python3
+VENV := .venv
+STACK ?= dev
+# Local state unless you `pulumi login` elsewhere (Pulumi.yaml backend.url). The dev stack holds
+# no secrets of its own; state secrets (kubeconfig) are encrypted with this passphrase.
+export PULUMI_CONFIG_PASSPHRASE ?=
+
+.PHONY: test up preview destroy lint
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+	touch $@
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m ruff check .
+	$(VENV)/bin/python -m pytest
+
+up: $(VENV)/.installed
+	pulumi stack select --create $(STACK)
+	pulumi up --stack $(STACK)
+
+preview: $(VENV)/.installed
+	pulumi stack select --create $(STACK)
+	pulumi preview --stack $(STACK)
+
+destroy:
+	pulumi destroy --stack $(STACK)

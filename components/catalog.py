@@ -1,0 +1,155 @@
+"""Facts about EFA-capable NVIDIA GPU instance types: the one place they live.
+
+Every number comes from ../shared/docs/aws-facts.md, which cites its sources:
+  §1a hardware table (K1-K4: EC2 DescribeInstanceTypes via Karpenter's generated data),
+  §1b GRES type names (S1: Slurm's gpu_common_underscorify_tolower on the NVIDIA model name),
+  §1c NVLink/NVSwitch vs PCIe-only, §3a-bis per-family NCCL/EFA environment (A1, L1, N4, N5).
+Everything instance-specific downstream (GRES string, EFA resource count, NCCL/EFA environment,
+launch-template interfaces, the nccl-tests reference line rate) is derived from here.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The AL2023 NVIDIA AMI covers every type below (aws-facts §2b, E3).
+GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+
+
+@dataclass(frozen=True)
+class GpuInstanceType:
+    name: str
+    vcpus: int
+    memory_gib: int
+    gpus: int
+    gpu_model: str          # what nvidia-smi / /proc/driver/nvidia reports
+    gpu_memory_mib: int
+    network_gbps: int
+    efa_interfaces: int     # EC2 MaximumEfaInterfaces == network cards for every type here
+    gpudirect_rdma: bool    # aws-ofi-nccl marks the platform gdr_required (A1, A3)
+    nvswitch: bool          # NVLink through NVSwitch; False means PCIe-only between GPUs
+
+    @property
+    def gres_type(self) -> str:
+        # Slurm lower-cases the model name and turns spaces into '_' (S1); hyphens stay.
+        # The full name, not a short form: 'l4' is also a substring of 'nvidia_l40s' (S2).
+        return self.gpu_model.lower().replace(" ", "_")
+
+    @property
+    def gres(self) -> str:
+        return f"gpu:{self.gres_type}:{self.gpus}"
+
+    @property
+    def efa_line_rate_gbytes(self) -> float:
+        """Per-node network line rate in GB/s: the busbw ceiling of a NIC-bound ring (§4)."""
+        return self.network_gbps / 8
+
+    @property
+    def network_interfaces(self) -> list[dict]:
+        """Launch-template interfaces, one per network card (aws-facts §2a, EC2 guide):
+        card 0 is the primary ENA+EFA interface at device index 0; every other card carries an
+        EFA-only interface at device index 1 (an efa-only interface can never be primary)."""
+        return [
+            {"network_card_index": card,
+             "device_index": 0 if card == 0 else 1,
+             "interface_type": "efa" if card == 0 else "efa-only",
+             "delete_on_termination": "true"}
+            for card in range(self.efa_interfaces)
+        ]
+
+    @property
+    def nccl_environment(self) -> dict[str, str]:
+        """NCCL/libfabric variables every job sources (aws-facts §3a, §3a-bis).
+
+        Left unset on purpose: FI_PROVIDER, FI_EFA_FORK_SAFE, NCCL_PROTO, buffer sizes: the
+        aws-ofi-nccl plugin sets them itself (A1)."""
+        env = {
+            # Bootstrap over the pod interface; never exclude eth in pods (A4, N5).
+            "NCCL_SOCKET_IFNAME": "^docker,lo,veth",
+            # Pin the OFI plugin: a plugin that fails to load aborts instead of silently
+            # falling back to NET/Socket (anchors §1.12, A1 nccl_ofi_interface_nvidia.cpp).
+            "NCCL_NET": "Libfabric",
+            "NCCL_DEBUG": "INFO",
+            "NCCL_DEBUG_SUBSYS": "INIT,NET",
+            # Pre-allocated huge pages make fork() in DataLoader workers fail with ENOMEM (A1 doc).
+            "FI_EFA_USE_HUGE_PAGE": "0",
+        }
+        if self.gpudirect_rdma:
+            # Only where the hardware has it: on g5/g6/g6e setting it aborts libfabric (L1).
+            env["FI_EFA_USE_DEVICE_RDMA"] = "1"
+        if not self.nvswitch and self.gpus > 1:
+            # PCIe P2P between GPUs is broken on AWS G instances (ACS; G1-G3, N4): shared memory
+            # instead costs only performance. Never on NVSwitch parts: it would bypass NVLink.
+            env["NCCL_P2P_DISABLE"] = "1"
+        return env
+
+
+def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa):
+    return GpuInstanceType(name, vcpus, mem, gpus, model, gmem, gbps, efa,
+                           gpudirect_rdma=False, nvswitch=False)
+
+
+def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa):
+    return GpuInstanceType(name, vcpus, mem, gpus, model, gmem, gbps, efa,
+                           gpudirect_rdma=True, nvswitch=True)
+
+
+_TYPES = [
+    # G family: PCIe-only GPUs, one EFA except g6e.24/48xlarge; no GPUDirect RDMA (A1, A3).
+    _g("g5.8xlarge", 32, 128, 1, "NVIDIA A10G", 22888, 25, 1),
+    _g("g5.12xlarge", 48, 192, 4, "NVIDIA A10G", 22888, 40, 1),
+    _g("g5.16xlarge", 64, 256, 1, "NVIDIA A10G", 22888, 25, 1),
+    _g("g5.24xlarge", 96, 384, 4, "NVIDIA A10G", 22888, 50, 1),
+    _g("g5.48xlarge", 192, 768, 8, "NVIDIA A10G", 22888, 100, 1),
+    _g("g6.8xlarge", 32, 128, 1, "NVIDIA L4", 22888, 25, 1),
+    _g("g6.12xlarge", 48, 192, 4, "NVIDIA L4", 22888, 40, 1),
+    _g("g6.16xlarge", 64, 256, 1, "NVIDIA L4", 22888, 25, 1),
+    _g("g6.24xlarge", 96, 384, 4, "NVIDIA L4", 22888, 50, 1),
+    _g("g6.48xlarge", 192, 768, 8, "NVIDIA L4", 22888, 100, 1),
+    _g("gr6.8xlarge", 32, 256, 1, "NVIDIA L4", 22888, 25, 1),
+    _g("g6e.8xlarge", 32, 256, 1, "NVIDIA L40S", 45776, 25, 1),
+    _g("g6e.12xlarge", 48, 384, 4, "NVIDIA L40S", 45776, 100, 1),
+    _g("g6e.16xlarge", 64, 512, 1, "NVIDIA L40S", 45776, 35, 1),
+    _g("g6e.24xlarge", 96, 768, 4, "NVIDIA L40S", 45776, 200, 2),
+    _g("g6e.48xlarge", 192, 1536, 8, "NVIDIA L40S", 45776, 400, 4),
+    # P family: 8 GPUs on NVSwitch, GPUDirect RDMA over EFA.
+    _p("p4d.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-40GB", 40960, 400, 4),
+    _p("p4de.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-80GB", 81920, 400, 4),
+    _p("p5.48xlarge", 192, 2048, 8, "NVIDIA H100 80GB HBM3", 81920, 3200, 32),
+    _p("p5e.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 32),
+    _p("p5en.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 16),
+    _p("p6-b200.48xlarge", 192, 2048, 8, "NVIDIA B200", 183359, 3200, 8),
+]
+
+CATALOG: dict[str, GpuInstanceType] = {t.name: t for t in _TYPES}
+
+# NVIDIA GPU families whose other sizes exist but carry no EFA (aws-facts §1a: e.g. g6.4xlarge,
+# gr6.4xlarge), so a wrong size gets a precise message rather than "unknown type".
+_GPU_FAMILIES = {"g4dn", "g5", "g6", "g6e", "gr6", "g6f", "gr6f", "p3", "p3dn", "p4d", "p4de",
+                 "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "g7", "g7e"}
+_INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+
+
+def efa_gpu_types() -> list[str]:
+    return sorted(CATALOG)
+
+
+def lookup(name: str) -> GpuInstanceType | None:
+    return CATALOG.get(name)
+
+
+def describe_unsupported(name: str) -> str:
+    """Why a name is not an EFA GPU type: used in config errors."""
+    if not _INSTANCE_TYPE.match(name or ""):
+        return "not an EC2 instance type name"
+    family = name.split(".", 1)[0]
+    if family in _GPU_FAMILIES:
+        sizes = [t for t in efa_gpu_types() if t.startswith(family + ".")]
+        if sizes:
+            return f"a GPU size without EFA (EFA sizes of {family}: {', '.join(sizes)})"
+        return "a GPU type this project has no verified facts for"
+    return "not an NVIDIA GPU instance type"
+
+
+def is_instance_type_name(name: str) -> bool:
+    return bool(_INSTANCE_TYPE.match(name or ""))

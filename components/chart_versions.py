@@ -1,0 +1,33 @@
+"""Pinned upstream chart versions and the Slinky chart <-> Slurm release pairing.
+
+The data lives in charts-values/versions.yaml (reviewed with the base values); this module only
+reads it, so a version bump is a one-line change in one file.
+"""
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import yaml
+
+CHARTS_VALUES = pathlib.Path(__file__).resolve().parent.parent / "charts-values"
+
+
+@functools.cache
+def versions() -> dict:
+    return yaml.safe_load((CHARTS_VALUES / "versions.yaml").read_text())
+
+
+def base_values(chart: str) -> dict:
+    """The reviewed base values of one release (charts-values/<chart>.yaml)."""
+    return yaml.safe_load((CHARTS_VALUES / f"{chart}.yaml").read_text()) or {}
+
+
+def slurm_release_for_chart(chart_version: str) -> str | None:
+    """The Slurm major.minor a Slinky chart version is built for, or None if unpaired."""
+    minor = ".".join(chart_version.split(".")[:2])
+    return versions()["slinkyPairing"].get(minor)
+
+
+def slinky_pairing() -> dict[str, str]:
+    return dict(versions()["slinkyPairing"])

@@ -1,0 +1,127 @@
+"""The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and an
+EFA GPU group in one AZ and one cluster placement group, tainted so only GPU work lands there."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+
+from components.catalog import GPU_AMI_TYPE, GpuInstanceType
+
+CORE_LABELS = {"role": "core"}
+GPU_LABELS = {"role": "gpu"}
+# The taint keeps everything but GPU work off the GPU nodes; every pod meant for them (slurmd,
+# the device plugins) must tolerate it.
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+_NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",  # pull the slurmd image
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",       # shell without SSH keys
+)
+
+
+@dataclass(frozen=True)
+class NodeGroupsArgs:
+    cluster_name: str
+    cluster_ready: Sequence[pulumi.Resource]
+    cluster_security_group_id: pulumi.Input[str]
+    private_subnet_ids: Sequence[pulumi.Input[str]]
+    gpu_subnet_id: pulumi.Input[str]
+    gpu: GpuInstanceType
+    gpu_node_count: int
+    gpu_root_volume_gib: int
+    core_instance_type: str
+    core_node_count: int
+
+
+def _metadata_options() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
+    # IMDSv2 only; hop limit 2 so pods behind the node's network stack still reach it.
+    return aws.ec2.LaunchTemplateMetadataOptionsArgs(
+        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2)
+
+
+def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
+    # /dev/xvda is the AL2023 AMIs' root device.
+    return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+        device_name="/dev/xvda",
+        ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+            volume_size=size_gib, volume_type="gp3", iops=iops, throughput=throughput,
+            encrypted="true", delete_on_termination="true"))
+
+
+class NodeGroups(pulumi.ComponentResource):
+    core: aws.eks.NodeGroup
+    gpu: aws.eks.NodeGroup
+    coredns: aws.eks.Addon
+
+    def __init__(self, name: str, args: NodeGroupsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+                           "Action": "sts:AssumeRole"}]}), opts=child)
+        attachments = [aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=role.name,
+                                                    policy_arn=arn, opts=child)
+                       for i, arn in enumerate(_NODE_POLICIES)]
+        after_cluster = pulumi.ResourceOptions(parent=self,
+                                               depends_on=[*args.cluster_ready, *attachments])
+
+        core_lt = aws.ec2.LaunchTemplate(
+            f"{name}-core-lt", metadata_options=_metadata_options(),
+            block_device_mappings=[_root_volume(100, 3000, 125)],
+            update_default_version=True, opts=child)
+        self.core = aws.eks.NodeGroup(
+            f"{name}-core", cluster_name=args.cluster_name, node_role_arn=role.arn,
+            subnet_ids=list(args.private_subnet_ids), instance_types=[args.core_instance_type],
+            ami_type="AL2023_x86_64_STANDARD", capacity_type="ON_DEMAND", labels=CORE_LABELS,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=args.core_node_count, max_size=args.core_node_count,
+                desired_size=args.core_node_count),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=core_lt.id, version=core_lt.latest_version.apply(str)),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            opts=after_cluster)
+
+        # EFA needs every node in one cluster placement group in one AZ (aws-facts §2a).
+        placement = aws.ec2.PlacementGroup(f"{name}-gpu-pg", strategy="cluster", opts=child)
+        gpu_lt = aws.ec2.LaunchTemplate(
+            f"{name}-gpu-lt", metadata_options=_metadata_options(),
+            # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it in
+            # minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
+            block_device_mappings=[_root_volume(args.gpu_root_volume_gib, 6000, 500)],
+            # One interface per network card as the catalog says; interfaces that name security
+            # groups replace the cluster SG EKS would attach, so name it (aws-facts §2a, E6).
+            # Managed node groups forbid SubnetId here: the subnet is the node group's.
+            network_interfaces=[
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                    **iface, security_groups=[args.cluster_security_group_id])
+                for iface in args.gpu.network_interfaces],
+            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
+            update_default_version=True, opts=child)
+        self.gpu = aws.eks.NodeGroup(
+            f"{name}-gpu", cluster_name=args.cluster_name, node_role_arn=role.arn,
+            # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
+            subnet_ids=[args.gpu_subnet_id], instance_types=[args.gpu.name],
+            ami_type=GPU_AMI_TYPE, capacity_type="ON_DEMAND", labels=GPU_LABELS,
+            taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=args.gpu_node_count, max_size=args.gpu_node_count,
+                desired_size=args.gpu_node_count),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=gpu_lt.id, version=gpu_lt.latest_version.apply(str)),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            opts=after_cluster)
+
+        # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py).
+        self.coredns = aws.eks.Addon(
+            f"{name}-coredns", cluster_name=args.cluster_name, addon_name="coredns",
+            resolve_conflicts_on_create="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
+        self.register_outputs({"core": self.core.id, "gpu": self.gpu.id})

@@ -1,0 +1,280 @@
+"""The stack's configuration, read once into a typed, immutable, validated object.
+
+Every problem is collected and reported together in one error naming the key, the value and what
+is allowed, before any resource is registered.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pulumi
+
+from components import catalog
+from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
+
+# Kubernetes versions EKS offers in late 2026 (aws-facts §5a, E7/V1/V2): standard support 1.34
+# (until 2026-12-02), 1.35, 1.36; extended support (6x control-plane price, P1) 1.32, 1.33.
+# 1.31 left extended support on 2026-11-26.
+EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+
+_SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                  "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
+                  "sk-ecdsa-sha2-nistp256@openssh.com")
+_SLURM_VERSION = re.compile(r"^\d{2}\.\d{2}\.\d+$")
+_CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,37}$")
+
+
+class ConfigError(pulumi.RunError):
+    """Invalid stack configuration; Pulumi prints the message without a stack trace."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid stack configuration (%d problem%s):\n  - %s" % (
+            len(problems), "" if len(problems) == 1 else "s", "\n  - ".join(problems)))
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    region: str
+    availability_zone: str
+    kubernetes_version: str
+    cluster_name: str
+    gpu: catalog.GpuInstanceType
+    gpu_node_count: int
+    gpu_root_volume_gib: int
+    core_instance_type: str
+    core_node_count: int
+    ssh_public_key: str
+    ssh_allowed_cidrs: tuple[str, ...]
+    allow_ssh_from_anywhere: bool
+    admin_role_arns: tuple[str, ...]
+    slinky_chart_version: str
+    slurm_version: str
+    cert_manager_version: str
+    vpc_cidr: str
+    slurmd_image_tag: str
+    dlc_base_image: str
+    slurmd_base_image: str
+    build_image_on_preview: bool
+
+    @property
+    def gpu_instance_type(self) -> str:
+        return self.gpu.name
+
+
+class _Reader:
+    """Reads raw strings from pulumi.Config and records problems instead of raising."""
+
+    def __init__(self, cfg: pulumi.Config, namespace: str):
+        self.cfg, self.ns, self.problems = cfg, namespace, []
+
+    def problem(self, key: str, value: Any, allowed: str) -> None:
+        self.problems.append(f"{self.ns}:{key} = {value!r}: {allowed}")
+
+    def string(self, key: str, check: Callable[[str], str | None] | None = None) -> str:
+        value = self.cfg.get(key)
+        if value is None or value.strip() == "":
+            self.problems.append(f"{self.ns}:{key} is not set; it is required")
+            return ""
+        if check and (why := check(value)):
+            self.problem(key, value, why)
+        return value
+
+    def whole(self, key: str, minimum: int, maximum: int) -> int:
+        raw = self.cfg.get(key)
+        try:
+            n = int(str(raw).strip(), 10)
+        except ValueError:
+            self.problem(key, raw, f"a whole number from {minimum} to {maximum}")
+            return minimum
+        if not minimum <= n <= maximum:
+            self.problem(key, raw, f"a whole number from {minimum} to {maximum}")
+        return n
+
+    def boolean(self, key: str) -> bool:
+        raw = self.cfg.get(key)
+        if raw is None:
+            return False
+        if raw.strip().lower() not in ("true", "false"):
+            self.problem(key, raw, "true or false")
+            return False
+        return raw.strip().lower() == "true"
+
+    def string_list(self, key: str) -> list[str] | None:
+        try:
+            value = self.cfg.get_object(key)
+        except Exception:  # malformed JSON from the CLI's string form
+            self.problem(key, self.cfg.get(key), "a list of strings")
+            return None
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(key, value, "a list of strings")
+            return None
+        return value
+
+
+def _check_ssh_public_key(value: str) -> str | None:
+    allowed = "an OpenSSH public key line such as 'ssh-ed25519 AAAA... comment'"
+    if "PRIVATE KEY" in value:
+        raise _Withheld(f"this is a private key (value withheld); expected {allowed}")
+    parts = value.strip().split()
+    if len(parts) < 2 or parts[0] not in _SSH_KEY_TYPES:
+        return f"{allowed}; key types: {', '.join(_SSH_KEY_TYPES)}"
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+        (n,) = struct.unpack(">I", blob[:4])
+        embedded = blob[4:4 + n].decode()
+    except (binascii.Error, struct.error, UnicodeDecodeError):
+        return f"{allowed}; the key data is not valid base64 key material"
+    if embedded != parts[0]:
+        return f"{allowed}; the key data says {embedded!r}, the line says {parts[0]!r}"
+    return None
+
+
+class _Withheld(Exception):
+    """A problem whose message must not echo the value (a pasted private key)."""
+
+
+def _cidr_problems(cidrs: list[str], anywhere_ok: bool) -> list[str]:
+    out = []
+    if not cidrs:
+        return ["the list is empty: give at least one CIDR that may reach SSH on the login node"]
+    for c in cidrs:
+        try:
+            net = ipaddress.ip_network(c.strip(), strict=True)
+        except ValueError as e:
+            out.append(f"{c!r} is not a CIDR block ({e})")
+            continue
+        if net.prefixlen == 0 and not anywhere_ok:
+            out.append(f"{c!r} opens SSH to the whole internet; set allowSshFromAnywhere=true "
+                       "to allow that on purpose")
+    return out
+
+
+def _vpc_cidr_problem(value: str) -> str | None:
+    allowed = "a private IPv4 CIDR block from /16 to /20 (e.g. 10.0.0.0/16)"
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        return allowed
+    # Subnets are carved as /(prefix+3): a /20 VPC still leaves /23 subnets for pod IPs (VPC CNI).
+    if not net.is_private or not 16 <= net.prefixlen <= 20:
+        return allowed
+    return None
+
+
+def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
+    """Read and validate the stack's configuration.
+
+    region_azs(region) returns the region's real availability zones (an AWS invoke in the
+    program, a canned list in tests) or None when the region is unknown.
+    """
+    project, stack = pulumi.get_project(), pulumi.get_stack()
+    r = _Reader(pulumi.Config(), project)
+    aws = _Reader(pulumi.Config("aws"), "aws")
+
+    region = aws.string("region")
+    az = r.string("availabilityZone")
+    k8s_version = r.string("kubernetesVersion", lambda v: None if v in EKS_VERSIONS else
+                           f"a Kubernetes version EKS offers: {', '.join(EKS_VERSIONS)}")
+
+    gpu_type_name = r.string("gpuInstanceType")
+    gpu = catalog.lookup(gpu_type_name)
+    if gpu_type_name and gpu is None:
+        r.problem("gpuInstanceType", gpu_type_name,
+                  f"{catalog.describe_unsupported(gpu_type_name)}; allowed: an EFA-capable "
+                  f"NVIDIA GPU type: {', '.join(catalog.efa_gpu_types())}")
+    gpu_nodes = r.whole("gpuNodeCount", 1, 64)
+    root_gib = r.whole("gpuRootVolumeGiB", 100, 16384)
+    core_type = r.string("coreInstanceType", lambda v: None if catalog.is_instance_type_name(v)
+                         and catalog.lookup(v) is None else
+                         "a CPU instance type name such as m6i.2xlarge (GPU types belong in "
+                         "gpuInstanceType)")
+    core_nodes = r.whole("coreNodeCount", 1, 32)
+
+    try:
+        ssh_key = r.string("sshPublicKey", _check_ssh_public_key)
+    except _Withheld as withheld:
+        r.problems.append(f"{project}:sshPublicKey: {withheld}")
+        ssh_key = ""
+    anywhere = r.boolean("allowSshFromAnywhere")
+    cidrs = r.string_list("sshAllowedCidrs")
+    if cidrs is not None:
+        for why in _cidr_problems(cidrs, anywhere):
+            r.problem("sshAllowedCidrs", cidrs, why)
+    admins = r.string_list("adminRoleArns") or []
+    for arn in admins:
+        if not _ROLE_ARN.match(arn):
+            r.problem("adminRoleArns", arn, "an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
+
+    chart = r.string("slinkyChartVersion", lambda v: None if _CHART_VERSION.match(v) else
+                     "a chart version such as 1.2.1")
+    slurm = r.string("slurmVersion", lambda v: None if _SLURM_VERSION.match(v) else
+                     "a full Slurm release such as 26.05.2 (pinned, so every node runs one build)")
+    if chart and slurm and _CHART_VERSION.match(chart) and _SLURM_VERSION.match(slurm):
+        paired = slurm_release_for_chart(chart)
+        if paired is None:
+            r.problem("slinkyChartVersion", chart, "a Slinky chart with a known Slurm pairing: " +
+                      ", ".join(f"{c}.x <-> {s}.x" for c, s in slinky_pairing().items()))
+        elif not slurm.startswith(paired + "."):
+            r.problem("slurmVersion", slurm, f"Slinky chart {chart} runs Slurm {paired}.x; the "
+                      "slurmd image must be built on the same release as slurmctld "
+                      f"(pairings: {', '.join(f'{c}.x <-> {s}.x' for c, s in slinky_pairing().items())})")
+    cert_manager = r.string("certManagerVersion", lambda v: None if re.match(r"^v\d+\.\d+\.\d+$", v)
+                            else "a cert-manager chart version such as v1.16.2")
+    tag = r.string("slurmdImageTag", lambda v: None if _IMAGE_TAG.match(v) else
+                   "a Docker tag (letters, digits, '_', '.', '-'; at most 128)")
+    if tag and slurm and _IMAGE_TAG.match(tag) and not tag.startswith(slurm + "-"):
+        r.problem("slurmdImageTag", tag, f"a tag that starts with the Slurm version "
+                  f"'{slurm}-' so the image and slurmctld pair up (e.g. {slurm}-torch2.9-cu130-mpi)")
+    dlc = r.string("dlcBaseImage")
+    slurmd_base = r.string("slurmdBaseImage")
+    if slurmd_base and slurm and f":{slurm}" not in slurmd_base:
+        r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} "
+                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu26.04)")
+    build_on_preview = r.boolean("buildImageOnPreview")
+    vpc_cidr = r.string("vpcCidr", _vpc_cidr_problem)
+    cluster_name = r.cfg.get("clusterName") or f"slinky-eks-{stack}"
+    if not _NAME.match(cluster_name):
+        r.problem("clusterName", cluster_name, "lower-case letters, digits and '-', starting "
+                  "with a letter, at most 38 characters")
+
+    minimum_k8s = versions()["slinky"]["minKubernetes"]
+    if k8s_version in EKS_VERSIONS and tuple(map(int, k8s_version.split("."))) < tuple(
+            map(int, minimum_k8s.split("."))):
+        r.problem("kubernetesVersion", k8s_version, f"Slinky needs Kubernetes >= {minimum_k8s}")
+
+    if region and az:
+        zones = region_azs(region)
+        if zones is None:
+            aws.problem("region", region, "an AWS region this account can use")
+        elif az not in zones:
+            r.problem("availabilityZone", az, f"an availability zone of {region}: {', '.join(zones)}")
+        elif len(zones) < 2:
+            aws.problem("region", region, "a region with at least two availability zones (EKS)")
+
+    problems = aws.problems + r.problems
+    if problems:
+        raise ConfigError(problems)
+    return StackConfig(
+        project=project, stack=stack, region=region, availability_zone=az,
+        kubernetes_version=k8s_version, cluster_name=cluster_name, gpu=gpu,
+        gpu_node_count=gpu_nodes, gpu_root_volume_gib=root_gib, core_instance_type=core_type,
+        core_node_count=core_nodes, ssh_public_key=ssh_key.strip(),
+        ssh_allowed_cidrs=tuple(c.strip() for c in cidrs or ()),
+        allow_ssh_from_anywhere=anywhere, admin_role_arns=tuple(admins),
+        slinky_chart_version=chart, slurm_version=slurm, cert_manager_version=cert_manager,
+        vpc_cidr=vpc_cidr, slurmd_image_tag=tag, dlc_base_image=dlc, slurmd_base_image=slurmd_base,
+        build_image_on_preview=build_on_preview)

@@ -1,0 +1,56 @@
+"""The instance catalog: every EFA NVIDIA type the design names, and what is derived from it."""
+import pytest
+
+from components import catalog
+
+ISSUE_FAMILIES = ["g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
+
+
+@pytest.mark.parametrize("family", ISSUE_FAMILIES)
+def test_every_named_family_is_in_the_catalog(family):
+    assert [t for t in catalog.CATALOG if t.split(".")[0] == family]
+
+
+@pytest.mark.parametrize("name,gres", [
+    ("g6.12xlarge", "gpu:nvidia_l4:4"), ("g5.48xlarge", "gpu:nvidia_a10g:8"),
+    ("g6e.12xlarge", "gpu:nvidia_l40s:4"), ("p4d.24xlarge", "gpu:nvidia_a100-sxm4-40gb:8"),
+    ("p5.48xlarge", "gpu:nvidia_h100_80gb_hbm3:8"), ("p5en.48xlarge", "gpu:nvidia_h200:8"),
+    ("p6-b200.48xlarge", "gpu:nvidia_b200:8")])
+def test_gres_is_what_slurm_autodetects(name, gres):
+    assert catalog.CATALOG[name].gres == gres
+
+
+@pytest.mark.parametrize("name", sorted(catalog.CATALOG))
+def test_device_rdma_only_where_the_hardware_has_it(name):
+    t = catalog.CATALOG[name]
+    env = t.nccl_environment
+    assert ("FI_EFA_USE_DEVICE_RDMA" in env) == t.gpudirect_rdma
+    assert t.gpudirect_rdma == name.startswith("p")
+
+
+@pytest.mark.parametrize("name", sorted(catalog.CATALOG))
+def test_p2p_disabled_only_on_multi_gpu_pcie_parts(name):
+    t = catalog.CATALOG[name]
+    assert ("NCCL_P2P_DISABLE" in t.nccl_environment) == (not t.nvswitch and t.gpus > 1)
+
+
+def test_every_type_pins_the_ofi_network_plugin():
+    assert all(t.nccl_environment["NCCL_NET"] == "Libfabric" for t in catalog.CATALOG.values())
+
+
+@pytest.mark.parametrize("name,count", [("g6.12xlarge", 1), ("g6e.24xlarge", 2),
+                                        ("p4de.24xlarge", 4), ("p5.48xlarge", 32),
+                                        ("p5en.48xlarge", 16), ("p6-b200.48xlarge", 8)])
+def test_efa_interface_counts(name, count):
+    assert len(catalog.CATALOG[name].network_interfaces) == count
+
+
+def test_line_rate_in_gigabytes():
+    assert catalog.CATALOG["g6.12xlarge"].efa_line_rate_gbytes == 5.0
+    assert catalog.CATALOG["p5.48xlarge"].efa_line_rate_gbytes == 400.0
+
+
+def test_non_efa_reasons():
+    assert catalog.describe_unsupported("g6.4xlarge").startswith("a GPU size without EFA")
+    assert catalog.describe_unsupported("m6i.large") == "not an NVIDIA GPU instance type"
+    assert catalog.describe_unsupported("???") == "not an EC2 instance type name"

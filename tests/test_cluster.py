@@ -1,0 +1,71 @@
+"""EKS through pulumi-eks: version, private nodes, API access entries, add-ons before nodes, one
+Kubernetes provider."""
+from components.cluster import ADMIN_POLICY
+from harness import run_program
+
+
+def test_eks_version_comes_from_config(dev):
+    assert dev.named("cluster-eks").inputs["version"] == "1.36"
+    graph = run_program("dev", {"kubernetesVersion": "1.35"})
+    assert graph.named("cluster-eks").inputs["version"] == "1.35"
+
+
+def test_cluster_is_a_pulumi_eks_cluster_named_from_the_stack(dev):
+    eks = dev.named("cluster-eks")
+    assert eks.type == "eks:index:Cluster" and eks.remote
+    assert eks.inputs["name"] == "slinky-eks-dev"
+
+
+def test_nodes_live_in_private_subnets(dev):
+    eks = dev.named("cluster-eks")
+    assert eks.inputs["nodeAssociatePublicIpAddress"] is False
+    assert sorted(eks.inputs["privateSubnetIds"]) == ["network-private-us-west-2a-id",
+                                                      "network-private-us-west-2b-id"]
+    assert sorted(eks.inputs["publicSubnetIds"]) == ["network-public-us-west-2a-id",
+                                                     "network-public-us-west-2b-id"]
+
+
+def test_authentication_is_api_mode_without_default_node_group(dev):
+    eks = dev.named("cluster-eks")
+    assert eks.inputs["authenticationMode"] == "API"
+    assert eks.inputs["skipDefaultNodeGroup"] is True
+
+
+def test_no_extra_admins_by_default(dev):
+    assert not dev.named("cluster-eks").inputs.get("accessEntries")
+
+
+def test_extra_admin_roles_get_cluster_admin_access_entries():
+    arn = "arn:aws:iam::123456789012:role/platform-admins"
+    graph = run_program("dev", {"adminRoleArns": [arn]})
+    (entry,) = graph.named("cluster-eks").inputs["accessEntries"].values()
+    assert entry["principalArn"] == arn
+    assert entry["accessPolicies"]["admin"]["policyArn"] == ADMIN_POLICY
+    assert entry["accessPolicies"]["admin"]["accessScope"]["type"] == "cluster"
+
+
+def test_vpc_cni_and_kube_proxy_are_managed_with_the_cluster(dev):
+    eks = dev.named("cluster-eks")
+    assert eks.inputs["kubeProxyAddonOptions"]["enabled"] is True
+    assert "vpcCniOptions" in eks.inputs
+
+
+def test_coredns_is_installed_once_core_nodes_can_run_it(dev):
+    assert dev.named("cluster-eks").inputs["corednsAddonOptions"]["enabled"] is False
+    coredns = dev.named("nodes-coredns")
+    assert coredns.inputs["addonName"] == "coredns"
+    assert dev.depends_on(coredns, dev.named("nodes-core"))
+
+
+def test_pod_identity_agent_is_in_place_before_node_groups_join(dev):
+    agent = dev.named("cluster-pod-identity-agent")
+    assert agent.inputs["addonName"] == "eks-pod-identity-agent"
+    for group in ("nodes-core", "nodes-gpu"):
+        assert dev.depends_on(dev.named(group), agent)
+        assert dev.depends_on(dev.named(group), dev.named("cluster-eks"))
+
+
+def test_one_kubernetes_provider_built_from_the_cluster_kubeconfig(dev):
+    (provider,) = dev.of_type("pulumi:providers:kubernetes")
+    assert provider.name == "cluster-k8s"
+    assert dev.named("cluster-eks").urn in provider.property_dependencies["kubeconfig"]
