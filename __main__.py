@@ -6,8 +6,11 @@ import pulumi_aws as aws
 
 from components import stack_config
 from components.cluster import Cluster, ClusterArgs
+from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
+from components.shared_storage import SharedStorage, SharedStorageArgs
 
 
 @functools.cache
@@ -36,9 +39,21 @@ nodes = NodeGroups("nodes", NodeGroupsArgs(
     gpu=config.gpu, gpu_node_count=config.gpu_node_count,
     gpu_root_volume_gib=config.gpu_root_volume_gib,
     core_instance_type=config.core_instance_type, core_node_count=config.core_node_count))
+# Independent add-ons install side by side; each waits only for the nodes it runs on.
+devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
+                                                     gpu_nodes=nodes.gpu_ready))
+lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
+    cluster_name=config.cluster_name, region=config.region, vpc_id=network.vpc_id,
+    provider=cluster.provider, system_nodes=nodes.system_ready))
+storage = SharedStorage("storage", SharedStorageArgs(
+    cluster_name=config.cluster_name, vpc_id=network.vpc_id,
+    cluster_security_group_id=cluster.security_group_id,
+    node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
+    system_nodes=nodes.system_ready))
 
 pulumi.export("clusterName", config.cluster_name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("region", config.region)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
+pulumi.export("sharedFileSystemId", storage.file_system_id)

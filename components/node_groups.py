@@ -59,6 +59,10 @@ class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup
     gpu: aws.eks.NodeGroup
     coredns: aws.eks.Addon
+    # What in-cluster installs wait for: system pods need the core nodes and cluster DNS; GPU
+    # DaemonSets need the GPU nodes. Depending on them also orders their deletion first.
+    system_ready: list[pulumi.Resource]
+    gpu_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: NodeGroupsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
@@ -124,4 +128,6 @@ class NodeGroups(pulumi.ComponentResource):
             f"{name}-coredns", cluster_name=args.cluster_name, addon_name="coredns",
             resolve_conflicts_on_create="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
+        self.system_ready = [self.core, self.coredns]
+        self.gpu_ready = [self.gpu]
         self.register_outputs({"core": self.core.id, "gpu": self.gpu.id})

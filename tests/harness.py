@@ -163,7 +163,7 @@ class Mocks(pulumi.runtime.Mocks):
             "aws:ecr/repository:Repository": {
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
                 "registryId": "123456789012"},
-            "aws:efs/fileSystem:FileSystem": {"id": "fs-0123456789abcdef0", "dnsName": "fs.efs"},
+            "aws:efs/fileSystem:FileSystem": {"dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com"},
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
             "kubernetes:core/v1:Service": {"status": {"loadBalancer": {"ingress": [
                 {"hostname": LOGIN_HOSTNAME}]}}},
@@ -172,8 +172,10 @@ class Mocks(pulumi.runtime.Mocks):
                 "namespace": args.inputs.get("namespace", "default"), "status": "deployed"}},
         }.get(args.typ, {})
         state.update(computed)
-        if args.typ == "aws:iam/role:Role" or args.typ == "aws:ec2/placementGroup:PlacementGroup":
-            rid = args.name
+        if args.typ in ("aws:iam/role:Role", "aws:ec2/placementGroup:PlacementGroup"):
+            rid = args.name  # their physical id is their name
+        if args.typ == "aws:efs/fileSystem:FileSystem":
+            rid = "fs-0123456789abcdef0"
         return [rid, state]
 
     def call(self, args: pulumi.runtime.MockCallArgs):

@@ -1,0 +1,49 @@
+"""The NVIDIA and EFA device plugins: what makes GPU nodes advertise nvidia.com/gpu and
+vpc.amazonaws.com/efa."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.helm import pinned_release
+from components.node_groups import GPU_LABELS, GPU_TOLERATION
+
+
+def gpu_placement() -> dict:
+    """Run on the GPU nodes only, through their NoSchedule taint. Both charts ship without a
+    toleration for it (EFA: aws-facts §2c; a plugin that never schedules means 0 EFA devices)."""
+    return {
+        "nodeSelector": dict(GPU_LABELS),
+        "tolerations": [dict(GPU_TOLERATION), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
+    }
+
+
+@dataclass(frozen=True)
+class DevicePluginsArgs:
+    provider: k8s.Provider
+    gpu_nodes: Sequence[pulumi.Resource]
+
+
+class DevicePlugins(pulumi.ComponentResource):
+    nvidia: k8s.helm.v3.Release
+    efa: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:devices:DevicePlugins", name, None, opts)
+        placement = gpu_placement()
+        self.nvidia = pinned_release(
+            f"{name}-nvidia", "nvidiaDevicePlugin", namespace="kube-system",
+            # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
+            # nodeadm sets only from Kubernetes 1.35 on (aws-facts §2d): select by our label.
+            values={**placement, "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                    "matchExpressions": [{"key": k, "operator": "In", "values": [v]}
+                                         for k, v in GPU_LABELS.items()]}]}}}},
+            parent=self, provider=args.provider, depends_on=args.gpu_nodes)
+        self.efa = pinned_release(
+            f"{name}-efa", "efaDevicePlugin", namespace="kube-system", values=placement,
+            parent=self, provider=args.provider, depends_on=args.gpu_nodes)
+        self.register_outputs({"nvidia": self.nvidia.status, "efa": self.efa.status})

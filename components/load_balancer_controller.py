@@ -1,0 +1,81 @@
+"""The AWS Load Balancer Controller: what turns the login Service into an internet-facing NLB,
+and what deletes that NLB again."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.helm import pinned_release
+from components.node_groups import CORE_LABELS
+from components.pod_identity import pod_identity_role
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "aws-load-balancer-controller"
+# Services opt in by this class; the controller ignores every other LoadBalancer Service.
+NLB_CLASS = "service.k8s.aws/nlb"
+
+# What the controller needs to run Network Load Balancers for Services: read the VPC, manage
+# load balancers, target groups and listeners, and the security groups in front of them.
+POLICY = json.dumps({
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Allow", "Action": "iam:CreateServiceLinkedRole", "Resource": "*",
+         "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}},
+        {"Effect": "Allow", "Resource": "*", "Action": [
+            "ec2:DescribeAccountAttributes", "ec2:DescribeAddresses", "ec2:DescribeAvailabilityZones",
+            "ec2:DescribeInternetGateways", "ec2:DescribeVpcs", "ec2:DescribeSubnets",
+            "ec2:DescribeSecurityGroups", "ec2:DescribeSecurityGroupRules", "ec2:DescribeInstances",
+            "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:DescribeRouteTables",
+            "ec2:GetSecurityGroupsForVpc", "ec2:DescribeIpamPools",
+            "elasticloadbalancing:Describe*", "acm:ListCertificates", "acm:DescribeCertificate"]},
+        {"Effect": "Allow", "Resource": "*", "Action": [
+            "ec2:CreateSecurityGroup", "ec2:DeleteSecurityGroup", "ec2:CreateTags", "ec2:DeleteTags",
+            "ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"]},
+        {"Effect": "Allow", "Resource": "*", "Action": [
+            "elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:DeleteLoadBalancer",
+            "elasticloadbalancing:ModifyLoadBalancerAttributes", "elasticloadbalancing:SetIpAddressType",
+            "elasticloadbalancing:SetSecurityGroups", "elasticloadbalancing:SetSubnets",
+            "elasticloadbalancing:CreateTargetGroup", "elasticloadbalancing:DeleteTargetGroup",
+            "elasticloadbalancing:ModifyTargetGroup", "elasticloadbalancing:ModifyTargetGroupAttributes",
+            "elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets",
+            "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
+            "elasticloadbalancing:ModifyListener", "elasticloadbalancing:ModifyListenerAttributes",
+            "elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"]},
+    ],
+})
+
+
+@dataclass(frozen=True)
+class LoadBalancerControllerArgs:
+    cluster_name: str
+    region: str
+    vpc_id: pulumi.Input[str]
+    provider: k8s.Provider
+    system_nodes: Sequence[pulumi.Resource]
+
+
+class LoadBalancerController(pulumi.ComponentResource):
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: LoadBalancerControllerArgs,
+                 opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:ingress:LoadBalancerController", name, None, opts)
+        role = pod_identity_role(name, [], parent=self, inline_policy=POLICY)
+        # The association must name exactly the service account the chart creates, or the
+        # controller runs without credentials and Services stay <pending> (anchors §6 item 7).
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT, role_arn=role.arn,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.system_nodes)))
+        self.release = pinned_release(
+            f"{name}-release", "awsLoadBalancerController", namespace=NAMESPACE,
+            values={"clusterName": args.cluster_name, "region": args.region, "vpcId": args.vpc_id,
+                    "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
+                    "nodeSelector": dict(CORE_LABELS)},
+            parent=self, provider=args.provider, depends_on=[*args.system_nodes, association])
+        self.register_outputs({"release": self.release.status})
