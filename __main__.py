@@ -11,6 +11,7 @@ from components.load_balancer_controller import LoadBalancerController, LoadBala
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
+from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 
 
 @functools.cache
@@ -26,6 +27,12 @@ config = stack_config.load(region_zones)
 zones = [config.availability_zone] + [
     z for z in region_zones(config.region) if z != config.availability_zone][:1]
 
+# The image builds while the network and EKS come up: it needs neither.
+image = SlurmdImage("slurmd", SlurmdImageArgs(
+    repository_name=f"{config.cluster_name}/slurmd", region=config.region,
+    tag=config.slurmd_image_tag, slurm_version=config.slurm_version,
+    dlc_image=config.dlc_base_image, slurmd_base_image=config.slurmd_base_image,
+    build_on_preview=config.build_image_on_preview))
 network = Network("network", NetworkArgs(cidr=config.vpc_cidr, zones=zones,
                                          cluster_name=config.cluster_name))
 cluster = Cluster("cluster", ClusterArgs(
@@ -57,3 +64,4 @@ pulumi.export("region", config.region)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
 pulumi.export("sharedFileSystemId", storage.file_system_id)
+pulumi.export("slurmdImage", image.reference)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Build and push the slurmd image without Pulumi: the same Dockerfile, base images and tag the
+# program uses (defaults match Pulumi.yaml). Needs Docker with buildx and AWS credentials.
+#   image/build-image.sh --region us-west-2 [--repo slinky-eks-dev/slurmd] [--tag T]
+#                        [--dlc-image REF] [--slurmd-image REF] [--slurm-version V]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REGION=""
+REPO="slinky-eks-dev/slurmd"
+SLURM_VERSION="26.05.2"
+TAG="26.05.2-torch2.9-cu130-mpi"
+DLC_IMAGE="pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+SLURMD_IMAGE="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04"
+DLC_ACCOUNT="763104351884"
+
+usage() { sed -n '2,5p' "$0" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --region) REGION=$2; shift 2 ;;
+    --repo) REPO=$2; shift 2 ;;
+    --tag) TAG=$2; shift 2 ;;
+    --dlc-image) DLC_IMAGE=$2; shift 2 ;;
+    --slurmd-image) SLURMD_IMAGE=$2; shift 2 ;;
+    --slurm-version) SLURM_VERSION=$2; shift 2 ;;
+    *) usage ;;
+  esac
+done
+[ -n "$REGION" ] || usage
+case $TAG in "$SLURM_VERSION"-*) ;; *) echo "tag $TAG must start with $SLURM_VERSION-" >&2; exit 2 ;; esac
+
+# A DLC reference without a registry host lives in the DLC registry of the region.
+case ${DLC_IMAGE%%/*} in
+  *.*) dlc_registry=${DLC_IMAGE%%/*} ;;
+  *) dlc_registry="$DLC_ACCOUNT.dkr.ecr.$REGION.amazonaws.com"; DLC_IMAGE="$dlc_registry/$DLC_IMAGE" ;;
+esac
+account=$(aws sts get-caller-identity --query Account --output text)
+registry="$account.dkr.ecr.$REGION.amazonaws.com"
+
+aws ecr get-login-password --region "$REGION" | docker login --username AWS --password-stdin "$dlc_registry"
+aws ecr get-login-password --region "$REGION" | docker login --username AWS --password-stdin "$registry"
+aws ecr describe-repositories --region "$REGION" --repository-names "$REPO" >/dev/null 2>&1 \
+  || aws ecr create-repository --region "$REGION" --repository-name "$REPO" \
+       --image-scanning-configuration scanOnPush=true --image-tag-mutability IMMUTABLE >/dev/null
+
+docker buildx build --platform linux/amd64 \
+  --build-arg "DLC_IMAGE=$DLC_IMAGE" --build-arg "SLURMD_IMAGE=$SLURMD_IMAGE" \
+  --build-arg "SLURM_VERSION=$SLURM_VERSION" \
+  --tag "$registry/$REPO:$TAG" --push "$HERE"
+digest=$(aws ecr describe-images --region "$REGION" --repository-name "$REPO" \
+           --image-ids "imageTag=$TAG" --query 'imageDetails[0].imageDigest' --output text)
+echo "$registry/$REPO@$digest"

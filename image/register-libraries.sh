@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Register the accelerator stack with the dynamic linker and pin NCCL's network plugin, so that
+# Slurm jobs (which run with the login pod's environment, not this image's ENV) resolve EFA and
+# NCCL through /etc/ld.so.conf.d, and a plugin that fails to load aborts NCCL instead of letting
+# it fall back to TCP sockets (anchors §1.12).
+#   register-libraries.sh [--root DIR]      (DIR: a root filesystem; default /)
+set -euo pipefail
+ROOT=/
+while [ $# -gt 0 ]; do
+  case $1 in
+    --root) ROOT=$2; shift 2 ;;
+    *) echo "usage: $0 [--root DIR]" >&2; exit 2 ;;
+  esac
+done
+ROOT=${ROOT%/}
+
+# torch's own NCCL first: the one nccl-tests links and the one training loads are then the same.
+nccl_dir=$(find "$ROOT"/usr/local/lib/python3*/site-packages/nvidia/nccl/lib -maxdepth 1 \
+             -name 'libnccl.so.2' -printf '%h\n' 2>/dev/null | head -n1 || true)
+# The EFA installer moved the plugin between these (aws-facts §3a): take whichever holds it.
+plugin_dir=""
+for d in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu; do
+  if [ -e "$ROOT$d/libnccl-net-ofi.so" ] || [ -e "$ROOT$d/libnccl-net.so" ]; then plugin_dir=$d; break; fi
+done
+[ -n "$nccl_dir" ] || { echo "register-libraries: torch's libnccl.so.2 not found" >&2; exit 1; }
+[ -n "$plugin_dir" ] || { echo "register-libraries: aws-ofi-nccl plugin not found" >&2; exit 1; }
+
+mkdir -p "$ROOT/etc/ld.so.conf.d"
+# /opt/amazon/openmpi stays off this list on purpose: jobs use the system OpenMPI, which links the
+# same libpmix as Slurm's mpi_pmix plugin; two libmpi.so.40 on the path would shadow each other.
+printf '%s\n' "${nccl_dir#"$ROOT"}" /opt/amazon/efa/lib "$plugin_dir" /usr/local/cuda/lib64 /usr/local/lib \
+  > "$ROOT/etc/ld.so.conf.d/00-slinky-eks.conf"
+if [ "$ROOT" = "" ]; then ldconfig; fi
+
+# NCCL reads /etc/nccl.conf whatever the job's environment. "Libfabric" is the plugin's network
+# name since aws-ofi-nccl 1.12 (aws-facts §3a).
+{ grep -v '^NCCL_NET=' "$ROOT/etc/nccl.conf" 2>/dev/null || true; echo "NCCL_NET=Libfabric"; } \
+  > "$ROOT/etc/nccl.conf.new"
+mv "$ROOT/etc/nccl.conf.new" "$ROOT/etc/nccl.conf"
+echo "register-libraries: $(tr '\n' ' ' < "$ROOT/etc/ld.so.conf.d/00-slinky-eks.conf")"

@@ -1,0 +1,133 @@
+"""The slurmd image: ECR repository settings, both registries' credentials, platform, registry
+cache, and the digest-pinned output."""
+import json
+import pathlib
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from harness import IMAGE_DIGEST, is_secret, run_program
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
+DLC_REGISTRY = "763104351884.dkr.ecr.us-west-2.amazonaws.com"
+
+
+def plain(value):
+    return value["value"] if is_secret(value) else value
+
+
+@pytest.fixture(scope="module")
+def build(dev):
+    return dev.named("slurmd-build")
+
+
+def test_repository_scans_on_push(dev):
+    assert dev.named("slurmd-repo").inputs["imageScanningConfiguration"] == {"scanOnPush": True}
+
+
+def test_repository_tags_are_immutable_except_the_build_cache(dev):
+    repo = dev.named("slurmd-repo").inputs
+    assert repo["imageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
+    assert repo["imageTagMutabilityExclusionFilters"] == [{"filter": "buildcache", "filterType": "WILDCARD"}]
+
+
+def test_repository_is_deleted_with_its_images_on_destroy(dev):
+    assert dev.named("slurmd-repo").inputs["forceDelete"] is True
+
+
+def test_repository_has_a_lifecycle_policy(dev):
+    rules = json.loads(dev.named("slurmd-lifecycle").inputs["policy"])["rules"]
+    assert {r["selection"]["tagStatus"] for r in rules} == {"untagged", "any"}
+    assert all(r["action"]["type"] == "expire" for r in rules)
+
+
+def test_build_pulls_from_the_dlc_registry_and_pushes_to_ours(build):
+    registries = plain(build.inputs["registries"])
+    by_address = {r["address"]: r for r in registries}
+    assert set(by_address) == {DLC_REGISTRY, REPO_URL.split("/")[0]}
+    assert plain(by_address[DLC_REGISTRY]["password"]) == "token-for-763104351884"
+    assert plain(by_address[REPO_URL.split("/")[0]]["password"]) == "token-for-123456789012"
+    assert all(r["username"] == "AWS" for r in registries)
+
+
+def test_registry_passwords_are_secret(build):
+    assert is_secret(build.inputs["registries"])
+
+
+def test_build_is_linux_amd64_and_pushed(build):
+    assert build.inputs["platforms"] == ["linux/amd64"]
+    assert build.inputs["push"] is True
+
+
+def test_build_uses_an_ecr_registry_cache(build):
+    ref = f"{REPO_URL}:buildcache"
+    assert build.inputs["cacheFrom"] == [{"registry": {"ref": ref}}]
+    (to,) = build.inputs["cacheTo"]
+    assert to["registry"]["ref"] == ref
+    assert to["registry"]["imageManifest"] is True and to["registry"]["ociMediaTypes"] is True
+
+
+def test_tag_comes_from_config(build):
+    assert build.inputs["tags"] == [f"{REPO_URL}:26.05.2-torch2.9-cu130-mpi"]
+
+
+def test_build_args_carry_the_bases_and_slurm_version(build):
+    args = build.inputs["buildArgs"]
+    assert args["DLC_IMAGE"] == f"{DLC_REGISTRY}/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+    assert args["SLURMD_IMAGE"] == "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04"
+    assert args["SLURM_VERSION"] == "26.05.2"
+
+
+def test_dlc_reference_with_a_registry_host_is_used_as_given():
+    other = "871362719292.dkr.ecr.ap-east-1.amazonaws.com/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+    graph = run_program("dev", {"dlcBaseImage": other})
+    build = graph.named("slurmd-build")
+    assert build.inputs["buildArgs"]["DLC_IMAGE"] == other
+    assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {r["address"] for r in plain(build.inputs["registries"])}
+
+
+def test_context_is_relative_so_every_checkout_agrees(build):
+    assert build.inputs["context"] == {"location": "image"}
+    assert build.inputs["dockerfile"] == {"location": "image/Dockerfile"}
+
+
+def test_preview_does_not_build_unless_asked(build):
+    assert build.inputs["buildOnPreview"] is False
+    graph = run_program("dev", {"buildImageOnPreview": True})
+    assert graph.named("slurmd-build").inputs["buildOnPreview"] is True
+
+
+def test_output_is_the_pushed_reference_pinned_by_digest(dev):
+    assert dev.output("slurmdImage") == f"{REPO_URL}@{IMAGE_DIGEST}"
+
+
+def test_image_builds_while_eks_is_created(dev, build):
+    for other in ("cluster-eks", "network-vpc", "nodes-gpu"):
+        assert not dev.depends_on(build, dev.named(other))
+
+
+def test_dockerfile_passes_hadolint():
+    result = subprocess.run([str(ROOT / ".venv/bin/hadolint"), "--failure-threshold", "error",
+                             str(ROOT / "image/Dockerfile")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_image_scripts_pass_shellcheck():
+    scripts = sorted(str(p) for p in (ROOT / "image").glob("*.sh"))
+    result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), *scripts], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_build_script_and_dockerfile_defaults_match_the_project_defaults():
+    config = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    script = (ROOT / "image/build-image.sh").read_text()
+    for var, key in (("TAG", "slurmdImageTag"), ("DLC_IMAGE", "dlcBaseImage"),
+                     ("SLURMD_IMAGE", "slurmdBaseImage"), ("SLURM_VERSION", "slurmVersion")):
+        assert re.search(rf'^{var}="{re.escape(str(config[key]["default"]))}"$', script, re.M), var
+    dockerfile = (ROOT / "image/Dockerfile").read_text()
+    assert f"ARG SLURMD_IMAGE={config['slurmdBaseImage']['default']}" in dockerfile
+    assert f"ARG SLURM_VERSION={config['slurmVersion']['default']}" in dockerfile
+    assert dockerfile.count(config["dlcBaseImage"]["default"]) == 1
