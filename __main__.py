@@ -11,6 +11,8 @@ from components.load_balancer_controller import LoadBalancerController, LoadBala
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
+from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
+from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 
 
@@ -57,6 +59,18 @@ storage = SharedStorage("storage", SharedStorageArgs(
     cluster_security_group_id=cluster.security_group_id,
     node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
     system_nodes=nodes.system_ready))
+slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
+    chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
+    provider=cluster.provider, system_nodes=nodes.system_ready))
+slurm = SlurmCluster("slurm", SlurmClusterArgs(
+    chart_version=config.slinky_chart_version, gpu=config.gpu,
+    gpu_node_count=config.gpu_node_count, image_repository=image.repository_url,
+    image_digest=image.digest, image_tag=config.slurmd_image_tag,
+    ssh_public_key=config.ssh_public_key, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
+    shared_claim=storage.claim_name, provider=cluster.provider, namespace=storage.namespace,
+    state_storage=[storage.storage_class, storage.ebs_driver],
+    after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
+    load_balancer_controller=lbc.release))
 
 pulumi.export("clusterName", config.cluster_name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -65,3 +79,5 @@ pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
 pulumi.export("sharedFileSystemId", storage.file_system_id)
 pulumi.export("slurmdImage", image.reference)
+pulumi.export("loginHostname", slurm.login_hostname)
+pulumi.export("sshCommand", slurm.ssh_command)

@@ -32,6 +32,7 @@ class SharedStorageArgs:
 
 class SharedStorage(pulumi.ComponentResource):
     file_system_id: pulumi.Output[str]
+    claim_name: str
     namespace: k8s.core.v1.Namespace
     claim: k8s.core.v1.PersistentVolumeClaim
     storage_class: k8s.storage.v1.StorageClass
@@ -105,4 +106,5 @@ class SharedStorage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[volume, self.namespace]))
         self.file_system_id = fs.id
+        self.claim_name = SHARED_PVC
         self.register_outputs({"file_system_id": self.file_system_id})

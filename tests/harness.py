@@ -9,6 +9,7 @@ thread and fails intermittently with "attached to a different loop").
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import pathlib
 import runpy
@@ -76,7 +77,8 @@ class Resource:
     provider: str
     dependencies: list[str]
     property_dependencies: dict[str, list[str]]
-    inputs: dict = field(default_factory=dict)
+    inputs: dict = field(default_factory=dict)   # secrets unwrapped; see secret_inputs
+    secret_inputs: set[str] = field(default_factory=set)
     read: bool = False
 
 
@@ -165,6 +167,8 @@ class Mocks(pulumi.runtime.Mocks):
                 "registryId": "123456789012"},
             "aws:efs/fileSystem:FileSystem": {"dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com"},
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
+            "random:index/randomBytes:RandomBytes": {
+                "base64": base64.b64encode(args.name.encode().ljust(int(args.inputs.get("length", 32)), b"k")).decode()},
             "kubernetes:core/v1:Service": {"status": {"loadBalancer": {"ingress": [
                 {"hostname": LOGIN_HOSTNAME}]}}},
             "kubernetes:helm.sh/v3:Release": {"status": {
@@ -257,6 +261,17 @@ def is_secret(value: Any) -> bool:
     return isinstance(value, dict) and value.get(_SIG_KEY) == SECRET_SIG
 
 
+def unwrap(value: Any) -> Any:
+    """The plain value of a (possibly nested) secret-wrapped input."""
+    if is_secret(value):
+        return unwrap(value["value"])
+    if isinstance(value, dict):
+        return {k: unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap(v) for v in value]
+    return value
+
+
 def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
                 preview: bool = False, expect_error: bool = False) -> Graph:
     """Run __main__.py once. With expect_error, a failing program returns its error in the
@@ -289,7 +304,9 @@ def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
             raise
         error = e
     for r in monitor.recorded.values():
-        r.inputs = mocks.inputs.get((r.type, r.name), {})
+        raw = mocks.inputs.get((r.type, r.name), {})
+        r.secret_inputs = {k for k, v in raw.items() if is_secret(v)}
+        r.inputs = {k: unwrap(v) for k, v in raw.items()}
     if error is not None:
         return Graph(resources=list(monitor.recorded.values()), stack_outputs={},
                      component_outputs=monitor.outputs, calls=mocks.calls, error=error)

@@ -8,15 +8,11 @@ import subprocess
 import pytest
 import yaml
 
-from harness import IMAGE_DIGEST, is_secret, run_program
+from harness import IMAGE_DIGEST, run_program
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 DLC_REGISTRY = "763104351884.dkr.ecr.us-west-2.amazonaws.com"
-
-
-def plain(value):
-    return value["value"] if is_secret(value) else value
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +41,16 @@ def test_repository_has_a_lifecycle_policy(dev):
 
 
 def test_build_pulls_from_the_dlc_registry_and_pushes_to_ours(build):
-    registries = plain(build.inputs["registries"])
+    registries = (build.inputs["registries"])
     by_address = {r["address"]: r for r in registries}
     assert set(by_address) == {DLC_REGISTRY, REPO_URL.split("/")[0]}
-    assert plain(by_address[DLC_REGISTRY]["password"]) == "token-for-763104351884"
-    assert plain(by_address[REPO_URL.split("/")[0]]["password"]) == "token-for-123456789012"
+    assert (by_address[DLC_REGISTRY]["password"]) == "token-for-763104351884"
+    assert (by_address[REPO_URL.split("/")[0]]["password"]) == "token-for-123456789012"
     assert all(r["username"] == "AWS" for r in registries)
 
 
 def test_registry_passwords_are_secret(build):
-    assert is_secret(build.inputs["registries"])
+    assert "registries" in build.secret_inputs
 
 
 def test_build_is_linux_amd64_and_pushed(build):
@@ -86,7 +82,7 @@ def test_dlc_reference_with_a_registry_host_is_used_as_given():
     graph = run_program("dev", {"dlcBaseImage": other})
     build = graph.named("slurmd-build")
     assert build.inputs["buildArgs"]["DLC_IMAGE"] == other
-    assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {r["address"] for r in plain(build.inputs["registries"])}
+    assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {r["address"] for r in (build.inputs["registries"])}
 
 
 def test_context_is_relative_so_every_checkout_agrees(build):

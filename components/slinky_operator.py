@@ -1,0 +1,61 @@
+"""cert-manager and the Slinky operator (CRDs, operator, webhook): what the Slurm release needs
+in place, webhook ready, before it can be installed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.chart_versions import base_values, versions
+from components.helm import merge
+from components.node_groups import CORE_LABELS
+
+OPERATOR_NAMESPACE = "slinky"
+
+
+@dataclass(frozen=True)
+class SlinkyOperatorArgs:
+    chart_version: str
+    cert_manager_version: str
+    provider: k8s.Provider
+    system_nodes: Sequence[pulumi.Resource]
+
+
+class SlinkyOperator(pulumi.ComponentResource):
+    cert_manager: k8s.helm.v3.Release
+    crds: k8s.helm.v3.Release
+    operator: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: SlinkyOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:slinky:SlinkyOperator", name, None, opts)
+        core = dict(CORE_LABELS)
+
+        def release(suffix: str, chart: str, version: str, repo: str | None, namespace: str,
+                    values: dict, after: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
+            return k8s.helm.v3.Release(
+                f"{name}-{suffix}", name=chart,
+                chart=chart if repo else f"{versions()['slinky']['repository']}/{chart}",
+                version=version,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
+                namespace=namespace, create_namespace=True,
+                values=merge(base_values(chart), values),
+                # Helm --wait: the webhooks' Deployments are Ready before anything depends on them
+                # ("no endpoints available for service", slinky-chart.md, issue #96).
+                skip_await=False, timeout=timeout,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(after)))
+
+        cm = versions()["certManager"]
+        self.cert_manager = release(
+            "cert-manager", cm["chart"], args.cert_manager_version, cm["repository"], "cert-manager",
+            {"nodeSelector": core, "webhook": {"nodeSelector": core},
+             "cainjector": {"nodeSelector": core}, "startupapicheck": {"nodeSelector": core}},
+            args.system_nodes, timeout=900)
+        self.crds = release("crds", "slurm-operator-crds", args.chart_version, None,
+                            OPERATOR_NAMESPACE, {}, args.system_nodes, timeout=300)
+        self.operator = release(
+            "operator", "slurm-operator", args.chart_version, None, OPERATOR_NAMESPACE,
+            {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
+            [*args.system_nodes, self.cert_manager, self.crds], timeout=900)
+        self.register_outputs({"operator": self.operator.status})

@@ -1,0 +1,108 @@
+"""The Slurm cluster: its keys, the controller's state volume, the Slinky `slurm` release, and
+the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+from components.catalog import GpuInstanceType
+from components.chart_versions import versions
+from components.load_balancer_controller import NLB_CLASS
+from components.shared_storage import GP3, SLURM_NAMESPACE
+from components.slurm_values import LOGINSET_OBJECT, RELEASE, SlurmValuesArgs, slurm_values
+
+SLURM_KEY_SECRET = "slurm-auth-slurm"
+JWT_KEY_SECRET = "slurm-auth-jwt"
+STATE_CLAIM = "slurm-controller-state"
+LOGIN_SERVICE = "slurm-login-nlb"
+
+
+@dataclass(frozen=True)
+class SlurmClusterArgs:
+    chart_version: str
+    gpu: GpuInstanceType
+    gpu_node_count: int
+    image_repository: pulumi.Input[str]
+    image_digest: pulumi.Input[str]
+    image_tag: str
+    ssh_public_key: str
+    ssh_allowed_cidrs: Sequence[str]
+    shared_claim: str
+    provider: k8s.Provider
+    namespace: pulumi.Resource
+    # What the controller's gp3 claim needs, and must be deleted before (StorageClass, EBS CSI).
+    state_storage: Sequence[pulumi.Resource]
+    # What the Slurm release waits for (operator webhook Ready, /shared claim, device plugins).
+    after: Sequence[pulumi.Resource]
+    # The login Service is deleted while the load balancer controller still runs.
+    load_balancer_controller: pulumi.Resource
+
+
+class SlurmCluster(pulumi.ComponentResource):
+    release: k8s.helm.v3.Release
+    login_hostname: pulumi.Output[str]
+    ssh_command: pulumi.Output[str]
+
+    def __init__(self, name: str, args: SlurmClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:slurm:SlurmCluster", name, None, opts)
+
+        # Random bytes live in the state: the same keys on every preview and update.
+        def key_secret(suffix: str, secret: str, key: str, length: int) -> k8s.core.v1.Secret:
+            raw = random.RandomBytes(f"{name}-{suffix}-key-bytes", length=length,
+                                     opts=pulumi.ResourceOptions(parent=self))
+            return k8s.core.v1.Secret(
+                f"{name}-{suffix}-key",
+                metadata={"name": secret, "namespace": SLURM_NAMESPACE},
+                data={key: raw.base64}, immutable=True,
+                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]))
+
+        slurm_key = key_secret("slurm", SLURM_KEY_SECRET, "slurm.key", 1024)
+        jwt_key = key_secret("jwt", JWT_KEY_SECRET, "jwt.key", 64)
+        state = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-state",
+            metadata={"name": STATE_CLAIM, "namespace": SLURM_NAMESPACE,
+                      # gp3 binds when slurmctld is scheduled (WaitForFirstConsumer): no wait here.
+                      "annotations": {"pulumi.com/skipAwait": "true"}},
+            spec={"accessModes": ["ReadWriteOnce"], "storageClassName": GP3,
+                  "resources": {"requests": {"storage": "4Gi"}}},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[args.namespace, *args.state_storage]))
+
+        values = pulumi.Output.all(args.image_repository, args.image_digest).apply(
+            lambda image: slurm_values(SlurmValuesArgs(
+                gpu=args.gpu, gpu_node_count=args.gpu_node_count, image_repository=image[0],
+                image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
+                shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
+                slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET)))
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release", name=RELEASE,
+            chart=f"{versions()['slinky']['repository']}/slurm", version=args.chart_version,
+            namespace=SLURM_NAMESPACE, values=values,
+            skip_await=False, timeout=1200,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[*args.after, slurm_key, jwt_key, state]))
+
+        login = k8s.core.v1.Service(
+            f"{name}-login",
+            metadata={"name": LOGIN_SERVICE, "namespace": SLURM_NAMESPACE, "annotations": {
+                "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+                "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+                # Targets are the login pod's IP: no NodePort on every node.
+                "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+                # Pulumi waits for the NLB's hostname and a Ready login pod behind it; an NLB
+                # takes 2-3 minutes (aws-facts §6).
+                "pulumi.com/timeoutSeconds": "900"}},
+            spec={"type": "LoadBalancer", "loadBalancerClass": NLB_CLASS,
+                  # The controller turns these into the NLB security group's only SSH rules.
+                  "loadBalancerSourceRanges": list(args.ssh_allowed_cidrs),
+                  "selector": {"app.kubernetes.io/instance": LOGINSET_OBJECT},
+                  "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}]},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[args.load_balancer_controller, self.release]))
+        self.login_hostname = login.status.load_balancer.ingress[0].hostname
+        self.ssh_command = pulumi.Output.concat("ssh root@", self.login_hostname)
+        self.register_outputs({"login_hostname": self.login_hostname, "ssh_command": self.ssh_command})

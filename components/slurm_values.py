@@ -1,0 +1,89 @@
+"""The Slurm release's values: the reviewed base (charts-values/slurm.yaml) under what depends on
+the stack's config and on other resources. Pure functions, so tests can walk the result against
+chart 1.2.1's defaults and the CRD schemas."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.catalog import GpuInstanceType
+from components.chart_versions import base_values
+from components.helm import merge
+from components.node_groups import CORE_LABELS, GPU_LABELS, GPU_TOLERATION
+
+RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
+NODESET = "slinky"         # Slurm nodes slinky-0, slinky-1, ...
+LOGINSET = "slinky"
+# What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
+# app.kubernetes.io/instance (the operator's login selector labels).
+LOGINSET_OBJECT = f"{RELEASE}-login-{LOGINSET}"
+SHARED_MOUNT = "/shared"
+
+
+@dataclass(frozen=True)
+class SlurmValuesArgs:
+    gpu: GpuInstanceType
+    gpu_node_count: int
+    image_repository: str
+    image_digest: str
+    image_tag: str
+    ssh_public_key: str
+    shared_claim: str
+    state_claim: str
+    slurm_key_secret: str
+    jwt_key_secret: str
+
+
+def gpu_resources(gpu: GpuInstanceType) -> dict:
+    # A pod that does not request the EFA devices sees no /dev/infiniband and NCCL falls back to
+    # sockets (aws-facts §3a-bis): every EFA interface of the node goes to its one slurmd.
+    amounts = {"nvidia.com/gpu": gpu.gpus, "vpc.amazonaws.com/efa": gpu.efa_interfaces}
+    return {"limits": dict(amounts), "requests": dict(amounts)}
+
+
+def slurm_values(a: SlurmValuesArgs) -> dict:
+    shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
+    shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
+    computed = {
+        # Keys made by the program and passed by reference: the chart would otherwise generate
+        # random ones, and its Secrets are immutable.
+        "slurmKey": {"create": False, "secretRef": {"name": a.slurm_key_secret, "key": "slurm.key"}},
+        "jwtKey": {"create": False, "secretRef": {"name": a.jwt_key_secret, "key": "jwt.key"}},
+        "controller": {
+            # Pulumi owns the gp3 claim, so destroy deletes it (and its EBS volume); a claim from
+            # the StatefulSet's template would outlive the release.
+            "persistence": {"existingClaim": a.state_claim},
+            "podSpec": {"nodeSelector": dict(CORE_LABELS)},
+        },
+        "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)}},
+        "nodesets": {NODESET: {
+            "enabled": True,
+            "replicas": a.gpu_node_count,
+            "slurmd": {
+                "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
+                "resources": gpu_resources(a.gpu),
+                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}],
+            },
+            # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
+            "extraConfMap": {"Gres": [a.gpu.gres]},
+            # The partition comes from `partitions` in the base values.
+            "partition": {"enabled": False},
+            "podSpec": {
+                "nodeSelector": dict(GPU_LABELS),
+                # Tolerations replace the operator's defaults rather than merge.
+                "tolerations": [dict(GPU_TOLERATION)],
+                # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
+                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            },
+        }},
+        "loginsets": {LOGINSET: {
+            "enabled": True,
+            "replicas": 1,
+            "rootSshAuthorizedKeys": a.ssh_public_key + "\n",
+            "login": {"volumeMounts": [shared_mount]},
+            "podSpec": {"nodeSelector": dict(CORE_LABELS), "volumes": [shared_volume]},
+            # The chart's default LoadBalancer would go to the in-tree cloud provider: a Classic
+            # ELB with SSH open to 0.0.0.0/0. The program owns the login NLB instead.
+            "service": {"spec": {"type": "ClusterIP"}},
+        }},
+    }
+    return merge(base_values(RELEASE), computed)
