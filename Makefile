@@ -8,14 +8,17 @@ STACK ?= dev
 # no secrets of its own; state secrets (kubeconfig) are encrypted with this passphrase.
 export PULUMI_CONFIG_PASSPHRASE ?=
 
-.PHONY: test up preview destroy lint
+.PHONY: test up preview destroy slurm-packages
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	touch $@
 
-test: $(VENV)/.installed
+slurm-packages:
+	bash tests/install-slurm-packages.sh
+
+test: $(VENV)/.installed slurm-packages
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m pytest
 

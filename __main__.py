@@ -7,6 +7,7 @@ import pulumi_aws as aws
 from components import stack_config
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
@@ -71,6 +72,9 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     state_storage=[storage.storage_class, storage.ebs_driver],
     after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
     load_balancer_controller=lbc.release))
+# The jobs and their environment onto /shared, refreshed on every up that changes them.
+JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace="slurm", shared_claim=storage.claim_name,
+                                  provider=cluster.provider, after=[storage.claim, *nodes.system_ready]))
 
 pulumi.export("clusterName", config.cluster_name)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -1,0 +1,78 @@
+"""Puts the jobs and the cluster's job environment onto /shared on every `pulumi up`: a
+ConfigMap holding the files and a Job that copies them onto the shared volume. The Job's name
+carries a hash of the content, so a changed job is there after the next up and an unchanged one
+costs nothing."""
+from __future__ import annotations
+
+import hashlib
+import pathlib
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.catalog import GpuInstanceType
+from components.job_environment import ENV_FILE, cluster_environment, render
+from components.node_groups import CORE_LABELS
+
+JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
+TARGET = "/shared/jobs"
+# The ECR Public mirror of Docker Hub's busybox: no Docker Hub pull limits.
+COPY_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
+
+
+def job_files() -> dict[str, str]:
+    """Every file under jobs/, keyed by its path with '/' as '__' (ConfigMap keys are flat)."""
+    files = {}
+    for path in sorted(JOBS_DIR.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            files[str(path.relative_to(JOBS_DIR)).replace("/", "__")] = path.read_text()
+    return files
+
+
+@dataclass(frozen=True)
+class JobStagingArgs:
+    gpu: GpuInstanceType
+    namespace: str
+    shared_claim: str
+    provider: k8s.Provider
+    after: Sequence[pulumi.Resource]
+
+
+class JobStaging(pulumi.ComponentResource):
+    content_hash: str
+
+    def __init__(self, name: str, args: JobStagingArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:jobs:JobStaging", name, None, opts)
+        files = job_files()
+        files[ENV_FILE] = render(cluster_environment(args.gpu))
+        digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items())).encode()).hexdigest()
+        self.content_hash = digest[:12]
+        bundle = k8s.core.v1.ConfigMap(
+            f"{name}-files", metadata={"name": f"slinky-eks-jobs-{self.content_hash}",
+                                       "namespace": args.namespace},
+            data=files, immutable=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.after)))
+        # Flat keys back into directories; scripts executable. Old files are replaced, user files
+        # elsewhere on /shared are untouched.
+        script = (f"set -e; mkdir -p {TARGET}; cd /staged; for f in *; do "
+                  f"d={TARGET}/$(echo \"$f\" | sed 's|__|/|g'); mkdir -p \"$(dirname \"$d\")\"; "
+                  f"cp \"$f\" \"$d.tmp\"; mv \"$d.tmp\" \"$d\"; done; "
+                  f"chmod +x {TARGET}/*.sbatch {TARGET}/*.sh {TARGET}/lib/*.sh 2>/dev/null || true; "
+                  f"mkdir -p /shared/logs /shared/hf-cache; ls -l {TARGET}")
+        k8s.batch.v1.Job(
+            f"{name}-copy",
+            metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace},
+            spec={"backoffLimit": 3, "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": dict(CORE_LABELS),
+                "containers": [{"name": "copy", "image": COPY_IMAGE, "command": ["sh", "-c", script],
+                                "volumeMounts": [{"name": "staged", "mountPath": "/staged"},
+                                                 {"name": "shared", "mountPath": "/shared"}]}],
+                "volumes": [{"name": "staged", "configMap": {"name": bundle.metadata.name}},
+                            {"name": "shared", "persistentVolumeClaim": {"claimName": args.shared_claim}}],
+            }}},
+            # Pulumi waits for the copy to complete: the jobs are on /shared when `up` returns.
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[bundle]))
+        self.register_outputs({"content_hash": self.content_hash})

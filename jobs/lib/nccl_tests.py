@@ -1,0 +1,119 @@
+"""Parse NVIDIA nccl-tests output and decide whether the run is correct and fast enough.
+
+Used by the nccl-allreduce/allgather jobs (exit status) and by tools/report.py (table, chart).
+Standard library only: it runs in the slurmd image and on a laptop.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+# A data row: size count type redop root | out-of-place time algbw busbw #wrong | in-place ...
+_ROW = re.compile(
+    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)"
+    r"\s+(?P<time>[\d.]+)\s+(?P<algbw>[\d.]+)\s+(?P<busbw>[\d.]+)\s+(?P<wrong>\S+)"
+    r"\s+(?P<itime>[\d.]+)\s+(?P<ialgbw>[\d.]+)\s+(?P<ibusbw>[\d.]+)\s+(?P<iwrong>\S+)\s*$")
+_RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s", re.M)   # one per rank: "#  Rank  0 Group  0 Pid ..."
+
+
+@dataclass(frozen=True)
+class Row:
+    size: int
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: int            # out-of-place + in-place; N/A counts as 0
+    in_place_busbw: float
+
+
+@dataclass(frozen=True)
+class Result:
+    rows: list[Row]
+    out_of_bounds: int | None
+    avg_busbw: float | None
+    ranks: int | None
+    socket_lines: int
+    efa_lines: int
+
+    @property
+    def peak_busbw(self) -> float:
+        return max((r.busbw for r in self.rows), default=0.0)
+
+
+def _wrong(text: str) -> int:
+    return 0 if text == "N/A" else int(text)
+
+
+def parse(text: str) -> Result:
+    rows = []
+    for line in text.splitlines():
+        m = _ROW.match(line)
+        if m:
+            rows.append(Row(size=int(m["size"]), time_us=float(m["time"]), algbw=float(m["algbw"]),
+                            busbw=float(m["busbw"]), wrong=_wrong(m["wrong"]) + _wrong(m["iwrong"]),
+                            in_place_busbw=float(m["ibusbw"])))
+    oob = re.search(r"Out of bounds values\s*:\s*(\d+)", text)
+    avg = re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", text)
+    ranks = len(_RANK_LINE.findall(text)) or None
+    return Result(rows=rows, out_of_bounds=int(oob.group(1)) if oob else None,
+                  avg_busbw=float(avg.group(1)) if avg else None, ranks=ranks,
+                  socket_lines=len(re.findall(r"NET/Socket|Using network Socket", text)),
+                  efa_lines=len(re.findall(r"NET/OFI.*Selected provider is efa", text, re.I)))
+
+
+def verdict(result: Result, line_rate_gbps: float | None, expect_efa: bool) -> tuple[bool, list[str]]:
+    """(passed, reasons): correctness and transport decide; the share of line rate is reported."""
+    notes, ok = [], True
+    if not result.rows:
+        return False, ["no result rows: the benchmark did not run"]
+    wrong = sum(r.wrong for r in result.rows)
+    if wrong:
+        ok = False
+        notes.append(f"#wrong = {wrong} (must be 0)")
+    else:
+        notes.append("#wrong = 0 on every row")
+    if result.out_of_bounds is None or result.out_of_bounds:
+        ok = False
+        notes.append(f"out of bounds values: {result.out_of_bounds} (must be 0)")
+    if result.socket_lines:
+        ok = False
+        notes.append(f"socket fallback: {result.socket_lines} NET/Socket lines")
+    if expect_efa and not result.efa_lines:
+        ok = False
+        notes.append("EFA provider never selected")
+    if line_rate_gbps:
+        ceiling = line_rate_gbps / 8
+        share = result.peak_busbw / ceiling
+        notes.append(f"peak busbw {result.peak_busbw:.2f} GB/s = {share:.0%} of the "
+                     f"{line_rate_gbps:g} Gbps ({ceiling:g} GB/s) EFA line rate")
+    return ok, notes
+
+
+def table(result: Result) -> str:
+    lines = [f"{'size':>12} {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6}"]
+    lines += [f"{r.size:>12} {r.time_us:>10.1f} {r.algbw:>8.2f} {r.busbw:>8.2f} {r.wrong:>6}" for r in result.rows]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("log")
+    p.add_argument("--line-rate-gbps", type=float)
+    p.add_argument("--expect-efa", type=int, default=None, help="default: $EXPECT_EFA")
+    args = p.parse_args(argv)
+    expect = args.expect_efa if args.expect_efa is not None else os.environ.get("EXPECT_EFA") == "1"
+    with open(args.log, errors="replace") as f:
+        result = parse(f.read())
+    ok, notes = verdict(result, args.line_rate_gbps, bool(expect))
+    print(table(result))
+    for n in notes:
+        print(("  ok  " if ok else "  --  ") + n)
+    print("NCCL-TESTS " + ("OK" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""jobs/lib/nccl_tests.py: the verdict the nccl-tests jobs exit with (and the reports draw)."""
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests/data"
+sys.path.insert(0, str(ROOT / "jobs/lib"))
+import nccl_tests  # noqa: E402
+
+
+def _run(log, *args):
+    return subprocess.run([sys.executable, str(ROOT / "jobs/lib/nccl_tests.py"), str(DATA / log), *args],
+                          capture_output=True, text=True)
+
+
+def test_parses_every_row_and_the_summary():
+    result = nccl_tests.parse((DATA / "nccl-allreduce-8x-l4.log").read_text())
+    assert len(result.rows) == 30 and result.rows[0].size == 8 and result.rows[-1].size == 4 * 2**30
+    assert result.ranks == 8 and result.out_of_bounds == 0 and result.efa_lines == 8
+    assert result.avg_busbw == pytest.approx(2.291)
+    assert result.peak_busbw == pytest.approx(4.20)
+
+
+def test_healthy_run_passes_and_reports_the_share_of_line_rate():
+    out = _run("nccl-allreduce-8x-l4.log", "--line-rate-gbps", "40", "--expect-efa", "1")
+    assert out.returncode == 0, out.stdout
+    assert "84% of the 40 Gbps (5 GB/s) EFA line rate" in out.stdout and "NCCL-TESTS OK" in out.stdout
+
+
+def test_all_gather_rows_parse_too():
+    result = nccl_tests.parse((DATA / "nccl-allgather-8x-l4.log").read_text())
+    assert len(result.rows) == 30 and result.peak_busbw == pytest.approx(2.10)
+
+
+def test_wrong_values_fail_the_job():
+    out = _run("nccl-allreduce-wrong.log", "--line-rate-gbps", "40", "--expect-efa", "1")
+    assert out.returncode == 1 and "#wrong = 6 (must be 0)" in out.stdout
+    assert "out of bounds values: 1 (must be 0)" in out.stdout
+
+
+def test_socket_fallback_fails_the_job():
+    out = _run("nccl-allreduce-socket.log", "--line-rate-gbps", "40", "--expect-efa", "1")
+    assert out.returncode == 1
+    assert "socket fallback: 8 NET/Socket lines" in out.stdout and "EFA provider never selected" in out.stdout
+
+
+def test_an_empty_log_fails():
+    ok, notes = nccl_tests.verdict(nccl_tests.parse("NCCL WARN something\n"), 40, True)
+    assert not ok and notes == ["no result rows: the benchmark did not run"]
+
+
+def test_wrong_column_na_counts_as_zero():
+    line = ("     1048576        262144     float     sum      -1    512.3    2.05    3.58    N/A"
+            "    510.9    2.05    3.59    N/A")
+    (row,) = nccl_tests.parse(line).rows
+    assert row.wrong == 0 and row.busbw == 3.58
