@@ -13,7 +13,8 @@ from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
-from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
+from components.slurm_cluster import LOGIN_SERVICE, SlurmCluster, SlurmClusterArgs
+from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 
 
@@ -59,7 +60,7 @@ storage = SharedStorage("storage", SharedStorageArgs(
     cluster_name=config.cluster_name, vpc_id=network.vpc_id,
     cluster_security_group_id=cluster.security_group_id,
     node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
-    system_nodes=nodes.system_ready))
+    system_nodes=nodes.system_ready, retain_data=config.retain_shared_data))
 slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
     chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
     provider=cluster.provider, system_nodes=nodes.system_ready))
@@ -71,7 +72,11 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     shared_claim=storage.claim_name, provider=cluster.provider, namespace=storage.namespace,
     state_storage=[storage.storage_class, storage.ebs_driver],
     after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
-    load_balancer_controller=lbc.release))
+    load_balancer_controller=lbc.release))# After the first install and after every image change: nodes resumed, all taking jobs.
+SlurmReadiness("slurm-ready", SlurmReadinessArgs(
+    namespace="slurm", login_service=LOGIN_SERVICE, image_digest=image.digest,
+    expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
+
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace="slurm", shared_claim=storage.claim_name,
                                   provider=cluster.provider, after=[storage.claim, *nodes.system_ready]))
@@ -85,3 +90,6 @@ pulumi.export("sharedFileSystemId", storage.file_system_id)
 pulumi.export("slurmdImage", image.reference)
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
+# What `tools/verify.py` checks the cluster against (with the instance catalog).
+pulumi.export("gpuInstanceType", config.gpu_instance_type)
+pulumi.export("gpuNodeCount", config.gpu_node_count)

@@ -13,13 +13,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.catalog import GpuInstanceType
+from components.chart_versions import versions
 from components.job_environment import ENV_FILE, cluster_environment, render
 from components.node_groups import CORE_LABELS
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 TARGET = "/shared/jobs"
-# The ECR Public mirror of Docker Hub's busybox: no Docker Hub pull limits.
-COPY_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 
 
 def job_files() -> dict[str, str]:
@@ -67,7 +66,7 @@ class JobStaging(pulumi.ComponentResource):
             spec={"backoffLimit": 3, "template": {"spec": {
                 "restartPolicy": "Never",
                 "nodeSelector": dict(CORE_LABELS),
-                "containers": [{"name": "copy", "image": COPY_IMAGE, "command": ["sh", "-c", script],
+                "containers": [{"name": "copy", "image": versions()["images"]["busybox"], "command": ["sh", "-c", script],
                                 "volumeMounts": [{"name": "staged", "mountPath": "/staged"},
                                                  {"name": "shared", "mountPath": "/shared"}]}],
                 "volumes": [{"name": "staged", "configMap": {"name": bundle.metadata.name}},

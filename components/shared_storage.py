@@ -28,6 +28,8 @@ class SharedStorageArgs:
     node_subnet_ids: Sequence[pulumi.Input[str]]
     provider: k8s.Provider
     system_nodes: Sequence[pulumi.Resource]
+    # Keep the EFS file system (and /shared's data) when the stack is destroyed.
+    retain_data: bool
 
 
 class SharedStorage(pulumi.ComponentResource):
@@ -77,7 +79,8 @@ class SharedStorage(pulumi.ComponentResource):
             tags={"Name": f"{args.cluster_name}-nfs"}, opts=child)
         fs = aws.efs.FileSystem(
             f"{name}-efs", encrypted=True, throughput_mode="elastic", performance_mode="generalPurpose",
-            tags={"Name": f"{args.cluster_name}-shared"}, opts=child)
+            tags={"Name": f"{args.cluster_name}-shared"},
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_data))
         mount_targets = [
             aws.efs.MountTarget(f"{name}-efs-mt-{i}", file_system_id=fs.id, subnet_id=subnet,
                                 security_groups=[nfs.id], opts=child)

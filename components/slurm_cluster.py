@@ -44,6 +44,7 @@ class SlurmClusterArgs:
 
 class SlurmCluster(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
+    login: k8s.core.v1.Service
     login_hostname: pulumi.Output[str]
     ssh_command: pulumi.Output[str]
 
@@ -86,7 +87,7 @@ class SlurmCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[*args.after, slurm_key, jwt_key, state]))
 
-        login = k8s.core.v1.Service(
+        self.login = login = k8s.core.v1.Service(
             f"{name}-login",
             metadata={"name": LOGIN_SERVICE, "namespace": SLURM_NAMESPACE, "annotations": {
                 "service.beta.kubernetes.io/aws-load-balancer-type": "external",

@@ -67,6 +67,7 @@ class StackConfig:
     dlc_base_image: str
     slurmd_base_image: str
     build_image_on_preview: bool
+    retain_shared_data: bool
 
     @property
     def gpu_instance_type(self) -> str:
@@ -245,6 +246,7 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
         r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} "
                   f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu26.04)")
     build_on_preview = r.boolean("buildImageOnPreview")
+    retain_shared = r.boolean("retainSharedData")
     vpc_cidr = r.string("vpcCidr", _vpc_cidr_problem)
     cluster_name = r.cfg.get("clusterName") or f"slinky-eks-{stack}"
     if not _NAME.match(cluster_name):
@@ -277,4 +279,4 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
         allow_ssh_from_anywhere=anywhere, admin_role_arns=tuple(admins),
         slinky_chart_version=chart, slurm_version=slurm, cert_manager_version=cert_manager,
         vpc_cidr=vpc_cidr, slurmd_image_tag=tag, dlc_base_image=dlc, slurmd_base_image=slurmd_base,
-        build_image_on_preview=build_on_preview)
+        build_image_on_preview=build_on_preview, retain_shared_data=retain_shared)

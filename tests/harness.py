@@ -80,6 +80,8 @@ class Resource:
     inputs: dict = field(default_factory=dict)   # secrets unwrapped; see secret_inputs
     secret_inputs: set[str] = field(default_factory=set)
     read: bool = False
+    retain_on_delete: bool = False
+    deleted_with: str = ""
 
 
 def _refs_to_urns(value: struct_pb2.Value) -> None:
@@ -112,7 +114,9 @@ class RecordingMonitor(MockMonitor):
             dependencies=list(request.dependencies),
             property_dependencies={} if read else {
                 k: list(v.urns) for k, v in request.propertyDependencies.items()},
-            read=read)
+            read=read,
+            retain_on_delete=False if read else bool(request.retainOnDelete),
+            deleted_with="" if read else request.deletedWith)
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":

@@ -17,8 +17,7 @@ def bundle(dev):
 
 @pytest.fixture(scope="module")
 def copy_job(dev):
-    (job,) = dev.of_type("kubernetes:batch/v1:Job")
-    return job
+    return dev.named("jobs-copy")
 
 
 def _env(cm) -> dict[str, str]:
@@ -53,15 +52,14 @@ def test_environment_file_follows_the_gpu_type():
 
 def test_a_changed_job_is_staged_again_on_the_next_up(bundle, copy_job):
     graph = run_program("dev", {"gpuInstanceType": "p5.48xlarge"})
-    (job,) = graph.of_type("kubernetes:batch/v1:Job")
+    job = graph.named("jobs-copy")
     (cm,) = graph.of_type("kubernetes:core/v1:ConfigMap")
     assert job.inputs["metadata"]["name"] != copy_job.inputs["metadata"]["name"]
     assert cm.inputs["metadata"]["name"] != bundle.inputs["metadata"]["name"]
 
 
 def test_unchanged_jobs_keep_their_names(copy_job):
-    assert run_program("dev").of_type("kubernetes:batch/v1:Job")[0].inputs["metadata"]["name"] == \
-        copy_job.inputs["metadata"]["name"]
+    assert run_program("dev").named("jobs-copy").inputs["metadata"]["name"] == copy_job.inputs["metadata"]["name"]
 
 
 def test_copy_job_writes_onto_the_shared_claim_and_is_awaited(copy_job, bundle):

@@ -14,6 +14,7 @@ from components.catalog import CATALOG
 from components.job_environment import ENV_FILE, cluster_environment, render
 from components.job_staging import job_files
 from local_slurm import LocalSlurm, missing_binaries
+from tools import slurm_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slurm
@@ -91,6 +92,34 @@ def test_srun_offers_and_launches_pmix(slurm):
     assert sorted(step.stdout.split()) == [f"rank={i}" for i in range(4)]
 
 
+# Stuck nodes on a real Slurm: the same resume script `verify --fix` and `pulumi up` run.
+
+def _sinfo(slurm):
+    out = subprocess.run(["sinfo", "-N", "-h", "-o", "%N %T %G"], env=slurm.env, capture_output=True, text=True)
+    return slurm_state.parse_sinfo(out.stdout)
+
+
+@pytest.mark.parametrize("state", ["down", "drain"])
+def test_resume_script_brings_stuck_nodes_back(slurm, state):
+    subprocess.run(["scontrol", "update", "nodename=n2", f"state={state}", "reason=image change"],
+                   env=slurm.env, check=True)
+    stuck = _sinfo(slurm)
+    assert slurm_state.nodes_to_resume(stuck) == ["n2"], stuck
+    scontrol = subprocess.run(["scontrol", "show", "node", "n2"], env=slurm.env, capture_output=True, text=True).stdout
+    assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(scontrol)) == ["n2"]
+    result = subprocess.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "2", "30"], env=slurm.env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "resuming n2" in result.stdout and "nodes ready: 2 of 2" in result.stdout
+    assert all(n.usable for n in _sinfo(slurm))
+
+
+def test_resume_script_fails_loudly_when_nodes_never_come_back(slurm):
+    result = subprocess.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "3", "1", "1"], env=slurm.env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1 and "FAILED: 2 of 3 Slurm nodes take jobs" in result.stderr
+
+
 # The transport check on real NCCL log lines (aws-facts §3b).
 
 EFA_LINES = "NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 1 nics)\n"
@@ -130,7 +159,8 @@ def test_transport_is_not_checked_off_efa(tmp_path):
 
 def test_every_script_passes_shellcheck():
     scripts = [*sorted((ROOT / "jobs").glob("*.sbatch")), *sorted((ROOT / "jobs/lib").glob("*.sh")),
-               *sorted((ROOT / "image").glob("*.sh")), *sorted((ROOT / "tests").glob("*.sh")), ROOT / ".ci/run"]
+               *sorted((ROOT / "image").glob("*.sh")), *sorted((ROOT / "tests").glob("*.sh")),
+               *sorted((ROOT / "tools").glob("*.sh")), ROOT / ".ci/run"]
     result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", "-P", "SCRIPTDIR/..",
                              *map(str, scripts)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout

@@ -32,7 +32,7 @@ def test_healthy_run_passes_and_reports_the_share_of_line_rate():
 
 def test_all_gather_rows_parse_too():
     result = nccl_tests.parse((DATA / "nccl-allgather-8x-l4.log").read_text())
-    assert len(result.rows) == 30 and result.peak_busbw == pytest.approx(2.10)
+    assert len(result.rows) == 30 and result.peak_busbw == pytest.approx(4.64)
 
 
 def test_wrong_values_fail_the_job():

@@ -1,0 +1,70 @@
+"""`pulumi destroy` leaves nothing behind: the engine deletes in reverse dependency order, so
+these edges are the teardown order."""
+import pytest
+
+from harness import run_program
+
+
+def _lb_services(graph):
+    return [r for r in graph.of_type("kubernetes:core/v1:Service") if r.inputs["spec"].get("type") == "LoadBalancer"]
+
+
+def test_there_is_a_load_balancer_service_to_order(dev):
+    assert [s.name for s in _lb_services(dev)] == ["slurm-login"]
+
+
+def test_load_balancer_services_go_before_the_controller_that_deletes_their_nlb(dev):
+    for svc in _lb_services(dev):
+        assert dev.depends_on(svc, dev.named("lbc-release")), svc.name
+
+
+def test_gp3_claims_go_before_the_ebs_driver(dev):
+    claims = [r for r in dev.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+              if r.inputs["spec"].get("storageClassName") == "gp3"]
+    assert claims
+    for claim in claims:
+        assert dev.depends_on(claim, dev.named("storage-ebs-csi")), claim.name
+
+
+def test_efs_volumes_go_before_the_efs_driver_and_the_mount_targets(dev):
+    volumes = [r for r in dev.of_type("kubernetes:core/v1:PersistentVolume")
+               if r.inputs["spec"].get("csi", {}).get("driver") == "efs.csi.aws.com"]
+    assert volumes
+    for pv in volumes:
+        assert dev.depends_on(pv, dev.named("storage-efs-csi"))
+        for mt in dev.of_type("aws:efs/mountTarget:MountTarget"):
+            assert dev.depends_on(pv, mt)
+
+
+@pytest.mark.parametrize("controller,nodes", [
+    ("lbc-release", "nodes-core"), ("slinky-cert-manager", "nodes-core"), ("slinky-operator", "nodes-core"),
+    ("storage-ebs-csi", "nodes-core"), ("storage-efs-csi", "nodes-core"),
+    ("devices-nvidia", "nodes-gpu"), ("devices-efa", "nodes-gpu")])
+def test_controllers_go_before_the_nodes_they_run_on(dev, controller, nodes):
+    assert dev.depends_on(dev.named(controller), dev.named(nodes))
+
+
+def test_slurm_release_goes_before_the_operator_and_its_crds(dev):
+    # The operator must still run to remove its custom resources' finalizers (slinky-chart.md).
+    release = dev.named("slurm-release")
+    assert dev.depends_on(release, dev.named("slinky-operator"))
+    assert dev.depends_on(dev.named("slinky-operator"), dev.named("slinky-crds"))
+
+
+@pytest.mark.parametrize("group", ["nodes-core", "nodes-gpu"])
+def test_node_groups_go_before_the_cluster_and_the_network(dev, group):
+    assert dev.depends_on(dev.named(group), dev.named("cluster-eks"))
+    assert dev.depends_on(dev.named(group), dev.named("network-vpc"))
+
+
+def test_nothing_is_skipped_on_delete_by_default(dev):
+    assert [r.name for r in dev.resources if r.retain_on_delete or r.deleted_with] == []
+
+
+def test_shared_data_can_be_kept_on_purpose():
+    graph = run_program("dev", {"retainSharedData": True})
+    assert [r.name for r in graph.resources if r.retain_on_delete] == ["storage-efs"]
+
+
+def test_image_repository_is_deleted_with_its_images(dev):
+    assert dev.named("slurmd-repo").inputs["forceDelete"] is True
