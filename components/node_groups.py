@@ -81,17 +81,23 @@ class NodeGroups(pulumi.ComponentResource):
             f"{name}-core-lt", metadata_options=_metadata_options(),
             block_device_mappings=[_root_volume(100, 3000, 125)],
             update_default_version=True, opts=child)
-        self.core = aws.eks.NodeGroup(
-            f"{name}-core", cluster_name=args.cluster_name, node_role_arn=role.arn,
-            subnet_ids=list(args.private_subnet_ids), instance_types=[args.core_instance_type],
-            ami_type="AL2023_x86_64_STANDARD", capacity_type="ON_DEMAND", labels=CORE_LABELS,
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=args.core_node_count, max_size=args.core_node_count,
-                desired_size=args.core_node_count),
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=core_lt.id, version=core_lt.latest_version.apply(str)),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            opts=after_cluster)
+
+        def node_group(suffix: str, subnets, instance_type: str, ami_type: str, labels: dict,
+                       count: int, template: aws.ec2.LaunchTemplate, **extra) -> aws.eks.NodeGroup:
+            # A fixed size: min = max = desired, one node replaced at a time on updates.
+            return aws.eks.NodeGroup(
+                f"{name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
+                subnet_ids=subnets, instance_types=[instance_type], ami_type=ami_type,
+                capacity_type="ON_DEMAND", labels=labels,
+                scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count,
+                                                                  desired_size=count),
+                launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                    id=template.id, version=template.latest_version.apply(str)),
+                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+                opts=after_cluster, **extra)
+
+        self.core = node_group("core", list(args.private_subnet_ids), args.core_instance_type,
+                               "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt)
 
         # EFA needs every node in one cluster placement group in one AZ (aws-facts §2a).
         placement = aws.ec2.PlacementGroup(f"{name}-gpu-pg", strategy="cluster", opts=child)
@@ -109,19 +115,9 @@ class NodeGroups(pulumi.ComponentResource):
                 for iface in args.gpu.network_interfaces],
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
             update_default_version=True, opts=child)
-        self.gpu = aws.eks.NodeGroup(
-            f"{name}-gpu", cluster_name=args.cluster_name, node_role_arn=role.arn,
-            # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
-            subnet_ids=[args.gpu_subnet_id], instance_types=[args.gpu.name],
-            ami_type=GPU_AMI_TYPE, capacity_type="ON_DEMAND", labels=GPU_LABELS,
-            taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)],
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-                min_size=args.gpu_node_count, max_size=args.gpu_node_count,
-                desired_size=args.gpu_node_count),
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=gpu_lt.id, version=gpu_lt.latest_version.apply(str)),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
-            opts=after_cluster)
+        # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
+        self.gpu = node_group("gpu", [args.gpu_subnet_id], args.gpu.name, GPU_AMI_TYPE, GPU_LABELS,
+                              args.gpu_node_count, gpu_lt, taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
 
         # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py).
         self.coredns = aws.eks.Addon(
