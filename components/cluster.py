@@ -59,9 +59,12 @@ class Cluster(pulumi.ComponentResource):
             # Nodes keep the EKS-created cluster security group: it allows all traffic to and
             # from itself, which EFA requires (aws-facts §2a, E5).
             skip_default_security_groups=True,
-            # vpc-cni and kube-proxy are DaemonSets: fine before any node exists. CoreDNS is a
-            # Deployment: created before nodes it sits DEGRADED until the create times out
-            # (pulumi-eks #1819, #1525), so node_groups.py adds it once the core nodes are up.
+            # EKS installs vpc-cni, kube-proxy and CoreDNS itself at creation, so all are in place
+            # before any node joins. vpc-cni and kube-proxy become managed add-ons right away
+            # (DaemonSets: fine without nodes). The CoreDNS add-on is a Deployment: created before
+            # nodes it sits DEGRADED until the create times out (pulumi-eks #1819, #1525), so
+            # node_groups.py adopts the running CoreDNS as a managed add-on once core nodes are up.
+            bootstrap_self_managed_addons=True,
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             vpc_cni_options=eks.VpcCniOptionsArgs(),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True),

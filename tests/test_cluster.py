@@ -50,10 +50,14 @@ def test_vpc_cni_and_kube_proxy_are_managed_with_the_cluster(dev):
     assert "vpcCniOptions" in eks.inputs
 
 
-def test_coredns_is_installed_once_core_nodes_can_run_it(dev):
+def test_eks_installs_cni_kube_proxy_and_coredns_before_any_node(dev):
+    assert dev.named("cluster-eks").inputs["bootstrapSelfManagedAddons"] is True
+
+
+def test_coredns_add_on_adopts_it_once_core_nodes_can_run_it(dev):
     assert dev.named("cluster-eks").inputs["corednsAddonOptions"]["enabled"] is False
     coredns = dev.named("nodes-coredns")
-    assert coredns.inputs["addonName"] == "coredns"
+    assert coredns.inputs["addonName"] == "coredns" and coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
     assert dev.depends_on(coredns, dev.named("nodes-core"))
 
 

@@ -111,7 +111,7 @@ def test_resume_script_brings_stuck_nodes_back(slurm, state):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "resuming n2" in result.stdout and "nodes ready: 2 of 2" in result.stdout
-    assert all(n.usable for n in _sinfo(slurm))
+    assert [n.state for n in _sinfo(slurm)] == ["idle", "idle"]
 
 
 def test_resume_script_fails_loudly_when_nodes_never_come_back(slurm):

@@ -127,3 +127,12 @@ def test_build_script_and_dockerfile_defaults_match_the_project_defaults():
     assert f"ARG SLURMD_IMAGE={config['slurmdBaseImage']['default']}" in dockerfile
     assert f"ARG SLURM_VERSION={config['slurmVersion']['default']}" in dockerfile
     assert dockerfile.count(config["dlcBaseImage"]["default"]) == 1
+
+
+def test_bases_can_be_pinned_by_digest():
+    digest = "sha256:" + "cd" * 32
+    slurmd = f"ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@{digest}"
+    dlc = f"{DLC_REGISTRY}/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2@{digest}"
+    graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
+    args = graph.named("slurmd-build").inputs["buildArgs"]
+    assert args["SLURMD_IMAGE"] == slurmd and args["DLC_IMAGE"] == dlc

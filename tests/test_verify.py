@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tools import slurm_state, verify
-from tools.verify import Check, Pod
+from tools.verify import Check, Node, Pod
 
 # The walkthrough's own lines (Step 2 and "Where did my slurm.conf go?").
 WALKTHROUGH_SCONTROL = "NodeName=slinky-0  Gres=gpu:nvidia_l4:4(S:0)  CfgTRES=cpu=48,mem=186130M,billing=48"
@@ -32,13 +32,11 @@ def test_nodes_left_down_after_an_image_change_need_resuming():
     assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(text)) == ["slinky-0", "slinky-1"]
 
 
-@pytest.mark.parametrize("state,resume,usable", [("idle", False, True), ("mixed", False, True),
-                                                 ("down*", True, False), ("drained", True, False),
-                                                 ("draining", True, False), ("idle+drain", True, False),
-                                                 ("unknown*", False, False)])
-def test_sinfo_states(state, resume, usable):
-    node = slurm_state.SlurmNode("slinky-0", state, "gpu:nvidia_l4:4")
-    assert (node.needs_resume, node.usable) == (resume, usable)
+@pytest.mark.parametrize("state,resume", [("idle", False), ("mixed", False), ("allocated", False),
+                                          ("down*", True), ("drained", True), ("draining", True),
+                                          ("idle+drain", True), ("down+dynamic_norm", True), ("unknown*", False)])
+def test_nodes_that_need_resuming(state, resume):
+    assert slurm_state.SlurmNode("slinky-0", state, "gpu:nvidia_l4:4").needs_resume == resume
 
 
 def test_sinfo_with_gres_parses():
@@ -63,7 +61,10 @@ def test_mpi_list_parses():
 class FakeCluster:
     """The Kubernetes calls verify makes, answered from canned outputs; records every exec."""
 
-    def __init__(self, pods=None, answers=None):
+    def __init__(self, pods=None, answers=None, nodes=None):
+        self._nodes = nodes if nodes is not None else [
+            Node(f"ip-10-0-{i}-7.us-west-2.compute.internal",
+                 {"cpu": "47810m", "nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"}) for i in (1, 2)]
         self._pods = pods if pods is not None else [
             Pod("slurm-controller-0", "Running", "core-a"), Pod("slurm-restapi-6d9f", "Running", "core-b"),
             Pod("slurm-login-slinky-7c8d", "Running", "core-a"),
@@ -75,6 +76,10 @@ class FakeCluster:
     def pods(self, namespace):
         assert namespace == "slurm"
         return self._pods
+
+    def nodes(self, label_selector):
+        assert label_selector == "role=gpu"
+        return self._nodes
 
     def exec(self, namespace, pod, container, command):
         self.execs.append((pod, container, command[0]))
@@ -89,9 +94,14 @@ def _failed(checks):
     return [c.name for c in checks if not c.ok]
 
 
+def _named(checks, name):
+    (check,) = [c for c in checks if c.name == name]
+    return check
+
+
 def test_healthy_cluster_passes_every_check():
     checks = verify.verify(OUTPUTS, FakeCluster(), connect=_ssh_ok)
-    assert _failed(checks) == [] and len(checks) == 12
+    assert _failed(checks) == [] and len(checks) == 13
 
 
 def test_checks_run_in_the_right_containers():
@@ -104,7 +114,7 @@ def test_checks_run_in_the_right_containers():
 def test_null_gres_fails_and_names_the_trap():
     checks = verify.verify(OUTPUTS, FakeCluster(answers={"sinfo": "slinky-0 idle (null)\nslinky-1 idle (null)\n"}),
                            connect=_ssh_ok)
-    (check,) = [c for c in checks if c.name == "slurm nodes idle with GRES"]
+    check = _named(checks, "slurm nodes idle with GRES")
     assert not check.ok and "GresTypes" in check.detail
 
 
@@ -112,7 +122,7 @@ def test_down_node_fails():
     checks = verify.verify(OUTPUTS, FakeCluster(answers={"sinfo": "slinky-0 down* gpu:nvidia_l4:4\nslinky-1 idle gpu:nvidia_l4:4\n"}),
                            connect=_ssh_ok)
     assert _failed(checks) == ["slurm nodes idle with GRES"]
-    assert "`verify --fix` resumes slinky-0" in checks[5].detail
+    assert "`verify --fix` resumes slinky-0" in _named(checks, "slurm nodes idle with GRES").detail
 
 
 def test_workers_on_one_node_fail():
@@ -146,7 +156,20 @@ def test_fix_runs_the_resume_script_in_the_login_pod_first():
     cluster = FakeCluster()
     checks = verify.verify(OUTPUTS, cluster, fix=True, connect=_ssh_ok)
     assert cluster.execs[0] == ("slurm-login-slinky-7c8d", "login", "bash")
-    assert checks[5].name == "resume stuck nodes (--fix)" and checks[5].ok
+    assert _named(checks, "resume stuck nodes (--fix)").ok
+
+
+def test_gpu_node_without_efa_devices_fails():
+    nodes = [Node("gpu-a", {"nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"}),
+             Node("gpu-b", {"nvidia.com/gpu": "4"})]  # the EFA plugin never ran there
+    checks = verify.verify(OUTPUTS, FakeCluster(nodes=nodes), connect=_ssh_ok)
+    assert _failed(checks) == ["GPU nodes advertise GPUs and EFA"]
+    assert "gpu-b: nvidia.com/gpu=4, vpc.amazonaws.com/efa=0" in _named(checks, "GPU nodes advertise GPUs and EFA").detail
+
+
+def test_missing_gpu_node_fails():
+    checks = verify.verify(OUTPUTS, FakeCluster(nodes=FakeCluster()._nodes[:1]), connect=_ssh_ok)
+    assert _failed(checks) == ["GPU nodes advertise GPUs and EFA"]
 
 
 def test_unreachable_login_endpoint_fails():

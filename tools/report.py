@@ -67,7 +67,8 @@ def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path)
         all_ok &= ok
         label = _label(path, text)
         results.append((label, result))
-        lines += [f"## {label}: {'PASS' if ok else 'FAIL'}", "", *[f"- {n}" for n in notes], "",
+        average = f"- avg bus bandwidth {result.avg_busbw:g} GB/s over the sweep" if result.avg_busbw else ""
+        lines += [f"## {label}: {'PASS' if ok else 'FAIL'}", "", *[f"- {n}" for n in notes], average, "",
                   "| size (B) | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |", "|---:|---:|---:|---:|---:|",
                   *[f"| {r.size} | {r.time_us:.1f} | {r.algbw:.2f} | {r.busbw:.2f} | {r.wrong} |" for r in result.rows], ""]
     fig = busbw_figure(results, instance_type, all_ok)

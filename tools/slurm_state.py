@@ -4,10 +4,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# sinfo %T base states that take jobs; flags ('*' not responding, '~' powered down, '#', '!', '%',
-# '$', '@', '^', '-') mark a node that does not.
-USABLE = {"idle", "mixed", "allocated"}
-
 
 @dataclass(frozen=True)
 class SlurmNode:
@@ -25,11 +21,7 @@ class SlurmNode:
         """DOWN or DRAIN: how the dynamic nodes come back after an image change
         (DOWN+DYNAMIC_NORM; DRAIN with reason 'Pod is terminating', slinky-chart.md)."""
         s = self.state.lower()
-        return s.startswith(("down", "drain")) or "drain" in s or "down" in s
-
-    @property
-    def usable(self) -> bool:
-        return self.state.lower() in USABLE
+        return "down" in s or "drain" in s
 
 
 def parse_sinfo(text: str) -> list[SlurmNode]:

@@ -3,7 +3,8 @@
     pulumi stack output --json --show-secrets > outputs.json
     python -m tools.verify outputs.json [--json] [--fix]
 
-Checks: controller, restapi, login and every worker pod Running; workers on distinct nodes;
+Checks: every GPU node advertises the catalog's GPUs and EFA interfaces (device plugins);
+controller, restapi, login and every worker pod Running; workers on distinct nodes;
 every Slurm node idle with the catalog's GRES (never (null)); nvidia-smi lists the catalog's
 GPUs; fi_info reports the efa provider; srun offers pmix; the login endpoint accepts TCP on 22.
 --fix resumes nodes an image change left DOWN or DRAIN first. Exit status 1 on any failure.
@@ -28,6 +29,7 @@ RESUME_SCRIPT = pathlib.Path(__file__).with_name("resume-nodes.sh")
 ROLES = {"controller": "slurm-controller-", "restapi": "slurm-restapi-",
          "login": "slurm-login-slinky-", "worker": "slurm-worker-slinky-"}
 CONTAINERS = {"login": "login", "worker": "slurmd"}
+GPU_NODES = "role=gpu"  # the GPU node group's label (components/node_groups.py)
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,15 @@ class Pod:
     node: str | None
 
 
+@dataclass(frozen=True)
+class Node:
+    name: str
+    allocatable: dict[str, str]
+
+
 class ClusterApi(Protocol):
     def pods(self, namespace: str) -> list[Pod]: ...
+    def nodes(self, label_selector: str) -> list[Node]: ...
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]: ...
 
 
@@ -68,6 +77,17 @@ def check_pods(pods: list[Pod], workers: int) -> list[Check]:
     checks.append(Check("workers on distinct nodes", len(set(nodes)) == len(nodes) and len(nodes) == workers,
                         ", ".join(f"{p.name}@{p.node}" for p in running) or "no running worker"))
     return checks
+
+
+def check_device_plugins(nodes: list[Node], gpu: GpuInstanceType, workers: int) -> Check:
+    """Each GPU node advertises the catalog's GPUs and EFA interfaces: the device plugins run
+    there (a plugin that never tolerated the taint advertises nothing)."""
+    want = {"nvidia.com/gpu": str(gpu.gpus), "vpc.amazonaws.com/efa": str(gpu.efa_interfaces)}
+    seen = [f"{n.name}: " + ", ".join(f"{k}={n.allocatable.get(k, '0')}" for k in want) for n in nodes]
+    ok = len(nodes) == workers and all(all(n.allocatable.get(k) == v for k, v in want.items()) for n in nodes)
+    return Check("GPU nodes advertise GPUs and EFA", ok,
+                 f"{len(nodes)} of {workers} nodes; want " + ", ".join(f"{k}={v}" for k, v in want.items())
+                 + ("; " + "; ".join(seen) if seen else ""))
 
 
 def check_slurm_nodes(sinfo: str, gpu: GpuInstanceType, workers: int) -> Check:
@@ -117,7 +137,7 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None) -> l
     gpu = CATALOG[outputs["gpuInstanceType"]]
     workers = int(outputs["gpuNodeCount"])
     pods = api.pods(NAMESPACE)
-    checks = check_pods(pods, workers)
+    checks = [check_device_plugins(api.nodes(GPU_NODES), gpu, workers), *check_pods(pods, workers)]
     login = next((p.name for p in _role(pods, "login") if p.phase == "Running"), None)
     if login and fix:
         rc, out = api.exec(NAMESPACE, login, CONTAINERS["login"],
@@ -148,6 +168,10 @@ class KubernetesApi:
     def pods(self, namespace: str) -> list[Pod]:
         return [Pod(p.metadata.name, p.status.phase, p.spec.node_name)
                 for p in self.core.list_namespaced_pod(namespace).items]
+
+    def nodes(self, label_selector: str) -> list[Node]:
+        return [Node(n.metadata.name, dict(n.status.allocatable or {}))
+                for n in self.core.list_node(label_selector=label_selector).items]
 
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream
