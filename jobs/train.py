@@ -105,6 +105,12 @@ def main() -> None:
     if trainer.is_world_process_zero():
         trainer.save_model(output_dir)  # adapter_model.safetensors + adapter_config.json
         print(f"adapters written to {output_dir}: {sorted(os.listdir(output_dir))}", flush=True)
+    if torch.distributed.is_initialized():
+        # Every rank waits for the save, then tears the process group down: exiting with the
+        # backend's threads still running aborts a rank ("terminate called without an active
+        # exception") and fails the job after a successful run.
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -73,7 +73,9 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
-ReturnToService=2
+# 1, not 2: a node set DOWN by hand stays DOWN (as the operator's stuck nodes do) instead of
+# returning to service at slurmctld's next ping, so the resume tests see what they set.
+ReturnToService=1
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
