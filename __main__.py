@@ -11,7 +11,7 @@ from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
-from components.shared_storage import SharedStorage, SharedStorageArgs
+from components.shared_storage import SLURM_NAMESPACE, SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
 from components.slurm_cluster import LOGIN_SERVICE, SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
@@ -72,13 +72,14 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     shared_claim=storage.claim_name, provider=cluster.provider, namespace=storage.namespace,
     state_storage=[storage.storage_class, storage.ebs_driver],
     after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
-    load_balancer_controller=lbc.release))# After the first install and after every image change: nodes resumed, all taking jobs.
+    load_balancer_controller=lbc.release))
+# After the first install and after every image change: nodes resumed, all taking jobs.
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace="slurm", login_service=LOGIN_SERVICE, image_digest=image.digest,
+    namespace=SLURM_NAMESPACE, login_service=LOGIN_SERVICE, image_digest=image.digest,
     expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
-JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace="slurm", shared_claim=storage.claim_name,
+JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, after=[storage.claim, *nodes.system_ready]))
 
 pulumi.export("clusterName", config.cluster_name)

@@ -17,19 +17,28 @@ def merge(base: dict, computed: dict) -> dict:
     return out
 
 
-def pinned_release(name: str, chart_key: str, *, namespace: str, values: dict[str, Any],
-                   parent: pulumi.Resource, provider: k8s.Provider,
-                   depends_on: Sequence[pulumi.Resource], timeout: int = 600) -> k8s.helm.v3.Release:
-    """A release of the chart pinned under `chart_key` in charts-values/versions.yaml, with its
-    reviewed base values (charts-values/<chart>.yaml) under the values computed in code."""
-    pin = versions()[chart_key]
+def chart_release(name: str, chart: str, version: str, repository: str, *, namespace: str,
+                  values: pulumi.Input[dict[str, Any]], parent: pulumi.Resource, provider: k8s.Provider,
+                  depends_on: Sequence[pulumi.Resource], timeout: int = 600,
+                  release_name: str | None = None, create_namespace: bool = False) -> k8s.helm.v3.Release:
+    """A Helm release of `chart` at `version` from `repository` (an https chart repository or an
+    oci:// registry path), with its reviewed base values (charts-values/<chart>.yaml) under the
+    values computed in code."""
+    oci = repository.startswith("oci://")
     return k8s.helm.v3.Release(
         name,
-        name=pin["chart"],  # fixed release names: object names derive from them
-        chart=pin["chart"], version=pin["version"],
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin["repository"]),
-        namespace=namespace,
-        values=merge(base_values(pin["chart"]), values),
-        # Helm --wait: DaemonSets and Deployments ready before dependents start; uninstall waits too.
+        name=release_name or chart,  # fixed release names: object names derive from them
+        chart=f"{repository}/{chart}" if oci else chart, version=version,
+        repository_opts=None if oci else k8s.helm.v3.RepositoryOptsArgs(repo=repository),
+        namespace=namespace, create_namespace=create_namespace,
+        values=pulumi.Output.from_input(values).apply(lambda v: merge(base_values(chart), v)),
+        # Helm --wait: DaemonSets and Deployments (the webhooks' among them) Ready before
+        # dependents start; uninstall waits too.
         skip_await=False, timeout=timeout,
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)))
+
+
+def pinned_release(name: str, chart_key: str, **kwargs) -> k8s.helm.v3.Release:
+    """A release of the chart pinned under `chart_key` in charts-values/versions.yaml."""
+    pin = versions()[chart_key]
+    return chart_release(name, pin["chart"], pin["version"], pin["repository"], **kwargs)

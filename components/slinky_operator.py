@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import base_values, versions
-from components.helm import merge
+from components.chart_versions import versions
+from components.helm import chart_release
 from components.node_groups import CORE_LABELS
 
 OPERATOR_NAMESPACE = "slinky"
@@ -32,19 +32,15 @@ class SlinkyOperator(pulumi.ComponentResource):
         super().__init__("slinky-eks:slinky:SlinkyOperator", name, None, opts)
         core = dict(CORE_LABELS)
 
-        def release(suffix: str, chart: str, version: str, repo: str | None, namespace: str,
+        slinky_repo = versions()["slinky"]["repository"]
+
+        def release(suffix: str, chart: str, version: str, repo: str, namespace: str,
                     values: dict, after: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
-            return k8s.helm.v3.Release(
-                f"{name}-{suffix}", name=chart,
-                chart=chart if repo else f"{versions()['slinky']['repository']}/{chart}",
-                version=version,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repo) if repo else None,
-                namespace=namespace, create_namespace=True,
-                values=merge(base_values(chart), values),
-                # Helm --wait: the webhooks' Deployments are Ready before anything depends on them
-                # ("no endpoints available for service", slinky-chart.md, issue #96).
-                skip_await=False, timeout=timeout,
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(after)))
+            # Helm --wait makes the webhooks Ready before anything depends on them ("no endpoints
+            # available for service", slinky-chart.md, issue #96).
+            return chart_release(f"{name}-{suffix}", chart, version, repo, namespace=namespace,
+                                 values=values, parent=self, provider=args.provider,
+                                 depends_on=after, timeout=timeout, create_namespace=True)
 
         cm = versions()["certManager"]
         self.cert_manager = release(
@@ -52,10 +48,10 @@ class SlinkyOperator(pulumi.ComponentResource):
             {"nodeSelector": core, "webhook": {"nodeSelector": core},
              "cainjector": {"nodeSelector": core}, "startupapicheck": {"nodeSelector": core}},
             args.system_nodes, timeout=900)
-        self.crds = release("crds", "slurm-operator-crds", args.chart_version, None,
+        self.crds = release("crds", "slurm-operator-crds", args.chart_version, slinky_repo,
                             OPERATOR_NAMESPACE, {}, args.system_nodes, timeout=300)
         self.operator = release(
-            "operator", "slurm-operator", args.chart_version, None, OPERATOR_NAMESPACE,
+            "operator", "slurm-operator", args.chart_version, slinky_repo, OPERATOR_NAMESPACE,
             {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
             [*args.system_nodes, self.cert_manager, self.crds], timeout=900)
         self.register_outputs({"operator": self.operator.status})

@@ -11,6 +11,7 @@ import pulumi_random as random
 
 from components.catalog import GpuInstanceType
 from components.chart_versions import versions
+from components.helm import chart_release
 from components.load_balancer_controller import NLB_CLASS
 from components.shared_storage import GP3, SLURM_NAMESPACE
 from components.slurm_values import LOGINSET_OBJECT, RELEASE, SlurmValuesArgs, slurm_values
@@ -79,13 +80,10 @@ class SlurmCluster(pulumi.ComponentResource):
                 image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET)))
-        self.release = k8s.helm.v3.Release(
-            f"{name}-release", name=RELEASE,
-            chart=f"{versions()['slinky']['repository']}/slurm", version=args.chart_version,
-            namespace=SLURM_NAMESPACE, values=values,
-            skip_await=False, timeout=1200,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.after, slurm_key, jwt_key, state]))
+        self.release = chart_release(
+            f"{name}-release", "slurm", args.chart_version, versions()["slinky"]["repository"],
+            release_name=RELEASE, namespace=SLURM_NAMESPACE, values=values, parent=self,
+            provider=args.provider, depends_on=[*args.after, slurm_key, jwt_key, state], timeout=1200)
 
         self.login = login = k8s.core.v1.Service(
             f"{name}-login",

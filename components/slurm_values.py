@@ -1,13 +1,11 @@
-"""The Slurm release's values: the reviewed base (charts-values/slurm.yaml) under what depends on
-the stack's config and on other resources. Pure functions, so tests can walk the result against
-chart 1.2.1's defaults and the CRD schemas."""
+"""The Slurm release's computed values: what depends on the stack's config and on other resources
+(chart_release merges them over the reviewed base, charts-values/slurm.yaml). Pure functions;
+tests walk the release's values against chart 1.2.1's defaults and the CRD schemas."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from components.catalog import GpuInstanceType
-from components.chart_versions import base_values
-from components.helm import merge
 from components.node_groups import CORE_LABELS, GPU_LABELS, GPU_TOLERATION
 
 RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
@@ -43,7 +41,7 @@ def gpu_resources(gpu: GpuInstanceType) -> dict:
 def slurm_values(a: SlurmValuesArgs) -> dict:
     shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
     shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
-    computed = {
+    return {
         # Keys made by the program and passed by reference: the chart would otherwise generate
         # random ones, and its Secrets are immutable.
         "slurmKey": {"create": False, "secretRef": {"name": a.slurm_key_secret, "key": "slurm.key"}},
@@ -86,4 +84,4 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "service": {"spec": {"type": "ClusterIP"}},
         }},
     }
-    return merge(base_values(RELEASE), computed)
+

@@ -57,3 +57,11 @@ def test_wrong_column_na_counts_as_zero():
             "    510.9    2.05    3.59    N/A")
     (row,) = nccl_tests.parse(line).rows
     assert row.wrong == 0 and row.busbw == 3.58
+
+
+def test_ranks_that_missed_efa_fail_the_job():
+    text = (DATA / "nccl-allreduce-8x-l4.log").read_text()
+    lines = text.splitlines(keepends=True)
+    efa = [i for i, line in enumerate(lines) if "Selected provider is efa" in line]
+    ok, notes = nccl_tests.verdict(nccl_tests.parse("".join(lines[:efa[0]] + lines[efa[-1]:])), 40, True)
+    assert not ok and "only 1 of 8 ranks selected the EFA provider" in notes

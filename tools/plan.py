@@ -23,7 +23,7 @@ import yaml  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from harness import Graph, run_program  # noqa: E402  (the same mock run the tests assert on)
+from harness import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
 
 REDACTED = "[secret]"
 
@@ -49,7 +49,7 @@ def to_json(graph: Graph) -> dict:
         resources.append({"name": r.name, "type": r.type, "urn": r.urn,
                           "parent": by_urn.get(r.parent), "component": not r.custom,
                           "dependsOn": sorted(by_urn[d] for d in edges[r.urn]), "inputs": inputs})
-    outputs = {k: (REDACTED if isinstance(v, dict) and "4dabf18193072939515e22adb298388d" in v else v)
+    outputs = {k: (REDACTED if is_secret(v) else v)
                for k, v in sorted(graph.stack_outputs.items())}
     return {"resources": resources, "outputs": outputs}
 

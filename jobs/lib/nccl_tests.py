@@ -84,6 +84,9 @@ def verdict(result: Result, line_rate_gbps: float | None, expect_efa: bool) -> t
     if expect_efa and not result.efa_lines:
         ok = False
         notes.append("EFA provider never selected")
+    elif expect_efa and result.ranks and result.efa_lines < result.ranks:
+        ok = False
+        notes.append(f"only {result.efa_lines} of {result.ranks} ranks selected the EFA provider")
     if line_rate_gbps:
         ceiling = line_rate_gbps / 8
         share = result.peak_busbw / ceiling
