@@ -8,7 +8,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from harness import Graph, run_program  # noqa: E402
 
-SHARED = pathlib.Path(__file__).resolve().parent.parent.parent / "shared"
+from tools import reference_data  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -19,12 +19,12 @@ def dev() -> Graph:
 
 @pytest.fixture(scope="session")
 def shared_ref() -> pathlib.Path:
-    """../shared/ref: upstream data the tests validate against. Missing is a failure, not a skip."""
-    ref = SHARED / "ref"
-    if not ref.is_dir():
-        pytest.fail(f"{ref} is missing: tests validate against the upstream files there "
-                    "(the shared/ folder beside the project checkout)")
-    return ref
+    """The upstream reference data the tests validate against ($SLINKY_EKS_REF or ../shared/ref).
+    Missing is a failure, not a skip."""
+    try:
+        return reference_data.ref_root()
+    except reference_data.ReferenceDataMissing as e:
+        pytest.fail(str(e))
 
 
 def rejected(**overrides) -> str:

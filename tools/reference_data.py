@@ -1,0 +1,54 @@
+"""Where the upstream reference data lives: the charts at their pinned versions, the CRDs, the
+upstream IAM policy, the nccl-tests source. Tests and the offline plan read it in place; none of it
+is part of this repository.
+
+Looked up, in order:
+1. `$SLINKY_EKS_REF`, a directory laid out like `../shared/ref` (charts/<chart>-<version>/, ...);
+2. `../shared/ref` beside this checkout.
+A missing directory is an error that names where it looked, never a silent skip.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+ENV = "SLINKY_EKS_REF"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BESIDE = ROOT.parent / "shared" / "ref"
+
+
+class ReferenceDataMissing(RuntimeError):
+    """The reference data (or one file of it) is not where it was looked for."""
+
+
+def ref_root() -> pathlib.Path:
+    """The reference data directory, and which rule found it."""
+    explicit = os.environ.get(ENV)
+    where = pathlib.Path(explicit) if explicit else BESIDE
+    if not where.is_dir():
+        how = f"${ENV}={explicit}" if explicit else f"{BESIDE} (set ${ENV} to use another place)"
+        raise ReferenceDataMissing(f"reference data not found at {how}")
+    return where
+
+
+def source() -> str:
+    """A line saying which reference data is in use, for test and plan logs."""
+    return f"reference data: {ref_root()} ({'$' + ENV if os.environ.get(ENV) else 'beside the checkout'})"
+
+
+def path(*parts: str) -> pathlib.Path:
+    """A file or directory inside the reference data; missing is an error naming it."""
+    p = ref_root().joinpath(*parts)
+    if not p.exists():
+        raise ReferenceDataMissing(f"{p} is missing from the reference data")
+    return p
+
+
+def chart_dir(chart: str, version: str) -> pathlib.Path:
+    """The upstream chart directory of `chart` at `version` (charts/<chart>-<version>)."""
+    try:
+        return path("charts", f"{chart}-{version}")
+    except ReferenceDataMissing as e:
+        raise ReferenceDataMissing(
+            f"no reference chart for {chart} {version}: {e} (the pinned version has no upstream copy "
+            "to render; add charts/<chart>-<version> to the reference data)") from None
