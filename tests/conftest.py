@@ -7,7 +7,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from harness import Graph, run_program  # noqa: E402
-
 from tools import reference_data  # noqa: E402
 
 
