@@ -1,10 +1,8 @@
 """slinky-eks: an empty AWS account to a GPU Slurm cluster on EKS, in one `pulumi up`."""
-import functools
-
 import pulumi
-import pulumi_aws as aws
 
 from components import stack_config
+from components.account import Account
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.job_staging import JobStaging, JobStagingArgs
@@ -17,19 +15,9 @@ from components.slurm_cluster import LOGIN_SERVICE, SlurmCluster, SlurmClusterAr
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 
-
-@functools.cache
-def region_zones(region: str) -> list[str] | None:
-    try:
-        return sorted(aws.get_availability_zones(state="available", region=region).names)
-    except Exception:
-        return None
-
-
-config = stack_config.load(region_zones)
+config = stack_config.load(Account())
 # EKS needs two AZs; the GPU AZ comes first (it holds the NAT gateway and the EFA subnet).
-zones = [config.availability_zone] + [
-    z for z in region_zones(config.region) if z != config.availability_zone][:1]
+zones = list(config.node_zones)
 
 # The image builds while the network and EKS come up: it needs neither.
 image = SlurmdImage("slurmd", SlurmdImageArgs(

@@ -16,10 +16,17 @@ from dataclasses import dataclass
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 
+# EC2's on-demand quotas count vCPUs per instance family group ("Running On-Demand G and VT
+# instances", "Running On-Demand P instances"): EC2 user guide, "Amazon EC2 service quotas",
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html
+ON_DEMAND_G_AND_VT = ("L-DB2E81BA", "Running On-Demand G and VT instances")
+ON_DEMAND_P = ("L-417A185B", "Running On-Demand P instances")
+
+
 @dataclass(frozen=True)
 class GpuInstanceType:
     name: str
-    vcpus: int
+    vcpus: int              # what the on-demand vCPU quota counts
     memory_gib: int
     gpus: int
     gpu_model: str          # what nvidia-smi / /proc/driver/nvidia reports
@@ -34,6 +41,11 @@ class GpuInstanceType:
         # Slurm lower-cases the model name and turns spaces into '_' (S1); hyphens stay.
         # The full name, not a short form: 'l4' is also a substring of 'nvidia_l40s' (S2).
         return self.gpu_model.lower().replace(" ", "_")
+
+    @property
+    def on_demand_quota(self) -> tuple[str, str]:
+        """(quota code, quota name) of the on-demand vCPU quota this type counts against."""
+        return ON_DEMAND_P if self.name.startswith("p") else ON_DEMAND_G_AND_VT
 
     @property
     def gres(self) -> str:
@@ -94,6 +106,8 @@ def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa):
                            gpudirect_rdma=True, nvswitch=True)
 
 
+# vCPUs, memory, GPUs and network per type: EC2 "Accelerated computing instances" specifications,
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
 _TYPES = [
     # G family: PCIe-only GPUs, one EFA except g6e.24/48xlarge; no GPUDirect RDMA (A1, A3).
     _g("g5.8xlarge", 32, 128, 1, "NVIDIA A10G", 22888, 25, 1),

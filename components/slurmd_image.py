@@ -10,22 +10,12 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-# The AWS Deep Learning Containers registry account in most regions.
-DLC_ACCOUNT = "763104351884"
+from components.image_references import dlc_reference, ecr_registry, registry_host
+
 CACHE_TAG = "buildcache"
 # Relative to the project directory, where `pulumi up` runs: an absolute path would differ per
 # checkout and show a diff on every machine.
 CONTEXT = "image"
-
-
-def dlc_reference(image: str, region: str) -> tuple[str, str]:
-    """(full reference, registry host): a reference without a registry host lives in the DLC
-    registry of the stack's region."""
-    head = image.split("/", 1)[0]
-    if "." in head and "/" in image:
-        return image, head
-    registry = f"{DLC_ACCOUNT}.dkr.ecr.{region}.amazonaws.com"
-    return f"{registry}/{image}", registry
 
 
 @dataclass(frozen=True)
@@ -50,10 +40,11 @@ class SlurmdImage(pulumi.ComponentResource):
         repo = aws.ecr.Repository(
             f"{name}-repo", name=args.repository_name,
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
-            # Released tags never move; only the build cache tag is rewritten on every build.
-            image_tag_mutability="IMMUTABLE_WITH_EXCLUSION",
-            image_tag_mutability_exclusion_filters=[aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
-                filter=CACHE_TAG, filter_type="WILDCARD")],
+            # Mutable: docker-build pushes every tag again on any diff of the Image (its Update
+            # is a full Create: pulumi-docker-build v0.0.22 provider/internal/image.go), and ECR
+            # refuses a push to an existing immutable tag even with the same digest
+            # (aws/containers-roadmap#2179). Nodes run the image by digest, never by tag.
+            image_tag_mutability="MUTABLE",
             encryption_configurations=[aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="AES256")],
             # Teardown leaves nothing behind: a repository holding images cannot be deleted otherwise.
             force_delete=True, opts=child)
@@ -67,10 +58,18 @@ class SlurmdImage(pulumi.ComponentResource):
              "action": {"type": "expire"}},
         ]}), opts=child)
 
-        dlc_image, dlc_registry = dlc_reference(args.dlc_image, args.region)
-        dlc_token = aws.ecr.get_authorization_token_output(registry_id=dlc_registry.split(".")[0])
+        dlc_image = dlc_reference(args.dlc_image, args.region)
         own_token = aws.ecr.get_authorization_token_output(registry_id=repo.registry_id)
         own_registry = repo.repository_url.apply(lambda url: url.split("/", 1)[0])
+        # Credentials only for the bases on ECR (each from its own region: ECR tokens are
+        # regional); any other registry is pulled anonymously.
+        base_registries = []
+        for host in sorted({h for h in map(registry_host, (dlc_image, args.slurmd_base_image))
+                            if ecr_registry(h)}):
+            account, region = ecr_registry(host)
+            token = aws.ecr.get_authorization_token_output(registry_id=account, region=region)
+            base_registries.append(docker_build.RegistryArgs(
+                address=host, username=token.user_name, password=pulumi.Output.secret(token.password)))
         cache_ref = pulumi.Output.concat(repo.repository_url, ":", CACHE_TAG)
         image = docker_build.Image(
             f"{name}-build",
@@ -83,8 +82,7 @@ class SlurmdImage(pulumi.ComponentResource):
             push=True,
             # Pull the DLC from AWS's account and push to ours, credentials in memory only.
             registries=[
-                docker_build.RegistryArgs(address=dlc_registry, username=dlc_token.user_name,
-                                          password=pulumi.Output.secret(dlc_token.password)),
+                *base_registries,
                 docker_build.RegistryArgs(address=own_registry, username=own_token.user_name,
                                           password=pulumi.Output.secret(own_token.password)),
             ],

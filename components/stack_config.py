@@ -15,8 +15,10 @@ from typing import Any, Callable
 
 import pulumi
 
-from components import catalog
+from components import catalog, preflight
+from components.account import Account
 from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
+from components.image_references import dlc_registry, reference_problem, registry_host
 
 # Kubernetes versions EKS offers in late 2026 (aws-facts §5a, E7/V1/V2): standard support 1.34
 # (until 2026-12-02), 1.35, 1.36; extended support (6x control-plane price, P1) 1.32, 1.33.
@@ -48,6 +50,7 @@ class StackConfig:
     stack: str
     region: str
     availability_zone: str
+    node_zones: tuple[str, ...]   # the GPU AZ first, then the second AZ EKS needs
     kubernetes_version: str
     cluster_name: str
     gpu: catalog.GpuInstanceType
@@ -176,12 +179,9 @@ def _vpc_cidr_problem(value: str) -> str | None:
     return None
 
 
-def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
-    """Read and validate the stack's configuration.
-
-    region_azs(region) returns the region's real availability zones (an AWS invoke in the
-    program, a canned list in tests) or None when the region is unknown.
-    """
+def load(account: Account) -> StackConfig:
+    """Read and validate the stack's configuration, then ask the account what it must allow
+    (components/preflight.py): zones, instance type offerings, the GPU quota, the deployer."""
     project, stack = pulumi.get_project(), pulumi.get_stack()
     r = _Reader(pulumi.Config(), project)
     aws = _Reader(pulumi.Config("aws"), "aws")
@@ -240,11 +240,16 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
     if tag and slurm and _IMAGE_TAG.match(tag) and not tag.startswith(slurm + "-"):
         r.problem("slurmdImageTag", tag, f"a tag that starts with the Slurm version "
                   f"'{slurm}-' so the image and slurmctld pair up (e.g. {slurm}-torch2.9-cu130-mpi)")
-    dlc = r.string("dlcBaseImage")
-    slurmd_base = r.string("slurmdBaseImage")
+    dlc = r.string("dlcBaseImage", reference_problem)
+    if region and dlc and not reference_problem(dlc) and registry_host(dlc) is None \
+            and dlc_registry(region) is None:
+        r.problem("dlcBaseImage", dlc, f"no Deep Learning Containers registry is known for "
+                  f"{region}: give the full reference with its registry host")
+    slurmd_base = r.string("slurmdBaseImage", reference_problem)
     if slurmd_base and slurm and f":{slurm}" not in slurmd_base:
         r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} "
                   f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu26.04)")
+    skip_quota = r.boolean("skipGpuQuotaCheck")
     build_on_preview = r.boolean("buildImageOnPreview")
     retain_shared = r.boolean("retainSharedData")
     vpc_cidr = r.string("vpcCidr", _vpc_cidr_problem)
@@ -258,20 +263,22 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
             map(int, minimum_k8s.split("."))):
         r.problem("kubernetesVersion", k8s_version, f"Slinky needs Kubernetes >= {minimum_k8s}")
 
+    node_zones: tuple[str, ...] = ()
     if region and az:
-        zones = region_azs(region)
-        if zones is None:
-            aws.problem("region", region, "an AWS region this account can use")
-        elif az not in zones:
-            r.problem("availabilityZone", az, f"an availability zone of {region}: {', '.join(zones)}")
-        elif len(zones) < 2:
-            aws.problem("region", region, "a region with at least two availability zones (EKS)")
+        found = preflight.check(account, region, az, gpu, gpu_nodes, core_type if not any(
+            p.startswith(f"{project}:coreInstanceType") for p in r.problems) else "",
+            [a for a in admins if _ROLE_ARN.match(a)], skip_quota)
+        for key, value, allowed in found.problems:
+            (aws if key.startswith("aws:") else r).problem(key.removeprefix("aws:"), value, allowed)
+        for warning in found.warnings:
+            pulumi.log.warn(warning)
+        node_zones = found.node_zones
 
     problems = aws.problems + r.problems
     if problems:
         raise ConfigError(problems)
     return StackConfig(
-        project=project, stack=stack, region=region, availability_zone=az,
+        project=project, stack=stack, region=region, availability_zone=az, node_zones=node_zones,
         kubernetes_version=k8s_version, cluster_name=cluster_name, gpu=gpu,
         gpu_node_count=gpu_nodes, gpu_root_volume_gib=root_gib, core_instance_type=core_type,
         core_node_count=core_nodes, ssh_public_key=ssh_key.strip(),

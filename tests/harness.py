@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import pathlib
 import runpy
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+import aws_account
 import pulumi
 import yaml
 from google.protobuf import json_format, struct_pb2
@@ -29,11 +31,6 @@ PROJECT_DIR = pathlib.Path(__file__).resolve().parent.parent
 SECRET_SIG = rpc._special_secret_sig
 _SIG_KEY = rpc._special_sig_key
 
-# Real AZ lists (EC2 DescribeAvailabilityZones) of the regions tests use.
-REGION_ZONES = {
-    "us-west-2": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"],
-    "us-east-1": ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"],
-}
 LOGIN_HOSTNAME = "k8s-slurm-slurmlog-0a1b2c3d4e-0123456789abcdef.elb.us-west-2.amazonaws.com"
 IMAGE_DIGEST = "sha256:" + "ab" * 32
 
@@ -149,9 +146,10 @@ class RecordingMonitor(MockMonitor):
 class Mocks(pulumi.runtime.Mocks):
     """Inputs come back as outputs, plus what the providers compute and the program reads."""
 
-    def __init__(self):
+    def __init__(self, account: aws_account.Account = aws_account.DEV):
         self.inputs: dict[tuple[str, str], dict] = {}
         self.calls: list[tuple[str, dict]] = []
+        self.account = account
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         self.inputs[(args.typ, args.name)] = args.inputs
@@ -188,18 +186,14 @@ class Mocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.calls.append((args.token, dict(args.args)))
-        if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            region = args.args.get("region") or "us-west-2"
-            if region not in REGION_ZONES:  # as the provider answers an invalid region
-                return {}, [("region", f"invalid AWS Region: {region}")]
-            return {"names": REGION_ZONES[region], "zoneIds": [], "id": region}
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/ci",
-                    "userId": "AIDA", "id": "123456789012"}
+        answered = aws_account.answer(self.account, args.token, dict(args.args))
+        if answered is not None:
+            return answered
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
             registry = args.args.get("registryId", "123456789012")
+            region = args.args.get("region") or "us-west-2"
             return {"userName": "AWS", "password": f"token-for-{registry}",
-                    "proxyEndpoint": f"https://{registry}.dkr.ecr.us-west-2.amazonaws.com",
+                    "proxyEndpoint": f"https://{registry}.dkr.ecr.{region}.amazonaws.com",
                     "authorizationToken": "dG9rZW4=", "expiresAt": "never", "id": registry}
         return {}
 
@@ -212,6 +206,7 @@ class Graph:
     component_outputs: dict[str, dict]
     calls: list[tuple[str, dict]]
     error: BaseException | None = None
+    warnings: list[str] = field(default_factory=list)   # pulumi.log.warn messages
 
     def named(self, name: str) -> Resource:
         found = [r for r in self.resources if r.name == name]
@@ -276,15 +271,31 @@ def unwrap(value: Any) -> Any:
     return value
 
 
+class _Warnings(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
-                preview: bool = False, expect_error: bool = False) -> Graph:
-    """Run __main__.py once. With expect_error, a failing program returns its error in the
-    Graph (with whatever it registered before failing) instead of raising."""
+                preview: bool = False, expect_error: bool = False,
+                account: aws_account.Account = aws_account.DEV) -> Graph:
+    """Run __main__.py once against `account` (tests/aws_account.py). With expect_error, a
+    failing program returns its error in the Graph (with whatever it registered before failing)
+    instead of raising."""
     cfg = stack_config(stack, overrides)
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
-    mocks = Mocks()
+    mocks = Mocks(account)
     monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor)
+    warnings = _Warnings()
+    logger = logging.getLogger(f"slinky-eks-mocks-{id(warnings)}")
+    logger.propagate = False
+    logger.addHandler(warnings)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor,
+                             logger=logger)
     pulumi.runtime.set_all_config(cfg, [])
     if str(PROJECT_DIR) not in sys.path:
         sys.path.insert(0, str(PROJECT_DIR))
@@ -313,7 +324,8 @@ def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
         r.inputs = {k: unwrap(v) for k, v in raw.items()}
     if error is not None:
         return Graph(resources=list(monitor.recorded.values()), stack_outputs={},
-                     component_outputs=monitor.outputs, calls=mocks.calls, error=error)
+                     component_outputs=monitor.outputs, calls=mocks.calls, error=error,
+                     warnings=warnings.messages)
     if expect_error:
         raise AssertionError("the program succeeded but an error was expected")
     stack = pulumi.runtime.settings.get_root_resource()
@@ -325,4 +337,4 @@ def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
 
     _resolve_exports()
     return Graph(resources=list(monitor.recorded.values()), stack_outputs=exported,
-                 component_outputs=monitor.outputs, calls=mocks.calls)
+                 component_outputs=monitor.outputs, calls=mocks.calls, warnings=warnings.messages)

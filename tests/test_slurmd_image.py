@@ -24,10 +24,12 @@ def test_repository_scans_on_push(dev):
     assert dev.named("slurmd-repo").inputs["imageScanningConfiguration"] == {"scanOnPush": True}
 
 
-def test_repository_tags_are_immutable_except_the_build_cache(dev):
+def test_repository_accepts_a_second_push_of_a_tag(dev):
+    # docker-build pushes every tag again on any diff of the Image; an immutable tag would fail
+    # the second `pulumi up` (README: "Why the tags are mutable").
     repo = dev.named("slurmd-repo").inputs
-    assert repo["imageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
-    assert repo["imageTagMutabilityExclusionFilters"] == [{"filter": "buildcache", "filterType": "WILDCARD"}]
+    assert repo["imageTagMutability"] == "MUTABLE"
+    assert "imageTagMutabilityExclusionFilters" not in repo
 
 
 def test_repository_is_deleted_with_its_images_on_destroy(dev):

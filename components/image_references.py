@@ -1,0 +1,85 @@
+"""Container image references: their grammar, which registries are ECR, and where the AWS Deep
+Learning Containers live in each region."""
+from __future__ import annotations
+
+import re
+
+# The reference grammar of github.com/distribution/reference v0.6.0 (reference.go, regexp.go):
+#   reference := name [":" tag] ["@" digest];  name := [domain "/"] path-component ["/" ...]
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_TAG = r"[\w][\w.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+_REFERENCE = re.compile(
+    rf"^(?P<name>(?:(?P<domain>{_DOMAIN})/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$")
+NAME_MAX = 255  # RepositoryNameTotalLengthMax
+
+# ECR registry hosts: <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn] (ECR user guide,
+# "Private registry concepts", https://docs.aws.amazon.com/AmazonECR/latest/userguide/Registries.html)
+_ECR_HOST = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)"
+                       r"\.amazonaws\.com(?:\.cn)?$")
+
+# The Deep Learning Containers registry account per region: aws/deep-learning-containers
+# docs/reference/region_availability.md (commit 19c7d1f1, 2026-08-10; available_images.md points
+# there), "Deep Learning Containers" table.
+DLC_REGISTRY_ACCOUNTS = {
+    **dict.fromkeys((
+        "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ap-south-1", "ap-northeast-1",
+        "ap-northeast-2", "ap-southeast-1", "ap-southeast-2", "ca-central-1", "eu-central-1",
+        "eu-west-1", "eu-west-2", "eu-west-3", "eu-north-1", "sa-east-1"), "763104351884"),
+    "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-east-2": "975050140332",
+    "ap-south-2": "772153158452", "ap-southeast-3": "907027046896",
+    "ap-southeast-4": "457447274322", "ap-southeast-5": "550225433462",
+    "ap-southeast-6": "633930458069", "ap-southeast-7": "590183813437",
+    "ap-northeast-3": "364406365360", "ca-west-1": "204538143572", "eu-central-2": "380420809688",
+    "eu-south-1": "692866216735", "eu-south-2": "503227376785", "il-central-1": "780543022126",
+    "me-central-1": "914824155844", "me-south-1": "217643126080", "mx-central-1": "637423239942",
+    "cn-north-1": "727897471807", "cn-northwest-1": "727897471807",
+}
+
+
+def reference_problem(value: str) -> str | None:
+    """Why value is not an image reference, or None."""
+    match = _REFERENCE.match(value)
+    if not match:
+        return ("an image reference [registry/]repository[:tag][@sha256:digest] (lower-case "
+                "repository path; github.com/distribution/reference grammar)")
+    if len(match.group("name")) > NAME_MAX:
+        return f"a repository name of at most {NAME_MAX} characters"
+    return None
+
+
+def registry_host(reference: str) -> str | None:
+    """The registry host of a reference, or None when it names none (a Docker Hub short name
+    or, for dlcBaseImage, a DLC repository). The first path element is a host when it has a '.'
+    or ':' or is localhost (distribution/reference normalize.go splitDockerDomain)."""
+    head, sep, _ = reference.partition("/")
+    if sep and (head == "localhost" or "." in head or ":" in head):
+        return head
+    return None
+
+
+def ecr_registry(host: str | None) -> tuple[str, str] | None:
+    """(account, region) of an ECR registry host, None for any other registry."""
+    match = _ECR_HOST.match(host or "")
+    return (match.group("account"), match.group("region")) if match else None
+
+
+def dlc_registry(region: str) -> str | None:
+    account = DLC_REGISTRY_ACCOUNTS.get(region)
+    if account is None:
+        return None
+    suffix = ".cn" if region.startswith("cn-") else ""
+    return f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}"
+
+
+def dlc_reference(image: str, region: str) -> str:
+    """A DLC given without a registry host lives in the DLC registry of the stack's region."""
+    if registry_host(image) is not None:
+        return image
+    registry = dlc_registry(region)
+    if registry is None:
+        raise ValueError(f"no Deep Learning Containers registry is known for {region}")
+    return f"{registry}/{image}"

@@ -1,0 +1,161 @@
+"""What must hold in the account before the first resource: the two node AZs, the instance types
+offered there, the GPU family's on-demand vCPU quota, and no duplicate access entry for the
+deployer. Each finding is (key, value, what is allowed) for stack_config's one ConfigError; where
+the account cannot be asked, a warning names the missing permission instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components import catalog
+from components.account import Account, PermissionDenied, Zone
+
+# Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
+# user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:
+# https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html
+EKS_UNSUPPORTED_ZONE_IDS = {
+    "us-east-1": {"use1-az3"},
+    "us-west-1": {"usw1-az2"},
+    "ca-central-1": {"cac1-az3"},
+}
+
+# How to ask for more (Service Quotas user guide, "Requesting a quota increase"):
+# https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html
+_QUOTA_REQUEST = ("aws service-quotas request-service-quota-increase --region {region} "
+                  "--service-code ec2 --quota-code {code} --desired-value {needed}")
+
+
+@dataclass
+class Findings:
+    problems: list[tuple[str, object, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    node_zones: tuple[str, ...] = ()
+
+    def cannot_ask(self, what: str, denied: PermissionDenied) -> None:
+        self.warnings.append(f"preflight: could not check {what}: the deployer lacks "
+                             f"{denied.action}; the check is skipped")
+
+
+def eligible_zones(region: str, zones: list[Zone]) -> list[Zone]:
+    refused = EKS_UNSUPPORTED_ZONE_IDS.get(region, set())
+    return [z for z in zones if z.zone_id not in refused]
+
+
+def node_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, ...]:
+    """The GPU AZ, then the eligible zone with the lowest zone id: the same physical zone in
+    every account, and the same answer on every run."""
+    others = sorted((z for z in eligible if z.zone_id != gpu_zone.zone_id), key=lambda z: z.zone_id)
+    return (gpu_zone, *others[:1])
+
+
+def zones(account: Account, region: str, gpu_zone_name: str, out: Findings) -> list[Zone]:
+    """Checks availabilityZone against the region's zones; returns the node zones (or [])."""
+    try:
+        found = account.zones(region)
+    except PermissionDenied as denied:
+        out.problems.append(("aws:region", region, f"a region whose zones the deployer can list "
+                             f"(it lacks {denied.action}, which the program needs)"))
+        return []
+    if found is None:
+        out.problems.append(("aws:region", region, "an AWS region this account can use"))
+        return []
+    eligible = eligible_zones(region, found)
+    allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
+    by_name = {z.name: z for z in found}
+    if gpu_zone_name not in by_name:
+        out.problems.append(("availabilityZone", gpu_zone_name,
+                             f"an availability zone of {region}, not a Local or Wavelength Zone "
+                             f"(EKS takes neither): {', '.join(z.name for z in eligible)}"))
+        return []
+    gpu_zone = by_name[gpu_zone_name]
+    if gpu_zone not in eligible:
+        out.problems.append(("availabilityZone", gpu_zone_name,
+                             f"is zone id {gpu_zone.zone_id} in this account, where EKS places no "
+                             f"cluster subnets; allowed: {allowed}"))
+        return []
+    chosen = node_zones(gpu_zone, eligible)
+    if len(chosen) < 2:
+        out.problems.append(("aws:region", region, "a region with at least two availability "
+                             "zones EKS supports"))
+        return []
+    return list(chosen)
+
+
+def offerings(account: Account, region: str, chosen: list[Zone], gpu: catalog.GpuInstanceType,
+              core_type: str, out: Findings) -> None:
+    names = [z.name for z in chosen]
+    try:
+        offered = account.offered(region, [gpu.name, core_type], names)
+    except PermissionDenied as denied:
+        out.cannot_ask("that the instance types are offered in the node AZs", denied)
+        return
+    if chosen[0].name not in offered[gpu.name]:
+        where = ", ".join(sorted(offered[gpu.name])) or "neither node AZ"
+        out.problems.append(("gpuInstanceType", gpu.name,
+                             f"is not offered in availabilityZone {chosen[0].name} "
+                             f"({chosen[0].zone_id}) (offered in: {where}); allowed: a type "
+                             f"offered there, or an availabilityZone that offers {gpu.name}"))
+    missing = [f"{z.name} ({z.zone_id})" for z in chosen if z.name not in offered[core_type]]
+    if missing:
+        out.problems.append(("coreInstanceType", core_type,
+                             f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
+                             f"type offered in every node AZ ({', '.join(names)})"))
+
+
+def quota(account: Account, region: str, gpu: catalog.GpuInstanceType, count: int,
+          out: Findings) -> None:
+    code, quota_name = gpu.on_demand_quota
+    needed = gpu.vcpus * count
+    try:
+        have = account.ec2_quota(region, code)
+    except PermissionDenied as denied:
+        out.cannot_ask(f"the {quota_name} quota ({code})", denied)
+        return
+    if have < needed:
+        out.problems.append(("gpuNodeCount", count,
+                             f"{count} x {gpu.name} need {needed} vCPUs of the quota "
+                             f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                             f"{int(have) // gpu.vcpus} GPU nodes at most, or request an increase: "
+                             + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)
+                             + " (or set skipGpuQuotaCheck=true to skip this check)"))
+
+
+def deployer_not_admin(account: Account, admin_role_arns: list[str], out: Findings) -> None:
+    """The deployer is the cluster creator and already has an access entry; EKS refuses a second
+    one for the same principal (EKS user guide, access entries:
+    https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html)."""
+    if not admin_role_arns:
+        return
+    try:
+        deployer = account.deployer_role_arn()
+    except PermissionDenied as denied:
+        out.cannot_ask("adminRoleArns against the deployer's own role", denied)
+        return
+    if deployer is None:
+        return
+    for arn in admin_role_arns:
+        # Role names are unique in an account whatever their path: compare account and name.
+        if _account_and_name(arn) == _account_and_name(deployer):
+            out.problems.append(("adminRoleArns", arn,
+                                 f"is the deployer's own role ({deployer}), which EKS already "
+                                 "made cluster admin as the cluster creator; a second access "
+                                 "entry for it is refused: remove it from the list"))
+
+
+def _account_and_name(role_arn: str) -> tuple[str, str]:
+    parts = role_arn.split(":", 5)
+    return parts[4], parts[5].rsplit("/", 1)[-1]
+
+
+def check(account: Account, region: str, gpu_zone: str, gpu: catalog.GpuInstanceType | None,
+          gpu_count: int, core_type: str, admin_role_arns: list[str], skip_quota: bool) -> Findings:
+    """Every finding at once; a check whose inputs are already invalid is left out."""
+    out = Findings()
+    chosen = zones(account, region, gpu_zone, out)
+    out.node_zones = tuple(z.name for z in chosen)
+    if chosen and gpu is not None and core_type:
+        offerings(account, region, chosen, gpu, core_type, out)
+    if chosen and gpu is not None and gpu_count >= 1 and not skip_quota:
+        quota(account, region, gpu, gpu_count, out)
+    deployer_not_admin(account, admin_role_arns, out)
+    return out

@@ -1,0 +1,164 @@
+"""What a real account answers, before any resource: zones (Local/Wavelength Zones, zone ids EKS
+refuses, the second AZ by zone id), instance type offerings, the GPU family's vCPU quota, the
+deployer's own role in adminRoleArns; a refused permission is a warning, not a failure."""
+import aws_account
+import pytest
+from aws_account import DEV, NEW, ZoneRecord
+
+from components.preflight import EKS_UNSUPPORTED_ZONE_IDS
+from harness import run_program
+
+ZONES_TOKEN = "aws:index/getAvailabilityZones:getAvailabilityZones"
+QUOTA_TOKEN = "aws:servicequotas/getServiceQuota:getServiceQuota"
+
+
+def refused(account=DEV, **overrides) -> str:
+    graph = run_program("dev", overrides, expect_error=True, account=account)
+    assert graph.resources == [], [r.name for r in graph.resources]
+    return str(graph.error)
+
+
+def node_zones(graph) -> list[str]:
+    return [s.inputs["availabilityZone"] for s in graph.of_type("aws:ec2/subnet:Subnet")
+            if "-private-" in s.name]
+
+
+# Zones
+
+def test_the_accounts_zone_list_has_local_zones_first_when_unfiltered():
+    # The model the next tests rely on: an unfiltered answer is what would have broken the program.
+    names = aws_account.answer(DEV, ZONES_TOKEN, {"state": "available"})["names"]
+    assert names[0] == "us-west-2-lax-1a" and "us-west-2-wl1-las-wlz-1" in names
+    assert "us-west-2-den-1a" not in names  # not opted in
+
+
+def test_node_zones_are_never_local_or_wavelength_zones(dev):
+    assert node_zones(dev) == ["us-west-2a", "us-west-2b"]
+    (args,) = [a for t, a in dev.calls if t == ZONES_TOKEN]
+    assert {"name": "zone-type", "values": ["availability-zone"]} in args["filters"]
+
+
+@pytest.mark.parametrize("zone", ["us-west-2-lax-1a", "us-west-2-wl1-las-wlz-1"])
+def test_a_local_or_wavelength_zone_as_gpu_zone_is_refused(zone):
+    msg = refused(availabilityZone=zone)
+    assert f"availabilityZone = '{zone}'" in msg and "not a Local or Wavelength Zone" in msg
+
+
+def test_a_gpu_zone_whose_zone_id_eks_refuses_is_refused():
+    # In this account us-east-1e is use1-az3.
+    msg = refused(**{"aws:region": "us-east-1", "availabilityZone": "us-east-1e"})
+    assert "availabilityZone = 'us-east-1e'" in msg and "use1-az3" in msg
+    assert "us-east-1e (" not in msg.split("allowed:")[1]
+
+
+def test_the_second_zone_is_never_one_eks_refuses():
+    account = DEV.but(zones={**DEV.zones, "us-east-1": [
+        ZoneRecord("us-east-1a", "use1-az4"), ZoneRecord("us-east-1e", "use1-az3"),
+        ZoneRecord("us-east-1f", "use1-az5")]})
+    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a"},
+                        account=account)
+    assert node_zones(graph) == ["us-east-1a", "us-east-1f"]
+
+
+def test_the_second_zone_is_chosen_by_zone_id_not_name():
+    # Another account's mapping: usw2-az1 is us-west-2c there.
+    remapped = [ZoneRecord("us-west-2a", "usw2-az2"), ZoneRecord("us-west-2b", "usw2-az4"),
+                ZoneRecord("us-west-2c", "usw2-az1"), ZoneRecord("us-west-2d", "usw2-az3")]
+    graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": remapped}))
+    assert node_zones(graph) == ["us-west-2a", "us-west-2c"]
+
+
+def test_the_refused_zone_ids_are_the_eks_user_guides():
+    assert EKS_UNSUPPORTED_ZONE_IDS == {"us-east-1": {"use1-az3"}, "us-west-1": {"usw1-az2"},
+                                        "ca-central-1": {"cac1-az3"}}
+
+
+# Instance type offerings
+
+def test_a_gpu_type_not_offered_in_the_gpu_zone_is_refused():
+    msg = refused(gpuInstanceType="p5.48xlarge", availabilityZone="us-west-2c")
+    assert "gpuInstanceType = 'p5.48xlarge'" in msg
+    assert "not offered in availabilityZone us-west-2c (usw2-az3)" in msg
+
+
+def test_a_core_type_not_offered_in_a_node_zone_is_refused():
+    msg = refused(coreInstanceType="m7i.2xlarge")
+    assert "coreInstanceType = 'm7i.2xlarge'" in msg and "us-west-2b (usw2-az1)" in msg
+
+
+def test_offerings_are_asked_per_availability_zone_for_both_types(dev):
+    (args,) = [a for t, a in dev.calls if t.endswith("getInstanceTypeOfferings")]
+    assert args["locationType"] == "availability-zone"
+    assert {"name": "instance-type", "values": ["g6.12xlarge", "m6i.2xlarge"]} in args["filters"]
+    assert {"name": "location", "values": ["us-west-2a", "us-west-2b"]} in args["filters"]
+
+
+# The GPU family's on-demand vCPU quota
+
+def test_a_gpu_quota_below_the_nodes_vcpus_is_refused_with_both_numbers_and_how_to_ask():
+    msg = refused(account=NEW)  # 2 x g6.12xlarge = 96 vCPUs; a new account has 64
+    assert "gpuNodeCount = 2" in msg and "need 96 vCPUs" in msg and "which is 64" in msg
+    assert "Running On-Demand G and VT instances' (L-DB2E81BA)" in msg
+    assert "request-service-quota-increase --region us-west-2 --service-code ec2 " \
+           "--quota-code L-DB2E81BA --desired-value 96" in msg
+
+
+def test_p_types_count_against_the_p_quota():
+    msg = refused(account=NEW, gpuInstanceType="p5.48xlarge", gpuNodeCount=1)
+    assert "need 192 vCPUs" in msg and "(L-417A185B)" in msg and "which is 0" in msg
+
+
+def test_a_quota_that_covers_the_nodes_passes(dev):
+    (args,) = [a for t, a in dev.calls if t == QUOTA_TOKEN]
+    assert args == {"serviceCode": "ec2", "quotaCode": "L-DB2E81BA", "region": "us-west-2"}
+
+
+def test_the_quota_check_can_be_skipped_on_purpose():
+    graph = run_program("dev", {"skipGpuQuotaCheck": True}, account=NEW)
+    assert graph.resources and not [t for t, _ in graph.calls if t == QUOTA_TOKEN]
+
+
+def test_every_preflight_problem_comes_back_at_once():
+    msg = refused(account=NEW, gpuInstanceType="p5.48xlarge", availabilityZone="us-west-2c",
+                  coreInstanceType="m7i.2xlarge")
+    assert msg.startswith("invalid stack configuration (3 problems)")
+    for key in ("gpuInstanceType", "coreInstanceType", "gpuNodeCount"):
+        assert f"slinky-eks:{key}" in msg
+
+
+# Permission denied: a warning naming the permission, not a failure
+
+@pytest.mark.parametrize("action", ["ec2:DescribeInstanceTypeOfferings",
+                                    "servicequotas:GetServiceQuota", "iam:GetRole"])
+def test_a_refused_permission_is_a_warning_naming_it(action):
+    graph = run_program("dev", {"adminRoleArns": ["arn:aws:iam::123456789012:role/researchers"]},
+                        account=DEV.but(denied=frozenset({action})))
+    assert graph.error is None and graph.resources
+    assert any(action in w and "preflight: could not check" in w for w in graph.warnings)
+
+
+def test_without_refusals_there_is_no_preflight_warning(dev):
+    assert not [w for w in dev.warnings if w.startswith("preflight")]
+
+
+# The deployer's own role in adminRoleArns
+
+def test_the_deployers_own_role_in_admin_role_arns_is_refused():
+    arn = "arn:aws:iam::123456789012:role/platform-deployer"
+    msg = refused(adminRoleArns=[arn])
+    assert f"adminRoleArns = '{arn}'" in msg and "deployer's own role" in msg
+
+
+def test_the_deployers_role_is_recognised_with_or_without_its_path():
+    sso = DEV.but(caller_arn="arn:aws:sts::123456789012:assumed-role/"
+                             "AWSReservedSSO_Admin_0123456789abcdef/alice@example.com")
+    for arn in ("arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
+                "AWSReservedSSO_Admin_0123456789abcdef",
+                "arn:aws:iam::123456789012:role/AWSReservedSSO_Admin_0123456789abcdef"):
+        assert "deployer's own role" in refused(account=sso, adminRoleArns=[arn])
+
+
+def test_other_admin_roles_get_their_access_entry():
+    graph = run_program("dev", {"adminRoleArns": ["arn:aws:iam::123456789012:role/researchers"]})
+    entries = graph.named("cluster-eks").inputs["accessEntries"]
+    assert [e["principalArn"] for e in entries.values()] == ["arn:aws:iam::123456789012:role/researchers"]
