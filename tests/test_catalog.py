@@ -54,3 +54,18 @@ def test_non_efa_reasons():
     assert catalog.describe_unsupported("g6.4xlarge").startswith("a GPU size without EFA")
     assert catalog.describe_unsupported("m6i.large") == "not an NVIDIA GPU instance type"
     assert catalog.describe_unsupported("???") == "not an EC2 instance type name"
+
+
+
+@pytest.mark.parametrize("name,code", [
+    ("g6.12xlarge", "L-DB2E81BA"), ("gr6.8xlarge", "L-DB2E81BA"), ("g6e.48xlarge", "L-DB2E81BA"),
+    ("p4d.24xlarge", "L-417A185B"), ("p5.48xlarge", "L-417A185B"), ("p6-b200.48xlarge", "L-417A185B")])
+def test_each_type_counts_against_its_familys_on_demand_quota(name, code):
+    assert catalog.CATALOG[name].on_demand_quota[0] == code
+
+
+@pytest.mark.parametrize("name,vcpus", [("g5.8xlarge", 32), ("g6.12xlarge", 48), ("g6e.16xlarge", 64),
+                                        ("g6.24xlarge", 96), ("p4de.24xlarge", 96), ("p5en.48xlarge", 192)])
+def test_vcpus_are_ec2s(name, vcpus):
+    # EC2 accelerated computing specifications: https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
+    assert catalog.CATALOG[name].vcpus == vcpus

@@ -147,3 +147,21 @@ def test_all_problems_come_back_in_one_error():
     for key in ("gpuInstanceType", "gpuNodeCount", "kubernetesVersion", "sshAllowedCidrs",
                 "availabilityZone"):
         assert f"slinky-eks:{key}" in msg
+
+
+@pytest.mark.parametrize("key", ["dlcBaseImage", "slurmdBaseImage"])
+@pytest.mark.parametrize("value", ["ghcr.io/SlinkyProject/slurmd:26.05.2-ubuntu26.04",
+                                   "ghcr.io/slinkyproject/slurmd:26.05.2 ubuntu",
+                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@sha256:abc",
+                                   "ghcr.io/slinkyproject//slurmd:26.05.2",
+                                   "ghcr.io/slinkyproject/slurmd:-26.05.2"])
+def test_base_images_must_be_image_references(key, value):
+    msg = rejected(**{key: value})
+    assert f"{key} = '{value}'" in msg and "an image reference" in msg
+
+
+@pytest.mark.parametrize("value", ["ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04",
+                                   "localhost:5000/slurmd:26.05.2-ubuntu26.04",
+                                   "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "0f" * 32])
+def test_well_formed_base_image_references_are_accepted(value):
+    assert run_program("dev", {"slurmdBaseImage": value}).error is None

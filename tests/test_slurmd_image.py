@@ -138,3 +138,39 @@ def test_bases_can_be_pinned_by_digest():
     graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
     args = graph.named("slurmd-build").inputs["buildArgs"]
     assert args["SLURMD_IMAGE"] == slurmd and args["DLC_IMAGE"] == dlc
+
+
+def test_the_dlc_registry_is_the_regions_from_the_dlc_table():
+    # ap-east-1's DLC registry is 871362719292, not the 763104351884 of most regions.
+    graph = run_program("dev", {"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a",
+                                "gpuInstanceType": "g5.12xlarge"})
+    build = graph.named("slurmd-build")
+    host = "871362719292.dkr.ecr.ap-east-1.amazonaws.com"
+    assert build.inputs["buildArgs"]["DLC_IMAGE"].startswith(f"{host}/pytorch-training:")
+    assert host in {r["address"] for r in build.inputs["registries"]}
+    assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken",
+            {"registryId": "871362719292", "region": "ap-east-1"}) in graph.calls
+
+
+def test_a_region_without_a_dlc_registry_needs_a_full_dlc_reference():
+    from conftest import rejected
+    msg = rejected(**{"aws:region": "us-gov-west-1", "availabilityZone": "us-gov-west-1a"})
+    assert "dlcBaseImage = 'pytorch-training:" in msg and "us-gov-west-1" in msg
+
+
+def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
+    graph = run_program("dev", {"dlcBaseImage": "docker.io/myorg/pytorch-training:2.9.0-gpu"})
+    build = graph.named("slurmd-build")
+    assert build.inputs["buildArgs"]["DLC_IMAGE"] == "docker.io/myorg/pytorch-training:2.9.0-gpu"
+    assert {r["address"] for r in build.inputs["registries"]} == {REPO_URL.split("/")[0]}
+    tokens = [a for t, a in graph.calls if t.endswith("getAuthorizationToken")]
+    assert tokens == [{"registryId": "123456789012"}]
+
+
+def test_a_base_image_on_ecr_gets_credentials_from_its_own_region():
+    base = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd:26.05.2-ubuntu26.04"
+    graph = run_program("dev", {"slurmdBaseImage": base})
+    registries = {r["address"]: r for r in graph.named("slurmd-build").inputs["registries"]}
+    assert registries["210987654321.dkr.ecr.eu-west-1.amazonaws.com"]["password"] == "token-for-210987654321"
+    assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken",
+            {"registryId": "210987654321", "region": "eu-west-1"}) in graph.calls
