@@ -174,3 +174,46 @@ def test_a_base_image_on_ecr_gets_credentials_from_its_own_region():
     assert registries["210987654321.dkr.ecr.eu-west-1.amazonaws.com"]["password"] == "token-for-210987654321"
     assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken",
             {"registryId": "210987654321", "region": "eu-west-1"}) in graph.calls
+
+
+def _ecr_accepts_push(repo: dict, existing: set[str], pushed: list[str]) -> bool:
+    """ECR's rule for a push (ECR user guide, "Preventing image tags from being overwritten",
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-tag-mutability.html): a tag that
+    exists in an IMMUTABLE repository is refused, whatever the digest; with
+    IMMUTABLE_WITH_EXCLUSION only tags matching an exclusion filter may move."""
+    import fnmatch
+    mode = repo["imageTagMutability"]
+    for ref in pushed:
+        tag = ref.rsplit(":", 1)[1]
+        if tag not in existing or mode == "MUTABLE":
+            continue
+        excluded = [f["filter"] for f in repo.get("imageTagMutabilityExclusionFilters") or []]
+        if mode == "IMMUTABLE_WITH_EXCLUSION" and any(fnmatch.fnmatchcase(tag, f) for f in excluded):
+            continue
+        return False
+    return True
+
+
+def _pushes(build: dict) -> list[str]:
+    # docker-build's Update is a full Create: every tag and the cache ref are pushed again on
+    # any diff (pulumi-docker-build v0.0.22 provider/internal/image.go Diff, Update).
+    return build["tags"] + [c["registry"]["ref"] for c in build["cacheTo"]]
+
+
+@pytest.mark.parametrize("second", [{}, {"buildImageOnPreview": True},
+                                    {"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "cd" * 32}])
+def test_a_second_up_never_fails_on_a_tag(dev, second):
+    first = dev.named("slurmd-build").inputs
+    existing = {ref.rsplit(":", 1)[1] for ref in _pushes(first)}
+    graph = run_program("dev", second)
+    again = graph.named("slurmd-build").inputs
+    assert _ecr_accepts_push(graph.named("slurmd-repo").inputs, existing, _pushes(again))
+
+
+def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(dev):
+    build = dev.named("slurmd-build").inputs
+    existing = {ref.rsplit(":", 1)[1] for ref in _pushes(build)}
+    immutable = {"imageTagMutability": "IMMUTABLE_WITH_EXCLUSION",
+                 "imageTagMutabilityExclusionFilters": [{"filter": "buildcache", "filterType": "WILDCARD"}]}
+    assert not _ecr_accepts_push(immutable, existing, _pushes(build))
+    assert _ecr_accepts_push(immutable, set(), _pushes(build))
