@@ -265,9 +265,9 @@ def load(account: Account) -> StackConfig:
 
     node_zones: tuple[str, ...] = ()
     if region and az:
-        found = preflight.check(account, region, az, gpu, gpu_nodes, core_type if not any(
-            p.startswith(f"{project}:coreInstanceType") for p in r.problems) else "",
-            [a for a in admins if _ROLE_ARN.match(a)], skip_quota)
+        core_ok = catalog.is_instance_type_name(core_type) and catalog.lookup(core_type) is None
+        found = preflight.check(account, region, az, gpu, gpu_nodes, core_type if core_ok else "",
+                                [a for a in admins if _ROLE_ARN.match(a)], skip_quota)
         for key, value, allowed in found.problems:
             (aws if key.startswith("aws:") else r).problem(key.removeprefix("aws:"), value, allowed)
         for warning in found.warnings:

@@ -137,6 +137,12 @@ def test_a_refused_permission_is_a_warning_naming_it(action):
     assert any(action in w and "preflight: could not check" in w for w in graph.warnings)
 
 
+def test_a_deployer_that_may_not_list_zones_is_refused_naming_the_permission():
+    # The subnets need the zones: this one cannot be skipped.
+    msg = refused(account=DEV.but(denied=frozenset({"ec2:DescribeAvailabilityZones"})))
+    assert "aws:region = 'us-west-2'" in msg and "ec2:DescribeAvailabilityZones" in msg
+
+
 def test_without_refusals_there_is_no_preflight_warning(dev):
     assert not [w for w in dev.warnings if w.startswith("preflight")]
 
@@ -162,3 +168,32 @@ def test_other_admin_roles_get_their_access_entry():
     graph = run_program("dev", {"adminRoleArns": ["arn:aws:iam::123456789012:role/researchers"]})
     entries = graph.named("cluster-eks").inputs["accessEntries"]
     assert [e["principalArn"] for e in entries.values()] == ["arn:aws:iam::123456789012:role/researchers"]
+
+
+# The README's "What your account needs"
+
+def _readme_section() -> str:
+    import pathlib
+    text = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    start = text.index("## What your account needs")
+    return " ".join(text[start:text.index("\n## ", start + 1)].split())
+
+
+def test_the_readme_names_every_permission_the_preflight_asks_for():
+    import pathlib
+    import re
+    source = (pathlib.Path(__file__).resolve().parent.parent / "components/account.py").read_text()
+    actions = set(re.findall(r'_ask\("([a-z0-9-]+:[A-Za-z]+)"', source))
+    assert len(actions) == 4
+    section = _readme_section()
+    assert [a for a in sorted(actions) if f"`{a}`" not in section] == []
+
+
+def test_the_readme_names_the_quotas_and_the_opt_out():
+    from components.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
+    section = _readme_section()
+    for code, name in (ON_DEMAND_G_AND_VT, ON_DEMAND_P):
+        assert f"`{code}`" in section and name in section
+    assert "skipGpuQuotaCheck" in section
+    for refused_id in sorted(set().union(*EKS_UNSUPPORTED_ZONE_IDS.values())):
+        assert refused_id in section
