@@ -109,7 +109,8 @@ DEV = Account(
         "usw2-lax1-az1": _CPU, "usw2-lax1-az2": _CPU, "use1-bos1-az1": _CPU,
     },
     quotas={"L-DB2E81BA": 768.0, "L-417A185B": 768.0},
-    # New accounts' defaults (Service Quotas console, EC2 "Running On-Demand ... instances").
+    # This fixture's values where nothing was requested: below two g6.12xlarge (96 vCPUs) and one
+    # p5.48xlarge (192), as new accounts often are (AWS sets new accounts' values per account).
     quota_defaults={"L-DB2E81BA": 64.0, "L-417A185B": 0.0},
 )
 # A new account: default quotas only.
