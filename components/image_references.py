@@ -15,6 +15,9 @@ _REFERENCE = re.compile(
     rf"^(?P<name>(?:(?P<domain>{_DOMAIN})/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
     rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$")
 NAME_MAX = 255  # RepositoryNameTotalLengthMax
+# Parsing also validates the digest (github.com/opencontainers/go-digest v1.0.0 algorithm.go): a
+# known algorithm and its length of lower-case hex.
+_DIGEST_HEX_LENGTH = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 # ECR registry hosts: <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn] (ECR user guide,
 # "Private registry concepts", https://docs.aws.amazon.com/AmazonECR/latest/userguide/Registries.html)
@@ -48,6 +51,12 @@ def reference_problem(value: str) -> str | None:
                 "repository path; github.com/distribution/reference grammar)")
     if len(match.group("name")) > NAME_MAX:
         return f"a repository name of at most {NAME_MAX} characters"
+    if match.group("digest"):
+        algorithm, hex_digest = match.group("digest").split(":", 1)
+        if _DIGEST_HEX_LENGTH.get(algorithm) != len(hex_digest) or not re.fullmatch(
+                "[a-f0-9]+", hex_digest):
+            return ("an image reference whose digest is sha256:<64 lower-case hex digits> "
+                    "(or sha384/sha512 with 96/128)")
     return None
 
 
