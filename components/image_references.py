@@ -50,7 +50,7 @@ def reference_problem(value: str) -> str | None:
         return ("an image reference [registry/]repository[:tag][@sha256:digest] (lower-case "
                 "repository path; github.com/distribution/reference grammar)")
     if len(match.group("name")) > NAME_MAX:
-        return f"a repository name of at most {NAME_MAX} characters"
+        return f"an image reference whose name has at most {NAME_MAX} characters"
     if match.group("digest"):
         algorithm, hex_digest = match.group("digest").split(":", 1)
         if _DIGEST_HEX_LENGTH.get(algorithm) != len(hex_digest) or not re.fullmatch(

@@ -157,7 +157,8 @@ def test_all_problems_come_back_in_one_error():
                                    "ghcr.io/slinkyproject/slurmd:-26.05.2",
                                    "ghcr.io/slinkyproject/slurmd:26.05.2-x@sha256:" + "ab" * 20,
                                    "ghcr.io/slinkyproject/slurmd:26.05.2-x@sha256:" + "AB" * 32,
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@md5:" + "ab" * 32])
+                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@md5:" + "ab" * 32,
+                                   "ghcr.io/" + "s" * 250 + ":26.05.2-ubuntu26.04"])
 def test_base_images_must_be_image_references(key, value):
     msg = rejected(**{key: value})
     assert f"{key} = '{value}'" in msg and "an image reference" in msg
