@@ -266,7 +266,9 @@ def load(account: Account) -> StackConfig:
     node_zones: tuple[str, ...] = ()
     if region and az:
         core_ok = catalog.is_instance_type_name(core_type) and catalog.lookup(core_type) is None
-        found = preflight.check(account, region, az, gpu, gpu_nodes, core_type if core_ok else "",
+        # Values already refused are left out of the account checks (0 and "" skip them).
+        found = preflight.check(account, region, az, gpu, gpu_nodes if 1 <= gpu_nodes <= 64 else 0,
+                                core_type if core_ok else "",
                                 [a for a in admins if _ROLE_ARN.match(a)], skip_quota)
         for key, value, allowed in found.problems:
             (aws if key.startswith("aws:") else r).problem(key.removeprefix("aws:"), value, allowed)

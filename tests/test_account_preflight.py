@@ -197,3 +197,8 @@ def test_the_readme_names_the_quotas_and_the_opt_out():
     assert "skipGpuQuotaCheck" in section
     for refused_id in sorted(set().union(*EKS_UNSUPPORTED_ZONE_IDS.values())):
         assert refused_id in section
+
+
+def test_a_gpu_node_count_already_refused_is_not_also_checked_against_the_quota():
+    msg = refused(account=NEW, gpuNodeCount=65)
+    assert msg.startswith("invalid stack configuration (1 problem)") and "a whole number" in msg
