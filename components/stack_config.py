@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import ipaddress
+import pathlib
 import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import pulumi
+import yaml
 
 from components import catalog
 from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
@@ -31,6 +34,10 @@ _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,37}$")
+PROJECT_FILE = pathlib.Path(__file__).resolve().parent.parent / "Pulumi.yaml"
+# The key material of Pulumi.dev.yaml's example sshPublicKey; its private half was discarded, so a
+# stack deployed with it has a login node nobody can reach.
+EXAMPLE_SSH_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHo5XTHwRWToEb42mcBir6wbQZm9zUSpHChjh8bS0mXM"
 
 
 class ConfigError(pulumi.RunError):
@@ -158,10 +165,62 @@ def _cidr_problems(cidrs: list[str], anywhere_ok: bool) -> list[str]:
         except ValueError as e:
             out.append(f"{c!r} is not a CIDR block ({e})")
             continue
+        if why := _ipv6_problem(net, c):
+            out.append(why)
+            continue
         if net.prefixlen == 0 and not anywhere_ok:
             out.append(f"{c!r} opens SSH to the whole internet; set allowSshFromAnywhere=true "
                        "to allow that on purpose")
     return out
+
+
+def _ipv6_problem(net: ipaddress.IPv4Network | ipaddress.IPv6Network, text: str) -> str | None:
+    # The login NLB is IPv4-only: the load balancer controller's ip-address-type defaults to ipv4
+    # and the VPC has no IPv6 block, so an IPv6 source range admits nobody
+    # (https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/guide/service/annotations/#ip-address-type).
+    if net.version == 6:
+        return (f"{text!r} is an IPv6 block; the login load balancer is IPv4-only, so it would admit nobody: "
+                "give the IPv4 address you connect from (e.g. `curl -4 https://checkip.amazonaws.com`)/32")
+    return None
+
+
+def undeclared_key_problems(project: str, given: dict[str, str], declared: list[str]) -> list[str]:
+    """Keys under the project's namespace that Pulumi.yaml does not declare (a misspelling the
+    program would otherwise ignore), each with the closest declared key. `given` maps each key
+    to its value as shown (secrets withheld)."""
+    out = []
+    for key in sorted(given):
+        namespace, _, name = key.partition(":")
+        if namespace != project or name in declared:
+            continue
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        hint = f"did you mean {project}:{close[0]}? " if close else ""
+        out.append(f"{key} = {given[key]!r} is not a key of this project (Pulumi.yaml declares the keys): "
+                   f"{hint}Remove it with `pulumi config rm {name}`")
+    return out
+
+
+def _given_keys() -> dict[str, str]:
+    """Every config key the program was given, with its value (secrets withheld): the CLI's
+    language host passes them as the JSON map PULUMI_CONFIG, mocks and the automation API set them
+    directly (pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py at v3.272.0: get_config reads
+    both)."""
+    from pulumi.runtime import config as runtime_config
+    given = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    return {k: "[secret]" if runtime_config.is_config_secret(k) else str(v) for k, v in given.items()}
+
+
+def _declared_keys() -> list[str]:
+    return sorted((yaml.safe_load(PROJECT_FILE.read_text()).get("config") or {}))
+
+
+def warn_example_ssh_key(ssh_public_key: str) -> None:
+    """The dev stack's example key deploys, but nobody holds its private half: say how to set one's own."""
+    parts = ssh_public_key.split()
+    if len(parts) >= 2 and parts[1] == EXAMPLE_SSH_KEY:
+        pulumi.log.warn("sshPublicKey is the example key of Pulumi.dev.yaml, whose private half was discarded: "
+                        "nobody can log in to this cluster. Set your own with "
+                        "`pulumi config set sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`")
 
 
 def _vpc_cidr_problem(value: str) -> str | None:
@@ -267,9 +326,10 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
         elif len(zones) < 2:
             aws.problem("region", region, "a region with at least two availability zones (EKS)")
 
-    problems = aws.problems + r.problems
+    problems = aws.problems + r.problems + undeclared_key_problems(project, _given_keys(), _declared_keys())
     if problems:
         raise ConfigError(problems)
+    warn_example_ssh_key(ssh_key)
     return StackConfig(
         project=project, stack=stack, region=region, availability_zone=az,
         kubernetes_version=k8s_version, cluster_name=cluster_name, gpu=gpu,
