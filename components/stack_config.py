@@ -21,9 +21,10 @@ import yaml
 from components import catalog
 from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
 
-# Kubernetes versions EKS offers in late 2026 (aws-facts §5a, E7/V1/V2): standard support 1.34
-# (until 2026-12-02), 1.35, 1.36; extended support (6x control-plane price, P1) 1.32, 1.33.
-# 1.31 left extended support on 2026-11-26.
+# Kubernetes versions EKS offers in late 2026
+# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support
+# 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
+# https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
 EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
 
 _SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",

@@ -40,8 +40,9 @@ MASKED = "[secret]"
 CONNECT_TIMEOUT, READ_TIMEOUT = 5, 60
 NAMESPACE = "slurm"
 RESUME_SCRIPT = pathlib.Path(__file__).with_name("resume-nodes.sh")
-# Pod name prefixes the operator uses for release `slurm` (slinky-chart.md; the walkthrough's
-# `kubectl get pods`): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
+# Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator
+# helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-worker,
+# <release>-login, then the set's name): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
 ROLES = {"controller": "slurm-controller-", "restapi": "slurm-restapi-",
          "login": "slurm-login-slinky-", "worker": "slurm-worker-slinky-"}
 CONTAINERS = {"login": "login", "worker": "slurmd"}
