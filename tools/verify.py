@@ -20,6 +20,7 @@ import argparse
 import json
 import pathlib
 import re
+import shutil
 import socket
 import sys
 from dataclasses import asdict, dataclass
@@ -237,6 +238,14 @@ class KubernetesApi:
     def __init__(self, kubeconfig: dict):
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
+        for user in kubeconfig.get("users") or []:
+            # pulumi-eks' kubeconfig gets its token from `aws eks get-token`; without the CLI the
+            # client would log the error and go on unauthenticated.
+            command = ((user or {}).get("user") or {}).get("exec", {}).get("command")
+            if command and shutil.which(command) is None:
+                raise VerifyError(f"the kubeconfig runs `{command}` for a token but it is not on PATH: install "
+                                  "the AWS CLI (https://docs.aws.amazon.com/cli/latest/userguide/"
+                                  "getting-started-install.html)", EXIT_BAD_INPUT)
         configuration = client.Configuration()
         configuration.retries = 0
         try:
