@@ -181,7 +181,7 @@ def _ipv6_problem(net: ipaddress.IPv4Network | ipaddress.IPv6Network, text: str)
     # (https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/guide/service/annotations/#ip-address-type).
     if net.version == 6:
         return (f"{text!r} is an IPv6 block; the login load balancer is IPv4-only, so it would admit nobody: "
-                "give the IPv4 address you connect from (e.g. `curl -4 https://checkip.amazonaws.com`)/32")
+                "give the IPv4 address you connect from as a /32 (`curl -4 https://checkip.amazonaws.com` prints it)")
     return None
 
 
