@@ -1,17 +1,32 @@
-# The two commands of the README's quick start:
-#   make test   install everything the tests need, then run every test
-#   make up     `pulumi up` on the dev stack (needs AWS credentials, the Pulumi CLI, Docker)
+# The commands of the README:
+#   make test      install everything the tests need, then run every test
+#   make preview   `pulumi preview` on the dev stack
+#   make up        `pulumi up` on the dev stack
+#   make destroy   `pulumi destroy` on the dev stack
+# up/preview/destroy first check the Pulumi CLI, the AWS CLI and credentials, Docker with buildx
+# (up) and a state passphrase (tools/preflight.sh says how to get what is missing), then install
+# only what the program needs (requirements.txt).
 PYTHON ?= python3
 VENV := .venv
 STACK ?= dev
-# Local state unless you `pulumi login` elsewhere (Pulumi.yaml backend.url). The dev stack holds
-# no secrets of its own; state secrets (kubeconfig) are encrypted with this passphrase.
+# Local state unless you `pulumi login` elsewhere (Pulumi.yaml backend.url); its secrets (the
+# kubeconfig) are encrypted with PULUMI_CONFIG_PASSPHRASE. An empty one only on purpose:
+# `make up ALLOW_EMPTY_PASSPHRASE=1`.
+ALLOW_EMPTY_PASSPHRASE ?=
+ifeq ($(ALLOW_EMPTY_PASSPHRASE),1)
 export PULUMI_CONFIG_PASSPHRASE ?=
+endif
+PREFLIGHT = ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
 
 .PHONY: test up preview destroy slurm-packages
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# What `pulumi up` runs the program with (Pulumi.yaml: runtime virtualenv .venv).
+$(VENV)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.runtime requirements-dev.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	touch $@
 
@@ -22,13 +37,18 @@ test: $(VENV)/.installed slurm-packages
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m pytest
 
-up: $(VENV)/.installed
+up:
+	@$(PREFLIGHT) up
+	@$(MAKE) --no-print-directory $(VENV)/.runtime
 	pulumi stack select --create $(STACK)
 	pulumi up --stack $(STACK)
 
-preview: $(VENV)/.installed
+preview:
+	@$(PREFLIGHT) preview
+	@$(MAKE) --no-print-directory $(VENV)/.runtime
 	pulumi stack select --create $(STACK)
 	pulumi preview --stack $(STACK)
 
 destroy:
+	@$(PREFLIGHT) destroy
 	pulumi destroy --stack $(STACK)

@@ -1,9 +1,24 @@
 """Facts about EFA-capable NVIDIA GPU instance types: the one place they live.
 
-Every number comes from ../shared/docs/aws-facts.md, which cites its sources:
-  §1a hardware table (K1-K4: EC2 DescribeInstanceTypes via Karpenter's generated data),
-  §1b GRES type names (S1: Slurm's gpu_common_underscorify_tolower on the NVIDIA model name),
-  §1c NVLink/NVSwitch vs PCIe-only, §3a-bis per-family NCCL/EFA environment (A1, L1, N4, N5).
+Sources, cited below by tag:
+  K1-K4 the hardware (vCPUs, memory, GPUs, network cards, max EFA interfaces): EC2
+     DescribeInstanceTypes as generated into aws/karpenter-provider-aws
+     website/content/en/preview/reference/instance-types.md, pkg/providers/instancetype/
+     zz_generated.vpclimits.go and pkg/fake/zz_generated.describe_instance_types.go
+  S1 GRES type names: SchedMD/slurm src/plugins/gpu/common/gpu_common.c
+     (gpu_common_underscorify_tolower) on the model name src/plugins/gpu/nvidia/gpu_nvidia.c reads
+  S2 https://slurm.schedmd.com/gres.html#AutoDetect
+  A1 aws/aws-ofi-nccl v1.21.1: src/platform-aws.cpp, src/nccl_ofi_interface_nvidia.cpp,
+     doc/efa-env-var.md
+  A3 aws/aws-ofi-nccl issue #547 (no RDMA on g6e)
+  A4 awslabs/awsome-distributed-ai micro-benchmarks/nccl-tests/nccl-tests.Dockerfile
+  L1 ofiwg/libfabric man/fi_efa.7.md (FI_EFA_USE_DEVICE_RDMA)
+  N4 NVIDIA/nccl issues #631 and #199 (broken PCIe P2P; NCCL_P2P_DISABLE costs only speed)
+  N5 https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+  G1-G3 ray-project/ray issue #39471, NVIDIA/TensorRT-LLM issue #1034, llm-d-incubation/llm-d-infra
+     PR #181 (no P2P between the GPUs of AWS G instances)
+  E3 https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html
+  P1 NVIDIA/nccl-tests doc/PERFORMANCE.md (busbw)
 Everything instance-specific downstream (GRES string, EFA resource count, NCCL/EFA environment,
 launch-template interfaces, the nccl-tests reference line rate) is derived from here.
 """
@@ -12,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# The AL2023 NVIDIA AMI covers every type below (aws-facts §2b, E3).
+# The AL2023 NVIDIA AMI covers every type below (E3).
 GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 
@@ -53,12 +68,13 @@ class GpuInstanceType:
 
     @property
     def efa_line_rate_gbytes(self) -> float:
-        """Per-node network line rate in GB/s: the busbw ceiling of a NIC-bound ring (§4)."""
+        """Per-node network line rate in GB/s: the busbw ceiling of a NIC-bound ring (P1)."""
         return self.network_gbps / 8
 
     @property
     def network_interfaces(self) -> list[dict]:
-        """Launch-template interfaces, one per network card (aws-facts §2a, EC2 guide):
+        """Launch-template interfaces, one per network card
+        (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
         card 0 is the primary ENA+EFA interface at device index 0; every other card carries an
         EFA-only interface at device index 1 (an efa-only interface can never be primary)."""
         return [
@@ -71,7 +87,7 @@ class GpuInstanceType:
 
     @property
     def nccl_environment(self) -> dict[str, str]:
-        """NCCL/libfabric variables every job sources (aws-facts §3a, §3a-bis).
+        """NCCL/libfabric variables every job sources (A1, L1, N5).
 
         Left unset on purpose: FI_PROVIDER, FI_EFA_FORK_SAFE, NCCL_PROTO, buffer sizes: the
         aws-ofi-nccl plugin sets them itself (A1)."""
@@ -79,7 +95,7 @@ class GpuInstanceType:
             # Bootstrap over the pod interface; never exclude eth in pods (A4, N5).
             "NCCL_SOCKET_IFNAME": "^docker,lo,veth",
             # Pin the OFI plugin: a plugin that fails to load aborts instead of silently
-            # falling back to NET/Socket (anchors §1.12, A1 nccl_ofi_interface_nvidia.cpp).
+            # falling back to NET/Socket (N5; A1 nccl_ofi_interface_nvidia.cpp).
             "NCCL_NET": "Libfabric",
             "NCCL_DEBUG": "INFO",
             "NCCL_DEBUG_SUBSYS": "INIT,NET",
@@ -137,7 +153,7 @@ _TYPES = [
 
 CATALOG: dict[str, GpuInstanceType] = {t.name: t for t in _TYPES}
 
-# NVIDIA GPU families whose other sizes exist but carry no EFA (aws-facts §1a: e.g. g6.4xlarge,
+# NVIDIA GPU families whose other sizes exist but carry no EFA (K1: e.g. g6.4xlarge,
 # gr6.4xlarge), so a wrong size gets a precise message rather than "unknown type".
 _GPU_FAMILIES = {"g4dn", "g5", "g6", "g6e", "gr6", "g6f", "gr6f", "p3", "p3dn", "p4d", "p4de",
                  "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "g7", "g7e"}

@@ -52,12 +52,15 @@ class Cluster(pulumi.ComponentResource):
             endpoint_public_access=True,
             endpoint_private_access=True,
             # API mode: no aws-auth ConfigMap; the creator (the deployer) is bootstrapped as
-            # cluster admin and further admins are access entries (pulumi-notes §7).
+            # cluster admin and further admins are access entries (pulumi/pulumi-eks v4.4.0
+            # docs/authentication-mode-migration.md; nodejs/eks/cluster/cluster.ts).
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=access,
             skip_default_node_group=True,
             # Nodes keep the EKS-created cluster security group: it allows all traffic to and
-            # from itself, which EFA requires (aws-facts §2a, E5).
+            # from itself, which EFA requires
+            # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, security group step;
+            # https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html).
             skip_default_security_groups=True,
             # EKS installs vpc-cni, kube-proxy and CoreDNS itself at creation, so all are in place
             # before any node joins. vpc-cni and kube-proxy become managed add-ons right away
@@ -71,7 +74,8 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         # Pod Identity gives the load balancer controller and the CSI drivers their AWS
-        # credentials; its agent must run before those pods start (anchors §6 item 7).
+        # credentials; its agent must run before those pods start
+        # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html).
         pod_identity_agent = aws.eks.Addon(
             f"{name}-pod-identity-agent", cluster_name=args.cluster_name,
             addon_name="eks-pod-identity-agent", resolve_conflicts_on_create="OVERWRITE",

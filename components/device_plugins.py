@@ -14,7 +14,9 @@ from components.node_groups import GPU_LABELS, GPU_TOLERATION
 
 def gpu_placement() -> dict:
     """Run on the GPU nodes only, through their NoSchedule taint. Both charts ship without a
-    toleration for it (EFA: aws-facts §2c; a plugin that never schedules means 0 EFA devices)."""
+    toleration for it (EFA: aws/eks-charts stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml
+    at chart v0.5.30 tolerates only CriticalAddonsOnly; a plugin that never schedules means 0 EFA
+    devices)."""
     return {
         "nodeSelector": dict(GPU_LABELS),
         "tolerations": [dict(GPU_TOLERATION), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
@@ -37,7 +39,9 @@ class DevicePlugins(pulumi.ComponentResource):
         self.nvidia = pinned_release(
             f"{name}-nvidia", "nvidiaDevicePlugin", namespace="kube-system",
             # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
-            # nodeadm sets only from Kubernetes 1.35 on (aws-facts §2d): select by our label.
+            # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.18.2
+            # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
+            # nodeadm/internal/kubelet/config.go): select by our label.
             values={**placement, "affinity": {"nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
                     "matchExpressions": [{"key": k, "operator": "In", "values": [v]}

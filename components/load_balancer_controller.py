@@ -67,7 +67,9 @@ class LoadBalancerController(pulumi.ComponentResource):
         super().__init__("slinky-eks:ingress:LoadBalancerController", name, None, opts)
         role = pod_identity_role(name, [], parent=self, inline_policy=POLICY)
         # The association must name exactly the service account the chart creates, or the
-        # controller runs without credentials and Services stay <pending> (anchors §6 item 7).
+        # controller runs without credentials and Services stay <pending>
+        # (kubernetes-sigs/aws-load-balancer-controller issue #3850;
+        # https://docs.aws.amazon.com/eks/latest/userguide/pod-id-association.html).
         association = aws.eks.PodIdentityAssociation(
             f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT, role_arn=role.arn,

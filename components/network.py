@@ -33,7 +33,8 @@ class Network(pulumi.ComponentResource):
     def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:network:Network", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        # The load balancer controller finds subnets by these tags (anchors §6 item 7).
+        # The load balancer controller finds subnets by these tags
+        # (https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/deploy/subnet_discovery/).
         cluster_tag = {f"kubernetes.io/cluster/{args.cluster_name}": "shared"}
         vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=args.cidr, enable_dns_hostnames=True,
                           enable_dns_support=True, tags={"Name": f"{name}-vpc"}, opts=child)

@@ -99,7 +99,8 @@ class NodeGroups(pulumi.ComponentResource):
         self.core = node_group("core", list(args.private_subnet_ids), args.core_instance_type,
                                "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt)
 
-        # EFA needs every node in one cluster placement group in one AZ (aws-facts §2a).
+        # EFA needs every node in one cluster placement group in one AZ
+        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations).
         placement = aws.ec2.PlacementGroup(f"{name}-gpu-pg", strategy="cluster", opts=child)
         gpu_lt = aws.ec2.LaunchTemplate(
             f"{name}-gpu-lt", metadata_options=_metadata_options(),
@@ -107,7 +108,8 @@ class NodeGroups(pulumi.ComponentResource):
             # minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
             block_device_mappings=[_root_volume(args.gpu_root_volume_gib, 6000, 500)],
             # One interface per network card as the catalog says; interfaces that name security
-            # groups replace the cluster SG EKS would attach, so name it (aws-facts §2a, E6).
+            # groups replace the cluster SG EKS would attach, so name it
+            # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
             # Managed node groups forbid SubnetId here: the subnet is the node group's.
             network_interfaces=[
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(

@@ -24,7 +24,9 @@ class SharedStorageArgs:
     cluster_name: str
     vpc_id: pulumi.Input[str]
     cluster_security_group_id: pulumi.Input[str]
-    # Every AZ with nodes needs a mount target, the GPU AZ at least (anchors §6 item 8).
+    # Every AZ with nodes needs a mount target, the GPU AZ at least, or mounts time out
+    # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html; kubernetes-sigs/aws-efs-csi-driver
+    # issue #228).
     node_subnet_ids: Sequence[pulumi.Input[str]]
     provider: k8s.Provider
     system_nodes: Sequence[pulumi.Resource]

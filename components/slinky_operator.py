@@ -37,7 +37,7 @@ class SlinkyOperator(pulumi.ComponentResource):
         def release(suffix: str, chart: str, version: str, repo: str, namespace: str,
                     values: dict, after: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
             # Helm --wait makes the webhooks Ready before anything depends on them ("no endpoints
-            # available for service", slinky-chart.md, issue #96).
+            # available for service": SlinkyProject/slurm-operator issue #96).
             return chart_release(f"{name}-{suffix}", chart, version, repo, namespace=namespace,
                                  values=values, parent=self, provider=args.provider,
                                  depends_on=after, timeout=timeout, create_namespace=True)

@@ -92,8 +92,9 @@ class SlurmCluster(pulumi.ComponentResource):
                 "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
                 # Targets are the login pod's IP: no NodePort on every node.
                 "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
-                # Pulumi waits for the NLB's hostname and a Ready login pod behind it; an NLB
-                # takes 2-3 minutes (aws-facts §6).
+                # Pulumi waits for the NLB's hostname and a Ready login pod behind it; a load
+                # balancer takes a few minutes to provision
+                # (https://docs.aws.amazon.com/eks/latest/userguide/auto-elb-example.html).
                 "pulumi.com/timeoutSeconds": "900"}},
             spec={"type": "LoadBalancer", "loadBalancerClass": NLB_CLASS,
                   # The controller turns these into the NLB security group's only SSH rules.

@@ -33,7 +33,8 @@ class SlurmValuesArgs:
 
 def gpu_resources(gpu: GpuInstanceType) -> dict:
     # A pod that does not request the EFA devices sees no /dev/infiniband and NCCL falls back to
-    # sockets (aws-facts §3a-bis): every EFA interface of the node goes to its one slurmd.
+    # sockets (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html): every
+    # EFA interface of the node goes to its one slurmd.
     amounts = {"nvidia.com/gpu": gpu.gpus, "vpc.amazonaws.com/efa": gpu.efa_interfaces}
     return {"limits": dict(amounts), "requests": dict(amounts)}
 

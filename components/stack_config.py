@@ -7,22 +7,26 @@ from __future__ import annotations
 
 import base64
 import binascii
+import difflib
 import ipaddress
+import pathlib
 import re
 import struct
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import pulumi
+import yaml
 
 from components import catalog, preflight
 from components.account import Account
 from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
 from components.image_references import dlc_registry, reference_problem, registry_host
 
-# Kubernetes versions EKS offers in late 2026 (aws-facts §5a, E7/V1/V2): standard support 1.34
-# (until 2026-12-02), 1.35, 1.36; extended support (6x control-plane price, P1) 1.32, 1.33.
-# 1.31 left extended support on 2026-11-26.
+# Kubernetes versions EKS offers in late 2026
+# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support
+# 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
+# https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
 EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
 
 _SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
@@ -33,6 +37,10 @@ _CHART_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,37}$")
+PROJECT_FILE = pathlib.Path(__file__).resolve().parent.parent / "Pulumi.yaml"
+# The key material of Pulumi.dev.yaml's example sshPublicKey; its private half was discarded, so a
+# stack deployed with it has a login node nobody can reach.
+EXAMPLE_SSH_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHo5XTHwRWToEb42mcBir6wbQZm9zUSpHChjh8bS0mXM"
 
 
 class ConfigError(pulumi.RunError):
@@ -161,10 +169,62 @@ def _cidr_problems(cidrs: list[str], anywhere_ok: bool) -> list[str]:
         except ValueError as e:
             out.append(f"{c!r} is not a CIDR block ({e})")
             continue
+        if why := _ipv6_problem(net, c):
+            out.append(why)
+            continue
         if net.prefixlen == 0 and not anywhere_ok:
             out.append(f"{c!r} opens SSH to the whole internet; set allowSshFromAnywhere=true "
                        "to allow that on purpose")
     return out
+
+
+def _ipv6_problem(net: ipaddress.IPv4Network | ipaddress.IPv6Network, text: str) -> str | None:
+    # The login NLB is IPv4-only: the load balancer controller's ip-address-type defaults to ipv4
+    # and the VPC has no IPv6 block, so an IPv6 source range admits nobody
+    # (https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/guide/service/annotations/#ip-address-type).
+    if net.version == 6:
+        return (f"{text!r} is an IPv6 block; the login load balancer is IPv4-only, so it would admit nobody: "
+                "give the IPv4 address you connect from as a /32 (`curl -4 https://checkip.amazonaws.com` prints it)")
+    return None
+
+
+def undeclared_key_problems(project: str, given: dict[str, str], declared: list[str]) -> list[str]:
+    """Keys under the project's namespace that Pulumi.yaml does not declare (a misspelling the
+    program would otherwise ignore), each with the closest declared key. `given` maps each key
+    to its value as shown (secrets withheld)."""
+    out = []
+    for key in sorted(given):
+        namespace, _, name = key.partition(":")
+        if namespace != project or name in declared:
+            continue
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        hint = f"did you mean {project}:{close[0]}? " if close else ""
+        out.append(f"{key} = {given[key]!r} is not a key of this project (Pulumi.yaml declares the keys): "
+                   f"{hint}Remove it with `pulumi config rm {name}`")
+    return out
+
+
+def _given_keys() -> dict[str, str]:
+    """Every config key the program was given, with its value (secrets withheld): the CLI's
+    language host passes them as the JSON map PULUMI_CONFIG, mocks and the automation API set them
+    directly (pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py at v3.272.0: get_config reads
+    both)."""
+    from pulumi.runtime import config as runtime_config
+    given = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    return {k: "[secret]" if runtime_config.is_config_secret(k) else str(v) for k, v in given.items()}
+
+
+def _declared_keys() -> list[str]:
+    return sorted((yaml.safe_load(PROJECT_FILE.read_text()).get("config") or {}))
+
+
+def warn_example_ssh_key(ssh_public_key: str) -> None:
+    """The dev stack's example key deploys, but nobody holds its private half: say how to set one's own."""
+    parts = ssh_public_key.split()
+    if len(parts) >= 2 and parts[1] == EXAMPLE_SSH_KEY:
+        pulumi.log.warn("sshPublicKey is the example key of Pulumi.dev.yaml, whose private half was discarded: "
+                        "nobody can log in to this cluster. Set your own with "
+                        "`pulumi config set sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`")
 
 
 def _vpc_cidr_problem(value: str) -> str | None:
@@ -276,9 +336,10 @@ def load(account: Account) -> StackConfig:
             pulumi.log.warn(warning)
         node_zones = found.node_zones
 
-    problems = aws.problems + r.problems
+    problems = aws.problems + r.problems + undeclared_key_problems(project, _given_keys(), _declared_keys())
     if problems:
         raise ConfigError(problems)
+    warn_example_ssh_key(ssh_key)
     return StackConfig(
         project=project, stack=stack, region=region, availability_zone=az, node_zones=node_zones,
         kubernetes_version=k8s_version, cluster_name=cluster_name, gpu=gpu,

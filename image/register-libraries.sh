@@ -2,7 +2,8 @@
 # Register the accelerator stack with the dynamic linker and pin NCCL's network plugin, so that
 # Slurm jobs (which run with the login pod's environment, not this image's ENV) resolve EFA and
 # NCCL through /etc/ld.so.conf.d, and a plugin that fails to load aborts NCCL instead of letting
-# it fall back to TCP sockets (anchors §1.12).
+# it fall back to TCP sockets (NCCL_NET: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html;
+# the silent fallback: NVIDIA/nccl issue #162).
 #   register-libraries.sh [--root DIR]      (DIR: a root filesystem; default /)
 set -euo pipefail
 ROOT=/
@@ -17,7 +18,9 @@ ROOT=${ROOT%/}
 # torch's own NCCL first: the one nccl-tests links and the one training loads are then the same.
 nccl_dir=$(find "$ROOT"/usr/local/lib/python3*/site-packages/nvidia/nccl/lib -maxdepth 1 \
              -name 'libnccl.so.2' -printf '%h\n' 2>/dev/null | head -n1 || true)
-# The EFA installer moved the plugin between these (aws-facts §3a): take whichever holds it.
+# The EFA installer moved the plugin between these (awslabs/awsome-distributed-ai
+# micro-benchmarks/nccl-tests/nccl-tests.Dockerfile keeps both on its library path): take whichever
+# holds it.
 plugin_dir=""
 for d in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu; do
   if [ -e "$ROOT$d/libnccl-net-ofi.so" ] || [ -e "$ROOT$d/libnccl-net.so" ]; then plugin_dir=$d; break; fi
@@ -33,7 +36,7 @@ printf '%s\n' "${nccl_dir#"$ROOT"}" /opt/amazon/efa/lib "$plugin_dir" /usr/local
 if [ "$ROOT" = "" ]; then ldconfig; fi
 
 # NCCL reads /etc/nccl.conf whatever the job's environment. "Libfabric" is the plugin's network
-# name since aws-ofi-nccl 1.12 (aws-facts §3a).
+# name since aws-ofi-nccl 1.12 (aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp, v1.21.1).
 { grep -v '^NCCL_NET=' "$ROOT/etc/nccl.conf" 2>/dev/null || true; echo "NCCL_NET=Libfabric"; } \
   > "$ROOT/etc/nccl.conf.new"
 mv "$ROOT/etc/nccl.conf.new" "$ROOT/etc/nccl.conf"

@@ -9,11 +9,12 @@ values.schema.json, so a misspelled or misplaced key is silently ignored):
 """
 from __future__ import annotations
 
-import pathlib
 from typing import Any, Iterator
 
 import kubernetes_validate
 import yaml
+
+from tools import reference_data
 
 # Named-entry maps -> the chart's defaults for one entry.
 ENTRY_DEFAULTS = {"nodesets": "nodesetDefaults", "loginsets": "loginsetDefaults"}
@@ -22,12 +23,15 @@ FREE_MAPS = {"configFiles", "extraConfMap", "configMap", "nodeSelector", "annota
              "prologScripts", "epilogScripts", "prologSlurmctldScripts", "epilogSlurmctldScripts"}
 
 
-def load_chart(ref: pathlib.Path) -> dict:
-    return yaml.safe_load((ref / "slinky-1.2.1/helm/slurm/values.yaml").read_text())
+def load_chart() -> dict:
+    """The slurm chart's values.yaml at v1.2.1 (SlinkyProject/slurm-operator helm/slurm/values.yaml)."""
+    return yaml.safe_load(reference_data.path("slinky-1.2.1", "helm", "slurm", "values.yaml").read_text())
 
 
-def load_crd_spec(ref: pathlib.Path, kind: str) -> dict:
-    crd = yaml.safe_load((ref / f"slinky-1.2.1/helm/slurm-operator-crds/templates/slinky.slurm.net_{kind}.yaml").read_text())
+def load_crd_spec(kind: str) -> dict:
+    """A CRD's spec schema at v1.2.1 (SlinkyProject/slurm-operator helm/slurm-operator-crds/templates)."""
+    crd = yaml.safe_load(reference_data.path("slinky-1.2.1", "helm", "slurm-operator-crds", "templates",
+                                             f"slinky.slurm.net_{kind}.yaml").read_text())
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
 
 
@@ -90,10 +94,10 @@ def _k8s(obj: dict, version: str, path: str) -> list[str]:
     return []
 
 
-def copied_block_problems(values: dict, ref: pathlib.Path, k8s_version: str) -> list[str]:
+def copied_block_problems(values: dict, k8s_version: str) -> list[str]:
     """Problems in the blocks the chart copies into the Controller, RestApi, NodeSet and LoginSet."""
     problems: list[str] = []
-    crd = {k: load_crd_spec(ref, k) for k in ("controllers", "restapis", "nodesets", "loginsets")}
+    crd = {k: load_crd_spec(k) for k in ("controllers", "restapis", "nodesets", "loginsets")}
 
     def pod_spec(block: dict | None, path: str) -> None:
         if block:

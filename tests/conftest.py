@@ -16,14 +16,12 @@ def dev() -> Graph:
     return run_program("dev")
 
 
-@pytest.fixture(scope="session")
-def shared_ref() -> pathlib.Path:
-    """The upstream reference data the tests validate against ($SLINKY_EKS_REF or ../shared/ref).
-    Missing is a failure, not a skip."""
+def pytest_report_header(config) -> str:
+    """Which reference data this run reads (tools/reference_data.py): the first line of the log."""
     try:
-        return reference_data.ref_root()
+        return reference_data.source()
     except reference_data.ReferenceDataMissing as e:
-        pytest.fail(str(e))
+        return f"reference data: MISSING ({e}); the tests that read it fail"
 
 
 def rejected(**overrides) -> str:

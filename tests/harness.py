@@ -1,9 +1,11 @@
 """Run the real __main__.py under Pulumi's mocks, as `pulumi preview/up` would, and record the
 resource graph: every registration with its inputs, parent, provider and dependency edges.
 
-What the CLI does and mocks do not (../shared/docs/testing.md): Pulumi.yaml defaults are applied
+What the CLI does and mocks do not (https://www.pulumi.com/docs/iac/concepts/config/,
+https://www.pulumi.com/docs/iac/guides/testing/unit/): Pulumi.yaml defaults are applied
 here, stack values win, `secure:` values get test plaintext. AWS invokes are answered by an
-account model (tests/aws_account.py: zones, offerings, quotas, caller, refused permissions). Resource references are rewritten to
+account model (tests/aws_account.py: zones, offerings, quotas, caller, refused permissions).
+Resource references are rewritten to
 URN strings before the mock monitor sees them (a plain MockMonitor rehydrates them on an executor
 thread and fails intermittently with "attached to a different loop").
 """

@@ -14,16 +14,16 @@ def values(dev):
 
 
 @pytest.fixture(scope="module")
-def chart(shared_ref):
-    return load_chart(shared_ref)
+def chart():
+    return load_chart()
 
 
 def test_every_generated_key_exists_in_the_chart(values, chart):
     assert unknown_keys(values, chart) == []
 
 
-def test_copied_blocks_validate_against_the_crds_and_kubernetes(values, shared_ref):
-    assert copied_block_problems(values, shared_ref, "1.36") == []
+def test_copied_blocks_validate_against_the_crds_and_kubernetes(values):
+    assert copied_block_problems(values, "1.36") == []
 
 
 def test_walk_catches_a_misspelled_key(values, chart):
@@ -44,27 +44,27 @@ def test_walk_catches_a_misplaced_controller_key(values, chart):
     assert unknown_keys(bad, chart) == ["controller.nodeSelector"]
 
 
-def test_walk_catches_service_annotations_in_the_wrong_place(values, shared_ref):
+def test_walk_catches_service_annotations_in_the_wrong_place(values):
     bad = copy.deepcopy(values)
     bad["loginsets"]["slinky"]["service"]["annotations"] = {"a": "b"}
-    assert copied_block_problems(bad, shared_ref, "1.36") == ["loginsets.slinky.service.annotations"]
+    assert copied_block_problems(bad, "1.36") == ["loginsets.slinky.service.annotations"]
 
 
-def test_walk_catches_a_misspelling_inside_a_pod_spec(values, shared_ref):
+def test_walk_catches_a_misspelling_inside_a_pod_spec(values):
     bad = copy.deepcopy(values)
     bad["nodesets"]["slinky"]["podSpec"]["tolerations"][0]["operater"] = "Exists"
-    problems = copied_block_problems(bad, shared_ref, "1.36")
+    problems = copied_block_problems(bad, "1.36")
     assert len(problems) == 1 and problems[0].startswith("nodesets.slinky.podSpec")
 
 
-def test_walk_catches_a_misspelling_inside_the_slurmd_container(values, shared_ref):
+def test_walk_catches_a_misspelling_inside_the_slurmd_container(values):
     bad = copy.deepcopy(values)
     bad["nodesets"]["slinky"]["slurmd"]["volumeMount"] = []
-    problems = copied_block_problems(bad, shared_ref, "1.36")
+    problems = copied_block_problems(bad, "1.36")
     assert len(problems) == 1 and problems[0].startswith("nodesets.slinky.slurmd")
 
 
-def test_walk_catches_persistence_storage_class_misspelling(values, shared_ref):
+def test_walk_catches_persistence_storage_class_misspelling(values):
     bad = copy.deepcopy(values)
     bad["controller"]["persistence"]["storageClass"] = "gp3"
-    assert copied_block_problems(bad, shared_ref, "1.36") == ["controller.persistence.storageClass"]
+    assert copied_block_problems(bad, "1.36") == ["controller.persistence.storageClass"]

@@ -131,7 +131,8 @@ def test_resume_script_fails_loudly_when_nodes_never_come_back(slurm):
     assert result.returncode == 1 and "FAILED: 2 of 3 Slurm nodes take jobs" in result.stderr
 
 
-# The transport check on real NCCL log lines (aws-facts §3b).
+# The transport check on real NCCL log lines: "Selected provider is efa" (aws/aws-ofi-nccl
+# src/nccl_ofi_net.cpp) against NCCL's "Using network Socket" fallback (vllm-project/vllm issue #5484).
 
 EFA_LINES = "NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 1 nics)\n"
 SOCKET_LINES = ("NCCL INFO NET/Plugin: Could not find: libnccl-net.so\n"

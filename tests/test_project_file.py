@@ -6,6 +6,8 @@ import re
 import jsonschema
 import yaml
 
+from tools import reference_data
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -13,8 +15,9 @@ def _project():
     return yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
 
 
-def test_project_file_validates_against_the_pulumi_schema(shared_ref):
-    schema = json.loads((shared_ref / "pulumi-project.schema.json").read_text())
+def test_project_file_validates_against_the_pulumi_schema():
+    # Pulumi's own schema of Pulumi.yaml (pulumi/pulumi sdk/go/common/workspace/project.json).
+    schema = json.loads(reference_data.path("pulumi-project.schema.json").read_text())
     jsonschema.validate(_project(), schema)
 
 

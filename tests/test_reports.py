@@ -76,3 +76,25 @@ def test_a_log_without_loss_lines_fails(tmp_path):
 def test_label_comes_from_the_binary_or_the_file_name(name):
     assert report._label(DATA / name, "") == "all_reduce"
     assert report._label(DATA / name, "# ./build/all_gather_perf -b 8") == "all_gather"
+
+
+@pytest.mark.parametrize("kind", ["nccl", "finetune"])
+def test_a_missing_log_is_one_line_and_exit_status_2(tmp_path, capsys, kind):
+    missing = tmp_path / "nccl-allreduce-7.out"
+    extra = ["--instance-type", "g6.12xlarge"] if kind == "nccl" else []
+    assert report.main([kind, str(missing), *extra, "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"report: {missing}: no such file; the jobs write /shared/logs/<name>-<jobid>.out on the " \
+                  "cluster: copy it here (e.g. scp root@<loginHostname>:/shared/logs/<file> .)\n"
+
+
+def test_a_directory_given_as_log_is_refused(tmp_path, capsys):
+    assert report.main(["finetune", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "not a file" in capsys.readouterr().err
+
+
+def test_a_log_without_result_rows_fails_without_a_traceback(tmp_path, capsys):
+    log = tmp_path / "nccl-allreduce-8.out"
+    log.write_text("srun: error: Unable to create step for job 8\n")
+    assert report.main(["nccl", str(log), "--instance-type", "g6.12xlarge", "--out", str(tmp_path)]) == 1
+    assert "no result rows" in (tmp_path / "nccl-report.md").read_text()

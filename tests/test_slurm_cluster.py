@@ -190,8 +190,8 @@ def test_only_the_allowed_cidrs_reach_ssh(login):
 
 
 def test_allowed_cidrs_follow_config():
-    graph = run_program("dev", {"sshAllowedCidrs": ["198.51.100.0/24", "2001:db8::/32"]})
-    assert graph.named("slurm-login").inputs["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24", "2001:db8::/32"]
+    graph = run_program("dev", {"sshAllowedCidrs": ["198.51.100.0/24", "192.0.2.7/32"]})
+    assert graph.named("slurm-login").inputs["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24", "192.0.2.7/32"]
 
 
 def test_login_service_selects_the_loginset_pods(login):

@@ -45,7 +45,8 @@ def test_controllers_go_before_the_nodes_they_run_on(dev, controller, nodes):
 
 
 def test_slurm_release_goes_before_the_operator_and_its_crds(dev):
-    # The operator must still run to remove its custom resources' finalizers (slinky-chart.md).
+    # The operator must still run to remove its custom resources' finalizers
+    # (https://kubernetes.io/docs/concepts/overview/working-with-objects/finalizers/).
     release = dev.named("slurm-release")
     assert dev.depends_on(release, dev.named("slinky-operator"))
     assert dev.depends_on(dev.named("slinky-operator"), dev.named("slinky-crds"))

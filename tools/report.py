@@ -5,6 +5,9 @@
         verdict (#wrong = 0, no socket fallback, share of line rate); exit 1 if a run fails
     python -m tools.report finetune LOG --out results/
         loss and mean_token_accuracy curves from the fine-tune's log
+
+Exit status: 0 every run passed; 1 a run failed (or the fine-tune log has no loss lines);
+2 a log cannot be read (missing, a directory, unreadable): one line on stderr names it.
 """
 from __future__ import annotations
 
@@ -71,9 +74,11 @@ def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path)
         lines += [f"## {label}: {'PASS' if ok else 'FAIL'}", "", *[f"- {n}" for n in notes], average, "",
                   "| size (B) | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |", "|---:|---:|---:|---:|---:|",
                   *[f"| {r.size} | {r.time_us:.1f} | {r.algbw:.2f} | {r.busbw:.2f} | {r.wrong} |" for r in result.rows], ""]
-    fig = busbw_figure(results, instance_type, all_ok)
-    fig.savefig(out / "nccl-busbw.png", dpi=120)
-    plt.close(fig)
+    drawn = [(label, result) for label, result in results if result.rows]
+    if drawn:  # a run without rows has nothing to draw (its FAIL is in the table)
+        fig = busbw_figure(drawn, instance_type, all_ok)
+        fig.savefig(out / "nccl-busbw.png", dpi=120)
+        plt.close(fig)
     (out / "nccl-report.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return all_ok
@@ -134,6 +139,20 @@ def finetune_report(log: pathlib.Path, out: pathlib.Path) -> bool:
     return True
 
 
+def _unreadable(log: pathlib.Path) -> str | None:
+    """Why a log cannot be reported on, or None."""
+    if not log.exists():
+        return ("no such file; the jobs write /shared/logs/<name>-<jobid>.out on the cluster: copy it here "
+                "(e.g. scp root@<loginHostname>:/shared/logs/<file> .)")
+    if not log.is_file():
+        return "not a file; give the job's log file"
+    try:
+        with log.open("rb"):
+            return None
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="kind", required=True)
@@ -145,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("log", type=pathlib.Path)
     f.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
     args = p.parse_args(argv)
+    for log in args.logs if args.kind == "nccl" else [args.log]:
+        if problem := _unreadable(log):
+            print(f"report: {log}: {problem}", file=sys.stderr)
+            return 2
     ok = (nccl_report(args.logs, args.instance_type, args.out) if args.kind == "nccl"
           else finetune_report(args.log, args.out))
     return 0 if ok else 1

@@ -19,7 +19,8 @@ class SlurmNode:
     @property
     def needs_resume(self) -> bool:
         """DOWN or DRAIN: how the dynamic nodes come back after an image change
-        (DOWN+DYNAMIC_NORM; DRAIN with reason 'Pod is terminating', slinky-chart.md)."""
+        (DOWN+DYNAMIC_NORM; DRAIN with reason 'Pod is terminating': SlinkyProject/slurm-operator
+        issue #249)."""
         s = self.state.lower()
         return "down" in s or "drain" in s
 

@@ -7,13 +7,20 @@ Checks: every GPU node advertises the catalog's GPUs and EFA interfaces (device 
 controller, restapi, login and every worker pod Running; workers on distinct nodes;
 every Slurm node idle with the catalog's GRES (never (null)); nvidia-smi lists the catalog's
 GPUs; fi_info reports the efa provider; srun offers pmix; the login endpoint accepts TCP on 22.
---fix resumes nodes an image change left DOWN or DRAIN first. Exit status 1 on any failure.
+--fix resumes nodes an image change left DOWN or DRAIN first.
+
+Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missing, not JSON, masked
+(written without --show-secrets) or lacks an output; 3 the Kubernetes API cannot be reached or
+refuses the kubeconfig's credentials. Every error is one line on stderr; with --json it is also the
+one JSON document on stdout ({"passed": false, "error": ..., "checks": []}).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
+import re
+import shutil
 import socket
 import sys
 from dataclasses import asdict, dataclass
@@ -22,10 +29,21 @@ from typing import Protocol
 from components.catalog import CATALOG, GpuInstanceType
 from tools import slurm_state
 
+EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
+WRITE_OUTPUTS = "pulumi stack output --json --show-secrets > outputs.json"
+# What verify reads from the stack outputs (__main__.py exports them).
+REQUIRED_OUTPUTS = ("kubeconfig", "gpuInstanceType", "gpuNodeCount", "loginHostname")
+# How the Pulumi CLI prints a secret output without --show-secrets
+# (https://www.pulumi.com/docs/iac/concepts/secrets/, "Secrets and stack outputs").
+MASKED = "[secret]"
+# Seconds to wait for the API server to accept a connection / answer one request; urllib3
+# retries are off so an unreachable endpoint is one error in seconds, not minutes of retries.
+CONNECT_TIMEOUT, READ_TIMEOUT = 5, 60
 NAMESPACE = "slurm"
 RESUME_SCRIPT = pathlib.Path(__file__).with_name("resume-nodes.sh")
-# Pod name prefixes the operator uses for release `slurm` (slinky-chart.md; the walkthrough's
-# `kubectl get pods`): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
+# Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator
+# helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-worker,
+# <release>-login, then the set's name): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
 ROLES = {"controller": "slurm-controller-", "restapi": "slurm-restapi-",
          "login": "slurm-login-slinky-", "worker": "slurm-worker-slinky-"}
 CONTAINERS = {"login": "login", "worker": "slurmd"}
@@ -157,27 +175,122 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None) -> l
     return checks
 
 
-class KubernetesApi:
-    """ClusterApi over the official client, from the stack's kubeconfig output."""
+class VerifyError(Exception):
+    """An expected failure: one line naming the cause and the fix, and the exit status."""
 
-    def __init__(self, kubeconfig: str | dict):
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def load_outputs(source: str) -> dict:
+    """The stack outputs from a file (or - for stdin), checked for what verify needs."""
+    where = "stdin" if source == "-" else source
+    try:
+        text = sys.stdin.read() if source == "-" else pathlib.Path(source).read_text()
+    except FileNotFoundError:
+        raise VerifyError(f"{source}: no such file; write it with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT) from None
+    except OSError as e:
+        raise VerifyError(f"{source}: cannot be read ({e.strerror})", EXIT_BAD_INPUT) from None
+    try:
+        outputs = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise VerifyError(f"{where} is not JSON (line {e.lineno}: {e.msg}); write it with `{WRITE_OUTPUTS}`",
+                          EXIT_BAD_INPUT) from None
+    if not isinstance(outputs, dict):
+        raise VerifyError(f"{where} is not a JSON object of stack outputs; write it with `{WRITE_OUTPUTS}`",
+                          EXIT_BAD_INPUT)
+    missing = [k for k in REQUIRED_OUTPUTS if k not in outputs]
+    if missing:
+        raise VerifyError(f"{where} has no {', '.join(missing)} output: write it with `{WRITE_OUTPUTS}` "
+                          "after a `pulumi up` that completed", EXIT_BAD_INPUT)
+    if outputs["kubeconfig"] == MASKED:
+        raise VerifyError(f"the kubeconfig output in {where} is masked: run `{WRITE_OUTPUTS}` "
+                          "(--show-secrets)", EXIT_BAD_INPUT)
+    if outputs["gpuInstanceType"] not in CATALOG:
+        raise VerifyError(f"gpuInstanceType output {outputs['gpuInstanceType']!r} in {where} is not in "
+                          "the instance catalog (components/catalog.py)", EXIT_BAD_INPUT)
+    try:
+        outputs["gpuNodeCount"] = int(outputs["gpuNodeCount"])
+    except (TypeError, ValueError):
+        raise VerifyError(f"gpuNodeCount output {outputs['gpuNodeCount']!r} in {where} is not a whole number",
+                          EXIT_BAD_INPUT) from None
+    return outputs
+
+
+def kubeconfig_of(outputs: dict, source: str) -> dict:
+    """The kubeconfig output as a dict (pulumi-eks exports it as an object or a JSON string)."""
+    kubeconfig = outputs["kubeconfig"]
+    try:
+        kubeconfig = json.loads(kubeconfig) if isinstance(kubeconfig, str) else kubeconfig
+    except json.JSONDecodeError:
+        kubeconfig = None
+    if not isinstance(kubeconfig, dict) or not kubeconfig.get("clusters"):
+        raise VerifyError(f"the kubeconfig output in {'stdin' if source == '-' else source} is not a "
+                          f"kubeconfig with a cluster; write the file with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT)
+    return kubeconfig
+
+
+class KubernetesApi:
+    """ClusterApi over the official client, from the stack's kubeconfig output. Connection and
+    authorisation failures become one VerifyError naming the endpoint."""
+
+    def __init__(self, kubeconfig: dict):
         from kubernetes import client, config
-        cfg = json.loads(kubeconfig) if isinstance(kubeconfig, str) else kubeconfig
-        self.core = client.CoreV1Api(config.new_client_from_config_dict(cfg))
+        from kubernetes.config.config_exception import ConfigException
+        for user in kubeconfig.get("users") or []:
+            # pulumi-eks' kubeconfig gets its token from `aws eks get-token`; without the CLI the
+            # client would log the error and go on unauthenticated.
+            command = ((user or {}).get("user") or {}).get("exec", {}).get("command")
+            if command and shutil.which(command) is None:
+                raise VerifyError(f"the kubeconfig runs `{command}` for a token but it is not on PATH: install "
+                                  "the AWS CLI (https://docs.aws.amazon.com/cli/latest/userguide/"
+                                  "getting-started-install.html)", EXIT_BAD_INPUT)
+        configuration = client.Configuration()
+        configuration.retries = 0
+        try:
+            api = config.new_client_from_config_dict(kubeconfig, client_configuration=configuration)
+        except (ConfigException, KeyError, TypeError, ValueError) as e:
+            raise VerifyError(f"the kubeconfig output cannot be used ({e}); write it with `{WRITE_OUTPUTS}`",
+                              EXIT_BAD_INPUT) from None
+        self.host = configuration.host
+        self.core = client.CoreV1Api(api)
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as e:
+            if e.status in (401, 403):
+                raise VerifyError(
+                    f"the Kubernetes API at {self.host} refused {what} ({e.status} {e.reason}): the kubeconfig "
+                    "authenticates with `aws eks get-token`; check `aws sts get-caller-identity` names the "
+                    "deployer or a role in adminRoleArns", EXIT_UNREACHABLE) from None
+            raise VerifyError(f"the Kubernetes API at {self.host} failed {what} ({e.status} {e.reason})",
+                              EXIT_UNREACHABLE) from None
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            # urllib3 prefixes the connection object's repr: keep only the cause.
+            reason = re.sub(r"^<[^>]*>:\s*", "", str(getattr(e, "reason", None) or e))
+            raise VerifyError(f"the Kubernetes API at {self.host} is unreachable ({reason}): "
+                              "is the cluster up, and may this machine reach its endpoint?",
+                              EXIT_UNREACHABLE) from None
 
     def pods(self, namespace: str) -> list[Pod]:
         return [Pod(p.metadata.name, p.status.phase, p.spec.node_name)
-                for p in self.core.list_namespaced_pod(namespace).items]
+                for p in self._call("listing pods", self.core.list_namespaced_pod, namespace,
+                                     _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)).items]
 
     def nodes(self, label_selector: str) -> list[Node]:
         return [Node(n.metadata.name, dict(n.status.allocatable or {}))
-                for n in self.core.list_node(label_selector=label_selector).items]
+                for n in self._call("listing nodes", self.core.list_node, label_selector=label_selector,
+                                     _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)).items]
 
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream
-        resp = stream(self.core.connect_get_namespaced_pod_exec, pod, namespace, container=container,
-                      command=command, stdout=True, stderr=True, stdin=False, tty=False,
-                      _preload_content=False)
+        resp = self._call(f"exec in {pod}", stream, self.core.connect_get_namespaced_pod_exec, pod, namespace,
+                          container=container, command=command, stdout=True, stderr=True, stdin=False,
+                          tty=False, _preload_content=False)
         resp.run_forever(timeout=600)
         out = resp.read_stdout() + resp.read_stderr()
         return (resp.returncode or 0), out
@@ -196,15 +309,20 @@ def main(argv: list[str] | None = None, api: ClusterApi | None = None) -> int:
     p.add_argument("--json", action="store_true", help="machine-readable result for CI")
     p.add_argument("--fix", action="store_true", help="resume Slurm nodes left DOWN/DRAIN first")
     args = p.parse_args(argv)
-    text = sys.stdin.read() if args.outputs == "-" else pathlib.Path(args.outputs).read_text()
-    outputs = json.loads(text)
-    checks = verify(outputs, api or KubernetesApi(outputs["kubeconfig"]), fix=args.fix)
+    try:
+        outputs = load_outputs(args.outputs)
+        checks = verify(outputs, api or KubernetesApi(kubeconfig_of(outputs, args.outputs)), fix=args.fix)
+    except VerifyError as e:
+        print(f"verify: {e}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"passed": False, "error": str(e), "exitCode": e.exit_code, "checks": []}, indent=2))
+        return e.exit_code
     passed = all(c.ok for c in checks)
     if args.json:
         print(json.dumps({"passed": passed, "checks": [asdict(c) for c in checks]}, indent=2))
     else:
         print(render_table(checks))
-    return 0 if passed else 1
+    return EXIT_PASSED if passed else EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -1,0 +1,80 @@
+"""Config mistakes a new user makes in the first hour: a misspelled key, an IPv6 address, the dev
+stack's example SSH key."""
+import logging
+
+import pytest
+import yaml
+
+from components import stack_config
+from conftest import rejected
+from harness import PROJECT_DIR, run_program
+
+OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
+EXAMPLE_WARNING = "sshPublicKey is the example key of Pulumi.dev.yaml"
+
+
+def test_a_misspelled_key_is_refused_with_a_did_you_mean():
+    msg = rejected(gpuNodeCont=3)
+    assert "slinky-eks:gpuNodeCont = '3' is not a key of this project" in msg
+    assert "did you mean slinky-eks:gpuNodeCount?" in msg and "`pulumi config rm gpuNodeCont`" in msg
+
+
+def test_an_unknown_key_without_a_close_match_is_still_refused():
+    msg = rejected(colour="blue")
+    assert "slinky-eks:colour = 'blue' is not a key of this project" in msg and "did you mean" not in msg
+
+
+def test_keys_of_other_namespaces_are_left_to_their_providers():
+    assert run_program("dev", {"aws:profile": "research"}).error is None
+
+
+def test_every_declared_key_is_accepted():
+    declared = stack_config._declared_keys()
+    given = {f"slinky-eks:{k}": "x" for k in declared}
+    assert declared and stack_config.undeclared_key_problems("slinky-eks", given, declared) == []
+
+
+def test_undeclared_secret_values_are_withheld():
+    problems = stack_config.undeclared_key_problems("slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"},
+                                                    ["sshPublicKey"])
+    assert problems == ["slinky-eks:sshPrivateKey = '[secret]' is not a key of this project (Pulumi.yaml "
+                        "declares the keys): did you mean slinky-eks:sshPublicKey? Remove it with "
+                        "`pulumi config rm sshPrivateKey`"]
+
+
+def test_undeclared_keys_come_back_with_the_other_problems():
+    msg = rejected(gpuNodeCont=3, gpuNodeCount=0)
+    assert msg.startswith("invalid stack configuration (2 problems)")
+
+
+@pytest.mark.parametrize("cidr", ["2001:db8::1/128", "2001:db8::/32"])
+def test_ipv6_ssh_cidrs_are_refused_because_the_nlb_is_ipv4_only(cidr):
+    msg = rejected(sshAllowedCidrs=["203.0.113.10/32", cidr])
+    assert f"'{cidr}' is an IPv6 block; the login load balancer is IPv4-only" in msg
+    assert "give the IPv4 address you connect from" in msg
+
+
+def test_ipv6_anywhere_is_refused_even_when_anywhere_is_allowed():
+    msg = rejected(sshAllowedCidrs=["::/0"], allowSshFromAnywhere=True)
+    assert "'::/0' is an IPv6 block" in msg
+
+
+def test_the_dev_stacks_key_is_the_example_key():
+    dev = yaml.safe_load((PROJECT_DIR / "Pulumi.dev.yaml").read_text())["config"]
+    assert dev["slinky-eks:sshPublicKey"].split()[1] == stack_config.EXAMPLE_SSH_KEY
+
+
+def test_the_example_key_warns_at_preview_how_to_set_ones_own(caplog):
+    with caplog.at_level(logging.WARNING):
+        graph = run_program("dev", preview=True)
+    assert graph.error is None
+    (warning,) = [r.getMessage() for r in caplog.records if EXAMPLE_WARNING in r.getMessage()]
+    assert "private half was discarded" in warning
+    assert '`pulumi config set sshPublicKey "$(cat ~/.ssh/id_ed25519.pub)"`' in warning
+
+
+def test_ones_own_key_gives_no_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        graph = run_program("dev", {"sshPublicKey": OWN_KEY}, preview=True)
+    assert graph.error is None
+    assert not [r for r in caplog.records if EXAMPLE_WARNING in r.getMessage()]
