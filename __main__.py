@@ -38,7 +38,7 @@ image = SlurmdImage("slurmd", SlurmdImageArgs(
     dlc_image=config.dlc_base_image, slurmd_base_image=config.slurmd_base_image,
     build_on_preview=config.build_image_on_preview))
 network = Network("network", NetworkArgs(cidr=config.vpc_cidr, zones=zones,
-                                         cluster_name=config.cluster_name))
+                                         cluster_name=config.cluster_name, region=config.region))
 cluster = Cluster("cluster", ClusterArgs(
     cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version,
     vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,

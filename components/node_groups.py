@@ -83,7 +83,8 @@ class NodeGroups(pulumi.ComponentResource):
             update_default_version=True, opts=child)
 
         def node_group(suffix: str, subnets, instance_type: str, ami_type: str, labels: dict,
-                       count: int, template: aws.ec2.LaunchTemplate, **extra) -> aws.eks.NodeGroup:
+                       count: int, template: aws.ec2.LaunchTemplate, update_strategy: str = "DEFAULT",
+                       **extra) -> aws.eks.NodeGroup:
             # A fixed size: min = max = desired, one node replaced at a time on updates.
             return aws.eks.NodeGroup(
                 f"{name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
@@ -93,7 +94,8 @@ class NodeGroups(pulumi.ComponentResource):
                                                                   desired_size=count),
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                     id=template.id, version=template.latest_version.apply(str)),
-                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
+                                                                update_strategy=update_strategy),
                 opts=after_cluster, **extra)
 
         self.core = node_group("core", list(args.private_subnet_ids), args.core_instance_type,
@@ -116,8 +118,14 @@ class NodeGroups(pulumi.ComponentResource):
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
             update_default_version=True, opts=child)
         # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
+        # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
+        # strategy launches first, which a full cluster placement group or a GPU quota sized
+        # for gpuNodeCount refuses, and which bills an extra GPU node meanwhile (EKS API
+        # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
         self.gpu = node_group("gpu", [args.gpu_subnet_id], args.gpu.name, GPU_AMI_TYPE, GPU_LABELS,
-                              args.gpu_node_count, gpu_lt, taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
+                              args.gpu_node_count, gpu_lt, update_strategy="MINIMAL",
+                              taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
 
         # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py).
         self.coredns = aws.eks.Addon(
