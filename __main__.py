@@ -75,8 +75,8 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     load_balancer_controller=lbc.release))
 # After the first install and after every image change: nodes resumed, all taking jobs.
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, login_service=LOGIN_SERVICE, image_digest=image.digest,
-    expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
+    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, login_service=LOGIN_SERVICE,
+    image_digest=image.digest, expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
