@@ -42,7 +42,8 @@ network = Network("network", NetworkArgs(cidr=config.vpc_cidr, zones=zones,
 cluster = Cluster("cluster", ClusterArgs(
     cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version,
     vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,
-    public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns))
+    public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns,
+    api_allowed_cidrs=config.api_allowed_cidrs))
 nodes = NodeGroups("nodes", NodeGroupsArgs(
     cluster_name=config.cluster_name, cluster_ready=cluster.ready,
     cluster_security_group_id=cluster.security_group_id,
