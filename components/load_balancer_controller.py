@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from components.helm import pinned_release
 from components.load_balancer_policy import POLICY
 from components.node_groups import CORE_LABELS
-from components.pod_identity import pod_identity_role
+from components.pod_identity import ServiceAccountRef, pod_identity_role
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
@@ -35,7 +35,8 @@ class LoadBalancerController(pulumi.ComponentResource):
     def __init__(self, name: str, args: LoadBalancerControllerArgs,
                  opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:ingress:LoadBalancerController", name, None, opts)
-        role = pod_identity_role(name, [], parent=self, inline_policy=POLICY)
+        role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), [],
+                                 parent=self, inline_policy=POLICY)
         # The association must name exactly the service account the chart creates, or the
         # controller runs without credentials and Services stay <pending> (anchors §6 item 7).
         association = aws.eks.PodIdentityAssociation(

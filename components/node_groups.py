@@ -40,10 +40,29 @@ class NodeGroupsArgs:
     core_node_count: int
 
 
+# IMDSv2 with a hop limit of 1: the token answer dies at the node's own network namespace, so
+# a pod on the pod network cannot take the node role (EKS best practices, "Restrict access to
+# the instance profile assigned to the worker node":
+# https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html).
+# What on these nodes needs IMDS, and why hop limit 1 is enough for each:
+# - VPC CNI (aws-node), the Pod Identity agent, the EFS CSI node pods and the EFA device plugin
+#   run with hostNetwork: true (aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/templates/daemonset.yaml;
+#   aws/eks-pod-identity-agent charts/eks-pod-identity-agent/templates/daemonset.yaml;
+#   kubernetes-sigs/aws-efs-csi-driver charts/aws-efs-csi-driver/templates/node-daemonset.yaml;
+#   aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml): one hop.
+# - The EBS CSI node pods are on the pod network, and fall back to the Kubernetes API (the Node
+#   object) for instance id, zone and type when IMDS does not answer (kubernetes-sigs/
+#   aws-ebs-csi-driver pkg/cloud/metadata/metadata.go, NewMetadataService).
+# - The load balancer controller would read region and VPC from IMDS; it is given both
+#   (load_balancer_controller.py; chart 1.17.1 values.yaml, `region`/`vpcId`).
+# - Pods get AWS credentials from the Pod Identity agent (169.254.170.23), never from IMDS; the
+#   NVIDIA device plugin, Slurm and the jobs call no AWS API.
+IMDS_HOP_LIMIT = 1
+
+
 def _metadata_options() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
-    # IMDSv2 only; hop limit 2 so pods behind the node's network stack still reach it.
     return aws.ec2.LaunchTemplateMetadataOptionsArgs(
-        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2)
+        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT)
 
 
 def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
