@@ -237,15 +237,20 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
         for why in _cidr_problems(cidrs, anywhere):
             r.problem("sshAllowedCidrs", cidrs, why)
     # Who may reach the EKS public endpoint: `pulumi up` and kubectl must run from inside these
-    # blocks. Unset, the SSH blocks: whoever may log in may also deploy. Nodes use the private
-    # endpoint either way.
+    # blocks. Unset, the IPv4 SSH blocks: whoever may log in may also deploy. Nodes use the
+    # private endpoint either way.
     api_anywhere = r.boolean("allowApiFromAnywhere")
     api_cidrs = r.string_list("apiAllowedCidrs")
     api_defaulted = api_cidrs == []
     if api_defaulted:
         ssh_problems = cidrs is None or _cidr_problems(cidrs, anywhere)
-        api_cidrs = None if ssh_problems else list(cidrs)  # an invalid SSH list is reported once
-    if api_cidrs is not None:
+        # An invalid SSH list is reported once, as sshAllowedCidrs.
+        api_cidrs = None if ssh_problems else [
+            c for c in cidrs if ipaddress.ip_network(c.strip()).version == 4]
+        if api_cidrs == []:
+            r.problem("apiAllowedCidrs", [], "unset, it takes the IPv4 blocks of sshAllowedCidrs and "
+                      "there are none: set it to the IPv4 blocks `pulumi up` and kubectl run from")
+    if api_cidrs:
         for why in _api_cidr_problems(api_cidrs, api_anywhere):
             if api_defaulted:
                 why += ("; apiAllowedCidrs is unset and defaults to sshAllowedCidrs: set it to the "
