@@ -12,7 +12,6 @@ the ReplicaSet in foreground too, so the Deployment goes only after its pod has 
 (kubernetes/kubernetes pkg/controller/garbagecollector/garbagecollector.go, attemptToDeleteItem)."""
 from __future__ import annotations
 
-import hashlib
 import pathlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -66,29 +65,24 @@ class StateVolumeGuard(pulumi.ComponentResource):
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": GUARD},
                 opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volume_reader]))),
         ]
-        script = k8s.core.v1.ConfigMap(f"{name}-script", metadata=meta,
-                                       data={SCRIPT.name: SCRIPT.read_text()}, opts=k8s_opts)
         labels = {"app.kubernetes.io/name": GUARD}
-        # A changed script rolls the pod (python reads it once, at start).
-        script_hash = hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:12]
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={**meta, "annotations": {
                 # The delete waits for the pod to end: its wait plus a margin.
                 TIMEOUT: str(WAIT_SECONDS + 60)}},
             spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-                "metadata": {"labels": labels, "annotations": {"slinky-eks/script-sha256": script_hash}},
+                "metadata": {"labels": labels},
                 "spec": {
                     "serviceAccountName": GUARD, "nodeSelector": dict(CORE_LABELS),
                     "terminationGracePeriodSeconds": WAIT_SECONDS,
                     "containers": [{
                         "name": "guard", "image": versions()["images"]["python"],
-                        "command": ["python3", f"/guard/{SCRIPT.name}", "--namespace", args.namespace,
+                        # The script travels in the command, so a changed script rolls the pod.
+                        "command": ["python3", "-c", SCRIPT.read_text(), "--namespace", args.namespace,
                                     "--claim", args.claim],
                         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
-                                      "limits": {"memory": "64Mi"}},
-                        "volumeMounts": [{"name": "script", "mountPath": "/guard", "readOnly": True}]}],
-                    "volumes": [{"name": "script", "configMap": {"name": GUARD}}]}}},
+                                      "limits": {"memory": "64Mi"}}}]}}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.outlives, account, *bindings, script]))
+                                        depends_on=[*args.outlives, account, *bindings]))
         self.register_outputs({"deployment": self.deployment.metadata.name})

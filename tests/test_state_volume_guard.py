@@ -69,8 +69,9 @@ def api():
 def guard(api, tmp_path):
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
+    # Started as the Deployment starts it: the script's text after `python3 -c`.
     proc = subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--namespace", "slurm", "--claim", "slurm-controller-state",
+        [sys.executable, "-c", SCRIPT.read_text(), "--namespace", "slurm", "--claim", "slurm-controller-state",
          "--api", api.url, "--token-file", str(token), "--poll-seconds", "0.1"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout.readline().startswith("guarding the volume of slurm/slurm-controller-state")

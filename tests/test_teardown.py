@@ -119,7 +119,8 @@ def test_the_guard_watches_the_state_claim(dev):
 
 def test_the_guard_runs_the_checked_in_script(dev):
     script = pathlib.Path(__file__).resolve().parent.parent / "tools" / "state_volume_guard.py"
-    assert dev.named("slurm-state-guard-script").inputs["data"] == {script.name: script.read_text()}
+    (container,) = dev.named("slurm-state-guard-deployment").inputs["spec"]["template"]["spec"]["containers"]
+    assert container["command"][:3] == ["python3", "-c", script.read_text()]
 
 
 def test_destroy_waits_for_the_guard_as_long_as_it_may_wait(dev):
