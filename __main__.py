@@ -26,11 +26,12 @@ image = SlurmdImage("slurmd", SlurmdImageArgs(
     dlc_image=config.dlc_base_image, slurmd_base_image=config.slurmd_base_image,
     build_on_preview=config.build_image_on_preview))
 network = Network("network", NetworkArgs(cidr=config.vpc_cidr, zones=zones,
-                                         cluster_name=config.cluster_name))
+                                         cluster_name=config.cluster_name, region=config.region))
 cluster = Cluster("cluster", ClusterArgs(
     cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version,
     vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,
-    public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns))
+    public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns,
+    api_allowed_cidrs=config.api_allowed_cidrs))
 nodes = NodeGroups("nodes", NodeGroupsArgs(
     cluster_name=config.cluster_name, cluster_ready=cluster.ready,
     cluster_security_group_id=cluster.security_group_id,
@@ -63,8 +64,8 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     load_balancer_controller=lbc.release))
 # After the first install and after every image change: nodes resumed, all taking jobs.
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, login_service=LOGIN_SERVICE, image_digest=image.digest,
-    expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
+    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, login_service=LOGIN_SERVICE,
+    image_digest=image.digest, expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,

@@ -21,6 +21,8 @@ class ClusterArgs:
     private_subnet_ids: Sequence[pulumi.Input[str]]
     public_subnet_ids: Sequence[pulumi.Input[str]]
     admin_role_arns: Sequence[str]
+    # Who may reach the public API endpoint (the deployer's and admins' addresses).
+    api_allowed_cidrs: Sequence[str]
 
 
 class Cluster(pulumi.ComponentResource):
@@ -49,7 +51,10 @@ class Cluster(pulumi.ComponentResource):
             private_subnet_ids=args.private_subnet_ids,
             public_subnet_ids=args.public_subnet_ids,
             node_associate_public_ip_address=False,
+            # Public for `pulumi up` and kubectl, from api_allowed_cidrs only; private for the
+            # nodes, which never leave the VPC to reach the control plane.
             endpoint_public_access=True,
+            public_access_cidrs=list(args.api_allowed_cidrs),
             endpoint_private_access=True,
             # API mode: no aws-auth ConfigMap; the creator (the deployer) is bootstrapped as
             # cluster admin and further admins are access entries (pulumi/pulumi-eks v4.4.0

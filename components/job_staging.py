@@ -15,10 +15,14 @@ import pulumi_kubernetes as k8s
 from components.catalog import GpuInstanceType
 from components.chart_versions import versions
 from components.job_environment import ENV_FILE, cluster_environment, render
+from components.jobs_await import job_annotations
 from components.node_groups import CORE_LABELS
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 TARGET = "/shared/jobs"
+# A copy of a few hundred KB; the deadline covers a busybox pull onto a fresh node and a slow
+# first EFS mount.
+DEADLINE_SECONDS = 600
 
 
 def job_files() -> dict[str, str]:
@@ -62,8 +66,9 @@ class JobStaging(pulumi.ComponentResource):
                   f"mkdir -p /shared/logs /shared/hf-cache; ls -l {TARGET}")
         k8s.batch.v1.Job(
             f"{name}-copy",
-            metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace},
-            spec={"backoffLimit": 3, "template": {"spec": {
+            metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace,
+                      "annotations": job_annotations(DEADLINE_SECONDS)},
+            spec={"backoffLimit": 3, "activeDeadlineSeconds": DEADLINE_SECONDS, "template": {"spec": {
                 "restartPolicy": "Never",
                 "nodeSelector": dict(CORE_LABELS),
                 "containers": [{"name": "copy", "image": versions()["images"]["busybox"], "command": ["sh", "-c", script],

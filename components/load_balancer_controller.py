@@ -2,7 +2,6 @@
 and what deletes that NLB again."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -11,43 +10,14 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.helm import pinned_release
+from components.load_balancer_policy import POLICY
 from components.node_groups import CORE_LABELS
-from components.pod_identity import pod_identity_role
+from components.pod_identity import ServiceAccountRef, pod_identity_role
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 # Services opt in by this class; the controller ignores every other LoadBalancer Service.
 NLB_CLASS = "service.k8s.aws/nlb"
-
-# What the controller needs to run Network Load Balancers for Services: read the VPC, manage
-# load balancers, target groups and listeners, and the security groups in front of them.
-POLICY = json.dumps({
-    "Version": "2012-10-17",
-    "Statement": [
-        {"Effect": "Allow", "Action": "iam:CreateServiceLinkedRole", "Resource": "*",
-         "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}},
-        {"Effect": "Allow", "Resource": "*", "Action": [
-            "ec2:DescribeAccountAttributes", "ec2:DescribeAddresses", "ec2:DescribeAvailabilityZones",
-            "ec2:DescribeInternetGateways", "ec2:DescribeVpcs", "ec2:DescribeSubnets",
-            "ec2:DescribeSecurityGroups", "ec2:DescribeSecurityGroupRules", "ec2:DescribeInstances",
-            "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:DescribeRouteTables",
-            "ec2:GetSecurityGroupsForVpc", "ec2:DescribeIpamPools",
-            "elasticloadbalancing:Describe*", "acm:ListCertificates", "acm:DescribeCertificate"]},
-        {"Effect": "Allow", "Resource": "*", "Action": [
-            "ec2:CreateSecurityGroup", "ec2:DeleteSecurityGroup", "ec2:CreateTags", "ec2:DeleteTags",
-            "ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"]},
-        {"Effect": "Allow", "Resource": "*", "Action": [
-            "elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:DeleteLoadBalancer",
-            "elasticloadbalancing:ModifyLoadBalancerAttributes", "elasticloadbalancing:SetIpAddressType",
-            "elasticloadbalancing:SetSecurityGroups", "elasticloadbalancing:SetSubnets",
-            "elasticloadbalancing:CreateTargetGroup", "elasticloadbalancing:DeleteTargetGroup",
-            "elasticloadbalancing:ModifyTargetGroup", "elasticloadbalancing:ModifyTargetGroupAttributes",
-            "elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets",
-            "elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
-            "elasticloadbalancing:ModifyListener", "elasticloadbalancing:ModifyListenerAttributes",
-            "elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"]},
-    ],
-})
 
 
 @dataclass(frozen=True)
@@ -65,7 +35,8 @@ class LoadBalancerController(pulumi.ComponentResource):
     def __init__(self, name: str, args: LoadBalancerControllerArgs,
                  opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:ingress:LoadBalancerController", name, None, opts)
-        role = pod_identity_role(name, [], parent=self, inline_policy=POLICY)
+        role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), [],
+                                 parent=self, inline_policy=POLICY)
         # The association must name exactly the service account the chart creates, or the
         # controller runs without credentials and Services stay <pending>
         # (kubernetes-sigs/aws-load-balancer-controller issue #3850;

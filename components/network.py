@@ -15,6 +15,7 @@ class NetworkArgs:
     # The first zone is the GPU zone: it gets the NAT gateway and the EFA node group's subnet.
     zones: Sequence[str]
     cluster_name: str
+    region: str
 
 
 def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
@@ -72,6 +73,14 @@ class Network(pulumi.ComponentResource):
             aws.ec2.RouteTableAssociation(f"{name}-private-{zone}-rt", subnet_id=subnet.id,
                                           route_table_id=private_rt.id, opts=child)
             private.append(subnet)
+        # ECR keeps image layers in S3: with a gateway endpoint the nodes pull the multi-GB slurmd
+        # image straight from S3 instead of through the NAT gateway and its per-GB charge (Amazon
+        # ECR user guide, "Create the Amazon S3 gateway endpoint",
+        # https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html). Gateway
+        # endpoints themselves cost nothing.
+        aws.ec2.VpcEndpoint(f"{name}-s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{args.region}.s3",
+                            vpc_endpoint_type="Gateway", route_table_ids=[private_rt.id],
+                            tags={"Name": f"{name}-s3"}, opts=child)
 
         self.vpc_id = vpc.id
         self.private_subnet_ids = [s.id for s in private]

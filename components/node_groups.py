@@ -40,10 +40,29 @@ class NodeGroupsArgs:
     core_node_count: int
 
 
+# IMDSv2 with a hop limit of 1: the token answer dies at the node's own network namespace, so
+# a pod on the pod network cannot take the node role (EKS best practices, "Restrict access to
+# the instance profile assigned to the worker node":
+# https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html).
+# What on these nodes needs IMDS, and why hop limit 1 is enough for each:
+# - VPC CNI (aws-node), the Pod Identity agent, the EFS CSI node pods and the EFA device plugin
+#   run with hostNetwork: true (aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/templates/daemonset.yaml;
+#   aws/eks-pod-identity-agent charts/eks-pod-identity-agent/templates/daemonset.yaml;
+#   kubernetes-sigs/aws-efs-csi-driver charts/aws-efs-csi-driver/templates/node-daemonset.yaml;
+#   aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml): one hop.
+# - The EBS CSI node pods are on the pod network, and fall back to the Kubernetes API (the Node
+#   object) for instance id, zone and type when IMDS does not answer (kubernetes-sigs/
+#   aws-ebs-csi-driver pkg/cloud/metadata/metadata.go, NewMetadataService).
+# - The load balancer controller would read region and VPC from IMDS; it is given both
+#   (load_balancer_controller.py; chart 1.17.1 values.yaml, `region`/`vpcId`).
+# - Pods get AWS credentials from the Pod Identity agent (169.254.170.23), never from IMDS; the
+#   NVIDIA device plugin, Slurm and the jobs call no AWS API.
+IMDS_HOP_LIMIT = 1
+
+
 def _metadata_options() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
-    # IMDSv2 only; hop limit 2 so pods behind the node's network stack still reach it.
     return aws.ec2.LaunchTemplateMetadataOptionsArgs(
-        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2)
+        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT)
 
 
 def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
@@ -83,7 +102,8 @@ class NodeGroups(pulumi.ComponentResource):
             update_default_version=True, opts=child)
 
         def node_group(suffix: str, subnets, instance_type: str, ami_type: str, labels: dict,
-                       count: int, template: aws.ec2.LaunchTemplate, **extra) -> aws.eks.NodeGroup:
+                       count: int, template: aws.ec2.LaunchTemplate, update_strategy: str = "DEFAULT",
+                       **extra) -> aws.eks.NodeGroup:
             # A fixed size: min = max = desired, one node replaced at a time on updates.
             return aws.eks.NodeGroup(
                 f"{name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
@@ -93,7 +113,8 @@ class NodeGroups(pulumi.ComponentResource):
                                                                   desired_size=count),
                 launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                     id=template.id, version=template.latest_version.apply(str)),
-                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
+                                                                update_strategy=update_strategy),
                 opts=after_cluster, **extra)
 
         self.core = node_group("core", list(args.private_subnet_ids), args.core_instance_type,
@@ -118,8 +139,14 @@ class NodeGroups(pulumi.ComponentResource):
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
             update_default_version=True, opts=child)
         # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
+        # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
+        # strategy launches first, which a full cluster placement group or a GPU quota sized
+        # for gpuNodeCount refuses, and which bills an extra GPU node meanwhile (EKS API
+        # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
         self.gpu = node_group("gpu", [args.gpu_subnet_id], args.gpu.name, GPU_AMI_TYPE, GPU_LABELS,
-                              args.gpu_node_count, gpu_lt, taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
+                              args.gpu_node_count, gpu_lt, update_strategy="MINIMAL",
+                              taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
 
         # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py).
         self.coredns = aws.eks.Addon(

@@ -2,23 +2,45 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 import pulumi_aws as aws
 
-# Pod Identity's trust: the EKS Pod Identity agent assumes the role and tags the session.
-TRUST_POLICY = json.dumps({
-    "Version": "2012-10-17",
-    "Statement": [{"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
-                   "Action": ["sts:AssumeRole", "sts:TagSession"]}],
-})
+
+@dataclass(frozen=True)
+class ServiceAccountRef:
+    """The one service account, in one namespace of one cluster, that may assume a role."""
+    cluster_name: str
+    namespace: str
+    name: str
 
 
-def pod_identity_role(name: str, managed_policy_arns: Sequence[str], parent: pulumi.Resource,
-                      inline_policy: str | None = None) -> aws.iam.Role:
+def trust_policy(account: ServiceAccountRef) -> str:
+    """Pod Identity's trust: the EKS Pod Identity service assumes the role and tags the session
+    with the pod's cluster, namespace and service account; the conditions on those request tags
+    keep every other association in the account (another namespace, another cluster) from
+    assuming it. Tags and condition keys: Amazon EKS user guide, "Create IAM role with trust
+    policy required by EKS Pod Identity" (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)
+    and its list of session tags (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html)."""
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+            "Condition": {"StringEquals": {
+                "aws:RequestTag/eks-cluster-name": account.cluster_name,
+                "aws:RequestTag/kubernetes-namespace": account.namespace,
+                "aws:RequestTag/kubernetes-service-account": account.name}},
+        }],
+    })
+
+
+def pod_identity_role(name: str, account: ServiceAccountRef, managed_policy_arns: Sequence[str],
+                      parent: pulumi.Resource, inline_policy: str | None = None) -> aws.iam.Role:
     opts = pulumi.ResourceOptions(parent=parent)
-    role = aws.iam.Role(f"{name}-role", assume_role_policy=TRUST_POLICY, opts=opts)
+    role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(account), opts=opts)
     for i, arn in enumerate(managed_policy_arns):
         aws.iam.RolePolicyAttachment(f"{name}-policy-{i}", role=role.name, policy_arn=arn, opts=opts)
     if inline_policy is not None:

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.pod_identity import pod_identity_role
+from components.pod_identity import ServiceAccountRef, pod_identity_role
 
 SLURM_NAMESPACE = "slurm"
 SHARED_PV = "slurm-shared"
@@ -50,7 +50,9 @@ class SharedStorage(pulumi.ComponentResource):
         # CSI controllers are Deployments: created before nodes they stay DEGRADED (the CoreDNS
         # trap), so they wait for the core nodes.
         def csi_driver(short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
-            role = pod_identity_role(f"{name}-{short}", [policy], parent=self)
+            # EKS installs the CSI add-ons into kube-system.
+            role = pod_identity_role(f"{name}-{short}", ServiceAccountRef(args.cluster_name, "kube-system", account),
+                                     [policy], parent=self)
             return aws.eks.Addon(
                 f"{name}-{short}", cluster_name=args.cluster_name, addon_name=addon,
                 resolve_conflicts_on_create="OVERWRITE",

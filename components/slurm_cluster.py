@@ -15,6 +15,7 @@ from components.helm import chart_release
 from components.load_balancer_controller import NLB_CLASS
 from components.shared_storage import GP3, SLURM_NAMESPACE
 from components.slurm_values import LOGINSET_OBJECT, RELEASE, SlurmValuesArgs, slurm_values
+from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
 
 SLURM_KEY_SECRET = "slurm-auth-slurm"
 JWT_KEY_SECRET = "slurm-auth-jwt"
@@ -64,6 +65,11 @@ class SlurmCluster(pulumi.ComponentResource):
 
         slurm_key = key_secret("slurm", SLURM_KEY_SECRET, "slurm.key", 1024)
         jwt_key = key_secret("jwt", JWT_KEY_SECRET, "jwt.key", 64)
+        # Deleted after the claim and before the StorageClass, the EBS driver and the nodes, the
+        # guard holds destroy until the claim's EBS volume is deleted too.
+        guard = StateVolumeGuard(f"{name}-state-guard", StateVolumeGuardArgs(
+            namespace=SLURM_NAMESPACE, claim=STATE_CLAIM, provider=args.provider,
+            outlives=[args.namespace, *args.state_storage]), opts=pulumi.ResourceOptions(parent=self))
         state = k8s.core.v1.PersistentVolumeClaim(
             f"{name}-state",
             metadata={"name": STATE_CLAIM, "namespace": SLURM_NAMESPACE,
@@ -72,7 +78,7 @@ class SlurmCluster(pulumi.ComponentResource):
             spec={"accessModes": ["ReadWriteOnce"], "storageClassName": GP3,
                   "resources": {"requests": {"storage": "4Gi"}}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[args.namespace, *args.state_storage]))
+                                        depends_on=[args.namespace, *args.state_storage, guard.deployment]))
 
         values = pulumi.Output.all(args.image_repository, args.image_digest).apply(
             lambda image: slurm_values(SlurmValuesArgs(

@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.chart_versions import versions
+from components.jobs_await import job_annotations
 from components.node_groups import CORE_LABELS
 
 RESUME_SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "tools" / "resume-nodes.sh"
@@ -21,6 +22,8 @@ TIMEOUT_SECONDS = 1800
 @dataclass(frozen=True)
 class SlurmReadinessArgs:
     namespace: str
+    # The Namespace object itself: its RBAC objects are created in it and deleted before it.
+    namespace_resource: pulumi.Resource
     login_service: str
     image_digest: pulumi.Input[str]
     expected_nodes: int
@@ -31,7 +34,8 @@ class SlurmReadinessArgs:
 class SlurmReadiness(pulumi.ComponentResource):
     def __init__(self, name: str, args: SlurmReadinessArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:SlurmReadiness", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                          depends_on=[args.namespace_resource])
         meta = {"name": "slurm-node-resume", "namespace": args.namespace}
         account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=k8s_opts)
         # `kubectl exec svc/<login>` reads the Service, lists its pods and execs into one.
@@ -42,13 +46,14 @@ class SlurmReadiness(pulumi.ComponentResource):
             f"{name}-binding", metadata=meta,
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": meta["name"]},
             subjects=[{"kind": "ServiceAccount", "name": meta["name"], "namespace": args.namespace}],
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[account, role]))
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[args.namespace_resource, account, role]))
         job_name = pulumi.Output.from_input(args.image_digest).apply(
             lambda digest: f"slurm-ready-{digest.removeprefix('sha256:')[:12]}")
         k8s.batch.v1.Job(
             f"{name}-job",
             metadata={"name": job_name, "namespace": args.namespace,
-                      "annotations": {"pulumi.com/timeoutSeconds": str(TIMEOUT_SECONDS)}},
+                      "annotations": job_annotations(TIMEOUT_SECONDS)},
             spec={"backoffLimit": 6, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {
                 "restartPolicy": "Never", "serviceAccountName": meta["name"],
                 "nodeSelector": dict(CORE_LABELS),

@@ -79,6 +79,8 @@ class StackConfig:
     slurmd_base_image: str
     build_image_on_preview: bool
     retain_shared_data: bool
+    api_allowed_cidrs: tuple[str, ...]
+    allow_api_from_anywhere: bool
 
     @property
     def gpu_instance_type(self) -> str:
@@ -227,6 +229,25 @@ def warn_example_ssh_key(ssh_public_key: str) -> None:
                         "`pulumi config set sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`")
 
 
+def _api_cidr_problems(cidrs: list[str], anywhere_ok: bool) -> list[str]:
+    # The public endpoint of an IPv4 cluster takes IPv4 blocks only (EKS API reference,
+    # VpcConfigRequest.publicAccessCidrs:
+    # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+    out = []
+    for c in cidrs:
+        try:
+            net = ipaddress.ip_network(c.strip(), strict=True)
+        except ValueError as e:
+            out.append(f"{c!r} is not a CIDR block ({e})")
+            continue
+        if net.version != 4:
+            out.append(f"{c!r} is IPv6; the API endpoint of this IPv4 cluster takes IPv4 blocks only")
+        elif net.prefixlen == 0 and not anywhere_ok:
+            out.append(f"{c!r} opens the Kubernetes API endpoint to the whole internet; set "
+                       "allowApiFromAnywhere=true to allow that on purpose")
+    return out
+
+
 def _vpc_cidr_problem(value: str) -> str | None:
     allowed = "a private IPv4 CIDR block from /16 to /20 (e.g. 10.0.0.0/16)"
     try:
@@ -275,6 +296,26 @@ def load(account: Account) -> StackConfig:
     if cidrs is not None:
         for why in _cidr_problems(cidrs, anywhere):
             r.problem("sshAllowedCidrs", cidrs, why)
+    # Who may reach the EKS public endpoint: `pulumi up` and kubectl must run from inside these
+    # blocks. Unset, the IPv4 SSH blocks: whoever may log in may also deploy. Nodes use the
+    # private endpoint either way.
+    api_anywhere = r.boolean("allowApiFromAnywhere")
+    api_cidrs = r.string_list("apiAllowedCidrs")
+    api_defaulted = api_cidrs == []
+    if api_defaulted:
+        ssh_problems = cidrs is None or _cidr_problems(cidrs, anywhere)
+        # An invalid SSH list is reported once, as sshAllowedCidrs.
+        api_cidrs = None if ssh_problems else [
+            c for c in cidrs if ipaddress.ip_network(c.strip()).version == 4]
+        if api_cidrs == []:
+            r.problem("apiAllowedCidrs", [], "unset, it takes the IPv4 blocks of sshAllowedCidrs and "
+                      "there are none: set it to the IPv4 blocks `pulumi up` and kubectl run from")
+    if api_cidrs:
+        for why in _api_cidr_problems(api_cidrs, api_anywhere):
+            if api_defaulted:
+                why += ("; apiAllowedCidrs is unset and defaults to sshAllowedCidrs: set it to the "
+                        "IPv4 blocks `pulumi up` and kubectl run from")
+            r.problem("apiAllowedCidrs", api_cidrs, why)
     admins = r.string_list("adminRoleArns") or []
     for arn in admins:
         if not _ROLE_ARN.match(arn):
@@ -349,4 +390,5 @@ def load(account: Account) -> StackConfig:
         allow_ssh_from_anywhere=anywhere, admin_role_arns=tuple(admins),
         slinky_chart_version=chart, slurm_version=slurm, cert_manager_version=cert_manager,
         vpc_cidr=vpc_cidr, slurmd_image_tag=tag, dlc_base_image=dlc, slurmd_base_image=slurmd_base,
-        build_image_on_preview=build_on_preview, retain_shared_data=retain_shared)
+        build_image_on_preview=build_on_preview, retain_shared_data=retain_shared,
+        api_allowed_cidrs=tuple(c.strip() for c in api_cidrs or ()), allow_api_from_anywhere=api_anywhere)

@@ -76,7 +76,8 @@ def test_ssh_open_to_the_world_is_refused_by_default(world):
 
 
 def test_ssh_open_to_the_world_is_allowed_on_purpose():
-    graph = run_program("dev", {"sshAllowedCidrs": ["0.0.0.0/0"], "allowSshFromAnywhere": True})
+    graph = run_program("dev", {"sshAllowedCidrs": ["0.0.0.0/0"], "allowSshFromAnywhere": True,
+                                "apiAllowedCidrs": ["203.0.113.10/32"]})
     assert graph.error is None
 
 

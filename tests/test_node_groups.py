@@ -87,7 +87,7 @@ def test_gpu_root_volume_size_comes_from_config():
 @pytest.mark.parametrize("group", ["core", "gpu"])
 def test_nodes_require_imdsv2(dev, group):
     meta = _lt(dev, group)["metadataOptions"]
-    assert meta["httpTokens"] == "required" and meta["httpPutResponseHopLimit"] == 2
+    assert meta["httpTokens"] == "required" and meta["httpPutResponseHopLimit"] == 1
 
 
 @pytest.mark.parametrize("group", ["core", "gpu"])

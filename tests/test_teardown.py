@@ -1,5 +1,8 @@
 """`pulumi destroy` leaves nothing behind: the engine deletes in reverse dependency order, so
 these edges are the teardown order."""
+import copy
+import pathlib
+
 import pytest
 
 from harness import run_program
@@ -69,3 +72,62 @@ def test_shared_data_can_be_kept_on_purpose():
 
 def test_image_repository_is_deleted_with_its_images(dev):
     assert dev.named("slurmd-repo").inputs["forceDelete"] is True
+
+
+# The controller's state volume: Pulumi waits only for the claim object; the guard Deployment
+# (components/state_volume_guard.py) holds destroy until the EBS volume behind it is deleted.
+def _volume_order_problems(graph) -> list[str]:
+    claim, guard = graph.named("slurm-state"), graph.named("slurm-state-guard-deployment")
+    problems = [] if graph.depends_on(claim, guard) else ["the state claim is not deleted before the guard"]
+    for outlives in ("storage-ebs-csi", "storage-gp3", "nodes-core", "storage-slurm-ns",
+                     "slurm-state-guard-volume-reader-binding", "slurm-state-guard-claim-reader-binding"):
+        if not graph.depends_on(guard, graph.named(outlives)):
+            problems.append(f"{outlives} may be deleted before the guard")
+    return problems
+
+
+def test_the_state_volume_is_gone_before_the_ebs_driver_and_the_nodes(dev):
+    assert _volume_order_problems(dev) == []
+
+
+def test_a_claim_deleted_after_the_guard_is_found(dev):
+    broken = copy.deepcopy(dev)
+    guard = broken.named("slurm-state-guard-deployment").urn
+    claim = broken.named("slurm-state")
+    claim.dependencies = [d for d in claim.dependencies if d != guard]
+    assert _volume_order_problems(broken) == ["the state claim is not deleted before the guard"]
+
+
+def test_a_driver_deleted_before_the_guard_is_found(dev):
+    broken = copy.deepcopy(dev)
+    component = broken.named("slurm-state-guard").urn
+    gone = {broken.named(n).urn for n in ("storage-gp3", "storage-ebs-csi")}
+    for r in broken.resources:
+        if r.parent == component:
+            r.dependencies = [d for d in r.dependencies if d not in gone]
+    assert _volume_order_problems(broken) == ["storage-ebs-csi may be deleted before the guard",
+                                              "storage-gp3 may be deleted before the guard",
+                                              "nodes-core may be deleted before the guard"]
+
+
+def test_the_guard_watches_the_state_claim(dev):
+    claim = dev.named("slurm-state").inputs["metadata"]
+    (container,) = dev.named("slurm-state-guard-deployment").inputs["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    assert command[command.index("--namespace") + 1] == claim["namespace"]
+    assert command[command.index("--claim") + 1] == claim["name"]
+
+
+def test_the_guard_runs_the_checked_in_script(dev):
+    script = pathlib.Path(__file__).resolve().parent.parent / "tools" / "state_volume_guard.py"
+    (container,) = dev.named("slurm-state-guard-deployment").inputs["spec"]["template"]["spec"]["containers"]
+    assert container["command"][:3] == ["python3", "-c", script.read_text()]
+
+
+def test_destroy_waits_for_the_guard_as_long_as_it_may_wait(dev):
+    guard = dev.named("slurm-state-guard-deployment").inputs
+    grace = guard["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace >= 300
+    assert int(guard["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > grace
+    # Foreground (pulumi-kubernetes' default) waits for the pod; background would not.
+    assert "pulumi.com/deletionPropagationPolicy" not in guard["metadata"]["annotations"]

@@ -1,0 +1,88 @@
+"""The guard that makes `pulumi destroy` wait for the Slurm controller's EBS volume itself.
+
+Pulumi deletes the state claim and waits only for the claim object; the EBS CSI driver deletes
+the volume behind it afterwards. Deleted right after the claim, the driver, its StorageClass or
+the nodes could leave that volume behind (and billed). The guard is a one-replica Deployment the
+claim depends on, so Pulumi deletes it after the claim and before the driver and the nodes; its
+pod (tools/state_volume_guard.py) ends only once no PersistentVolume is bound to the claim.
+The delete waits for that pod: pulumi-kubernetes deletes with foreground propagation by default
+and waits for the object to go (pulumi/pulumi-kubernetes provider/pkg/await/await.go, Deletion;
+provider/pkg/metadata/overrides.go, DeletionPropagation; v4.x), and the garbage collector deletes
+the ReplicaSet in foreground too, so the Deployment goes only after its pod has ended
+(kubernetes/kubernetes pkg/controller/garbagecollector/garbagecollector.go, attemptToDeleteItem)."""
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.chart_versions import versions
+from components.jobs_await import TIMEOUT
+from components.node_groups import CORE_LABELS
+
+SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "tools" / "state_volume_guard.py"
+GUARD = "slurm-state-volume-guard"
+# EBS detaches in seconds to a minute and deletes in seconds; ten minutes is generous, and past
+# it destroy goes on rather than hanging.
+WAIT_SECONDS = 600
+
+
+@dataclass(frozen=True)
+class StateVolumeGuardArgs:
+    namespace: str
+    claim: str
+    provider: k8s.Provider
+    # What must outlive the volume: the namespace, the StorageClass and EBS CSI driver (and,
+    # through the driver, the core nodes).
+    outlives: Sequence[pulumi.Resource]
+
+
+class StateVolumeGuard(pulumi.ComponentResource):
+    deployment: k8s.apps.v1.Deployment
+
+    def __init__(self, name: str, args: StateVolumeGuardArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:slurm:StateVolumeGuard", name, None, opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.outlives))
+        meta = {"name": GUARD, "namespace": args.namespace}
+        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=k8s_opts)
+        # Read-only: the claim in its namespace, and PersistentVolumes (cluster-scoped).
+        claim_reader = k8s.rbac.v1.Role(f"{name}-claim-reader", metadata=meta, rules=[
+            {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [args.claim],
+             "verbs": ["get"]}], opts=k8s_opts)
+        volume_reader = k8s.rbac.v1.ClusterRole(f"{name}-volume-reader", metadata={"name": GUARD}, rules=[
+            {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["list"]}], opts=k8s_opts)
+        subjects = [{"kind": "ServiceAccount", "name": GUARD, "namespace": args.namespace}]
+        bindings = [
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-claim-reader-binding", metadata=meta, subjects=subjects,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": GUARD},
+                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[claim_reader]))),
+            k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-volume-reader-binding", metadata={"name": GUARD}, subjects=subjects,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": GUARD},
+                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volume_reader]))),
+        ]
+        labels = {"app.kubernetes.io/name": GUARD}
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata={**meta, "annotations": {
+                # The delete waits for the pod to end: its wait plus a margin.
+                TIMEOUT: str(WAIT_SECONDS + 60)}},
+            spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": GUARD, "nodeSelector": dict(CORE_LABELS),
+                    "terminationGracePeriodSeconds": WAIT_SECONDS,
+                    "containers": [{
+                        "name": "guard", "image": versions()["images"]["python"],
+                        # The script travels in the command, so a changed script rolls the pod.
+                        "command": ["python3", "-c", SCRIPT.read_text(), "--namespace", args.namespace,
+                                    "--claim", args.claim],
+                        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
+                                      "limits": {"memory": "64Mi"}}}]}}},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[*args.outlives, account, *bindings]))
+        self.register_outputs({"deployment": self.deployment.metadata.name})
