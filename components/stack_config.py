@@ -297,19 +297,14 @@ def load(account: Account) -> StackConfig:
         for why in _cidr_problems(cidrs, anywhere):
             r.problem("sshAllowedCidrs", cidrs, why)
     # Who may reach the EKS public endpoint: `pulumi up` and kubectl must run from inside these
-    # blocks. Unset, the IPv4 SSH blocks: whoever may log in may also deploy. Nodes use the
-    # private endpoint either way.
+    # blocks. Unset, the SSH blocks (IPv4 only, as the API endpoint takes): whoever may log in may
+    # also deploy. Nodes use the private endpoint either way.
     api_anywhere = r.boolean("allowApiFromAnywhere")
     api_cidrs = r.string_list("apiAllowedCidrs")
     api_defaulted = api_cidrs == []
     if api_defaulted:
-        ssh_problems = cidrs is None or _cidr_problems(cidrs, anywhere)
         # An invalid SSH list is reported once, as sshAllowedCidrs.
-        api_cidrs = None if ssh_problems else [
-            c for c in cidrs if ipaddress.ip_network(c.strip()).version == 4]
-        if api_cidrs == []:
-            r.problem("apiAllowedCidrs", [], "unset, it takes the IPv4 blocks of sshAllowedCidrs and "
-                      "there are none: set it to the IPv4 blocks `pulumi up` and kubectl run from")
+        api_cidrs = None if cidrs is None or _cidr_problems(cidrs, anywhere) else cidrs
     if api_cidrs:
         for why in _api_cidr_problems(api_cidrs, api_anywhere):
             if api_defaulted:

@@ -46,17 +46,6 @@ def test_api_blocks_must_be_ipv4_cidrs(value):
     assert "slinky-eks:apiAllowedCidrs" in msg and repr(value) in msg
 
 
-def test_the_default_takes_the_ipv4_ssh_blocks_only():
-    # The endpoint of an IPv4 cluster takes no IPv6 block (EKS API VpcConfigRequest.publicAccessCidrs).
-    graph = run_program("dev", {"sshAllowedCidrs": ["198.51.100.0/24", "2001:db8::/32"]})
-    assert _cluster(graph)["publicAccessCidrs"] == ["198.51.100.0/24"]
-
-
-def test_ipv6_only_ssh_blocks_need_api_blocks_of_their_own():
-    msg = rejected(sshAllowedCidrs=["2001:db8::/48"])
-    assert "slinky-eks:apiAllowedCidrs = []" in msg and "IPv4 blocks of sshAllowedCidrs" in msg
-
-
 def test_an_invalid_ssh_list_is_reported_once():
     msg = rejected(sshAllowedCidrs=["not-a-cidr"])
     assert msg.startswith("invalid stack configuration (1 problem)") and "sshAllowedCidrs" in msg

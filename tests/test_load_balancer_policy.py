@@ -67,7 +67,7 @@ def policy_differences(ours: dict, upstream: dict, left_out: dict = ALB_ONLY) ->
 
 
 @pytest.fixture(scope="module")
-def upstream(shared_ref):
+def upstream():
     return json.loads(reference_data.path(*UPSTREAM).read_text())
 
 
