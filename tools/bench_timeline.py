@@ -77,6 +77,8 @@ def duration(r) -> Step:
 @dataclass
 class Timeline:
     graph: Graph
+    # What each resource waits for, components expanded into the resources under them.
+    edges: dict[str, set[str]]
     start: dict[str, float] = field(default_factory=dict)
     finish: dict[str, float] = field(default_factory=dict)
     # Why a resource finishes when it does: ("own", None), ("pull", first puller), ("pods", release)
@@ -113,7 +115,7 @@ def model(graph: Graph) -> Timeline:
     users = {u for u in nodes if digest in json.dumps(by_urn[u].inputs, default=str)}
     first = sorted(u for u in users if not ancestors(u) & users)
     releases = {u for u in nodes if by_urn[u].type == "kubernetes:helm.sh/v3:Release"}
-    t = Timeline(graph)
+    t = Timeline(graph, edges)
 
     def start(u: str) -> float:
         if u not in t.start:
@@ -161,13 +163,12 @@ def critical_path(t: Timeline) -> list[Segment]:
     """The chain that ends last, from the first step to the last."""
     names = {r.urn: r.name for r in t.graph.resources}
     types = {r.urn: r.type for r in t.graph.resources}
-    edges = {u: [d for d in ds if d in t.finish] for u, ds in _edges(t.graph).items()}
     u = max(sorted(t.finish), key=t.finish.get)
     path: list[Segment] = []
     while u is not None:
         why, via = t.bound[u]
         if why == "pull":
-            path.append(Segment(f"{names[u]}: slurmd from the node's cache", t.pull_start + IMAGE_PULL.seconds,
+            path.append(Segment(f"{names[u]}: its pods start once the image is on the node", t.pull_start + IMAGE_PULL.seconds,
                                 t.finish[u]))
             path.append(Segment(f"slurmd image pull (started by {names[via]})", t.pull_start,
                                 t.pull_start + IMAGE_PULL.seconds))
@@ -180,7 +181,7 @@ def critical_path(t: Timeline) -> list[Segment]:
         else:
             path.append(Segment(f"{names[u]} ({types[u].split(':')[-1]})", t.start[u], t.finish[u]))
             s = t.start[u]
-        deps = [d for d in edges.get(u, []) if t.finish[d] == s]
+        deps = [d for d in t.edges[u] if t.finish[d] == s]
         u = sorted(deps)[0] if deps and s > 0 else None
     return list(reversed(path))
 
