@@ -38,15 +38,17 @@ DURATIONS: dict[str, Step] = {
     "aws:ec2/vpc:Vpc": Step(14, f"{_LOG}: aws_vpc 14s"),
     "aws:ec2/natGateway:NatGateway": Step(107, f"{_LOG}: aws_nat_gateway 1m47s"),
     # pulumi-eks' Cluster: the control plane, then its vpc-cni and kube-proxy add-ons.
-    "eks:index:Cluster": Step(644 + 90, f"{_LOG}: aws_eks_cluster 10m44s; plus one add-on (below) "
+    "eks:index:Cluster": Step(644 + 90, f"{_LOG}: aws_eks_cluster 10m44s (aws/containers-roadmap "
+                                        "issue #1227: was 15 min on average); plus one add-on (below) "
                                         "for vpc-cni/kube-proxy, installed side by side"),
     "aws:eks/nodeGroup:NodeGroup": Step(210, f"{_LOG}: a CPU aws_eks_node_group 1m20s; 3.5 min assumed "
                                              "for the NVIDIA AMI and EFA interfaces to boot and join"),
     "aws:eks/addon:Addon": Step(90, "EKS CreateAddon until ACTIVE; assumed 1.5 min (public Terraform logs "
                                     "show 14 s-1 min for coredns, kube-proxy, eks-pod-identity-agent)"),
     "aws:efs/fileSystem:FileSystem": Step(12, "EFS CreateFileSystem until available (seconds)"),
-    "aws:efs/mountTarget:MountTarget": Step(90, "EFS mount target: wait 90 s for its DNS name, "
-                                                "https://docs.aws.amazon.com/efs/latest/ug/mounting-fs-mount-helper-ec2-linux.html"),
+    "aws:efs/mountTarget:MountTarget": Step(90, "EFS mount target until available: typically 1-2 min "
+                                                "(https://alchemy.run/providers/aws/efs/mounttarget), at times "
+                                                "over 10 min (hashicorp/terraform-provider-aws issue #15278)"),
     "kubernetes:helm.sh/v3:Release": Step(102, f"{_LOG}: helm_release (load balancer controller, --wait) 1m42s"),
     "kubernetes:batch/v1:Job": Step(30, "assumed: a small image pulled and one short command run"),
     "docker-build:index:Image": Step(600, "derived: the DLC pull, the build and a ~5 GB push at 100 Mb/s "
@@ -55,11 +57,12 @@ DURATIONS: dict[str, Step] = {
     "random:index/randomBytes:RandomBytes": Step(0, "no cloud call"),
 }
 API_CALL = Step(5, "one create call (IAM, EC2 networking, Kubernetes objects): seconds")
-NLB = Step(150, "NLB provisioned for a LoadBalancer Service: 1-3 min, e.g. 'wait 2-3 minutes', "
-                "https://aws.amazon.com/blogs/containers/running-slurm-on-amazon-eks-with-slinky")
-IMAGE_PULL = Step(300, "a multi-GB image 'can take several minutes' to pull, "
-                       "https://aws.amazon.com/blogs/containers/start-pods-faster-by-prefetching-images/; "
-                       "5 min assumed")
+NLB = Step(150, "'Wait 2-3 minutes for the ALB to provision and register all targets' "
+                "(awsdocs/amazon-eks-user-guide latest/ug/automode/auto-elb-example.adoc); "
+                "an NLB alike, 2.5 min assumed")
+IMAGE_PULL = Step(300, "images beyond a few hundred MB: 'it can take several minutes to start a container' "
+                       "(https://aws.amazon.com/blogs/containers/start-pods-faster-by-prefetching-images/); "
+                       "5 min assumed for the multi-GB slurmd image")
 # From a warm cache: what remains for a pod of the image once the pull is done.
 FROM_CACHE = {
     "kubernetes:helm.sh/v3:Release": Step(30, "assumed: slurmd starts and registers with slurmctld"),
