@@ -5,6 +5,7 @@ from components import stack_config
 from components.account import Account
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.network import Network, NetworkArgs
@@ -44,12 +45,19 @@ devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
                                                      gpu_nodes=nodes.gpu_ready))
 lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
     cluster_name=config.cluster_name, region=config.region, vpc_id=network.vpc_id,
-    provider=cluster.provider, system_nodes=nodes.system_ready))
+    provider=cluster.provider, system_nodes=nodes.system_ready,
+    pod_identity_agent=cluster.pod_identity_agent))
 storage = SharedStorage("storage", SharedStorageArgs(
     cluster_name=config.cluster_name, vpc_id=network.vpc_id,
     cluster_security_group_id=cluster.security_group_id,
     node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
-    system_nodes=nodes.system_ready, retain_data=config.retain_shared_data))
+    system_nodes=nodes.system_ready, pod_identity_agent=cluster.pod_identity_agent,
+    retain_data=config.retain_shared_data))
+# The longest single step, pulling the slurmd image, starts once the GPU nodes and the image
+# exist, while the operator installs; the NodeSet's pods then start from the nodes' cache.
+ImagePrePull("prepull", ImagePrePullArgs(image=image.reference, namespace=SLURM_NAMESPACE,
+                                         provider=cluster.provider,
+                                         after=[*nodes.gpu_ready, storage.namespace]))
 slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
     chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
     provider=cluster.provider, system_nodes=nodes.system_ready))

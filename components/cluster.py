@@ -31,6 +31,7 @@ class Cluster(pulumi.ComponentResource):
     security_group_id: pulumi.Output[str]
     provider: k8s.Provider
     ready: list[pulumi.Resource]
+    pod_identity_agent: aws.eks.Addon
 
     def __init__(self, name: str, args: ClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:cluster:Cluster", name, None, opts)
@@ -79,9 +80,12 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         # Pod Identity gives the load balancer controller and the CSI drivers their AWS
-        # credentials; its agent must run before those pods start
+        # credentials; its agent must run before those pods start. It is a DaemonSet, ACTIVE with
+        # no nodes yet (like vpc-cni and kube-proxy), so it installs alongside the node groups
+        # instead of in front of them: only the Pod Identity users wait for it, which also keeps
+        # it running on destroy until they are gone
         # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html).
-        pod_identity_agent = aws.eks.Addon(
+        self.pod_identity_agent = aws.eks.Addon(
             f"{name}-pod-identity-agent", cluster_name=args.cluster_name,
             addon_name="eks-pod-identity-agent", resolve_conflicts_on_create="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]))
@@ -89,8 +93,7 @@ class Cluster(pulumi.ComponentResource):
         self.security_group_id = self.eks.cluster_security_group_id
         self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.eks.kubeconfig_json,
                                      opts=pulumi.ResourceOptions(parent=self))
-        # What node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons, and
-        # the Pod Identity agent.
-        self.ready = [self.eks, pod_identity_agent]
+        # What node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons.
+        self.ready = [self.eks]
         self.register_outputs({"kubeconfig": self.kubeconfig,
                                "security_group_id": self.security_group_id})

@@ -27,6 +27,9 @@ class LoadBalancerControllerArgs:
     vpc_id: pulumi.Input[str]
     provider: k8s.Provider
     system_nodes: Sequence[pulumi.Resource]
+    # The Pod Identity agent: it hands the controller its credentials, and on destroy must
+    # outlive it while it deletes the NLB.
+    pod_identity_agent: pulumi.Resource
 
 
 class LoadBalancerController(pulumi.ComponentResource):
@@ -44,7 +47,7 @@ class LoadBalancerController(pulumi.ComponentResource):
         association = aws.eks.PodIdentityAssociation(
             f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT, role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.system_nodes)))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.system_nodes, args.pod_identity_agent]))
         self.release = pinned_release(
             f"{name}-release", "awsLoadBalancerController", namespace=NAMESPACE,
             values={"clusterName": args.cluster_name, "region": args.region, "vpcId": args.vpc_id,

@@ -78,8 +78,8 @@ class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup
     gpu: aws.eks.NodeGroup
     coredns: aws.eks.Addon
-    # What in-cluster installs wait for: system pods need the core nodes and cluster DNS; GPU
-    # DaemonSets need the GPU nodes. Depending on them also orders their deletion first.
+    # What in-cluster installs wait for: system pods need the core nodes; GPU DaemonSets need
+    # the GPU nodes. Depending on them also orders their deletion first.
     system_ready: list[pulumi.Resource]
     gpu_ready: list[pulumi.Resource]
 
@@ -148,11 +148,17 @@ class NodeGroups(pulumi.ComponentResource):
                               args.gpu_node_count, gpu_lt, update_strategy="MINIMAL",
                               taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
 
-        # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py).
+        # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py). Nothing
+        # waits for the adoption: the CoreDNS EKS bootstrapped already serves once the core nodes
+        # are up, and the adoption rolls it replica by replica. `preserve` leaves CoreDNS running
+        # when the add-on is deleted, so on destroy DNS serves the controllers still cleaning up
+        # (the load balancer controller resolving the ELB API) until the cluster itself goes
+        # (EKS DeleteAddon `preserve`:
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_DeleteAddon.html).
         self.coredns = aws.eks.Addon(
             f"{name}-coredns", cluster_name=args.cluster_name, addon_name="coredns",
-            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_create="OVERWRITE", preserve=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
-        self.system_ready = [self.core, self.coredns]
+        self.system_ready = [self.core]
         self.gpu_ready = [self.gpu]
         self.register_outputs({"core": self.core.id, "gpu": self.gpu.id})

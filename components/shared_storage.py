@@ -30,6 +30,9 @@ class SharedStorageArgs:
     node_subnet_ids: Sequence[pulumi.Input[str]]
     provider: k8s.Provider
     system_nodes: Sequence[pulumi.Resource]
+    # The CSI controllers get their AWS credentials through Pod Identity (and delete volumes on
+    # destroy with them): they wait for its agent, which outlives them.
+    pod_identity_agent: pulumi.Resource
     # Keep the EFS file system (and /shared's data) when the stack is destroyed.
     retain_data: bool
 
@@ -58,7 +61,8 @@ class SharedStorage(pulumi.ComponentResource):
                 resolve_conflicts_on_create="OVERWRITE",
                 pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(
                     role_arn=role.arn, service_account=account)],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.system_nodes)))
+                opts=pulumi.ResourceOptions(parent=self,
+                                            depends_on=[*args.system_nodes, args.pod_identity_agent]))
 
         self.ebs_driver = csi_driver("ebs-csi", "aws-ebs-csi-driver", "ebs-csi-controller-sa",
                                      "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy")

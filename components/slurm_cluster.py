@@ -98,17 +98,19 @@ class SlurmCluster(pulumi.ComponentResource):
                 "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
                 # Targets are the login pod's IP: no NodePort on every node.
                 "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
-                # Pulumi waits for the NLB's hostname and a Ready login pod behind it; a load
-                # balancer takes a few minutes to provision
-                # (https://docs.aws.amazon.com/eks/latest/userguide/auto-elb-example.html).
-                "pulumi.com/timeoutSeconds": "900"}},
+                # Pulumi waits for the NLB's hostname and a Ready login pod behind it
+                # (pulumi-kubernetes provider/pkg/await/service.go): the NLB is provisioned while
+                # the release installs, so the wait covers the release's own timeout.
+                "pulumi.com/timeoutSeconds": "1500"}},
             spec={"type": "LoadBalancer", "loadBalancerClass": NLB_CLASS,
                   # The controller turns these into the NLB security group's only SSH rules.
                   "loadBalancerSourceRanges": list(args.ssh_allowed_cidrs),
                   "selector": {"app.kubernetes.io/instance": LOGINSET_OBJECT},
                   "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}]},
+            # Not after the release: nothing of it is needed to create the NLB. The controller
+            # must run first (and still run on delete to remove the NLB); the namespace holds it.
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[args.load_balancer_controller, self.release]))
+                                        depends_on=[args.load_balancer_controller, args.namespace]))
         self.login_hostname = login.status.load_balancer.ingress[0].hostname
         self.ssh_command = pulumi.Output.concat("ssh root@", self.login_hostname)
         self.register_outputs({"login_hostname": self.login_hostname, "ssh_command": self.ssh_command})

@@ -43,6 +43,9 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
     shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
     shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
     return {
+        # Pinned references only (the slurmd image by digest), so a pod starts from the node's
+        # cache when the image is there: the pre-pull DaemonSet (image_prepull.py) puts it there.
+        "imagePullPolicy": "IfNotPresent",
         # Keys made by the program and passed by reference: the chart would otherwise generate
         # random ones, and its Secrets are immutable.
         "slurmKey": {"create": False, "secretRef": {"name": a.slurm_key_secret, "key": "slurm.key"}},

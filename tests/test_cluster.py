@@ -1,5 +1,7 @@
 """EKS through pulumi-eks: version, private nodes, API access entries, add-ons before nodes, one
 Kubernetes provider."""
+import pytest
+
 from components.cluster import ADMIN_POLICY
 from harness import run_program
 
@@ -61,12 +63,27 @@ def test_coredns_add_on_adopts_it_once_core_nodes_can_run_it(dev):
     assert dev.depends_on(coredns, dev.named("nodes-core"))
 
 
-def test_pod_identity_agent_is_in_place_before_node_groups_join(dev):
+def test_nothing_waits_for_the_coredns_adoption(dev):
+    # The bootstrapped CoreDNS serves from the moment the core nodes are up.
+    coredns = dev.named("nodes-coredns")
+    assert [r.name for r in dev.resources if r.custom and dev.depends_on(r, coredns)] == []
+
+
+def test_pod_identity_agent_installs_with_the_cluster(dev):
     agent = dev.named("cluster-pod-identity-agent")
     assert agent.inputs["addonName"] == "eks-pod-identity-agent"
-    for group in ("nodes-core", "nodes-gpu"):
-        assert dev.depends_on(dev.named(group), agent)
-        assert dev.depends_on(dev.named(group), dev.named("cluster-eks"))
+    assert dev.depends_on(agent, dev.named("cluster-eks"))
+
+
+@pytest.mark.parametrize("group", ["nodes-core", "nodes-gpu"])
+def test_node_groups_join_without_waiting_for_the_pod_identity_agent(dev, group):
+    assert dev.depends_on(dev.named(group), dev.named("cluster-eks"))
+    assert not dev.depends_on(dev.named(group), dev.named("cluster-pod-identity-agent"))
+
+
+@pytest.mark.parametrize("user", ["lbc-identity", "lbc-release", "storage-ebs-csi", "storage-efs-csi"])
+def test_pod_identity_users_wait_for_its_agent(dev, user):
+    assert dev.depends_on(dev.named(user), dev.named("cluster-pod-identity-agent"))
 
 
 def test_one_kubernetes_provider_built_from_the_cluster_kubeconfig(dev):

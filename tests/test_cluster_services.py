@@ -140,9 +140,8 @@ def test_shared_file_system_id_is_an_output(dev):
 # Ordering, for create and destroy (destroy runs the edges backwards).
 
 @pytest.mark.parametrize("name", ["lbc-release", "storage-ebs-csi", "storage-efs-csi"])
-def test_system_installs_wait_for_core_nodes_and_dns(dev, name):
+def test_system_installs_wait_for_core_nodes(dev, name):
     assert dev.depends_on(dev.named(name), dev.named("nodes-core"))
-    assert dev.depends_on(dev.named(name), dev.named("nodes-coredns"))
 
 
 def test_shared_volume_waits_for_every_mount_target(dev):

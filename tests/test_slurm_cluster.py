@@ -213,5 +213,15 @@ def test_nlb_is_deleted_before_the_controller(dev):
     assert dev.depends_on(dev.named("slurm-login"), dev.named("lbc-release"))
 
 
-def test_login_service_waits_for_the_slurm_release(dev):
-    assert dev.depends_on(dev.named("slurm-login"), dev.named("slurm-release"))
+def test_login_nlb_is_provisioned_while_the_release_installs(dev):
+    # Pulumi's Service await still waits for a Ready login pod behind it.
+    assert not dev.depends_on(dev.named("slurm-login"), dev.named("slurm-release"))
+    assert dev.depends_on(dev.named("slurm-login"), dev.named("storage-slurm-ns"))
+
+
+def test_login_service_is_awaited_as_long_as_the_release(login):
+    assert int(login["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) >= 1200
+
+
+def test_slurm_pods_start_from_the_node_cache_when_the_image_is_there(values):
+    assert values["imagePullPolicy"] == "IfNotPresent"

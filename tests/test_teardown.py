@@ -131,3 +131,24 @@ def test_destroy_waits_for_the_guard_as_long_as_it_may_wait(dev):
     assert int(guard["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > grace
     # Foreground (pulumi-kubernetes' default) waits for the pod; background would not.
     assert "pulumi.com/deletionPropagationPolicy" not in guard["metadata"]["annotations"]
+
+
+def test_prepull_goes_before_the_gpu_nodes_and_the_namespace(dev):
+    prepull = dev.named("prepull-ds")
+    assert dev.depends_on(prepull, dev.named("nodes-gpu"))
+    assert dev.depends_on(prepull, dev.named("storage-slurm-ns"))
+
+
+def test_login_service_goes_before_its_namespace(dev):
+    assert dev.depends_on(dev.named("slurm-login"), dev.named("storage-slurm-ns"))
+
+
+@pytest.mark.parametrize("user", ["lbc-release", "storage-ebs-csi", "storage-efs-csi"])
+def test_pod_identity_agent_outlives_the_controllers_that_use_it(dev, user):
+    # They still call AWS on delete (the NLB, EBS volumes), with credentials from the agent.
+    assert dev.depends_on(dev.named(user), dev.named("cluster-pod-identity-agent"))
+
+
+def test_deleting_the_coredns_add_on_leaves_dns_running_until_the_cluster_goes(dev):
+    # Nothing orders itself before the add-on any more; `preserve` keeps CoreDNS serving.
+    assert dev.named("nodes-coredns").inputs["preserve"] is True

@@ -1,17 +1,25 @@
-"""Benchmark: how long the program takes to evaluate, against the time to import its SDKs, and
-the longest dependency chain `pulumi up` has to walk (what it waits for).
+"""Benchmark: how long the program takes to evaluate (what `pulumi preview` spends in it),
+against the time to import its SDKs, and the modelled `pulumi up` timeline of the real graph
+(tools/bench_timeline.py) on the dev stack and on p5.48xlarge.
 
     python -m tools.bench_evaluate [--runs 5]
 
-Each measurement is a fresh interpreter, so nothing is cached between runs.
+Each measurement is a fresh interpreter; imports and evaluations alternate, so a machine that
+gets busier or quieter affects both alike. Both read compiled bytecode, as a user's second
+`pulumi preview` does: the SDKs come with theirs, and the program's is written once, by a first
+run, into a private cache (PYTHONPYCACHEPREFIX), whatever PYTHONDONTWRITEBYTECODE says.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+
+from tools import bench_timeline
 
 # Every SDK module a run of the program loads (pulumi_aws and pulumi_kubernetes load theirs
 # lazily): importing exactly these is the floor the program's evaluation is compared with.
@@ -22,33 +30,29 @@ PROGRAM = ("import sys, time; sys.path[:0] = ['tests', '.']; t = time.perf_count
            "print(f'{time.perf_counter() - t:.3f} {len(g.resources)}')")
 
 
-def _timed(code: str) -> tuple[float, str]:
+# The stacks whose modelled `pulumi up` is printed.
+TIMELINES = {"the dev stack": {}, "the dev stack on p5.48xlarge": {"gpuInstanceType": "p5.48xlarge"}}
+
+
+def _timed(code: str, env: dict[str, str]) -> tuple[float, str]:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout
     return time.perf_counter() - start, out.strip()
-
-
-def critical_path() -> list[str]:
-    sys.path[:0] = ["tests", "."]
-    from harness import run_program
-    from tools.plan import _edges, levels
-    graph = run_program("dev")
-    depth, edges = levels(graph), _edges(graph)
-    names = {r.urn: r.name for r in graph.resources}
-    urn = max(depth, key=depth.get)
-    chain = [urn]
-    while depth[chain[-1]] > 0:
-        chain.append(max((d for d in edges[chain[-1]] if d in depth), key=depth.get))
-    return [names[u] for u in reversed(chain)]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench_evaluate", description=__doc__)
     p.add_argument("--runs", type=int, default=5)
     args = p.parse_args(argv)
-    modules = _timed(LOADED)[1].split()
-    imports = [_timed("import " + ", ".join(modules))[0] for _ in range(args.runs)]
-    runs = [_timed(PROGRAM) for _ in range(args.runs)]
+    with tempfile.TemporaryDirectory(prefix="bench-pycache-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        modules = _timed(LOADED, env)[1].split()   # also fills the bytecode cache
+        imports, runs = [], []
+        for _ in range(args.runs):
+            imports.append(_timed("import " + ", ".join(modules), env)[0])
+            runs.append(_timed(PROGRAM, env))
     whole = [t for t, _ in runs]
     own = [float(out.split()[0]) for _, out in runs]
     resources = runs[0][1].split()[1]
@@ -58,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"import + evaluate the program:        median {statistics.median(whole):.2f} s "
           f"(min {min(whole):.2f}, max {max(whole):.2f})")
     print(f"in-process, imports included ({resources} resources): median {statistics.median(own):.2f} s under mocks")
-    chain = critical_path()
-    print(f"longest dependency chain ({len(chain)} steps): " + " -> ".join(chain))
+    print(f"evaluation / SDK import: {statistics.median(whole) / statistics.median(imports):.3f} (medians)")
+    print(bench_timeline.durations_table())
+    for title, overrides in TIMELINES.items():
+        print(bench_timeline.report(bench_timeline.run_program("dev", overrides), title)[0])
     return 0
 
 

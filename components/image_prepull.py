@@ -1,0 +1,70 @@
+"""The slurmd image pulled onto every GPU node as soon as the nodes and the pushed image exist: a
+DaemonSet whose init container is the image itself (running `true`), so the multi-GB pull runs
+while cert-manager, the operator and the Slurm release install, and the NodeSet's pods find the
+image in the node's cache (the chart's pull policy is IfNotPresent and both name the same digest)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.chart_versions import versions
+from components.node_groups import GPU_LABELS, GPU_TOLERATION
+
+NAME = "slurmd-image-prepull"
+# Pulumi waits until every GPU node has the image (the DaemonSet rolled out,
+# pulumi-kubernetes provider/pkg/await/daemonset.go); a cold pull of the image takes minutes.
+TIMEOUT_SECONDS = 1800
+# A few millicores and MiB: the pod asks for no GPU or EFA device, so slurmd, which takes them
+# all, schedules beside it and Slurm sees the node as idle.
+TINY = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}}
+LOCKED_DOWN = {"allowPrivilegeEscalation": False}
+
+
+@dataclass(frozen=True)
+class ImagePrePullArgs:
+    # <repository>@sha256:<digest>, the reference the slurm chart renders for a digest
+    # (SlinkyProject/slurm-operator v1.2.1 helm/slurm/templates/_helpers.tpl "slurm.format-image").
+    image: pulumi.Input[str]
+    namespace: str
+    provider: k8s.Provider
+    # The GPU nodes to pull on, and what holds the DaemonSet (the slurm namespace).
+    after: Sequence[pulumi.Resource]
+
+
+class ImagePrePull(pulumi.ComponentResource):
+    daemon_set: k8s.apps.v1.DaemonSet
+
+    def __init__(self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:image:ImagePrePull", name, None, opts)
+        labels = {"app.kubernetes.io/name": NAME}
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            f"{name}-ds",
+            metadata={"name": NAME, "namespace": args.namespace, "labels": labels,
+                      "annotations": {"pulumi.com/timeoutSeconds": str(TIMEOUT_SECONDS)}},
+            spec={
+                "selector": {"matchLabels": labels},
+                # A new digest is pulled on every node at once, not node after node.
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "nodeSelector": dict(GPU_LABELS),
+                        "tolerations": [dict(GPU_TOLERATION)],
+                        "automountServiceAccountToken": False,
+                        "terminationGracePeriodSeconds": 1,
+                        "initContainers": [{
+                            "name": "pull", "image": args.image, "imagePullPolicy": "IfNotPresent",
+                            "command": ["true"], "resources": TINY, "securityContext": LOCKED_DOWN}],
+                        # The pod stays: its exited init container keeps the image in use, so the
+                        # kubelet's image garbage collection leaves it on the node.
+                        "containers": [{
+                            "name": "pause", "image": versions()["images"]["pause"],
+                            "resources": TINY, "securityContext": LOCKED_DOWN}],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.after)))
+        self.register_outputs({"name": NAME})
