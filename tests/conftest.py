@@ -16,6 +16,15 @@ def dev() -> Graph:
     return run_program("dev")
 
 
+@pytest.fixture(scope="session")
+def shared_ref() -> pathlib.Path:
+    """The reference data directory ($SLINKY_EKS_REF or ../shared/ref); missing fails the test."""
+    try:
+        return reference_data.ref_root()
+    except reference_data.ReferenceDataMissing as e:
+        pytest.fail(str(e))
+
+
 def pytest_report_header(config) -> str:
     """Which reference data this run reads (tools/reference_data.py): the first line of the log."""
     try:
