@@ -197,3 +197,49 @@ def custom_resource_problems(obj: dict, crds: list[dict]) -> list[str]:
     problems += [f"{label(obj)}.{'.'.join(map(str, e.absolute_path))}: {e.message}"
                  for e in sorted(validator.iter_errors(stored), key=lambda e: list(map(str, e.absolute_path)))]
     return problems
+
+
+# Blocks of the Slinky custom resources the CRDs keep as free objects
+# (x-kubernetes-preserve-unknown-fields) and the operator decodes as Kubernetes types; a misspelled
+# field there passes the API server and is dropped by the operator (SlinkyProject/slurm-operator
+# v1.2.1 helm/slurm-operator-crds/templates/slinky.slurm.net_*.yaml: "PodSpec is a description of
+# a pod", container blocks described as corev1.Container).
+CONTAINER_BLOCKS = {"Controller": ("slurmctld", "reconfigure", "logfile"), "RestApi": ("slurmrestd",),
+                    "NodeSet": ("slurmd", "logfile"), "LoginSet": ("login", "initconf")}
+
+
+def _without_nulls(value: Any) -> Any:
+    """A null is the zero value once decoded into a Go struct."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def embedded_kubernetes_problems(obj: dict, k8s_version: str) -> list[str]:
+    """The pod template, containers and Service spec of a Slinky custom resource, validated
+    against the Kubernetes OpenAPI schema of `k8s_version` (strict: unknown fields are errors)."""
+    import kubernetes_validate
+
+    def check(kube_obj: dict, where: str) -> list[str]:
+        try:
+            kubernetes_validate.validate(_without_nulls(kube_obj), k8s_version, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            return [f"{label(obj)}.{where}: {e.message}"]
+        return []
+
+    def pod(spec: dict) -> dict:
+        spec = {"containers": [{"name": "c", "image": "i"}], **spec}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "check"}, "spec": spec}
+
+    spec = obj.get("spec") or {}
+    problems = check(pod((spec.get("template") or {}).get("spec") or {}), "spec.template.spec")
+    for block in CONTAINER_BLOCKS.get(obj["kind"], ()):
+        if spec.get(block):
+            problems += check(pod({"containers": [{"name": "c", **spec[block]}]}), f"spec.{block}")
+    service = (spec.get("service") or {}).get("spec")
+    if service:
+        problems += check({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "check"},
+                           "spec": {"ports": [{"port": 22}], **service}}, "spec.service.spec")
+    return problems

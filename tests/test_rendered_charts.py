@@ -197,6 +197,44 @@ def test_crd_check_catches_a_kind_without_a_crd(rendered):
         "Cluster/x: no CRD for slinky.slurm.net/v1beta1 Cluster"]
 
 
+def test_slinky_pod_templates_containers_and_services_are_valid_kubernetes(dev, rendered):
+    version = dev.named("cluster-eks").inputs["version"]
+    assert [p for o in slinky_resources(rendered) for p in rc.embedded_kubernetes_problems(o, version)] == []
+
+
+def test_kubernetes_check_catches_a_misspelling_inside_a_pod_template(dev):
+    objects = rerender(dev, "slurm", lambda v: v["nodesets"]["slinky"]["podSpec"]["tolerations"][0].update(
+        operater="Exists"))
+    problems = rc.embedded_kubernetes_problems(by_name(objects, "NodeSet", "slurm-worker-slinky"), "1.36")
+    assert len(problems) == 1 and problems[0].startswith("NodeSet/slurm-worker-slinky.spec.template.spec:")
+    assert "operater" in problems[0]
+
+
+def test_kubernetes_check_catches_a_misspelling_inside_the_slurmd_container(dev):
+    objects = rerender(dev, "slurm", lambda v: v["nodesets"]["slinky"]["slurmd"].update(volumeMount=[]))
+    problems = rc.embedded_kubernetes_problems(by_name(objects, "NodeSet", "slurm-worker-slinky"), "1.36")
+    assert len(problems) == 1 and problems[0].startswith("NodeSet/slurm-worker-slinky.spec.slurmd:")
+
+
+def test_kubernetes_check_catches_an_invalid_login_service_spec(dev):
+    objects = rerender(dev, "slurm", lambda v: v["loginsets"]["slinky"]["service"]["spec"].update(typ="NodePort"))
+    problems = rc.embedded_kubernetes_problems(by_name(objects, "LoginSet", "slurm-login-slinky"), "1.36")
+    assert len(problems) == 1 and problems[0].startswith("LoginSet/slurm-login-slinky.spec.service.spec:")
+
+
+def test_crd_check_catches_a_misspelled_persistence_storage_class(dev, rendered):
+    objects = rerender(dev, "slurm", lambda v: v["controller"]["persistence"].update(storageClass="gp3"))
+    assert rc.custom_resource_problems(by_name(objects, "Controller", "slurm"), rendered["slurm-operator-crds"]) == [
+        "Controller/slurm.spec.persistence.storageClass: unknown field"]
+
+
+def test_crd_check_catches_service_annotations_in_the_wrong_place(dev, rendered):
+    objects = rerender(dev, "slurm", lambda v: v["loginsets"]["slinky"]["service"].update(annotations={"a": "b"}))
+    problems = rc.custom_resource_problems(by_name(objects, "LoginSet", "slurm-login-slinky"),
+                                           rendered["slurm-operator-crds"])
+    assert problems == ["LoginSet/slurm-login-slinky.spec.service.annotations: unknown field"]
+
+
 def test_the_nodeset_carries_the_gres_resources_and_image_digest(dev, rendered):
     gpu = lookup(dev.named("nodes-gpu").inputs["instanceTypes"][0])
     spec = by_name(rendered["slurm"], "NodeSet", "slurm-worker-slinky")["spec"]
