@@ -5,11 +5,12 @@ fails."""
 import copy
 
 import pytest
+import yaml
 
 import rendered_checks as rc
 from components.catalog import lookup
 from components.slurm_values import gpu_resources
-from harness import IMAGE_DIGEST
+from harness import IMAGE_DIGEST, PROJECT_DIR
 from tools import chart_render, reference_data
 
 RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds",
@@ -89,6 +90,26 @@ def test_crds_of_a_subchart_come_only_when_it_is_enabled():
 
 def test_the_kube_version_is_the_clusters(dev):
     assert chart_render.kube_version(dev) == f"v{dev.named('cluster-eks').inputs['version']}.0"
+
+
+def test_the_kube_version_reaches_the_chart():
+    def hpa_api(kube_version):
+        (hpa,) = [o for o in chart_render.render(
+            "aws-load-balancer-controller", "1.17.1", {"clusterName": "c", "autoscaling": {"enabled": True}},
+            "aws-load-balancer-controller", "kube-system", kube_version) if o["kind"] == "HorizontalPodAutoscaler"]
+        return hpa["apiVersion"]
+    # templates/hpa.yaml: autoscaling/v2 from Kubernetes 1.23 on.
+    assert (hpa_api("v1.22.0"), hpa_api(chart_render.DEFAULT_KUBE_VERSION)) == ("autoscaling/v2beta2", "autoscaling/v2")
+
+
+def test_the_default_kube_version_is_the_programs_default():
+    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
+    assert chart_render.DEFAULT_KUBE_VERSION == f"v{project['config']['kubernetesVersion']['default']}.0"
+
+
+def test_values_breaking_the_charts_schema_are_refused():
+    with pytest.raises(chart_render.ChartRenderError, match="replicaCount"):
+        chart_render.render("cert-manager", "v1.16.2", {"replicaCount": "two"}, "cert-manager", "cert-manager")
 
 
 def test_a_release_whose_values_are_unknown_is_refused(dev):
