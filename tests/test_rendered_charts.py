@@ -9,8 +9,8 @@ import yaml
 
 import rendered_checks as rc
 from components.catalog import lookup
-from components.slurm_values import gpu_resources
-from harness import IMAGE_DIGEST, PROJECT_DIR
+from components.slurm_values import gpu_resources, slinky_image_tag
+from harness import IMAGE_DIGEST, PROJECT_DIR, run_program
 from tools import chart_render, reference_data
 
 RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds",
@@ -304,6 +304,20 @@ def test_no_image_floats(rendered):
     every = [image for objects in rendered.values() for o in objects for _, image in rc.images(o)]
     assert len(every) >= 15
     assert [p for objects in rendered.values() for p in rc.floating_images(objects)] == []
+
+
+def test_the_slurm_control_plane_runs_the_slurm_build_of_the_slurmd_base_image():
+    graph = run_program("dev", {"slurmVersion": "26.05.3", "slurmdImageTag": "26.05.3-torch2.9-cu130-mpi",
+                                "slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.3-ubuntu24.04"})
+    slinky = [image for o in chart_render.render_graph_releases(graph)["slurm"] for _, image in rc.images(o)
+              if image.startswith("ghcr.io/slinkyproject/")]
+    assert sorted(slinky) == [f"ghcr.io/slinkyproject/{name}:26.05.3-ubuntu24.04"
+                              for name in ("login", "slurmctld", "slurmctld", "slurmrestd")]
+
+
+def test_the_slinky_tag_is_read_past_a_digest():
+    assert slinky_image_tag("ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "0" * 64) == \
+        "26.05.2-ubuntu26.04"
 
 
 def test_the_slinky_sidecars_and_init_images_come_from_ecr_public(rendered):
