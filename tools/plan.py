@@ -10,7 +10,8 @@ numbers and booleans itself, so kubernetesVersion=1.30 stays "1.30"); --set-json
 lists and objects. Exit status: 0 planned; 1 the program refused the config; 2 a bad --set.
 
 Writes plan/graph.json (resources, inputs with secrets redacted, dependency edges), plan/graph.mmd
-(Mermaid), plan/graph.png and plan/values/<release>.yaml.
+(Mermaid), plan/graph.png, plan/values/<release>.yaml and plan/manifests/<release>.yaml (what each
+release installs, rendered from the upstream chart at its pinned version: tools/chart_render.py).
 """
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ import yaml  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from harness import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
+from tools import chart_render, reference_data  # noqa: E402
 
 REDACTED = "[secret]"
+# What a chart makes up at install time when `lookup` finds nothing (keys, certificates, CA bundles).
+GENERATED = "[generated at install]"
 
 
 def integers(value):
@@ -252,6 +256,47 @@ def parse_overrides(strings: list[str], json_values: list[str]) -> dict:
     return overrides
 
 
+def _generated_as_marker(first, second, where: str):
+    """`first` with every value that differs in `second` (a render of the same input) replaced by
+    GENERATED: what a chart generates at random is all that changes between two renders."""
+    if isinstance(first, dict) and isinstance(second, dict) and first.keys() == second.keys():
+        return {k: _generated_as_marker(first[k], second[k], f"{where}.{k}") for k in first}
+    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        return [_generated_as_marker(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(first, second, strict=True))]
+    if type(first) is type(second) and not isinstance(first, (dict, list)):
+        return first if first == second else GENERATED
+    raise chart_render.ChartRenderError(f"{where}: two renders of the same input differ in shape")
+
+
+def stable_manifests(graph: Graph) -> dict[str, list[tuple[str, dict]]]:
+    """(source, object) of every release, rendered twice so that what the charts generate at random
+    (the LBC webhook certificate, slurm's keys if the chart made them) reads GENERATED: the same
+    bytes on every run, and a plan diff shows only what the program changed."""
+    first = chart_render.render_graph_release_sources(graph)
+    second = chart_render.render_graph_release_sources(graph)
+    return {release: [(source, _generated_as_marker(obj, again, f"{release}:{source}"))
+                      for (source, obj), (_, again) in zip(objects, second[release], strict=True)]
+            for release, objects in first.items()}
+
+
+def write_manifests(graph: Graph, out: pathlib.Path, rendered: dict[str, list[tuple[str, dict]]]) -> None:
+    """plan/manifests/<release>.yaml: every object a release installs, as `helm template` lists it
+    (`rendered`: stable_manifests of the same graph)."""
+    manifests = out / "manifests"
+    manifests.mkdir(parents=True, exist_ok=True)
+    for r in graph.of_type(chart_render.RELEASE_TYPE):
+        request = chart_render.release_request(r)
+        name = request["release_name"]
+        header = (f"# {request['chart']} {request['version']} (release {name}, namespace {request['namespace']}), "
+                  f"rendered with the values in values/{r.name}.yaml\n")
+        if "values" in r.secret_inputs:
+            body = f"# {REDACTED}: the values are secret\n"
+        else:
+            body = "".join(f"---\n# Source: {source}\n" + yaml.safe_dump(obj, sort_keys=True)
+                           for source, obj in rendered[name])
+        (manifests / f"{name}.yaml").write_text(header + body)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stack", default="dev")
@@ -271,12 +316,18 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - the program's own error (e.g. invalid config) is the answer
         print(error, file=sys.stderr)
         return 1
+    try:  # rendered before anything is written: a failure leaves no half plan
+        rendered = stable_manifests(graph)
+    except (reference_data.ReferenceDataMissing, chart_render.ChartRenderError) as error:
+        print(f"cannot render the manifests: {error}", file=sys.stderr)
+        return 1
     write_plan(graph, args.out)
+    write_manifests(graph, args.out, rendered)
     n = counts(graph)
     print(f"{n['registered']} resources ({n['custom']} custom, {n['components']} components; `pulumi preview` "
           f"counts {n['preview']} with the stack and {n['defaultProviders']} default providers), "
           f"{len(graph.of_type('kubernetes:helm.sh/v3:Release'))} Helm releases -> "
-          f"{args.out}/graph.json, graph.mmd, graph.png, values/")
+          f"{args.out}/graph.json, graph.mmd, graph.png, values/, manifests/")
     return 0
 
 
