@@ -47,7 +47,7 @@ def staged(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture
 def cpu_mode(staged, tmp_path) -> dict[str, str]:
     return {"JOBS_DIR": str(staged), "PYTHON": sys.executable, "DIST_BACKEND": "gloo",
-            "EXPECT_EFA": "0", "NPROC_PER_NODE": "2", "ALLREDUCE_BYTES": str(16 * 2**20),
+            "EXPECT_EFA": "0", "NPROC_PER_NODE": "2", "GPUS_PER_NODE": "2", "ALLREDUCE_BYTES": str(16 * 2**20),
             "TINY_MODEL": "1", "MAX_STEPS": "3", "HF_HOME": str(tmp_path / "hf"),
             "OUTPUT_DIR": str(tmp_path / "lora-out"), "OMP_NUM_THREADS": "1",
             # Job logs where /shared/logs would be: sbatch's input variable beats #SBATCH --output.
@@ -58,6 +58,14 @@ def test_sanity_job_passes(slurm, staged, cpu_mode, tmp_path):
     state, code, out = slurm.sbatch(staged / "sanity.sbatch", tmp_path, cpu_mode)
     assert (state, code) == ("COMPLETED", "0:0"), out
     assert "all_reduce OK: value 4.0 == world_size 4.0" in out and "SANITY OK" in out
+
+
+def test_sanity_job_steps_get_the_gpus_they_request(slurm, staged, cpu_mode, tmp_path):
+    # The test cluster's nodes have gres/gpu:2; an --exclusive job's steps see them only when asked.
+    state, _, out = slurm.sbatch(staged / "sanity.sbatch", tmp_path, cpu_mode)
+    assert state == "COMPLETED", out
+    seen = sorted(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("rank "))
+    assert seen == ["CUDA_VISIBLE_DEVICES=0,1"] * 4, out
 
 
 def test_sanity_job_fails_on_a_wrong_all_reduce(slurm, staged, cpu_mode, tmp_path):
