@@ -2,7 +2,7 @@
 # Register the accelerator stack with the dynamic linker and pin NCCL's network plugin, so that
 # Slurm jobs (which run with the login pod's environment, not this image's ENV) resolve EFA and
 # NCCL through /etc/ld.so.conf.d, and a plugin that fails to load aborts NCCL instead of letting
-# it fall back to TCP sockets (anchors §1.12).
+# it fall back to TCP sockets.
 #   register-libraries.sh [--root DIR]      (DIR: a root filesystem; default /)
 set -euo pipefail
 ROOT=/
@@ -17,7 +17,7 @@ ROOT=${ROOT%/}
 # torch's own NCCL first: the one nccl-tests links and the one training loads are then the same.
 nccl_dir=$(find "$ROOT"/usr/local/lib/python3*/site-packages/nvidia/nccl/lib -maxdepth 1 \
              -name 'libnccl.so.2' -printf '%h\n' 2>/dev/null | head -n1 || true)
-# The EFA installer moved the plugin between these (aws-facts §3a): take whichever holds it.
+# The EFA installer moved the plugin between these directories: take whichever holds it.
 plugin_dir=""
 for d in /opt/amazon/ofi-nccl/lib /opt/amazon/ofi-nccl/lib/x86_64-linux-gnu; do
   if [ -e "$ROOT$d/libnccl-net-ofi.so" ] || [ -e "$ROOT$d/libnccl-net.so" ]; then plugin_dir=$d; break; fi
@@ -32,9 +32,12 @@ printf '%s\n' "${nccl_dir#"$ROOT"}" /opt/amazon/efa/lib "$plugin_dir" /usr/local
   > "$ROOT/etc/ld.so.conf.d/00-slinky-eks.conf"
 if [ "$ROOT" = "" ]; then ldconfig; fi
 
-# NCCL reads /etc/nccl.conf whatever the job's environment. "Libfabric" is the plugin's network
-# name since aws-ofi-nccl 1.12 (aws-facts §3a).
-{ grep -v '^NCCL_NET=' "$ROOT/etc/nccl.conf" 2>/dev/null || true; echo "NCCL_NET=Libfabric"; } \
-  > "$ROOT/etc/nccl.conf.new"
+# NCCL reads /etc/nccl.conf whatever the job's environment (NVIDIA/nccl v2.27.7-1
+# src/misc/param.cc). NCCL_NET_PLUGIN=ofi makes NCCL open libnccl-net-ofi.so, the plugin's real
+# file: its default name libnccl-net.so is, in aws-ofi-nccl 1.15-1.16, a symlink that ldconfig
+# does not cache (aws/aws-ofi-nccl src/Makefile.am, v1.16.0). "Libfabric" is the plugin's
+# network name since aws-ofi-nccl 1.12.
+{ grep -vE '^NCCL_NET(_PLUGIN)?=' "$ROOT/etc/nccl.conf" 2>/dev/null || true
+  echo "NCCL_NET_PLUGIN=ofi"; echo "NCCL_NET=Libfabric"; } > "$ROOT/etc/nccl.conf.new"
 mv "$ROOT/etc/nccl.conf.new" "$ROOT/etc/nccl.conf"
 echo "register-libraries: $(tr '\n' ' ' < "$ROOT/etc/ld.so.conf.d/00-slinky-eks.conf")"
