@@ -118,3 +118,33 @@ def assert_image(root: pathlib.Path, slurm_version: str = SLURM_VERSION) -> subp
 
 def remove(path: pathlib.Path) -> None:
     shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
+# PyPI's CUDA 13.0 wheels, installed by `make test` (requirements-cuda.txt): a real nvcc, and the
+# nvidia-nccl-cu13 wheel that torch's cu130 build loads.
+CUDA_WHEELS = ROOT / ".cuda/nvidia"
+
+
+def cuda_wheels() -> pathlib.Path:
+    if not (CUDA_WHEELS / "cu13/bin/nvcc").exists():
+        raise RuntimeError(f"no nvcc under {CUDA_WHEELS}: `make test` installs requirements-cuda.txt there")
+    return CUDA_WHEELS
+
+
+def toolchain_root(root: pathlib.Path) -> pathlib.Path:
+    """good_root with the DLC's CUDA toolkit at /usr/local/cuda and torch's NCCL package being
+    the real wheels."""
+    wheels = cuda_wheels()
+    good_root(root)
+    remove(root / "usr/local/cuda")
+    link(root / "usr/local/cuda", str(wheels / "cu13"))
+    nccl = root / SITE / "nvidia/nccl"
+    remove(nccl)
+    link(nccl / "lib/libnccl.so.2", str(wheels / "nccl/lib/libnccl.so.2"))
+    link(nccl / "include", str(wheels / "nccl/include"))
+    return root
+
+
+def assert_toolchain(root: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(IMAGE / "assert-toolchain.sh"), "--root", str(root)],
+                          capture_output=True, text=True)
