@@ -12,7 +12,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 
 .PHONY: test up preview destroy slurm-packages
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt image/finetune-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	touch $@

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import pulumi
 
 from components import catalog
-from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
+from components.chart_versions import slinky_pairing, slurm_release_for_chart, slurmd_base_flavour, versions
 
 # Kubernetes versions EKS offers in late 2026 (aws-facts §5a, E7/V1/V2): standard support 1.34
 # (until 2026-12-02), 1.35, 1.36; extended support (6x control-plane price, P1) 1.32, 1.33.
@@ -242,9 +242,14 @@ def load(region_azs: Callable[[str], list[str] | None]) -> StackConfig:
                   f"'{slurm}-' so the image and slurmctld pair up (e.g. {slurm}-torch2.9-cu130-mpi)")
     dlc = r.string("dlcBaseImage")
     slurmd_base = r.string("slurmdBaseImage")
-    if slurmd_base and slurm and f":{slurm}" not in slurmd_base:
+    flavour = slurmd_base_flavour(slurm) if slurm and _SLURM_VERSION.match(slurm) else None
+    if slurmd_base and slurm and flavour and f":{slurm}-{flavour}" not in slurmd_base.split("@")[0]:
+        r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} on {flavour}, "
+                  f"the flavour the image's CUDA toolchain builds on "
+                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-{flavour})")
+    elif slurmd_base and slurm and f":{slurm}" not in slurmd_base:
         r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} "
-                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu26.04)")
+                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu24.04)")
     build_on_preview = r.boolean("buildImageOnPreview")
     retain_shared = r.boolean("retainSharedData")
     vpc_cidr = r.string("vpcCidr", _vpc_cidr_problem)

@@ -131,6 +131,12 @@ def test_slurmd_base_image_must_be_the_slurm_version():
     assert "slurmdBaseImage" in rejected(slurmdBaseImage="ghcr.io/slinkyproject/slurmd:25.11.1-ubuntu24.04")
 
 
+def test_slurmd_base_image_must_be_the_flavour_the_slurm_release_pairs_with():
+    msg = rejected(slurmdBaseImage="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04")
+    assert "slurmdBaseImage = 'ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04'" in msg
+    assert "Slurm 26.05.2 on ubuntu24.04" in msg and "slurmd:26.05.2-ubuntu24.04" in msg
+
+
 @pytest.mark.parametrize("value", ["10.0.0.0/8", "10.0.0.0/24", "8.8.0.0/16", "banana"])
 def test_vpc_cidr_must_be_private_and_sized(value):
     assert f"vpcCidr = '{value}'" in rejected(vpcCidr=value)
