@@ -138,3 +138,19 @@ def test_bases_can_be_pinned_by_digest():
     graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
     args = graph.named("slurmd-build").inputs["buildArgs"]
     assert args["SLURMD_IMAGE"] == slurmd and args["DLC_IMAGE"] == dlc
+
+
+def _undocumented_dlc_copies(dockerfile: str, readme: str) -> list[str]:
+    """Sources of `COPY --from=dlc` that image/README.md's DLC table does not list."""
+    table = readme.split("## DLC", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`(/[^`]+)`", table))
+    sources = [m.split()[0] for m in re.findall(r"^COPY --from=dlc (.+)$", dockerfile, re.M)]
+    return [s for s in sources if s.rstrip("/") not in {d.rstrip("/") for d in documented}]
+
+
+def test_dockerfile_copies_from_the_dlc_only_what_its_layout_documents():
+    readme = (ROOT / "image/README.md").read_text()
+    assert _undocumented_dlc_copies((ROOT / "image/Dockerfile").read_text(), readme) == []
+    # The copy that broke the first `pulumi up`: the DLC's Python is static, there is no libpython.
+    broken = "COPY --from=dlc /usr/local/lib/libpython3.12.so.1.0 /usr/local/lib/libpython3.12.so.1.0\n"
+    assert _undocumented_dlc_copies(broken, readme) == ["/usr/local/lib/libpython3.12.so.1.0"]
