@@ -1,5 +1,5 @@
 """What must hold in the account before the first resource: the two node AZs, the instance types
-offered there, the GPU family's on-demand vCPU quota, and no duplicate access entry for the
+offered there, the GPU family's and the core nodes' on-demand vCPU quotas, and no duplicate access entry for the
 deployer. Each finding is (key, value, what is allowed) for stack_config's one ConfigError; where
 the account cannot be asked, a warning names the missing permission instead.
 """
@@ -23,6 +23,11 @@ EKS_UNSUPPORTED_ZONE_IDS = {
 # https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html
 _QUOTA_REQUEST = ("aws service-quotas request-service-quota-increase --region {region} "
                   "--service-code ec2 --quota-code {code} --desired-value {needed}")
+
+
+# The quota the core nodes (M, C, R, ... types) count against (EC2 "On-Demand Instance quotas":
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
+ON_DEMAND_STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
 
 
 @dataclass
@@ -120,6 +125,29 @@ def quota(account: Account, region: str, gpu: catalog.GpuInstanceType, count: in
                              + " (or set skipGpuQuotaCheck=true to skip this check)"))
 
 
+def core_quota(account: Account, region: str, core_type: str, count: int, out: Findings) -> None:
+    """The core group keeps the managed node group's default rolling update, which launches a new
+    node before it terminates an old one (EKS API NodegroupUpdateConfig, maxUnavailable 1:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html), so an
+    update needs one node more than coreNodeCount."""
+    code, quota_name = ON_DEMAND_STANDARD
+    try:
+        vcpus = account.vcpus(region, core_type)
+        have = account.ec2_quota(region, code)
+    except PermissionDenied as denied:
+        out.cannot_ask(f"the {quota_name} quota ({code}) for the core nodes", denied)
+        return
+    needed = vcpus * (count + 1)
+    if have < needed:
+        out.problems.append(("coreNodeCount", count,
+                             f"{count} x {core_type} ({vcpus} vCPUs each), plus the one more a "
+                             f"rolling update launches, need {needed} vCPUs of the quota "
+                             f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                             f"{max(int(have) // vcpus - 1, 0)} core nodes at most, a smaller "
+                             "coreInstanceType, or request an increase: "
+                             + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)))
+
+
 def deployer_not_admin(account: Account, admin_role_arns: list[str], out: Findings) -> None:
     """The deployer is the cluster creator and already has an access entry; EKS refuses a second
     one for the same principal (EKS user guide, access entries:
@@ -148,7 +176,8 @@ def _account_and_name(role_arn: str) -> tuple[str, str]:
 
 
 def check(account: Account, region: str, gpu_zone: str, gpu: catalog.GpuInstanceType | None,
-          gpu_count: int, core_type: str, admin_role_arns: list[str], skip_quota: bool) -> Findings:
+          gpu_count: int, core_type: str, admin_role_arns: list[str], skip_quota: bool,
+          core_count: int = 0) -> Findings:
     """Every finding at once; a check whose inputs are already invalid is left out."""
     out = Findings()
     chosen = zones(account, region, gpu_zone, out)
@@ -157,5 +186,7 @@ def check(account: Account, region: str, gpu_zone: str, gpu: catalog.GpuInstance
         offerings(account, region, chosen, gpu, core_type, out)
     if chosen and gpu is not None and gpu_count >= 1 and not skip_quota:
         quota(account, region, gpu, gpu_count, out)
+    if chosen and core_type and core_count >= 1:
+        core_quota(account, region, core_type, core_count, out)
     deployer_not_admin(account, admin_role_arns, out)
     return out
