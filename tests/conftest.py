@@ -32,3 +32,10 @@ def rejected(**overrides) -> str:
     graph = run_program("dev", overrides, expect_error=True)
     assert graph.resources == [], [r.name for r in graph.resources]
     return str(graph.error)
+
+
+@pytest.fixture(scope="session")
+def rendered(dev) -> dict[str, list[dict]]:
+    """Every helm Release of the dev stack rendered from its reference chart, by release name."""
+    from tools.chart_render import render_graph_releases
+    return render_graph_releases(dev)
