@@ -67,7 +67,8 @@ def merged_config(extra_conf: str, defaults: dict[str, list[str]]) -> list[str]:
 
 
 def nodeset_name(nodeset: dict) -> str:
-    hostname = nodeset["spec"].get("template", {}).get("hostname", "")
+    # The chart sets the pod template's hostname to "<nodeset>-"; the operator appends the ordinal.
+    hostname = nodeset["spec"].get("template", {}).get("spec", {}).get("hostname", "")
     if hostname:
         return hostname.split()[0].strip("-")
     return nodeset["metadata"]["name"]

@@ -1,10 +1,12 @@
-"""The jobs on a real two-node Slurm cluster (Debian's slurmctld/slurmd/munge, PMIx), in CPU mode:
-the same job files and the same cluster.env the program stages onto /shared, reached through
-environment overrides only."""
+"""The jobs on a real two-node Slurm 26.05 cluster shaped as the Slinky operator runs it
+(local_slurm.py: the slurm.conf, gres.conf and slurmd --conf of the release the chart renders from
+the program's values), in CPU mode: the same job files and the same cluster.env the program stages
+onto /shared, reached through environment overrides only."""
 from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -14,20 +16,27 @@ import pytest
 from components.catalog import CATALOG
 from components.job_environment import ENV_FILE, cluster_environment, render
 from components.job_staging import job_files
-from local_slurm import LocalSlurm, missing_binaries
+from local_slurm import LocalSlurm, RootMissing
+from slinky_conf import Release
 from tools import slurm_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slurm
 
 
+WALKTHROUGH = CATALOG["g6.12xlarge"]
+
+
 @pytest.fixture(scope="module")
-def slurm(tmp_path_factory):
-    if os.geteuid() != 0 or missing_binaries():
-        pytest.fail("the job tests start a real Slurm cluster: they need root and Debian's slurmctld, "
-                    f"slurmd, slurm-client, munge and libpmix-dev (missing: {missing_binaries()}); "
-                    "`make test` installs them")
-    cluster = LocalSlurm(tmp_path_factory.mktemp("slurm")).start()
+def slurm(tmp_path_factory, rendered):
+    if os.geteuid() != 0:
+        pytest.fail("the job tests start a real Slurm cluster in namespaces: they need root")
+    try:
+        cluster = LocalSlurm(tmp_path_factory.mktemp("slurm"), Release.from_documents(rendered["slurm"]),
+                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus)
+    except RootMissing as e:
+        pytest.fail(str(e))
+    cluster.start()
     yield cluster
     cluster.stop()
 
@@ -36,7 +45,7 @@ def slurm(tmp_path_factory):
 def staged(tmp_path_factory) -> pathlib.Path:
     """/shared/jobs as the program stages it, for the walkthrough's g6.12xlarge."""
     jobs = tmp_path_factory.mktemp("shared") / "jobs"
-    for key, text in {**job_files(), ENV_FILE: render(cluster_environment(CATALOG["g6.12xlarge"]))}.items():
+    for key, text in {**job_files(), ENV_FILE: render(cluster_environment(WALKTHROUGH))}.items():
         path = jobs / key.replace("__", "/")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -81,23 +90,14 @@ def test_finetune_two_nodes_two_processes_writes_adapters(slurm, staged, cpu_mod
     metrics = [line for line in out.splitlines() if line.startswith("METRICS ")]
     assert any('"loss"' in m and '"mean_token_accuracy"' in m for m in metrics), out[-3000:]
     assert f"Done. LoRA adapters saved to {adapters}" in out
-    assert "nnodes=2" in out or "on n[1-2]" in out
-
-
-def test_srun_offers_and_launches_pmix(slurm):
-    listed = subprocess.run(["srun", "--mpi=list"], env=slurm.env, capture_output=True, text=True)
-    assert "pmix" in listed.stdout + listed.stderr
-    step = subprocess.run(["srun", "--mpi=pmix", "-N2", "-n4", "bash", "-c", "echo rank=$PMIX_RANK"],
-                          env=slurm.env, capture_output=True, text=True, timeout=60)
-    assert step.returncode == 0, step.stderr
-    assert sorted(step.stdout.split()) == [f"rank={i}" for i in range(4)]
+    # Dynamic nodes are listed in registration order: slinky-[0-1] or slinky-[1,0].
+    assert "nnodes=2" in out or re.search(r"job \d+ on slinky-\[(0-1|0,1|1,0)\]", out), out[:500]
 
 
 # Stuck nodes on a real Slurm: the same resume script `verify --fix` and `pulumi up` run.
 
 def _sinfo(slurm):
-    out = subprocess.run(["sinfo", "-N", "-h", "-o", "%N %T %G"], env=slurm.env, capture_output=True, text=True)
-    return slurm_state.parse_sinfo(out.stdout)
+    return slurm_state.parse_sinfo(slurm.run(["sinfo", "-N", "-h", "-o", "%N %T %G"]).stdout)
 
 
 def _all_idle(slurm, timeout=60):
@@ -111,23 +111,21 @@ def _all_idle(slurm, timeout=60):
 @pytest.mark.parametrize("state", ["down", "drain"])
 def test_resume_script_brings_stuck_nodes_back(slurm, state):
     assert _all_idle(slurm) == ["idle", "idle"]
-    subprocess.run(["scontrol", "update", "nodename=n2", f"state={state}", "reason=image change"],
-                   env=slurm.env, check=True)
+    assert slurm.run(["scontrol", "update", "nodename=slinky-1", f"state={state}",
+                      "reason=image change"]).returncode == 0
     stuck = _sinfo(slurm)
-    assert slurm_state.nodes_to_resume(stuck) == ["n2"], stuck
-    scontrol = subprocess.run(["scontrol", "show", "node", "n2"], env=slurm.env, capture_output=True, text=True).stdout
-    assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(scontrol)) == ["n2"]
-    result = subprocess.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "2", "30", "1"], env=slurm.env,
-                            capture_output=True, text=True, timeout=60)
+    assert slurm_state.nodes_to_resume(stuck) == ["slinky-1"], stuck
+    scontrol = slurm.run(["scontrol", "show", "node", "slinky-1"]).stdout
+    assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(scontrol)) == ["slinky-1"]
+    result = slurm.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "2", "30", "1"], timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "resuming n2" in result.stdout and "nodes ready: 2 of 2" in result.stdout
+    assert "resuming slinky-1" in result.stdout and "nodes ready: 2 of 2" in result.stdout
     assert _all_idle(slurm) == ["idle", "idle"]
 
 
 def test_resume_script_fails_loudly_when_nodes_never_come_back(slurm):
     assert _all_idle(slurm) == ["idle", "idle"]
-    result = subprocess.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "3", "1", "1"], env=slurm.env,
-                            capture_output=True, text=True, timeout=60)
+    result = slurm.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "3", "1", "1"], timeout=60)
     assert result.returncode == 1 and "FAILED: 2 of 3 Slurm nodes take jobs" in result.stderr
 
 
@@ -175,3 +173,5 @@ def test_every_script_passes_shellcheck():
     result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", "-P", "SCRIPTDIR/..",
                              *map(str, scripts)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
