@@ -17,8 +17,8 @@ few shared libraries it links (tests/slurm-roots/sid.packages). Each pod has its
 pytest's temporary tree shared into it, so job output under tmp_path is where the tests read it.
 
 One deviation from the pods, forced by one network namespace for all daemons: each slurmd gets its
-own `Port=` appended to its --conf, and sackd its own --port (its default is SlurmdPort). Only the processes started here are
-stopped, by PID.
+own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
+Only the processes started here are stopped, by PID.
 """
 from __future__ import annotations
 
@@ -47,7 +47,6 @@ from slinky_conf import (
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ROOTS = REPO / "build" / "slurm-roots"
-SACKD_PORT = 6816
 # What the root's Debian packages need so the host interpreter imports ssl, ctypes, sqlite3, ...
 _HOST_PATHS = (str(REPO), sys.base_prefix)
 
@@ -246,6 +245,14 @@ class LocalSlurm:
     # -- daemons -----------------------------------------------------------------------------
 
     def start(self) -> "LocalSlurm":
+        """Start everything, or stop what did start and raise: never leave a daemon behind."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "LocalSlurm":
         self._prepare()
         d = self.dir
         self.controller = self._spawn(
@@ -259,8 +266,8 @@ class LocalSlurm:
         self.login = self._spawn(
             "sackd",
             self._mounts("login", "etc-node", None, str(d / "log-login"), None),
-            ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}",
-             "--port", str(SACKD_PORT)], d / "sackd.stdout")
+            ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
+            d / "sackd.stdout")
         self._wait_for(lambda: self._login_ready(), 60, "sackd to fetch the configs")
         for node in self.nodes:
             self.start_slurmd(node)
@@ -279,7 +286,7 @@ class LocalSlurm:
 
     def slurmd_argv(self, node: str) -> list[str]:
         """The NodeSet pod's slurmd command line, plus the per-node Port."""
-        port = SLURMD_PORT + self.nodes.index(node) * 10
+        port = SLURMD_PORT + (self.nodes.index(node) + 1) * 10  # sackd has SlurmdPort
         return ["slurmd", "-D", "-Z", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}",
                 "--conf", f"{slurmd_conf(self.nodeset)} Port={port}"]
 

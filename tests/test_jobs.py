@@ -94,6 +94,17 @@ def test_finetune_two_nodes_two_processes_writes_adapters(slurm, staged, cpu_mod
     assert "nnodes=2" in out or re.search(r"job \d+ on slinky-\[(0-1|0,1|1,0)\]", out), out[:500]
 
 
+def test_verify_parses_mpi_list_of_slurm_26_05(slurm):
+    """Debian's 26.05 build carries no mpi/pmix plugin (test_pmix.py covers PMIx on 24.11)."""
+    listed = slurm.run(["srun", "--mpi=list"])
+    assert slurm_state.mpi_types(listed.stdout + listed.stderr) == ["none", "cray_shasta", "pmi2"], listed.stdout
+
+
+def test_cluster_runs_slurm_26_05(slurm):
+    assert slurm.run(["slurmctld", "-V"]).stdout.strip() == "slurm-wlm 26.05.5"
+    assert slurm.run(["sinfo", "-V"]).stdout.strip() == "slurm-wlm 26.05.5"
+
+
 # Stuck nodes on a real Slurm: the same resume script `verify --fix` and `pulumi up` run.
 
 def _sinfo(slurm):
@@ -175,3 +186,36 @@ def test_every_script_passes_shellcheck():
     assert result.returncode == 0, result.stdout
 
 
+
+
+# A NodeSet pod replaced (rolling update after an image change) on the real cluster: the operator's
+# preStop hook sets the node DOWN, the pod's slurmd stops, a new pod starts `slurmd -Z` under the same
+# name. The state strings are what Slurm 26.05.5 printed here.
+
+def _scontrol_node(slurm, node) -> str:
+    return slurm.run(["scontrol", "show", "node", "-o", node]).stdout
+
+
+def test_prestop_leaves_the_node_down_with_the_operator_reason_until_the_new_pod(slurm):
+    assert _all_idle(slurm) == ["idle", "idle"]
+    assert slurm.prestop("slinky-1").returncode == 0
+    record = _scontrol_node(slurm, "slinky-1")
+    assert "State=DOWN+DYNAMIC_NORM " in record, record
+    assert re.search(r"Reason=slurm-operator: Pod is terminating \[root@[\dT:-]+\]$", record.strip()), record
+    assert {n.name: n.state for n in _sinfo(slurm)} == {"slinky-0": "idle", "slinky-1": "down"}
+    assert slurm_state.nodes_to_resume(_sinfo(slurm)) == ["slinky-1"]
+    slurm.stop_slurmd("slinky-1")
+    assert "State=DOWN+DYNAMIC_NORM " in _scontrol_node(slurm, "slinky-1")
+    slurm.start_slurmd("slinky-1")
+    # ReturnToService=2 (the release's extra config): the re-registered node is usable again.
+    slurm.wait_for_states({"slinky-0": "idle", "slinky-1": "idle"}, 30)
+    record = _scontrol_node(slurm, "slinky-1")
+    assert "State=IDLE+DYNAMIC_NORM " in record and "Reason=" not in record, record
+    assert slurm_state.nodes_to_resume(_sinfo(slurm)) == []
+
+
+def test_a_replaced_pod_takes_jobs_again(slurm):
+    slurm.replace_pod("slinky-0")
+    slurm.wait_for_states({"slinky-0": "idle", "slinky-1": "idle"}, 30)
+    step = slurm.run(["srun", "-N2", "hostname"], timeout=60)
+    assert step.returncode == 0 and sorted(step.stdout.split()) == ["slinky-0", "slinky-1"], step.stderr
