@@ -8,17 +8,19 @@ STACK ?= dev
 # no secrets of its own; state secrets (kubeconfig) are encrypted with this passphrase.
 export PULUMI_CONFIG_PASSPHRASE ?=
 
-.PHONY: test up preview destroy slurm-packages
+.PHONY: test up preview destroy slurm-roots
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
 	touch $@
 
-slurm-packages:
-	bash tests/install-slurm-packages.sh
+# Root filesystems for the test clusters' Slurm (sid 26.05, trixie 24.11 + PMIx), rebuilt only
+# when tests/build-slurm-roots.sh or a package list changes.
+slurm-roots:
+	bash tests/build-slurm-roots.sh
 
-test: $(VENV)/.installed slurm-packages
+test: $(VENV)/.installed slurm-roots
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m pytest
 
