@@ -219,8 +219,8 @@ class LocalSlurm:
                   # temporary tree shared at its path: job scripts, outputs, this cluster's files.
                   f"mount -t tmpfs -o mode=1777 tmpfs {r}/tmp",
                   f"mkdir -p {r}{self.shared_tmp}", f"mount --bind {self.shared_tmp} {r}{self.shared_tmp}"]
-        for path in _HOST_PATHS:
-            lines.append(f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}")
+        for path in _HOST_PATHS:  # mkdir: a checkout under /tmp lies inside the pod's fresh /tmp
+            lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}"]
         lines += [f"mount --bind {d}/{etc} {r}{ETC_DIR}", f"mount --bind {d}/hosts {r}/etc/hosts",
                   f"mount --bind {log} {r}{LOG_DIR}"]
         if spool is not None:
