@@ -41,12 +41,12 @@ def nodeset(generation=3, observed=3, replicas=2, updated=2, ready=2, desired=2,
     return obj
 
 
-def pod(ordinal: int, revision=NEW_REVISION, ready=True, terminating=False) -> dict:
+def pod(ordinal: int, revision=NEW_REVISION, ready=True, terminating=False, hostname: str = "") -> dict:
     obj = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": f"{NODESET}-{ordinal}", "namespace": "slurm",
                         "labels": {"app.kubernetes.io/name": "slurmd", "app.kubernetes.io/instance": NODESET,
                                    "controller-revision-hash": revision}},
-           "spec": {"hostname": f"slinky-{ordinal}", "subdomain": "slurm-workers-slurm",
+           "spec": {"hostname": hostname or f"slinky-{ordinal}", "subdomain": "slurm-workers-slurm",
                     "containers": [{"name": "slurmd", "image": "slurmd"}]},
            "status": {"phase": "Running", "conditions": [
                {"type": "Ready", "status": "True" if ready else "False"}]}}

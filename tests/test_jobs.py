@@ -7,7 +7,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -15,7 +14,6 @@ from components.catalog import CATALOG
 from components.job_environment import ENV_FILE, cluster_environment, render
 from components.job_staging import job_files
 from local_slurm import LocalSlurm, missing_binaries
-from tools import slurm_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slurm
@@ -91,44 +89,6 @@ def test_srun_offers_and_launches_pmix(slurm):
                           env=slurm.env, capture_output=True, text=True, timeout=60)
     assert step.returncode == 0, step.stderr
     assert sorted(step.stdout.split()) == [f"rank={i}" for i in range(4)]
-
-
-# Stuck nodes on a real Slurm: the same resume script `verify --fix` and `pulumi up` run.
-
-def _sinfo(slurm):
-    out = subprocess.run(["sinfo", "-N", "-h", "-o", "%N %T %G"], env=slurm.env, capture_output=True, text=True)
-    return slurm_state.parse_sinfo(out.stdout)
-
-
-def _all_idle(slurm, timeout=60):
-    """Node states change asynchronously (a finished step leaves a node COMPLETING for a moment)."""
-    deadline = time.time() + timeout
-    while (states := [n.state for n in _sinfo(slurm)]) != ["idle", "idle"] and time.time() < deadline:
-        time.sleep(0.5)
-    return states
-
-
-@pytest.mark.parametrize("state", ["down", "drain"])
-def test_resume_script_brings_stuck_nodes_back(slurm, state):
-    assert _all_idle(slurm) == ["idle", "idle"]
-    subprocess.run(["scontrol", "update", "nodename=n2", f"state={state}", "reason=image change"],
-                   env=slurm.env, check=True)
-    stuck = _sinfo(slurm)
-    assert slurm_state.nodes_to_resume(stuck) == ["n2"], stuck
-    scontrol = subprocess.run(["scontrol", "show", "node", "n2"], env=slurm.env, capture_output=True, text=True).stdout
-    assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(scontrol)) == ["n2"]
-    result = subprocess.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "2", "30", "1"], env=slurm.env,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "resuming n2" in result.stdout and "nodes ready: 2 of 2" in result.stdout
-    assert _all_idle(slurm) == ["idle", "idle"]
-
-
-def test_resume_script_fails_loudly_when_nodes_never_come_back(slurm):
-    assert _all_idle(slurm) == ["idle", "idle"]
-    result = subprocess.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "3", "1", "1"], env=slurm.env,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 1 and "FAILED: 2 of 3 Slurm nodes take jobs" in result.stderr
 
 
 # The transport check on real NCCL log lines (aws-facts §3b).

@@ -2,6 +2,7 @@
 waited for, and only what it left stuck resumed (fake API serving CRD-valid NodeSet objects)."""
 import jsonschema
 import pytest
+
 from rollout_fakes import (
     NEW_REVISION,
     OLD_REVISION,
@@ -13,7 +14,6 @@ from rollout_fakes import (
     pod,
     scontrol_line,
 )
-
 from tools import rollout
 
 IDLE = [scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM"), scontrol_line("slinky-1", "IDLE+DYNAMIC_NORM")]

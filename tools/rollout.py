@@ -35,6 +35,9 @@ REVISION_LABEL = "controller-revision-hash"
 USABLE_BASES = frozenset({"IDLE", "MIXED", "ALLOCATED"})
 HARMLESS_FLAGS = frozenset({"DYNAMIC_NORM", "COMPLETING", "PLANNED", "RESERVED", "CLOUD"})
 STUCK_FLAGS = frozenset({"DOWN", "DRAIN"})
+# A #249 stall is a drained node with no pod at all; a normal replacement leaves that gap for
+# one reconcile (about 30 s), so five minutes without a pod is the operator being stuck.
+STALL_AFTER_SECONDS = 300.0
 
 
 class RolloutFailed(RuntimeError):
@@ -201,7 +204,7 @@ class Cluster(Protocol):
 
 
 def settle(cluster: Cluster, node_prefix: str, timeout: float, poll: float = 10.0,
-           stall_after: float = 300.0, clock: Callable[[], float] = time.monotonic,
+           stall_after: float = STALL_AFTER_SECONDS, clock: Callable[[], float] = time.monotonic,
            sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = print) -> str:
     """Poll until the rollout is done and every node takes jobs; return the final line. Raise
     RolloutFailed at once for a node stuck for someone else's reason, or after `timeout`."""
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slurm-pod", required=True, help="pod whose scontrol is used (exec)")
     p.add_argument("--slurm-container", required=True)
     p.add_argument("--timeout", type=float, required=True)
-    p.add_argument("--stall-after", type=float, default=300.0)
+    p.add_argument("--stall-after", type=float, default=STALL_AFTER_SECONDS)
     args = p.parse_args(argv)
     try:
         cluster = incluster.InClusterNodeSet(incluster.Api.from_service_account(os.environ), args.namespace,

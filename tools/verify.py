@@ -7,7 +7,8 @@ Checks: every GPU node advertises the catalog's GPUs and EFA interfaces (device 
 controller, restapi, login and every worker pod Running; workers on distinct nodes;
 every Slurm node idle with the catalog's GRES (never (null)); nvidia-smi lists the catalog's
 GPUs; fi_info reports the efa provider; srun offers pmix; the login endpoint accepts TCP on 22.
---fix resumes nodes an image change left DOWN or DRAIN first. Exit status 1 on any failure.
+--fix first waits for the operator's NodeSet rollout and resumes only what it left stuck (the
+same tools/rollout.py `pulumi up` runs). Exit status 1 on any failure.
 """
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ import json
 import pathlib
 import socket
 import sys
+import time
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from components.catalog import CATALOG, GpuInstanceType
-from tools import slurm_state
+from components.slurm_values import CONTROLLER_CONTAINER, CONTROLLER_POD, NODESET_OBJECT, SLURM_NODE_PREFIX
+from tools import rollout, slurm_state
 
 NAMESPACE = "slurm"
-RESUME_SCRIPT = pathlib.Path(__file__).with_name("resume-nodes.sh")
+FIX_TIMEOUT_SECONDS = 600
 # Pod name prefixes the operator uses for release `slurm` (slinky-chart.md; the walkthrough's
 # `kubectl get pods`): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
 ROLES = {"controller": "slurm-controller-", "restapi": "slurm-restapi-",
@@ -49,6 +52,8 @@ class ClusterApi(Protocol):
     def pods(self, namespace: str) -> list[Pod]: ...
     def nodes(self, label_selector: str) -> list[Node]: ...
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]: ...
+    def nodeset(self, namespace: str, name: str) -> dict: ...
+    def pod_objects(self, namespace: str, label_selector: str) -> list[dict]: ...
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ def check_slurm_nodes(sinfo: str, gpu: GpuInstanceType, workers: int) -> Check:
         if any("(null)" in b for b in bad):
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
         if stuck := slurm_state.nodes_to_resume(nodes):
-            detail += f" (DOWN/DRAIN after an image change? `verify --fix` resumes {','.join(stuck)})"
+            detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
+                       "left stuck and names the rest)")
     return Check("slurm nodes idle with GRES", ok, detail)
 
 
@@ -133,16 +139,44 @@ def check_login_port(host: str, port: int = 22, timeout: float = 5.0) -> Check:
                      f"{host}:{port}: {e} (is this machine inside sshAllowedCidrs?)")
 
 
-def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None) -> list[Check]:
+class _RolloutCluster:
+    """tools.rollout.Cluster over verify's API: scontrol in the controller pod, as in the Job."""
+
+    def __init__(self, api: ClusterApi):
+        self.api = api
+
+    def nodeset(self) -> dict:
+        return self.api.nodeset(NAMESPACE, NODESET_OBJECT)
+
+    def pods(self, selector: str) -> list[dict]:
+        return self.api.pod_objects(NAMESPACE, selector) if selector else []
+
+    def slurm(self, argv: list[str]) -> str:
+        rc, out = self.api.exec(NAMESPACE, CONTROLLER_POD, CONTROLLER_CONTAINER, argv)
+        if rc != 0:
+            raise rollout.RolloutFailed(f"{' '.join(argv)} in {CONTROLLER_POD} exited {rc}: {out.strip()[-300:]}")
+        return out
+
+
+def fix_rollout(api: ClusterApi, sleep=None) -> Check:
+    """The readiness Job's logic, from here: wait for the rollout, resume what it left stuck."""
+    lines: list[str] = []
+    try:
+        done = rollout.settle(_RolloutCluster(api), SLURM_NODE_PREFIX, FIX_TIMEOUT_SECONDS,
+                              sleep=sleep or time.sleep, log=lines.append)
+        return Check("rollout settled (--fix)", True, "; ".join([*lines[:-1], done]))
+    except rollout.RolloutFailed as e:
+        return Check("rollout settled (--fix)", False, str(e))
+
+
+def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, sleep=None) -> list[Check]:
     gpu = CATALOG[outputs["gpuInstanceType"]]
     workers = int(outputs["gpuNodeCount"])
     pods = api.pods(NAMESPACE)
     checks = [check_device_plugins(api.nodes(GPU_NODES), gpu, workers), *check_pods(pods, workers)]
     login = next((p.name for p in _role(pods, "login") if p.phase == "Running"), None)
-    if login and fix:
-        rc, out = api.exec(NAMESPACE, login, CONTAINERS["login"],
-                           ["bash", "-c", RESUME_SCRIPT.read_text(), "resume-nodes", str(workers), "300"])
-        checks.append(Check("resume stuck nodes (--fix)", rc == 0, out.strip()[-300:]))
+    if fix:
+        checks.append(fix_rollout(api, sleep=sleep))
     if login:
         _, sinfo = api.exec(NAMESPACE, login, CONTAINERS["login"], ["sinfo", "-N", "-h", "-o", "%N %T %G"])
         checks.append(check_slurm_nodes(sinfo, gpu, workers))
@@ -173,6 +207,15 @@ class KubernetesApi:
         return [Node(n.metadata.name, dict(n.status.allocatable or {}))
                 for n in self.core.list_node(label_selector=label_selector).items]
 
+    def nodeset(self, namespace: str, name: str) -> dict:
+        from kubernetes import client
+        return client.CustomObjectsApi(self.core.api_client).get_namespaced_custom_object(
+            "slinky.slurm.net", "v1beta1", namespace, "nodesets", name)
+
+    def pod_objects(self, namespace: str, label_selector: str) -> list[dict]:
+        resp = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)
+        return json.loads(resp.data)["items"]
+
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream
         resp = stream(self.core.connect_get_namespaced_pod_exec, pod, namespace, container=container,
@@ -194,7 +237,8 @@ def main(argv: list[str] | None = None, api: ClusterApi | None = None) -> int:
     p = argparse.ArgumentParser(prog="verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("outputs", help="`pulumi stack output --json --show-secrets` (a file, or - for stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable result for CI")
-    p.add_argument("--fix", action="store_true", help="resume Slurm nodes left DOWN/DRAIN first")
+    p.add_argument("--fix", action="store_true",
+                   help="first wait for the NodeSet rollout and resume the nodes it left stuck")
     args = p.parse_args(argv)
     text = sys.stdin.read() if args.outputs == "-" else pathlib.Path(args.outputs).read_text()
     outputs = json.loads(text)
