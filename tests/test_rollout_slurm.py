@@ -140,3 +140,36 @@ def test_an_old_pod_still_running_keeps_the_wait_going(slurm):
     cluster = RealSlurm(slurm, views + [(nodeset(), _pods(*NODES), None)])
     result, said = _settle(cluster)
     assert cluster.polls == 4 and "in progress: updated 1/2" in said and "take jobs" in result
+
+
+@pytest.fixture
+def return_to_service_2(slurm):
+    """The chart's setting (charts-values/slurm.yaml) on the test cluster, for one test."""
+    original = slurm.conf.read_text()
+    slurm.conf.write_text(original.replace("ReturnToService=1", "ReturnToService=2"))
+    subprocess.run(["scontrol", "reconfigure"], env=slurm.env, check=True)
+    yield
+    slurm.conf.write_text(original)
+    subprocess.run(["scontrol", "reconfigure"], env=slurm.env, check=True)
+
+
+def _until(slurm, name, predicate, timeout=30):
+    deadline = time.time() + timeout
+    while not predicate(node := _node(slurm, name)) and time.time() < deadline:
+        time.sleep(0.5)
+    return node
+
+
+def test_return_to_service_2_keeps_the_rollouts_drain_while_the_old_slurmd_answers(slurm, return_to_service_2):
+    # processCondemned drains first, then the preStop sets DOWN; the old slurmd still answers.
+    _scontrol(slurm, "nodename=n2", "state=drain", "reason=slurm-operator: Pod (slurm/w-1) is pending termination")
+    _scontrol(slurm, "nodename=n2", "state=down", f"reason={PRESTOP}")
+    node = _until(slurm, "n2", lambda n: n.base != "DOWN")
+    assert node.base == "IDLE" and "DRAIN" in node.flags and not node.usable, node.describe()
+
+
+def test_return_to_service_2_returns_a_down_only_node_while_its_old_slurmd_answers(slurm, return_to_service_2):
+    # A pod deleted outside a rollout gets only the preStop's DOWN: the node takes jobs again
+    # while the old slurmd answers, so the rollout wait must not trust a node whose pod terminates.
+    _scontrol(slurm, "nodename=n2", "state=down", f"reason={PRESTOP}")
+    assert _until(slurm, "n2", lambda n: n.usable).usable
