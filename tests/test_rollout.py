@@ -162,3 +162,20 @@ def test_the_new_revision_comes_from_the_nodeset_status():
     assert rollout.rollout_pending(status, [rollout.WorkerPod.from_object(p) for p in (pod(0), pod(1))]) == ""
     assert "slurm-worker-slinky-1" in rollout.rollout_pending(
         status, [rollout.WorkerPod.from_object(p) for p in (pod(0), pod(1, OLD_REVISION))])
+
+
+def test_a_node_slurm_marked_not_responding_is_waited_for_not_resumed():
+    view = (nodeset(), [pod(0), pod(1)], [scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM"),
+                                          scontrol_line("slinky-1", "DOWN+NOT_RESPONDING+DYNAMIC_NORM", "Not responding")])
+    cluster, clock = FakeCluster([view, view, (nodeset(), [pod(0), pod(1)], IDLE)]), Clock()
+    result, logs = _settle(cluster, clock)
+    assert cluster.updates == [] and clock.sleeps == [10, 10]
+    assert "Slurm returns it when its slurmd registers" in logs[0] and "take jobs" in result
+
+
+def test_outside_a_cluster_the_job_entry_point_prints_one_line_and_fails(monkeypatch, capsys):
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code = rollout.main(["--namespace", "slurm", "--nodeset", "slurm-worker-slinky", "--node-prefix", "slinky-",
+                         "--slurm-pod", "slurm-controller-0", "--slurm-container", "slurmctld", "--timeout", "60"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("FAILED: not inside a pod with a service account") and err.count("\n") == 1

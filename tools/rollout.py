@@ -30,6 +30,9 @@ from typing import Callable, Mapping, Protocol
 OPERATOR_PREFIX = "slurm-operator: "
 PRESTOP_REASON = "slurm-operator: Pod is terminating"
 REVISION_LABEL = "controller-revision-hash"
+# What slurmctld sets on a node that stops answering pings, and clears itself on registration
+# (slurm src/slurmctld/ping_nodes.c; the operator's IsNodeDownForUnresponsive reads it).
+SLURM_UNRESPONSIVE = "Not responding"
 # Base states that run jobs, and the flags that do not keep a job off a node (scontrol's
 # State=BASE+FLAG+..., slurm src/common/slurm_protocol_defs.c node_state_string_complete).
 USABLE_BASES = frozenset({"IDLE", "MIXED", "ALLOCATED"})
@@ -184,6 +187,8 @@ def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode]
             # Left by the old pod's preStop; this pod is new (rollout finished) and Ready.
             resume.append(node.name)
             waiting.append(f"  {node.describe()}: left by the old pod's preStop; resuming")
+        elif node.stuck and node.reason == SLURM_UNRESPONSIVE and "DRAIN" not in node.flags:
+            waiting.append(f"  {node.describe()}: Slurm returns it when its slurmd registers")
         elif node.stuck:
             blocked.append(f"  {node.describe()}: not the rollout's doing; left alone "
                            f"(`scontrol update nodename={node.name} state=resume` if it should take jobs)")
