@@ -15,7 +15,13 @@ from components.shared_storage import SLURM_NAMESPACE, SharedStorage, SharedStor
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
 from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
-from components.slurm_values import CONTROLLER_CONTAINER, CONTROLLER_POD, NODESET_OBJECT, SLURM_NODE_PREFIX
+from components.slurm_values import (
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
+    NODESET_OBJECT,
+    SLURM_NODE_PREFIX,
+    slinky_image_tag,
+)
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 
 
@@ -69,6 +75,7 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     chart_version=config.slinky_chart_version, gpu=config.gpu,
     gpu_node_count=config.gpu_node_count, image_repository=image.repository_url,
     image_digest=image.digest, image_tag=config.slurmd_image_tag,
+    slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
     shared_claim=storage.claim_name, provider=cluster.provider, namespace=storage.namespace,
     state_storage=[storage.storage_class, storage.ebs_driver],

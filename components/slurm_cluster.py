@@ -30,6 +30,7 @@ class SlurmClusterArgs:
     image_repository: pulumi.Input[str]
     image_digest: pulumi.Input[str]
     image_tag: str
+    slinky_image_tag: str
     ssh_public_key: str
     ssh_allowed_cidrs: Sequence[str]
     shared_claim: str
@@ -80,7 +81,8 @@ class SlurmCluster(pulumi.ComponentResource):
                 gpu=args.gpu, gpu_node_count=args.gpu_node_count, image_repository=image[0],
                 image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
-                slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET)))
+                slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
+                slinky_image_tag=args.slinky_image_tag)))
         self.release_values = values
         self.release = chart_release(
             f"{name}-release", "slurm", args.chart_version, versions()["slinky"]["repository"],

@@ -38,6 +38,15 @@ class SlurmValuesArgs:
     state_claim: str
     slurm_key_secret: str
     jwt_key_secret: str
+    # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
+    # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
+    slinky_image_tag: str
+
+
+def slinky_image_tag(slurmd_base_image: str) -> str:
+    """The tag of the Slinky slurmd base image (e.g. 26.05.2-ubuntu26.04), which every Slinky image
+    of that Slurm release carries (SlinkyProject/containers docker-bake.hcl format_tag)."""
+    return slurmd_base_image.split("@", 1)[0].rsplit(":", 1)[-1]
 
 
 def gpu_resources(gpu: GpuInstanceType) -> dict:
@@ -50,6 +59,7 @@ def gpu_resources(gpu: GpuInstanceType) -> dict:
 def slurm_values(a: SlurmValuesArgs) -> dict:
     shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
     shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
+    slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
     return {
         # Keys made by the program and passed by reference: the chart would otherwise generate
         # random ones, and its Secrets are immutable.
@@ -60,8 +70,11 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             # the StatefulSet's template would outlive the release.
             "persistence": {"existingClaim": a.state_claim},
             "podSpec": {"nodeSelector": dict(CORE_LABELS)},
+            "slurmctld": {"image": dict(slinky_image)},
+            "reconfigure": {"image": dict(slinky_image)},
         },
-        "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)}},
+        "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
+                    "slurmrestd": {"image": dict(slinky_image)}},
         "nodesets": {NODESET: {
             "enabled": True,
             "replicas": a.gpu_node_count,
@@ -86,7 +99,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "enabled": True,
             "replicas": 1,
             "rootSshAuthorizedKeys": a.ssh_public_key + "\n",
-            "login": {"volumeMounts": [shared_mount]},
+            "login": {"image": dict(slinky_image), "volumeMounts": [shared_mount]},
             "podSpec": {"nodeSelector": dict(CORE_LABELS), "volumes": [shared_volume]},
             # The chart's default LoadBalancer would go to the in-tree cloud provider: a Classic
             # ELB with SSH open to 0.0.0.0/0. The program owns the login NLB instead.

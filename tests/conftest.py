@@ -32,3 +32,22 @@ def rejected(**overrides) -> str:
     graph = run_program("dev", overrides, expect_error=True)
     assert graph.resources == [], [r.name for r in graph.resources]
     return str(graph.error)
+
+
+@pytest.fixture(scope="session")
+def rendered(dev) -> dict[str, list[dict]]:
+    """Every helm Release of the dev stack rendered from its reference chart, by release name."""
+    from tools.chart_render import render_graph_releases
+    return render_graph_releases(dev)
+
+
+def pytest_report_header(config):
+    """The Slurm the cluster tests run (`slurmctld -V` in each root filesystem), in the test log."""
+    import subprocess
+
+    from local_slurm import ROOTS
+    lines = []
+    for root in sorted(ROOTS.glob("*/.slinky-stamp")):
+        version = subprocess.run(["chroot", str(root.parent), "slurmctld", "-V"], capture_output=True, text=True)
+        lines.append(f"slurmctld -V ({root.parent.name} root): {version.stdout.strip() or version.stderr.strip()}")
+    return lines or ["slurmctld -V: no Slurm root filesystem built (make test builds them)"]

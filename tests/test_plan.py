@@ -1,5 +1,7 @@
 """tools/plan.py: the offline plan a pull request is reviewed with."""
+import copy
 import json
+import pathlib
 
 import pytest
 import yaml
@@ -64,3 +66,57 @@ def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
     depth = plan.levels(graph)
     level = {r.name: depth[r.urn] for r in graph.resources if r.urn in depth}
     assert level["slurmd-build"] < level["cluster-eks"] < level["nodes-gpu"] < level["slurm-release"]
+
+
+def test_manifests_of_every_release_are_written(planned):
+    files = sorted(p.name for p in (planned / "manifests").iterdir())
+    assert files == ["aws-efa-k8s-device-plugin.yaml", "aws-load-balancer-controller.yaml", "cert-manager.yaml",
+                     "nvidia-device-plugin.yaml", "slurm-operator-crds.yaml", "slurm-operator.yaml", "slurm.yaml"]
+    text = (planned / "manifests/slurm.yaml").read_text()
+    assert text.startswith("# slurm 1.2.1 (release slurm, namespace slurm), rendered with the values in "
+                           "values/slurm-release.yaml\n")
+    nodeset = next(o for o in yaml.safe_load_all(text) if o and o["kind"] == "NodeSet")
+    assert nodeset["spec"]["extraConf"] == "Gres=gpu:nvidia_l4:4"
+
+
+def test_two_plans_of_the_same_config_are_byte_identical(planned, tmp_path):
+    assert plan.main(["--stack", "dev", "--out", str(tmp_path)]) == 0
+    first = {p.relative_to(planned): p.read_bytes() for p in sorted(planned.rglob("*")) if p.is_file()}
+    second = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    assert pathlib.Path("manifests/slurm.yaml") in first
+    assert first.keys() == second.keys()
+    assert [str(p) for p in first if first[p] != second[p]] == []
+
+
+def test_what_a_chart_generates_at_random_reads_as_generated(planned):
+    objects = [o for o in yaml.safe_load_all((planned / "manifests/aws-load-balancer-controller.yaml").read_text()) if o]
+    tls = next(o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "aws-load-balancer-tls")
+    assert set(tls["data"].values()) == {plan.GENERATED}
+    webhooks = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
+    assert webhooks and {w["clientConfig"]["caBundle"] for o in webhooks for w in o["webhooks"]} == {plan.GENERATED}
+
+
+def test_only_values_that_differ_between_renders_become_generated():
+    first = {"data": {"tls.crt": "a", "ca": "c"}, "items": [1, "x"]}
+    second = {"data": {"tls.crt": "b", "ca": "c"}, "items": [1, "y"]}
+    assert plan._generated_as_marker(first, second, "") == {
+        "data": {"tls.crt": plan.GENERATED, "ca": "c"}, "items": [1, plan.GENERATED]}
+    with pytest.raises(plan.chart_render.ChartRenderError, match="differ in shape"):
+        plan._generated_as_marker({"a": [1]}, {"a": [1, 2]}, "")
+
+
+def test_manifests_of_a_release_with_secret_values_are_redacted(dev, tmp_path):
+    secret = copy.copy(dev.named("slurm-release"))
+    secret.secret_inputs = {"values"}
+    graph = copy.copy(dev)
+    graph.resources = [secret if r.name == "slurm-release" else r for r in dev.resources]
+    plan.write_manifests(graph, tmp_path)
+    text = (tmp_path / "manifests/slurm.yaml").read_text()
+    assert plan.REDACTED in text and "NodeSet" not in text
+
+
+def test_missing_reference_data_fails_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SLINKY_EKS_REF", str(tmp_path / "nowhere"))
+    assert plan.main(["--out", str(tmp_path / "plan")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot render the manifests" in err and "nowhere" in err

@@ -5,7 +5,8 @@ reviewed without cloud credentials.
     python -m tools.plan --stack dev --out plan/ [--set gpuInstanceType=p5.48xlarge ...]
 
 Writes plan/graph.json (resources, inputs with secrets redacted, dependency edges), plan/graph.mmd
-(Mermaid), plan/graph.png and plan/values/<release>.yaml.
+(Mermaid), plan/graph.png, plan/values/<release>.yaml and plan/manifests/<release>.yaml (what each
+release installs, rendered from the upstream chart at its pinned version: tools/chart_render.py).
 """
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ import yaml  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from harness import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
+from tools import chart_render, reference_data  # noqa: E402
 
 REDACTED = "[secret]"
+# What a chart makes up at install time when `lookup` finds nothing (keys, certificates, CA bundles).
+GENERATED = "[generated at install]"
 
 
 def _edges(graph: Graph) -> dict[str, set[str]]:
@@ -84,7 +88,7 @@ def to_mermaid(graph: Graph) -> str:
     lines = ["flowchart LR"]
     children = defaultdict(list)
     nodes = _nodes(graph)
-    for r in graph.resources:
+    for r in sorted(graph.resources, key=lambda r: r.urn):  # registration order varies between runs
         if r.urn in nodes:
             children[r.parent].append(r)
     for parent, members in sorted(children.items(), key=lambda kv: names.get(kv[0], "")):
@@ -103,14 +107,14 @@ def to_png(graph: Graph, path: pathlib.Path) -> None:
     depth = levels(graph)
     names = {r.urn: r.name for r in graph.resources}
     columns = defaultdict(list)
-    for urn, d in sorted(depth.items(), key=lambda kv: names[kv[0]]):
+    for urn, d in sorted(depth.items(), key=lambda kv: (names[kv[0]], kv[0])):  # names repeat
         columns[d].append(urn)
     pos = {urn: (d, -i) for d, urns in columns.items() for i, urn in enumerate(urns)}
     tallest = max(len(u) for u in columns.values())
     fig, ax = plt.subplots(figsize=(3.2 * len(columns), max(4, 0.32 * tallest)))
     edges = _edges(graph)
-    for urn, deps in edges.items():
-        for d in deps:
+    for urn, deps in sorted(edges.items()):  # drawing order decides overlapping pixels
+        for d in sorted(deps):
             if urn in pos and d in pos:
                 ax.annotate("", xy=pos[urn], xytext=pos[d],
                             arrowprops={"arrowstyle": "->", "color": "0.75", "lw": 0.6})
@@ -140,6 +144,47 @@ def write_plan(graph: Graph, out: pathlib.Path) -> None:
         (values / f"{r.name}.yaml").write_text(header + yaml.safe_dump(body, sort_keys=True))
 
 
+def _generated_as_marker(first, second, where: str):
+    """`first` with every value that differs in `second` (a render of the same input) replaced by
+    GENERATED: what a chart generates at random is all that changes between two renders."""
+    if isinstance(first, dict) and isinstance(second, dict) and first.keys() == second.keys():
+        return {k: _generated_as_marker(first[k], second[k], f"{where}.{k}") for k in first}
+    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        return [_generated_as_marker(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(first, second, strict=True))]
+    if type(first) is type(second) and not isinstance(first, (dict, list)):
+        return first if first == second else GENERATED
+    raise chart_render.ChartRenderError(f"{where}: two renders of the same input differ in shape")
+
+
+def stable_manifests(graph: Graph) -> dict[str, list[tuple[str, dict]]]:
+    """(source, object) of every release, rendered twice so that what the charts generate at random
+    (the LBC webhook certificate, slurm's keys if the chart made them) reads GENERATED: the same
+    bytes on every run, and a plan diff shows only what the program changed."""
+    first = chart_render.render_graph_release_sources(graph)
+    second = chart_render.render_graph_release_sources(graph)
+    return {release: [(source, _generated_as_marker(obj, again, f"{release}:{source}"))
+                      for (source, obj), (_, again) in zip(objects, second[release], strict=True)]
+            for release, objects in first.items()}
+
+
+def write_manifests(graph: Graph, out: pathlib.Path) -> None:
+    """plan/manifests/<release>.yaml: every object a release installs, as `helm template` lists it."""
+    manifests = out / "manifests"
+    manifests.mkdir(parents=True, exist_ok=True)
+    rendered = stable_manifests(graph)
+    for r in graph.of_type(chart_render.RELEASE_TYPE):
+        request = chart_render.release_request(r)
+        name = request["release_name"]
+        header = (f"# {request['chart']} {request['version']} (release {name}, namespace {request['namespace']}), "
+                  f"rendered with the values in values/{r.name}.yaml\n")
+        if "values" in r.secret_inputs:
+            body = f"# {REDACTED}: the values are secret\n"
+        else:
+            body = "".join(f"---\n# Source: {source}\n" + yaml.safe_dump(obj, sort_keys=True)
+                           for source, obj in rendered[name])
+        (manifests / f"{name}.yaml").write_text(header + body)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--stack", default="dev")
@@ -160,8 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     write_plan(graph, args.out)
+    try:
+        write_manifests(graph, args.out)
+    except (reference_data.ReferenceDataMissing, chart_render.ChartRenderError) as error:
+        print(f"cannot render the manifests: {error}", file=sys.stderr)
+        return 1
     print(f"{len(graph.resources)} resources, {len(graph.of_type('kubernetes:helm.sh/v3:Release'))} "
-          f"Helm releases -> {args.out}/graph.json, graph.mmd, graph.png, values/")
+          f"Helm releases -> {args.out}/graph.json, graph.mmd, graph.png, values/, manifests/")
     return 0
 
 
