@@ -112,7 +112,7 @@ def test_a_node_left_down_by_the_old_pods_prestop_is_resumed_once_its_new_pod_ru
     cluster, clock = FakeCluster([left_down], on_update=lambda argv: [(nodeset(), [pod(0), pod(1)], IDLE)]), Clock()
     result, logs = _settle(cluster, clock)
     assert cluster.updates == [["scontrol", "update", "nodename=slinky-1", "state=resume"]]
-    assert "preStop; resuming" in logs[0] and "take jobs" in result
+    assert "1 of 2 nodes take jobs" in logs[0] and "preStop; resuming" in logs[0] and "take jobs" in result
 
 
 @pytest.mark.parametrize("state,reason", [

@@ -197,8 +197,9 @@ def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode]
     if not (resume or blocked or waiting):
         return Step(True, False, f"NodeSet {nodeset.name} rolled out (revision {nodeset.revision}); "
                                  f"{len(pods)} Slurm nodes take jobs")
+    usable = sum(1 for p in pods if p.slurm_node in by_name and by_name[p.slurm_node].usable)
     head = (f"NodeSet {nodeset.name} rolled out (revision {nodeset.revision}); "
-            f"{len(pods) - len(resume) - len(blocked) - len(waiting)} of {len(pods)} nodes take jobs")
+            f"{usable} of {len(pods)} nodes take jobs")
     return Step(False, bool(blocked), "\n".join([head, *blocked, *waiting]), resume=tuple(resume))
 
 
