@@ -12,9 +12,15 @@ from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SLURM_NAMESPACE, SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
-from components.slurm_cluster import LOGIN_SERVICE, SlurmCluster, SlurmClusterArgs
+from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
-from components.slurm_values import slinky_image_tag
+from components.slurm_values import (
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
+    NODESET_OBJECT,
+    SLURM_NODE_PREFIX,
+    slinky_image_tag,
+)
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 
 config = stack_config.load(Account())
@@ -72,10 +78,12 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     state_storage=[storage.storage_class, storage.ebs_driver],
     after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
     load_balancer_controller=lbc.release))
-# After the first install and after every image change: nodes resumed, all taking jobs.
+# After the first install and every change to the NodeSet: the operator's rollout finished and
+# every node taking jobs, or `up` fails saying which node is stuck and why.
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, login_service=LOGIN_SERVICE,
-    image_digest=image.digest, expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
+    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, nodeset_object=NODESET_OBJECT, node_prefix=SLURM_NODE_PREFIX,
+    slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
+    provider=cluster.provider, after=[slurm.release, slurm.login]))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,

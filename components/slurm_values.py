@@ -15,6 +15,15 @@ LOGINSET = "slinky"
 # What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
 # app.kubernetes.io/instance (the operator's login selector labels).
 LOGINSET_OBJECT = f"{RELEASE}-login-{LOGINSET}"
+# The chart names the NodeSet <release>-worker-<key> and gives its pods the hostname (= Slurm
+# node name) prefix <key>- (helm/slurm/templates/nodeset/nodeset-cr.yaml, chart 1.2.1).
+NODESET_OBJECT = f"{RELEASE}-worker-{NODESET}"
+SLURM_NODE_PREFIX = f"{NODESET}-"
+# The controller is a StatefulSet <release>-controller of one pod; its slurmctld container has
+# scontrol (the operator's reconfigure sidecar runs it from the same image: slurm-operator v1.2.1
+# internal/builder/controllerbuilder/controller_app.go, scripts/reconfigure.sh).
+CONTROLLER_POD = f"{RELEASE}-controller-0"
+CONTROLLER_CONTAINER = "slurmctld"
 SHARED_MOUNT = "/shared"
 
 

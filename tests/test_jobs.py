@@ -86,41 +86,6 @@ def test_cluster_runs_slurm_26_05(slurm):
     assert slurm.run(["sinfo", "-V"]).stdout.strip() == "slurm-wlm 26.05.5"
 
 
-# Stuck nodes on a real Slurm: the same resume script `verify --fix` and `pulumi up` run.
-
-def _sinfo(slurm):
-    return slurm_state.parse_sinfo(slurm.run(["sinfo", "-N", "-h", "-o", "%N %T %G"]).stdout)
-
-
-def _all_idle(slurm, timeout=60):
-    """Node states change asynchronously (a finished step leaves a node COMPLETING for a moment)."""
-    deadline = time.time() + timeout
-    while (states := [n.state for n in _sinfo(slurm)]) != ["idle", "idle"] and time.time() < deadline:
-        time.sleep(0.5)
-    return states
-
-
-@pytest.mark.parametrize("state", ["down", "drain"])
-def test_resume_script_brings_stuck_nodes_back(slurm, state):
-    assert _all_idle(slurm) == ["idle", "idle"]
-    assert slurm.run(["scontrol", "update", "nodename=slinky-1", f"state={state}",
-                      "reason=image change"]).returncode == 0
-    stuck = _sinfo(slurm)
-    assert slurm_state.nodes_to_resume(stuck) == ["slinky-1"], stuck
-    scontrol = slurm.run(["scontrol", "show", "node", "slinky-1"]).stdout
-    assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(scontrol)) == ["slinky-1"]
-    result = slurm.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "2", "30", "1"], timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "resuming slinky-1" in result.stdout and "nodes ready: 2 of 2" in result.stdout
-    assert _all_idle(slurm) == ["idle", "idle"]
-
-
-def test_resume_script_fails_loudly_when_nodes_never_come_back(slurm):
-    assert _all_idle(slurm) == ["idle", "idle"]
-    result = slurm.run(["bash", str(ROOT / "tools/resume-nodes.sh"), "3", "1", "1"], timeout=60)
-    assert result.returncode == 1 and "FAILED: 2 of 3 Slurm nodes take jobs" in result.stderr
-
-
 # The transport check on real NCCL log lines: "Selected provider is efa" (aws/aws-ofi-nccl
 # src/nccl_ofi_net.cpp) against NCCL's "Using network Socket" fallback (vllm-project/vllm issue #5484).
 
@@ -173,6 +138,18 @@ def test_every_script_passes_shellcheck():
 # A NodeSet pod replaced (rolling update after an image change) on the real cluster: the operator's
 # preStop hook sets the node DOWN, the pod's slurmd stops, a new pod starts `slurmd -Z` under the same
 # name. The state strings are what Slurm 26.05.5 printed here.
+
+def _sinfo(slurm):
+    return slurm_state.parse_sinfo(slurm.run(["sinfo", "-N", "-h", "-o", "%N %T %G"]).stdout)
+
+
+def _all_idle(slurm, timeout=60):
+    """Node states change asynchronously (a finished step leaves a node COMPLETING for a moment)."""
+    deadline = time.time() + timeout
+    while (states := [n.state for n in _sinfo(slurm)]) != ["idle", "idle"] and time.time() < deadline:
+        time.sleep(0.5)
+    return states
+
 
 def _scontrol_node(slurm, node) -> str:
     return slurm.run(["scontrol", "show", "node", "-o", node]).stdout

@@ -7,7 +7,8 @@ Checks: every GPU node advertises the catalog's GPUs and EFA interfaces (device 
 controller, restapi, login and every worker pod Running; workers on distinct nodes;
 every Slurm node idle with the catalog's GRES (never (null)); nvidia-smi lists the catalog's
 GPUs; fi_info reports the efa provider; srun offers pmix; the login endpoint accepts TCP on 22.
---fix resumes nodes an image change left DOWN or DRAIN first.
+--fix first waits for the operator's NodeSet rollout and resumes only what it left stuck (the
+same tools/rollout.py `pulumi up` runs).
 
 Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missing, not JSON, masked
 (written without --show-secrets) or lacks an output; 3 the Kubernetes API cannot be reached or
@@ -23,11 +24,13 @@ import re
 import shutil
 import socket
 import sys
+import time
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from components.catalog import CATALOG, GpuInstanceType
-from tools import slurm_state
+from components.slurm_values import CONTROLLER_CONTAINER, CONTROLLER_POD, NODESET_OBJECT, SLURM_NODE_PREFIX
+from tools import rollout, slurm_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 WRITE_OUTPUTS = "pulumi stack output --json --show-secrets > outputs.json"
@@ -40,7 +43,7 @@ MASKED = "[secret]"
 # retries are off so an unreachable endpoint is one error in seconds, not minutes of retries.
 CONNECT_TIMEOUT, READ_TIMEOUT = 5, 60
 NAMESPACE = "slurm"
-RESUME_SCRIPT = pathlib.Path(__file__).with_name("resume-nodes.sh")
+FIX_TIMEOUT_SECONDS = 600
 # Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator
 # helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-worker,
 # <release>-login, then the set's name): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
@@ -67,6 +70,8 @@ class ClusterApi(Protocol):
     def pods(self, namespace: str) -> list[Pod]: ...
     def nodes(self, label_selector: str) -> list[Node]: ...
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]: ...
+    def nodeset(self, namespace: str, name: str) -> dict: ...
+    def pod_objects(self, namespace: str, label_selector: str) -> list[dict]: ...
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,8 @@ def check_slurm_nodes(sinfo: str, gpu: GpuInstanceType, workers: int) -> Check:
         if any("(null)" in b for b in bad):
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
         if stuck := slurm_state.nodes_to_resume(nodes):
-            detail += f" (DOWN/DRAIN after an image change? `verify --fix` resumes {','.join(stuck)})"
+            detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
+                       "left stuck and names the rest)")
     return Check("slurm nodes idle with GRES", ok, detail)
 
 
@@ -151,16 +157,44 @@ def check_login_port(host: str, port: int = 22, timeout: float = 5.0) -> Check:
                      f"{host}:{port}: {e} (is this machine inside sshAllowedCidrs?)")
 
 
-def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None) -> list[Check]:
+class _RolloutCluster:
+    """tools.rollout.Cluster over verify's API: scontrol in the controller pod, as in the Job."""
+
+    def __init__(self, api: ClusterApi):
+        self.api = api
+
+    def nodeset(self) -> dict:
+        return self.api.nodeset(NAMESPACE, NODESET_OBJECT)
+
+    def pods(self, selector: str) -> list[dict]:
+        return self.api.pod_objects(NAMESPACE, selector) if selector else []
+
+    def slurm(self, argv: list[str]) -> str:
+        rc, out = self.api.exec(NAMESPACE, CONTROLLER_POD, CONTROLLER_CONTAINER, argv)
+        if rc != 0:
+            raise rollout.RolloutFailed(f"{' '.join(argv)} in {CONTROLLER_POD} exited {rc}: {out.strip()[-300:]}")
+        return out
+
+
+def fix_rollout(api: ClusterApi, sleep=None) -> Check:
+    """The readiness Job's logic, from here: wait for the rollout, resume what it left stuck."""
+    lines: list[str] = []
+    try:
+        done = rollout.settle(_RolloutCluster(api), SLURM_NODE_PREFIX, FIX_TIMEOUT_SECONDS,
+                              sleep=sleep or time.sleep, log=lines.append)
+        return Check("rollout settled (--fix)", True, "; ".join([*lines[:-1], done]))
+    except rollout.RolloutFailed as e:
+        return Check("rollout settled (--fix)", False, str(e))
+
+
+def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, sleep=None) -> list[Check]:
     gpu = CATALOG[outputs["gpuInstanceType"]]
     workers = int(outputs["gpuNodeCount"])
     pods = api.pods(NAMESPACE)
     checks = [check_device_plugins(api.nodes(GPU_NODES), gpu, workers), *check_pods(pods, workers)]
     login = next((p.name for p in _role(pods, "login") if p.phase == "Running"), None)
-    if login and fix:
-        rc, out = api.exec(NAMESPACE, login, CONTAINERS["login"],
-                           ["bash", "-c", RESUME_SCRIPT.read_text(), "resume-nodes", str(workers), "300"])
-        checks.append(Check("resume stuck nodes (--fix)", rc == 0, out.strip()[-300:]))
+    if fix:
+        checks.append(fix_rollout(api, sleep=sleep))
     if login:
         _, sinfo = api.exec(NAMESPACE, login, CONTAINERS["login"], ["sinfo", "-N", "-h", "-o", "%N %T %G"])
         checks.append(check_slurm_nodes(sinfo, gpu, workers))
@@ -286,6 +320,15 @@ class KubernetesApi:
                 for n in self._call("listing nodes", self.core.list_node, label_selector=label_selector,
                                      _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)).items]
 
+    def nodeset(self, namespace: str, name: str) -> dict:
+        from kubernetes import client
+        return client.CustomObjectsApi(self.core.api_client).get_namespaced_custom_object(
+            "slinky.slurm.net", "v1beta1", namespace, "nodesets", name)
+
+    def pod_objects(self, namespace: str, label_selector: str) -> list[dict]:
+        resp = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)
+        return json.loads(resp.data)["items"]
+
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream
         resp = self._call(f"exec in {pod}", stream, self.core.connect_get_namespaced_pod_exec, pod, namespace,
@@ -307,7 +350,8 @@ def main(argv: list[str] | None = None, api: ClusterApi | None = None) -> int:
     p = argparse.ArgumentParser(prog="verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("outputs", help="`pulumi stack output --json --show-secrets` (a file, or - for stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable result for CI")
-    p.add_argument("--fix", action="store_true", help="resume Slurm nodes left DOWN/DRAIN first")
+    p.add_argument("--fix", action="store_true",
+                   help="first wait for the NodeSet rollout and resume the nodes it left stuck")
     args = p.parse_args(argv)
     try:
         outputs = load_outputs(args.outputs)
