@@ -8,6 +8,7 @@ ubuntu24.04, glibc 2.39: image/README.md), and sid has glibc 2.43."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
@@ -44,8 +45,11 @@ def _build_env(cpu_mode, nccl_tests_dir, torch_nccl):
     torch's NCCL (a CPU torch loads none); the source from the pinned tarball; one GPU
     architecture and the static CUDA runtime (the wheels have no unversioned libcudart.so)."""
     wheels = cuda_wheels()
-    return {**cpu_mode, "NCCL_TESTS_DIR": str(nccl_tests_dir),
-            "NCCL_TESTS_SOURCE": str(reference_data.path("nccl-tests", "nccl-tests-v2.17.9.tar.gz")),
+    # The pods see the checkout and the test's temporary directories, not the reference data.
+    source = nccl_tests_dir.parent / "nccl-tests-v2.17.9.tar.gz"
+    if not source.exists():
+        shutil.copyfile(reference_data.path("nccl-tests", "nccl-tests-v2.17.9.tar.gz"), source)
+    return {**cpu_mode, "NCCL_TESTS_DIR": str(nccl_tests_dir), "NCCL_TESTS_SOURCE": str(source),
             "CUDA_HOME": str(wheels / "cu13"), "CUDARTLIB": "cudart_static",
             "NVCC_GENCODE": "-gencode=arch=compute_90,code=sm_90", "TORCH_NCCL": str(torch_nccl),
             # Where the image's loader cache has torch's NCCL (register-libraries.sh).
