@@ -1,15 +1,17 @@
-"""The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and an
-EFA GPU group in one AZ and one cluster placement group, tainted so only GPU work lands there."""
+"""The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and per
+GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group, tainted so only
+GPU work lands there."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
 
-from components.catalog import GPU_AMI_TYPE, GpuInstanceType
+from components.catalog import GPU_AMI_TYPE
+from components.gpu_pools import GpuPool, pool_labels
 
 CORE_LABELS = {"role": "core"}
 GPU_LABELS = {"role": "gpu"}
@@ -32,10 +34,9 @@ class NodeGroupsArgs:
     cluster_ready: Sequence[pulumi.Resource]
     cluster_security_group_id: pulumi.Input[str]
     private_subnet_ids: Sequence[pulumi.Input[str]]
-    gpu_subnet_id: pulumi.Input[str]
-    gpu: GpuInstanceType
-    gpu_node_count: int
-    gpu_root_volume_gib: int
+    # The private subnet of each AZ (Network.private_subnet_by_zone): each pool gets its AZ's.
+    private_subnet_by_zone: Mapping[str, pulumi.Input[str]]
+    gpu_pools: Sequence[GpuPool]
     core_instance_type: str
     core_node_count: int
 
@@ -76,7 +77,7 @@ def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTem
 
 class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup
-    gpu: aws.eks.NodeGroup
+    gpu: dict[str, aws.eks.NodeGroup]   # by pool name
     coredns: aws.eks.Addon
     # What in-cluster installs wait for: system pods need the core nodes; GPU DaemonSets need
     # the GPU nodes. Depending on them also orders their deletion first.
@@ -120,33 +121,39 @@ class NodeGroups(pulumi.ComponentResource):
         self.core = node_group("core", list(args.private_subnet_ids), args.core_instance_type,
                                "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt)
 
-        # EFA needs every node in one cluster placement group in one AZ
-        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations).
-        placement = aws.ec2.PlacementGroup(f"{name}-gpu-pg", strategy="cluster", opts=child)
-        gpu_lt = aws.ec2.LaunchTemplate(
-            f"{name}-gpu-lt", metadata_options=_metadata_options(),
-            # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it in
-            # minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
-            block_device_mappings=[_root_volume(args.gpu_root_volume_gib, 6000, 500)],
-            # One interface per network card as the catalog says; interfaces that name security
-            # groups replace the cluster SG EKS would attach, so name it
-            # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
-            # Managed node groups forbid SubnetId here: the subnet is the node group's.
-            network_interfaces=[
-                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                    **iface, security_groups=[args.cluster_security_group_id])
-                for iface in args.gpu.network_interfaces],
-            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
-            update_default_version=True, opts=child)
-        # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
-        # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
-        # strategy launches first, which a full cluster placement group or a GPU quota sized
-        # for gpuNodeCount refuses, and which bills an extra GPU node meanwhile (EKS API
-        # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
-        # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
-        self.gpu = node_group("gpu", [args.gpu_subnet_id], args.gpu.name, GPU_AMI_TYPE, GPU_LABELS,
-                              args.gpu_node_count, gpu_lt, update_strategy="MINIMAL",
+        def gpu_group(pool: GpuPool) -> aws.eks.NodeGroup:
+            group = f"{name}-{pool.resource_suffix}"
+            # EFA needs every node in one cluster placement group in one AZ
+            # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations): one
+            # per pool, so EFA traffic stays within a pool.
+            placement = aws.ec2.PlacementGroup(f"{group}-pg", strategy="cluster", opts=child)
+            gpu_lt = aws.ec2.LaunchTemplate(
+                f"{group}-lt", metadata_options=_metadata_options(),
+                # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it
+                # in minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
+                block_device_mappings=[_root_volume(pool.root_volume_gib, 6000, 500)],
+                # One interface per network card as the catalog says; interfaces that name
+                # security groups replace the cluster SG EKS would attach, so name it
+                # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
+                # Managed node groups forbid SubnetId here: the subnet is the node group's.
+                network_interfaces=[
+                    aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                        **iface, security_groups=[args.cluster_security_group_id])
+                    for iface in pool.gpu.network_interfaces],
+                placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
+                update_default_version=True, opts=child)
+            # Exactly one subnet, in the pool's AZ: EFA does not cross AZs.
+            # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
+            # strategy launches first, which a full cluster placement group or a GPU quota sized
+            # for the pool refuses, and which bills an extra GPU node meanwhile (EKS API
+            # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
+            # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
+            return node_group(pool.resource_suffix, [args.private_subnet_by_zone[pool.availability_zone]],
+                              pool.gpu.name, GPU_AMI_TYPE, {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)},
+                              pool.node_count, gpu_lt, update_strategy="MINIMAL",
                               taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
+
+        self.gpu = {pool.name: gpu_group(pool) for pool in args.gpu_pools}
 
         # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py). Nothing
         # waits for the adoption: the CoreDNS EKS bootstrapped already serves once the core nodes
@@ -160,5 +167,5 @@ class NodeGroups(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE", preserve=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
         self.system_ready = [self.core]
-        self.gpu_ready = [self.gpu]
-        self.register_outputs({"core": self.core.id, "gpu": self.gpu.id})
+        self.gpu_ready = list(self.gpu.values())
+        self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})

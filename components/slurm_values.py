@@ -5,12 +5,15 @@ from them (tests/test_rendered_charts.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from components.catalog import GpuInstanceType
+from components.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 from components.node_groups import CORE_LABELS, GPU_LABELS, GPU_TOLERATION
 
 RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
-NODESET = "slinky"         # Slurm nodes slinky-0, slinky-1, ...
+# One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0 for the
+# default pool).
 LOGINSET = "slinky"
 # What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
 # app.kubernetes.io/instance (the operator's login selector labels).
@@ -20,8 +23,7 @@ SHARED_MOUNT = "/shared"
 
 @dataclass(frozen=True)
 class SlurmValuesArgs:
-    gpu: GpuInstanceType
-    gpu_node_count: int
+    gpu_pools: Sequence[GpuPool]
     image_repository: str
     image_digest: str
     image_tag: str
@@ -49,9 +51,46 @@ def gpu_resources(gpu: GpuInstanceType) -> dict:
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 
+def partitions(pools: Sequence[GpuPool]) -> dict:
+    """One partition per pool, named after it; with several pools, the default partition `all`
+    over every pool (with one, the pool's own partition is the default)."""
+    up = {"MaxTime": "UNLIMITED", "State": "UP"}
+    if len(pools) == 1:
+        (pool,) = pools
+        return {pool.name: {"enabled": True, "nodesets": [pool.name],
+                            "configMap": {"Default": "YES", **up}}}
+    out = {p.name: {"enabled": True, "nodesets": [p.name], "configMap": dict(up)} for p in pools}
+    out[ALL_POOLS_PARTITION] = {"enabled": True, "nodesets": [p.name for p in pools],
+                                "configMap": {"Default": "YES", **up}}
+    return out
+
+
 def slurm_values(a: SlurmValuesArgs) -> dict:
     shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
     shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
+
+    def nodeset(pool: GpuPool) -> dict:
+        return {
+            "enabled": True,
+            "replicas": pool.node_count,
+            "slurmd": {
+                "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
+                "resources": gpu_resources(pool.gpu),
+                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}],
+            },
+            # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
+            "extraConfMap": {"Gres": [pool.gpu.gres]},
+            # The pool's partition comes from `partitions` (partitions()).
+            "partition": {"enabled": False},
+            "podSpec": {
+                "nodeSelector": {**GPU_LABELS, **pool_labels(pool, a.gpu_pools)},
+                # Tolerations replace the operator's defaults rather than merge.
+                "tolerations": [dict(GPU_TOLERATION)],
+                # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
+                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            },
+        }
+
     slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
     return {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
@@ -71,26 +110,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         },
         "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
                     "slurmrestd": {"image": dict(slinky_image)}},
-        "nodesets": {NODESET: {
-            "enabled": True,
-            "replicas": a.gpu_node_count,
-            "slurmd": {
-                "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
-                "resources": gpu_resources(a.gpu),
-                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}],
-            },
-            # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
-            "extraConfMap": {"Gres": [a.gpu.gres]},
-            # The partition comes from `partitions` in the base values.
-            "partition": {"enabled": False},
-            "podSpec": {
-                "nodeSelector": dict(GPU_LABELS),
-                # Tolerations replace the operator's defaults rather than merge.
-                "tolerations": [dict(GPU_TOLERATION)],
-                # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
-                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-            },
-        }},
+        "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
+        "partitions": partitions(a.gpu_pools),
         "loginsets": {LOGINSET: {
             "enabled": True,
             "replicas": 1,
