@@ -10,12 +10,13 @@ from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
-from components.shared_storage import SLURM_NAMESPACE, SharedStorage, SharedStorageArgs
+from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
-from components.slurm_cluster import LOGIN_SERVICE, SlurmCluster, SlurmClusterArgs
+from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurm_values import slinky_image_tag
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
+from model.contract import LOGIN_SERVICE, SLURM_NAMESPACE
 
 config = stack_config.load(Account())
 # EKS needs two AZs; availabilityZone comes first (it holds the NAT gateway), then every GPU

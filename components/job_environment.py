@@ -8,7 +8,7 @@ import shlex
 from typing import Sequence
 
 from components.catalog import GpuInstanceType
-from components.gpu_pools import GpuPool
+from model.gpu_pools import GpuPool
 
 ENV_FILE = "cluster.env"
 

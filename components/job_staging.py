@@ -13,10 +13,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.chart_versions import versions
-from components.gpu_pools import GpuPool
 from components.job_environment import environment_files
 from components.jobs_await import job_annotations
-from components.node_groups import CORE_LABELS
+from model.contract import CORE_LABELS
+from model.gpu_pools import GpuPool
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 TARGET = "/shared/jobs"

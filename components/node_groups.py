@@ -11,14 +11,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.catalog import GPU_AMI_TYPE
-from components.gpu_pools import GpuPool, pool_labels
-
-CORE_LABELS = {"role": "core"}
-GPU_LABELS = {"role": "gpu"}
-# The taint keeps everything but GPU work off the GPU nodes; every pod meant for them (slurmd,
-# the device plugins) must tolerate it.
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
+from model.gpu_pools import GpuPool, pool_labels
 
 _NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
@@ -151,7 +145,7 @@ class NodeGroups(pulumi.ComponentResource):
             return node_group(pool.resource_suffix, [args.private_subnet_by_zone[pool.availability_zone]],
                               pool.gpu.name, GPU_AMI_TYPE, {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)},
                               pool.node_count, gpu_lt, update_strategy="MINIMAL",
-                              taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
+                              taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
 
         self.gpu = {pool.name: gpu_group(pool) for pool in args.gpu_pools}
 

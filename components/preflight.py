@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from components.account import Account, PermissionDenied, Zone
-from components.gpu_pools import GpuPool
+from model.gpu_pools import GpuPool
 
 # Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
 # user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:

@@ -10,17 +10,21 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.chart_versions import versions
-from components.gpu_pools import GpuPool
 from components.helm import chart_release
-from components.load_balancer_controller import NLB_CLASS
-from components.shared_storage import GP3, SLURM_NAMESPACE
-from components.slurm_values import LOGINSET_OBJECT, RELEASE, SlurmValuesArgs, slurm_values
+from components.slurm_values import SlurmValuesArgs, slurm_values
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
-
-SLURM_KEY_SECRET = "slurm-auth-slurm"
-JWT_KEY_SECRET = "slurm-auth-jwt"
-STATE_CLAIM = "slurm-controller-state"
-LOGIN_SERVICE = "slurm-login-nlb"
+from model.contract import (
+    GP3,
+    JWT_KEY_SECRET,
+    LOGIN_SERVICE,
+    LOGINSET_OBJECT,
+    NLB_CLASS,
+    RELEASE,
+    SLURM_KEY_SECRET,
+    SLURM_NAMESPACE,
+    STATE_CLAIM,
+)
+from model.gpu_pools import GpuPool
 
 
 @dataclass(frozen=True)

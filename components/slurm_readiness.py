@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.chart_versions import versions
 from components.jobs_await import job_annotations
-from components.node_groups import CORE_LABELS
+from model.contract import CORE_LABELS
 
 RESUME_SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "tools" / "resume-nodes.sh"
 TIMEOUT_SECONDS = 1800

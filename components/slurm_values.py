@@ -8,17 +8,11 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from components.catalog import GpuInstanceType
-from components.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
-from components.node_groups import CORE_LABELS, GPU_LABELS, GPU_TOLERATION
+from model.contract import CORE_LABELS, GPU_LABELS, GPU_TOLERATION, LOGINSET, SHARED_MOUNT
+from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 
-RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
 # One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0 for the
 # default pool).
-LOGINSET = "slinky"
-# What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
-# app.kubernetes.io/instance (the operator's login selector labels).
-LOGINSET_OBJECT = f"{RELEASE}-login-{LOGINSET}"
-SHARED_MOUNT = "/shared"
 
 
 @dataclass(frozen=True)
