@@ -8,6 +8,8 @@
 # only what the program needs (requirements.txt).
 PYTHON ?= python3
 VENV := .venv
+# CUDA 13.0 nvcc and NCCL from PyPI wheels (requirements-cuda.txt), laid out as a CUDA_HOME.
+CUDA := .cuda
 STACK ?= dev
 # Local state unless you `pulumi login` elsewhere (Pulumi.yaml backend.url); its secrets (the
 # kubeconfig) are encrypted with PULUMI_CONFIG_PASSPHRASE. An empty one only on purpose:
@@ -26,14 +28,21 @@ $(VENV)/.runtime: requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.runtime requirements-dev.txt
+$(VENV)/.installed: $(VENV)/.runtime requirements-dev.txt image/finetune-requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
+	touch $@
+
+# nvcc's profile looks for its libraries in lib64, the toolkit's name; the wheels use lib.
+$(CUDA)/.installed: requirements-cuda.txt $(VENV)/.installed
+	rm -rf $(CUDA)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --target $(CUDA) -r requirements-cuda.txt
+	ln -s lib $(CUDA)/nvidia/cu13/lib64
 	touch $@
 
 slurm-packages:
 	bash tests/install-slurm-packages.sh
 
-test: $(VENV)/.installed slurm-packages
+test: $(VENV)/.installed $(CUDA)/.installed slurm-packages
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m pytest
 

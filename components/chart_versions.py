@@ -36,5 +36,10 @@ def slurm_release_for_chart(chart_version: str) -> str | None:
     return versions()["slinkyPairing"].get(minor)
 
 
+def slurmd_base_flavour(slurm_version: str) -> str | None:
+    """The Slinky slurmd image flavour (e.g. ubuntu24.04) a Slurm release's image builds on."""
+    return versions()["slurmdBaseFlavour"].get(".".join(slurm_version.split(".")[:2]))
+
+
 def slinky_pairing() -> dict[str, str]:
     return dict(versions()["slinkyPairing"])

@@ -12,6 +12,18 @@ from model.gpu_pools import GpuPool
 
 ENV_FILE = "cluster.env"
 
+# nccl-tests' MPI only bootstraps (NCCL moves the data): keep the system OpenMPI, which Ubuntu
+# builds with UCX and the distro libfabric, on TCP and off the pod's loopback and agent
+# interfaces; PMIx's hash data store avoids the gds/shmem failure warning under srun --mpi=pmix.
+# The same settings as aws-samples/awsome-distributed-training
+# micro-benchmarks/nccl-tests/nccl-tests.Dockerfile (and open-mpi/ompi#7516 for gds).
+MPI_LAUNCH_ENVIRONMENT = {
+    "OMPI_MCA_pml": "^ucx",
+    "OMPI_MCA_btl": "tcp,self",
+    "OMPI_MCA_btl_tcp_if_exclude": "lo,docker0,veth_def_agent",
+    "PMIX_MCA_gds": "hash",
+}
+
 
 def pool_env_file(pool: GpuPool) -> str:
     return f"cluster-{pool.name}.env"
@@ -51,6 +63,7 @@ def cluster_environment(gpu: GpuInstanceType) -> dict[str, str]:
         "EFA_LINE_RATE_GBPS": str(gpu.network_gbps),
         "HF_HOME": "/shared/hf-cache",
     }
+    env.update(MPI_LAUNCH_ENVIRONMENT)
     env.update(gpu.nccl_environment)
     return env
 

@@ -20,7 +20,7 @@ import yaml
 
 from components import catalog, preflight
 from components.account import Account
-from components.chart_versions import slinky_pairing, slurm_release_for_chart, versions
+from components.chart_versions import slinky_pairing, slurm_release_for_chart, slurmd_base_flavour, versions
 from components.image_references import dlc_registry, reference_problem, registry_host
 from model import gpu_pools
 
@@ -368,9 +368,14 @@ def load(account: Account) -> StackConfig:
         r.problem("dlcBaseImage", dlc, f"no Deep Learning Containers registry is known for "
                   f"{region}: give the full reference with its registry host")
     slurmd_base = r.string("slurmdBaseImage", reference_problem)
-    if slurmd_base and slurm and f":{slurm}" not in slurmd_base:
+    flavour = slurmd_base_flavour(slurm) if slurm and _SLURM_VERSION.match(slurm) else None
+    if slurmd_base and slurm and flavour and f":{slurm}-{flavour}" not in slurmd_base.split("@")[0]:
+        r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} on {flavour}, "
+                  f"the flavour the image's CUDA toolchain builds on "
+                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-{flavour})")
+    elif slurmd_base and slurm and f":{slurm}" not in slurmd_base:
         r.problem("slurmdBaseImage", slurmd_base, f"a Slinky slurmd image of Slurm {slurm} "
-                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu26.04)")
+                  f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu24.04)")
     skip_quota = r.boolean("skipGpuQuotaCheck")
     build_on_preview = r.boolean("buildImageOnPreview")
     retain_shared = r.boolean("retainSharedData")

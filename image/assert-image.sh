@@ -3,7 +3,7 @@
 # EFA/NCCL stack is broken in a way that would silently fall back to TCP or not run at all.
 #   assert-image.sh --slurm-version 26.05.2 [--root DIR]
 # With --root, DIR is checked as a root filesystem (the tests' fake roots); libraries are then
-# resolved through DIR's /etc/ld.so.conf.d instead of this system's loader cache.
+# resolved through a loader cache ldconfig builds from DIR's /etc/ld.so.conf (image/loader.sh).
 set -uo pipefail
 ROOT=/
 SLURM_VERSION=""
@@ -20,19 +20,9 @@ failures=0
 fail() { echo "ASSERT FAILED: $*" >&2; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
 
-# Library directories as the loader sees them (the job environment adds none): the configured
-# ones, then the loader's trusted defaults.
-mapfile -t libdirs < <({ cat "$ROOT"/etc/ld.so.conf.d/*.conf 2>/dev/null | grep -v '^\s*#'
-                         printf '%s\n' /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu /lib /usr/lib; } | sed "s|^|$ROOT|")
-search_path=$(IFS=:; echo "${libdirs[*]}")
-resolve() {  # resolve NAME: the file the loader would map for a soname, or nothing
-  if [ -z "$ROOT" ]; then ldconfig -p | awk -v n="$1" '$1 == n && /x86-64/ {print $NF; exit}'
-  else for d in "${libdirs[@]}"; do [ -e "$d/$1" ] && { echo "$d/$1"; return; }; done; fi
-}
-unresolved() {  # unresolved FILE: the sonames FILE needs that the loader cannot find
-  if [ -z "$ROOT" ]; then env -u LD_LIBRARY_PATH ldd "$1" 2>&1 | awk '/not found/ {print $1}'
-  else LD_LIBRARY_PATH=$search_path ldd "$1" 2>&1 | awk '/not found/ {print $1}'; fi
-}
+# shellcheck source=loader.sh
+source "$(dirname "$0")/loader.sh"
+loader_init "$ROOT"
 run() { "$ROOT$1" "${@:2}"; }
 
 # 1. libfabric and its efa provider
@@ -48,13 +38,28 @@ else
   else fail "libfabric has no efa provider (fi_info --list shows: $(tr '\n' ' ' <<< "$providers"))"; fi
 fi
 
-# 3. the aws-ofi-nccl plugin: found where the loader looks, every dependency resolved
-plugin=$(resolve libnccl-net-ofi.so); [ -n "$plugin" ] || plugin=$(resolve libnccl-net.so)
-if [ -z "$plugin" ]; then fail "aws-ofi-nccl plugin (libnccl-net-ofi.so / libnccl-net.so) not found on the loader path"
+# 3. the aws-ofi-nccl plugin under the name NCCL opens, every dependency resolved. NCCL 2.27
+# (NVIDIA/nccl v2.27.7-1 src/plugin/net.cc, plugin_open.cc) dlopens "libnccl-net.so" unless
+# NCCL_NET_PLUGIN is set; a NAME there is tried as given, then as "libnccl-net-NAME.so" (not
+# when NAME has a '/' or is already lib*.so). /etc/nccl.conf is where the image sets it.
+net_plugin=$(sed -n 's/^NCCL_NET_PLUGIN=//p' "$ROOT/etc/nccl.conf" 2>/dev/null | tail -n1)
+names=()
+if [ -z "$net_plugin" ]; then names=(libnccl-net.so)
+else
+  IFS=, read -ra listed <<< "$net_plugin"
+  for n in "${listed[@]}"; do
+    names+=("$n")
+    [[ $n == */* || ( $n == lib* && $n == *.so ) ]] || names+=("libnccl-net-$n.so")
+  done
+fi
+plugin=""
+for n in "${names[@]}"; do plugin=$(resolve "$n"); [ -n "$plugin" ] && break; done
+if [ -z "$plugin" ]; then
+  fail "NCCL's network plugin does not open: none of ${names[*]} resolves through the loader (NCCL_NET_PLUGIN=${net_plugin:-unset} in /etc/nccl.conf)"
 else
   missing=$(unresolved "$plugin" | tr '\n' ' ')
   if [ -n "$missing" ]; then fail "aws-ofi-nccl plugin $plugin has unresolved libraries: $missing"
-  else ok "aws-ofi-nccl plugin: $plugin"; fi
+  else ok "aws-ofi-nccl plugin opens as $n: $plugin"; fi
 fi
 
 # 4. NCCL's network pinned, so a plugin that cannot load aborts instead of using sockets
@@ -91,16 +96,41 @@ else
   else ok "slurmd $got"; fi
 fi
 
-# 7. PMIx: the library and Slurm's mpi/pmix plugin (srun --mpi=pmix)
-if [ -z "$(resolve libpmix.so.2)" ]; then fail "libpmix.so.2 does not resolve (PMIx missing)"
-else ok "libpmix: $(resolve libpmix.so.2)"; fi
+# 7. PMIx: Slurm's mpi/pmix plugin and the system OpenMPI load one libpmix.so.2. The plugin does
+# not link libpmix; it dlopens it (SchedMD/slurm slurm-26-05-2-1 src/plugins/mpi/pmix/mpi_pmix.c
+# _libpmix_open, auxdir/x_ac_pmix.m4): "libpmix.so.2" through its run path when built with rpath
+# (the default), else "<PMIXP_LIBPATH>/libpmix.so.2", a directory compiled into the plugin.
 pmix_plugin=$(find "$ROOT"/usr/lib/x86_64-linux-gnu/slurm* "$ROOT"/usr/lib64/slurm "$ROOT"/usr/lib/slurm \
-                   "$ROOT"/usr/local/lib/slurm -maxdepth 1 -name 'mpi_pmix*.so' 2>/dev/null | head -n1)
+                   "$ROOT"/usr/local/lib/slurm -maxdepth 1 -name 'mpi_pmix*.so' 2>/dev/null | sort | head -n1)
+slurm_pmix=""
 if [ -z "$pmix_plugin" ]; then fail "Slurm's mpi/pmix plugin (mpi_pmix*.so) not found"
 else
-  missing=$(unresolved "$pmix_plugin" | tr '\n' ' ')
-  if [ -n "$missing" ]; then fail "Slurm's pmix plugin $pmix_plugin has unresolved libraries: $missing"
-  else ok "mpi/pmix plugin: $pmix_plugin"; fi
+  if [ -n "$(_run_path "$pmix_plugin")" ]; then slurm_pmix=$(resolve libpmix.so.2 "$pmix_plugin")
+  else
+    for dir in $(strings "$pmix_plugin" | grep -E '^/[^ ]*$'); do
+      [ -e "$ROOT$dir/libpmix.so.2" ] && { slurm_pmix=$ROOT$dir/libpmix.so.2; break; }
+    done
+    [ -n "$slurm_pmix" ] || slurm_pmix=$(resolve libpmix.so.2)
+  fi
+  [ -n "$slurm_pmix" ] || fail "libpmix.so.2 that Slurm's $pmix_plugin dlopens does not exist (PMIx missing)"
+fi
+# The system OpenMPI's objects that link libpmix (Debian/Ubuntu 4.1: the mca_pmix_ext3x component).
+ompi_pmix=""
+mapfile -t ompi_objects < <(find "$ROOT"/usr/lib/x86_64-linux-gnu/openmpi/lib -name '*.so*' -type f 2>/dev/null | sort)
+if [ "${#ompi_objects[@]}" -eq 0 ]; then fail "the system OpenMPI (/usr/lib/x86_64-linux-gnu/openmpi/lib) is missing"
+else
+  linking=""
+  for object in "${ompi_objects[@]}"; do
+    readelf -d "$object" 2>/dev/null | grep -q '(NEEDED).*\[libpmix\.so\.2\]' || continue
+    linking=$object; ompi_pmix=$(resolve libpmix.so.2 "$object"); break
+  done
+  if [ -z "$linking" ]; then fail "the system OpenMPI links no libpmix.so.2"
+  elif [ -z "$ompi_pmix" ]; then fail "the system OpenMPI's $linking cannot resolve libpmix.so.2"; fi
+fi
+if [ -n "$slurm_pmix" ] && [ -n "$ompi_pmix" ]; then
+  if [ "$(readlink -f "$slurm_pmix")" != "$(readlink -f "$ompi_pmix")" ]; then
+    fail "Slurm's mpi/pmix loads $slurm_pmix but the system OpenMPI loads $ompi_pmix: srun --mpi=pmix cannot launch MPI"
+  else ok "libpmix: $(readlink -f "$slurm_pmix") for Slurm's mpi/pmix and the system OpenMPI"; fi
 fi
 
 if [ "$failures" -gt 0 ]; then echo "assert-image: $failures check(s) failed" >&2; exit 1; fi

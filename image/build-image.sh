@@ -10,7 +10,7 @@ REPO="slinky-eks-dev/slurmd"
 SLURM_VERSION="26.05.2"
 TAG="26.05.2-torch2.9-cu130-mpi"
 DLC_IMAGE="pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
-SLURMD_IMAGE="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04"
+SLURMD_IMAGE="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04"
 DLC_ACCOUNT="763104351884"
 
 usage() { sed -n '2,5p' "$0" >&2; exit 2; }

@@ -35,9 +35,12 @@ printf '%s\n' "${nccl_dir#"$ROOT"}" /opt/amazon/efa/lib "$plugin_dir" /usr/local
   > "$ROOT/etc/ld.so.conf.d/00-slinky-eks.conf"
 if [ "$ROOT" = "" ]; then ldconfig; fi
 
-# NCCL reads /etc/nccl.conf whatever the job's environment. "Libfabric" is the plugin's network
-# name since aws-ofi-nccl 1.12 (aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp, v1.21.1).
-{ grep -v '^NCCL_NET=' "$ROOT/etc/nccl.conf" 2>/dev/null || true; echo "NCCL_NET=Libfabric"; } \
-  > "$ROOT/etc/nccl.conf.new"
+# NCCL reads /etc/nccl.conf whatever the job's environment (NVIDIA/nccl v2.27.7-1
+# src/misc/param.cc). NCCL_NET_PLUGIN=ofi makes NCCL open libnccl-net-ofi.so, the plugin's real
+# file: its default name libnccl-net.so is, in aws-ofi-nccl 1.15-1.16, a symlink that ldconfig
+# does not cache (aws/aws-ofi-nccl src/Makefile.am, v1.16.0). "Libfabric" is the plugin's
+# network name since aws-ofi-nccl 1.12 (aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp, v1.21.1).
+{ grep -vE '^NCCL_NET(_PLUGIN)?=' "$ROOT/etc/nccl.conf" 2>/dev/null || true
+  echo "NCCL_NET_PLUGIN=ofi"; echo "NCCL_NET=Libfabric"; } > "$ROOT/etc/nccl.conf.new"
 mv "$ROOT/etc/nccl.conf.new" "$ROOT/etc/nccl.conf"
 echo "register-libraries: $(tr '\n' ' ' < "$ROOT/etc/ld.so.conf.d/00-slinky-eks.conf")"

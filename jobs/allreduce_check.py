@@ -5,6 +5,7 @@ equal the world size. Exits non-zero on any wrong value. SANITY_INJECT_FAULT=1 m
 rank contribute 0.0, so tests can prove the check fails when the result is wrong.
 """
 import os
+import socket
 import sys
 import time
 
@@ -16,6 +17,9 @@ def main() -> int:
     backend = os.environ.get("DIST_BACKEND", "nccl")
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
+    # The GPUs Slurm gave this step (none unless the step asked for them).
+    print(f"rank {rank} on {socket.gethostname()}: CUDA_VISIBLE_DEVICES="
+          f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}", flush=True)
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)

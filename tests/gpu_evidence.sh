@@ -26,7 +26,7 @@ shutil.copytree("jobs", dst)
 (dst / "cluster.env").write_text(render(cluster_environment(CATALOG["p5en.48xlarge"])))
 PY
 export JOBS_DIR=$shared/jobs LOG_DIR=$shared/logs SBATCH_OUTPUT="$shared/logs/%x-%j.out" \
-       SBATCH_GPUS_PER_NODE=1 NPROC_PER_NODE=1 PYTHON=python3 HF_HOME=$shared/hf SBATCH_WAIT_TIMEOUT=300
+       GPUS_PER_NODE=1 NPROC_PER_NODE=1 PYTHON=python3 HF_HOME=$shared/hf SBATCH_WAIT_TIMEOUT=300
 off_efa=(EXPECT_EFA=0 NCCL_NET= FI_EFA_USE_DEVICE_RDMA=)
 run() {  # run LABEL SCRIPT [VAR=VALUE...]
   local label=$1 script=$2; shift 2

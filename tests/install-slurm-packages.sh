@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Debian's Slurm, munge and PMIx for the job tests (tests/local_slurm.py starts its own daemons).
+# Debian's Slurm, munge, PMIx and OpenMPI for the job tests (tests/local_slurm.py starts its own daemons).
 # Installed, never started: a policy-rc.d we add for the install keeps apt from starting them.
 set -euo pipefail
-packages=(slurmctld slurmd slurm-client munge libpmix-dev)
+# libopenmpi-dev: nccl-tests-build.sbatch builds against the system OpenMPI, as in the image.
+packages=(slurmctld slurmd slurm-client munge libpmix-dev libopenmpi-dev openmpi-bin)
 installed=$(dpkg-query -W -f='${Status}\n' "${packages[@]}" 2>/dev/null | grep -c '^install ok installed$' || true)
 if [ "$installed" -eq "${#packages[@]}" ]; then echo "Slurm packages present"; exit 0; fi
 [ "$(id -u)" = 0 ] || { echo "installing ${packages[*]} needs root" >&2; exit 1; }

@@ -12,6 +12,7 @@ import pathlib
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import time
 
@@ -31,9 +32,10 @@ def _state(pid: int) -> str:
 
 
 class LocalSlurm:
-    def __init__(self, root: pathlib.Path, cpus: int = 2):
+    def __init__(self, root: pathlib.Path, cpus: int = 2, gpus: int = 2):
         self.root = root
         self.cpus = cpus
+        self.gpus = gpus
         self.pids: list[int] = []
         self.conf = root / "etc/slurm.conf"
         self.socket = root / "munge/munge.socket"
@@ -50,7 +52,7 @@ class LocalSlurm:
             (r / f"tmp-{n}").chmod(0o1777)
         memory = int(int(re.search(r"MemTotal:\s+(\d+)", pathlib.Path("/proc/meminfo").read_text()).group(1)) / 1024 / 4)
         nodes = "\n".join(f"NodeName={n} NodeHostname={n} NodeAddr=127.0.1.{i} Port={17100 + i} "
-                          f"CPUs={self.cpus} RealMemory={memory} State=UNKNOWN"
+                          f"CPUs={self.cpus} RealMemory={memory} Gres=gpu:{self.gpus} State=UNKNOWN"
                           for i, n in enumerate(NODES, start=1))
         self.conf.write_text(f"""# test cluster for slinky-eks job tests
 ClusterName=slinkytest
@@ -77,6 +79,7 @@ SelectTypeParameters=CR_Core
 # returning to service at slurmctld's next ping, so the resume tests see what they set.
 ReturnToService=1
 MpiDefault=none
+GresTypes=gpu
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SlurmctldTimeout=30
@@ -90,6 +93,17 @@ PartitionName=slinky Nodes=ALL Default=YES MaxTime=INFINITE State=UP
         # With proctrack/linuxproc and task/none the cgroup plugin is only loaded, never used;
         # naming v1 keeps slurmd from probing a cgroup tree it may not be allowed to use.
         (r / "etc/cgroup.conf").write_text("CgroupPlugin=cgroup/v1\n")
+        # GPUs as gres/gpu sees them: one character device per GPU (gres.conf File=), so steps
+        # get CUDA_VISIBLE_DEVICES only when they request GPUs, as on the GPU nodes.
+        gres = []
+        for n in NODES:
+            devices = r / f"dev-{n}"
+            devices.mkdir(exist_ok=True)
+            for i in range(self.gpus):
+                if not (devices / f"nvidia{i}").exists():
+                    os.mknod(devices / f"nvidia{i}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            gres.append(f"NodeName={n} Name=gpu File={devices}/nvidia[0-{self.gpus - 1}]\n")
+        (r / "etc/gres.conf").write_text("".join(gres))
         hosts = pathlib.Path("/etc/hosts").read_text()
         hosts += "127.0.0.1 ctl\n" + "".join(f"127.0.1.{i} {n}\n" for i, n in enumerate(NODES, start=1))
         (r / "etc/hosts").write_text(hosts)

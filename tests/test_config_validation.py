@@ -132,6 +132,12 @@ def test_slurmd_base_image_must_be_the_slurm_version():
     assert "slurmdBaseImage" in rejected(slurmdBaseImage="ghcr.io/slinkyproject/slurmd:25.11.1-ubuntu24.04")
 
 
+def test_slurmd_base_image_must_be_the_flavour_the_slurm_release_pairs_with():
+    msg = rejected(slurmdBaseImage="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04")
+    assert "slurmdBaseImage = 'ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04'" in msg
+    assert "Slurm 26.05.2 on ubuntu24.04" in msg and "slurmd:26.05.2-ubuntu24.04" in msg
+
+
 @pytest.mark.parametrize("value", ["10.0.0.0/8", "10.0.0.0/24", "8.8.0.0/16", "banana"])
 def test_vpc_cidr_must_be_private_and_sized(value):
     assert f"vpcCidr = '{value}'" in rejected(vpcCidr=value)
@@ -165,8 +171,8 @@ def test_base_images_must_be_image_references(key, value):
     assert f"{key} = '{value}'" in msg and "an image reference" in msg
 
 
-@pytest.mark.parametrize("value", ["ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04",
-                                   "localhost:5000/slurmd:26.05.2-ubuntu26.04",
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "0f" * 32])
+@pytest.mark.parametrize("value", ["ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04",
+                                   "localhost:5000/slurmd:26.05.2-ubuntu24.04",
+                                   "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@sha256:" + "0f" * 32])
 def test_well_formed_base_image_references_are_accepted(value):
     assert run_program("dev", {"slurmdBaseImage": value}).error is None

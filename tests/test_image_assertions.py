@@ -4,7 +4,19 @@ import subprocess
 
 import pytest
 
-from fake_root import SITE, assert_image, good_root, remove, script, shared_library
+from fake_root import (
+    MULTIARCH,
+    OFI_LIB,
+    OMPI_PMIX_COMPONENT,
+    PMIX_PLUGIN,
+    SITE,
+    assert_image,
+    good_root,
+    pmix,
+    remove,
+    script,
+    shared_library,
+)
 
 
 @pytest.fixture
@@ -33,12 +45,17 @@ def test_registration_lists_torch_nccl_efa_and_plugin_dirs(root):
 
 
 def test_registration_finds_the_plugin_in_the_older_arch_directory(tmp_path):
-    root = tmp_path / "root"
-    good = good_root(root)
-    remove(good / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")
-    shared_library(good / "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net.so", [good / "opt/amazon/efa/lib/libfabric.so.1"])
+    good = good_root(tmp_path / "root")
+    remove(good / OFI_LIB / "libnccl-net.so")
+    remove(good / OFI_LIB / "libnccl-net-ofi.so")
+    shared_library(good / OFI_LIB / "x86_64-linux-gnu/libnccl-net-ofi.so", [good / "opt/amazon/efa/lib/libfabric.so.1"])
     subprocess.run(["bash", "image/register-libraries.sh", "--root", str(good)], check=True, capture_output=True)
     assert assert_image(good).returncode == 0
+
+
+def test_registration_names_the_plugin_file_for_nccl(root):
+    conf = (root / "etc/nccl.conf").read_text().splitlines()
+    assert "NCCL_NET_PLUGIN=ofi" in conf and "NCCL_NET=Libfabric" in conf and "NCCL_DEBUG=INFO" in conf
 
 
 def test_missing_libfabric_fails(root):
@@ -57,15 +74,34 @@ def test_missing_fi_info_fails(root):
 
 
 def test_missing_ofi_plugin_fails(root):
-    remove(root / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so")
-    _fails_with(root, "aws-ofi-nccl plugin (libnccl-net-ofi.so / libnccl-net.so) not found")
+    remove(root / OFI_LIB / "libnccl-net-ofi.so")
+    _fails_with(root, "NCCL's network plugin does not open: none of ofi libnccl-net-ofi.so resolves")
+
+
+def test_plugin_reached_only_through_the_default_symlink_fails(root):
+    # aws-ofi-nccl 1.16: NCCL's default name libnccl-net.so is a symlink ldconfig does not cache.
+    conf = root / "etc/nccl.conf"
+    conf.write_text("".join(line for line in conf.read_text().splitlines(keepends=True)
+                            if not line.startswith("NCCL_NET_PLUGIN=")))
+    _fails_with(root, "none of libnccl-net.so resolves", "NCCL_NET_PLUGIN=unset")
+
+
+def test_plugin_file_named_libnccl_net_opens_by_default(root):
+    # aws-ofi-nccl 1.17 builds libnccl-net.so as a library of its own (soname libnccl-net.so).
+    remove(root / OFI_LIB / "libnccl-net.so")
+    shared_library(root / OFI_LIB / "libnccl-net.so", [root / "opt/amazon/efa/lib/libfabric.so.1"])
+    conf = root / "etc/nccl.conf"
+    conf.write_text(conf.read_text().replace("NCCL_NET_PLUGIN=ofi\n", ""))
+    result = assert_image(root)
+    assert result.returncode == 0, result.stderr
+    assert "plugin opens as libnccl-net.so" in result.stdout
 
 
 def test_ofi_plugin_with_unresolved_libraries_fails(root, tmp_path):
     # A plugin linked against a libfabric that is not on the loader path.
     elsewhere = tmp_path / "elsewhere" / "libfabric-old.so.1"
     shared_library(elsewhere)
-    shared_library(root / "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", [elsewhere])
+    shared_library(root / OFI_LIB / "libnccl-net-ofi.so", [elsewhere])
     _fails_with(root, "has unresolved libraries: libfabric-old.so.1")
 
 
@@ -104,13 +140,45 @@ def test_missing_slurmd_fails(root):
 
 
 def test_missing_libpmix_fails(root):
-    remove(root / "usr/lib/x86_64-linux-gnu/libpmix.so.2")
-    _fails_with(root, "libpmix.so.2 does not resolve")
+    remove(root / MULTIARCH / "pmix2")
+    _fails_with(root, "libpmix.so.2 that Slurm's", "dlopens does not exist",
+                "mca_pmix_ext3x.so cannot resolve libpmix.so.2")
 
 
 def test_missing_slurm_pmix_plugin_fails(root):
-    remove(root / "usr/lib/x86_64-linux-gnu/slurm/mpi_pmix_v5.so")
+    remove(root / PMIX_PLUGIN)
     _fails_with(root, "mpi/pmix plugin (mpi_pmix*.so) not found")
+
+
+def test_slurm_dlopening_another_libpmix_than_openmpi_fails(root):
+    # A plugin whose run path reaches another PMIx, e.g. the EFA installer's under /opt/amazon.
+    pmix(root, "opt/amazon/pmix/lib")
+    shared_library(root / PMIX_PLUGIN, runpath="/opt/amazon/pmix/lib")
+    _fails_with(root, "Slurm's mpi/pmix loads", "/opt/amazon/pmix/lib/libpmix.so.2",
+                "but the system OpenMPI loads", "cannot launch MPI")
+
+
+def test_plugin_with_a_compiled_in_pmix_directory_passes(root):
+    # Built --without-rpath: PMIXP_LIBPATH is a string in the plugin, dlopened as DIR/libpmix.so.2.
+    shared_library(root / PMIX_PLUGIN, strings=(f"/{MULTIARCH}/pmix2/lib",))
+    result = assert_image(root)
+    assert result.returncode == 0, result.stderr
+
+
+def test_plugin_with_a_compiled_in_directory_of_another_pmix_fails(root):
+    pmix(root, "opt/amazon/pmix/lib")
+    shared_library(root / PMIX_PLUGIN, strings=("/opt/amazon/pmix/lib",))
+    _fails_with(root, "Slurm's mpi/pmix loads", "/opt/amazon/pmix/lib/libpmix.so.2")
+
+
+def test_missing_system_openmpi_fails(root):
+    remove(root / MULTIARCH / "openmpi")
+    _fails_with(root, "the system OpenMPI (/usr/lib/x86_64-linux-gnu/openmpi/lib) is missing")
+
+
+def test_system_openmpi_without_pmix_fails(root):
+    shared_library(root / OMPI_PMIX_COMPONENT)
+    _fails_with(root, "the system OpenMPI links no libpmix.so.2")
 
 
 def test_every_failure_is_reported_not_only_the_first(root):

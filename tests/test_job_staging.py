@@ -1,5 +1,6 @@
 """`pulumi up` puts the jobs and their catalog-derived environment onto /shared."""
 import re
+import subprocess
 
 import pytest
 
@@ -86,3 +87,14 @@ def test_jobs_carry_no_instance_specific_values():
         if path.is_file() and "__pycache__" not in path.parts:
             text = path.read_text()
             assert not [v for v in values if v in text], path
+
+
+def test_environment_file_keeps_nccl_tests_mpi_on_tcp_bootstrap(bundle, tmp_path):
+    env_file = tmp_path / "cluster.env"
+    env_file.write_text(bundle.inputs["data"]["cluster.env"])
+    names = ("OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_btl_tcp_if_exclude", "PMIX_MCA_gds")
+    shown = subprocess.run(["env", "-i", "bash", "-c", f"source {env_file}; " +
+                            "; ".join(f'echo "{n}=${{{n}}}"' for n in names)],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert shown == ["OMPI_MCA_pml=^ucx", "OMPI_MCA_btl=tcp,self",
+                     "OMPI_MCA_btl_tcp_if_exclude=lo,docker0,veth_def_agent", "PMIX_MCA_gds=hash"]

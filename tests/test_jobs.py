@@ -14,8 +14,9 @@ import pytest
 from components.catalog import CATALOG
 from components.job_environment import ENV_FILE, cluster_environment, render
 from components.job_staging import job_files
+from fake_root import cuda_wheels, shared_library
 from local_slurm import LocalSlurm, missing_binaries
-from tools import slurm_state
+from tools import reference_data, slurm_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slurm
@@ -47,7 +48,7 @@ def staged(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture
 def cpu_mode(staged, tmp_path) -> dict[str, str]:
     return {"JOBS_DIR": str(staged), "PYTHON": sys.executable, "DIST_BACKEND": "gloo",
-            "EXPECT_EFA": "0", "NPROC_PER_NODE": "2", "ALLREDUCE_BYTES": str(16 * 2**20),
+            "EXPECT_EFA": "0", "NPROC_PER_NODE": "2", "GPUS_PER_NODE": "2", "ALLREDUCE_BYTES": str(16 * 2**20),
             "TINY_MODEL": "1", "MAX_STEPS": "3", "HF_HOME": str(tmp_path / "hf"),
             "OUTPUT_DIR": str(tmp_path / "lora-out"), "OMP_NUM_THREADS": "1",
             # Job logs where /shared/logs would be: sbatch's input variable beats #SBATCH --output.
@@ -58,6 +59,14 @@ def test_sanity_job_passes(slurm, staged, cpu_mode, tmp_path):
     state, code, out = slurm.sbatch(staged / "sanity.sbatch", tmp_path, cpu_mode)
     assert (state, code) == ("COMPLETED", "0:0"), out
     assert "all_reduce OK: value 4.0 == world_size 4.0" in out and "SANITY OK" in out
+
+
+def test_sanity_job_steps_get_the_gpus_they_request(slurm, staged, cpu_mode, tmp_path):
+    # The test cluster's nodes have gres/gpu:2; an --exclusive job's steps see them only when asked.
+    state, _, out = slurm.sbatch(staged / "sanity.sbatch", tmp_path, cpu_mode)
+    assert state == "COMPLETED", out
+    seen = sorted(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("rank "))
+    assert seen == ["CUDA_VISIBLE_DEVICES=0,1"] * 4, out
 
 
 def test_sanity_job_fails_on_a_wrong_all_reduce(slurm, staged, cpu_mode, tmp_path):
@@ -82,6 +91,50 @@ def test_finetune_two_nodes_two_processes_writes_adapters(slurm, staged, cpu_mod
     assert any('"loss"' in m and '"mean_token_accuracy"' in m for m in metrics), out[-3000:]
     assert f"Done. LoRA adapters saved to {adapters}" in out
     assert "nnodes=2" in out or "on n[1-2]" in out
+
+
+@pytest.fixture(scope="module")
+def nccl_tests_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("shared-nccl") / "nccl-tests"
+
+
+def _nccl_tests_build_env(cpu_mode, nccl_tests_dir, torch_nccl):
+    """The CPU cluster's stand-ins for the image: PyPI's CUDA 13.0 wheels as CUDA_HOME and as
+    torch's NCCL (a CPU torch loads none); the source from the pinned tarball; one GPU
+    architecture and the static CUDA runtime (the wheels have no unversioned libcudart.so)."""
+    wheels = cuda_wheels()
+    return {**cpu_mode, "NCCL_TESTS_DIR": str(nccl_tests_dir),
+            "NCCL_TESTS_SOURCE": str(reference_data.path("nccl-tests", "nccl-tests-v2.17.9.tar.gz")),
+            "CUDA_HOME": str(wheels / "cu13"), "CUDARTLIB": "cudart_static",
+            "NVCC_GENCODE": "-gencode=arch=compute_90,code=sm_90", "TORCH_NCCL": str(torch_nccl),
+            # Where the image's loader cache has torch's NCCL (register-libraries.sh).
+            "LD_LIBRARY_PATH": str(wheels / "nccl/lib")}
+
+
+def test_nccl_tests_build_compiles_and_links_from_the_tarball(slurm, staged, cpu_mode, tmp_path, nccl_tests_dir):
+    torch_nccl = cuda_wheels() / "nccl/lib/libnccl.so.2"
+    env = _nccl_tests_build_env(cpu_mode, nccl_tests_dir, torch_nccl)
+    state, code, out = slurm.sbatch(staged / "nccl-tests-build.sbatch", tmp_path, env, timeout=900)
+    assert (state, code) == ("COMPLETED", "0:0"), out[-3000:]
+    for binary in ("all_reduce_perf", "all_gather_perf"):
+        assert f"{binary}: libnccl.so.2 => {torch_nccl}, libmpi.so.40 => " in out
+        assert (nccl_tests_dir / "build" / binary).stat().st_size > 0
+    assert "BUILD OK" in out
+
+
+def test_nccl_tests_build_fails_when_the_binaries_load_another_nccl_than_torchs(
+        slurm, staged, cpu_mode, tmp_path, nccl_tests_dir):
+    # Runs after the build above: make finds the binaries up to date, the check runs again.
+    if not (nccl_tests_dir / "build/all_reduce_perf").exists():
+        pytest.fail("needs test_nccl_tests_build_compiles_and_links_from_the_tarball to have built")
+    other = tmp_path / "torch/nvidia/nccl/lib/libnccl.so.2"
+    shared_library(other)
+    (other.parent.parent / "include").symlink_to(cuda_wheels() / "nccl/include")
+    env = _nccl_tests_build_env(cpu_mode, nccl_tests_dir, other)
+    state, _, out = slurm.sbatch(staged / "nccl-tests-build.sbatch", tmp_path, env)
+    assert state == "FAILED", out[-3000:]
+    assert f"loads libnccl.so.2 from {cuda_wheels() / 'nccl/lib/libnccl.so.2'}, not torch's {other}" in out
+    assert "BUILD OK" not in out
 
 
 def test_srun_offers_and_launches_pmix(slurm):

@@ -65,3 +65,25 @@ def test_ranks_that_missed_efa_fail_the_job():
     efa = [i for i, line in enumerate(lines) if "Selected provider is efa" in line]
     ok, notes = nccl_tests.verdict(nccl_tests.parse("".join(lines[:efa[0]] + lines[efa[-1]:])), 40, True)
     assert not ok and "only 1 of 8 ranks selected the EFA provider" in notes
+
+
+# nccl-tests v2.17.9 src/util.cu writeBenchmarkLineBody prints #wrong with "%6g" and times and
+# bandwidths through getFloatStr, which uses "%7.1e" once a value has too many digits.
+BIG_WRONG_ROW = ("  2147483648     536870912     float     sum      -1  1.2e+05   17.89   31.30  5.36871e+08"
+                 "  1.2e+05   17.90   31.33  5.36871e+08")
+
+
+def test_wrong_counts_printed_with_g_fail_the_run_with_a_verdict():
+    (row,) = nccl_tests.parse(BIG_WRONG_ROW).rows
+    assert row.wrong == 2 * 536871000 and row.time_us == 1.2e5
+    ok, notes = nccl_tests.verdict(nccl_tests.parse(BIG_WRONG_ROW + "\n# Out of bounds values : 0 OK\n"), None, False)
+    assert not ok and "#wrong = 1073742000 (must be 0)" in notes
+
+
+def test_a_run_with_g_counts_exits_with_the_verdict_not_a_traceback(tmp_path):
+    log = tmp_path / "wrong.log"
+    log.write_text(BIG_WRONG_ROW + "\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 31.3 \n")
+    out = subprocess.run([sys.executable, str(ROOT / "jobs/lib/nccl_tests.py"), str(log)],
+                         capture_output=True, text=True)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "NCCL-TESTS FAILED" in out.stdout

@@ -75,7 +75,7 @@ def test_tag_comes_from_config(build):
 def test_build_args_carry_the_bases_and_slurm_version(build):
     args = build.inputs["buildArgs"]
     assert args["DLC_IMAGE"] == f"{DLC_REGISTRY}/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
-    assert args["SLURMD_IMAGE"] == "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04"
+    assert args["SLURMD_IMAGE"] == "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04"
     assert args["SLURM_VERSION"] == "26.05.2"
 
 
@@ -115,7 +115,9 @@ def test_dockerfile_passes_hadolint():
 
 def test_image_scripts_pass_shellcheck():
     scripts = sorted(str(p) for p in (ROOT / "image").glob("*.sh"))
-    result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), *scripts], capture_output=True, text=True)
+    # -x: the assertions source image/loader.sh, which is checked with them.
+    result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", *scripts],
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
 
@@ -133,7 +135,7 @@ def test_build_script_and_dockerfile_defaults_match_the_project_defaults():
 
 def test_bases_can_be_pinned_by_digest():
     digest = "sha256:" + "cd" * 32
-    slurmd = f"ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@{digest}"
+    slurmd = f"ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@{digest}"
     dlc = f"{DLC_REGISTRY}/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2@{digest}"
     graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
     args = graph.named("slurmd-build").inputs["buildArgs"]
@@ -168,7 +170,7 @@ def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
 
 
 def test_a_base_image_on_ecr_gets_credentials_from_its_own_region():
-    base = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd:26.05.2-ubuntu26.04"
+    base = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd:26.05.2-ubuntu24.04"
     graph = run_program("dev", {"slurmdBaseImage": base})
     registries = {r["address"]: r for r in graph.named("slurmd-build").inputs["registries"]}
     assert registries["210987654321.dkr.ecr.eu-west-1.amazonaws.com"]["password"] == "token-for-210987654321"
@@ -201,7 +203,7 @@ def _pushes(build: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("second", [{}, {"buildImageOnPreview": True},
-                                    {"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "cd" * 32}])
+                                    {"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@sha256:" + "cd" * 32}])
 def test_a_second_up_never_fails_on_a_tag(dev, second):
     first = dev.named("slurmd-build").inputs
     existing = {ref.rsplit(":", 1)[1] for ref in _pushes(first)}
@@ -217,3 +219,19 @@ def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(dev):
                  "imageTagMutabilityExclusionFilters": [{"filter": "buildcache", "filterType": "WILDCARD"}]}
     assert not _ecr_accepts_push(immutable, existing, _pushes(build))
     assert _ecr_accepts_push(immutable, set(), _pushes(build))
+
+
+def _undocumented_dlc_copies(dockerfile: str, readme: str) -> list[str]:
+    """Sources of `COPY --from=dlc` that image/README.md's DLC table does not list."""
+    table = readme.split("## DLC", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"`(/[^`]+)`", table))
+    sources = [m.split()[0] for m in re.findall(r"^COPY --from=dlc (.+)$", dockerfile, re.M)]
+    return [s for s in sources if s.rstrip("/") not in {d.rstrip("/") for d in documented}]
+
+
+def test_dockerfile_copies_from_the_dlc_only_what_its_layout_documents():
+    readme = (ROOT / "image/README.md").read_text()
+    assert _undocumented_dlc_copies((ROOT / "image/Dockerfile").read_text(), readme) == []
+    # The copy that broke the first `pulumi up`: the DLC's Python is static, there is no libpython.
+    broken = "COPY --from=dlc /usr/local/lib/libpython3.12.so.1.0 /usr/local/lib/libpython3.12.so.1.0\n"
+    assert _undocumented_dlc_copies(broken, readme) == ["/usr/local/lib/libpython3.12.so.1.0"]

@@ -12,10 +12,13 @@ import sys
 from dataclasses import dataclass
 
 # A data row: size count type redop root | out-of-place time algbw busbw #wrong | in-place ...
+# nccl-tests v2.17.9 (src/util.cu): time and bandwidths come from getFloatStr, which switches to
+# "%.1e" for large values, and #wrong is printed with "%6g" (5.36871e+08), or "N/A" without -c.
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _ROW = re.compile(
-    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)"
-    r"\s+(?P<time>[\d.]+)\s+(?P<algbw>[\d.]+)\s+(?P<busbw>[\d.]+)\s+(?P<wrong>\S+)"
-    r"\s+(?P<itime>[\d.]+)\s+(?P<ialgbw>[\d.]+)\s+(?P<ibusbw>[\d.]+)\s+(?P<iwrong>\S+)\s*$")
+    rf"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)"
+    rf"\s+(?P<time>{_NUM})\s+(?P<algbw>{_NUM})\s+(?P<busbw>{_NUM})\s+(?P<wrong>{_NUM}|N/A)"
+    rf"\s+(?P<itime>{_NUM})\s+(?P<ialgbw>{_NUM})\s+(?P<ibusbw>{_NUM})\s+(?P<iwrong>{_NUM}|N/A)(?:\s.*)?$")
 _RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s", re.M)   # one per rank: "#  Rank  0 Group  0 Pid ..."
 
 
@@ -44,7 +47,7 @@ class Result:
 
 
 def _wrong(text: str) -> int:
-    return 0 if text == "N/A" else int(text)
+    return 0 if text == "N/A" else round(float(text))
 
 
 def parse(text: str) -> Result:
@@ -56,7 +59,7 @@ def parse(text: str) -> Result:
                             busbw=float(m["busbw"]), wrong=_wrong(m["wrong"]) + _wrong(m["iwrong"]),
                             in_place_busbw=float(m["ibusbw"])))
     oob = re.search(r"Out of bounds values\s*:\s*(\d+)", text)
-    avg = re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", text)
+    avg = re.search(rf"Avg bus bandwidth\s*:\s*({_NUM})", text)
     ranks = len(_RANK_LINE.findall(text)) or None
     return Result(rows=rows, out_of_bounds=int(oob.group(1)) if oob else None,
                   avg_busbw=float(avg.group(1)) if avg else None, ranks=ranks,
