@@ -29,6 +29,7 @@ from model import gpu_pools
 # 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
 # https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
 EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+EXTENDED_SUPPORT_VERSIONS = ("1.32", "1.33")
 
 _SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
                   "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
@@ -230,6 +231,15 @@ def warn_example_ssh_key(ssh_public_key: str) -> None:
                         "`pulumi config set sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`")
 
 
+def warn_extended_support(kubernetes_version: str) -> None:
+    """Accepted, but at six times the control-plane price: say so, and what to choose instead."""
+    if kubernetes_version in EXTENDED_SUPPORT_VERSIONS:
+        standard = [v for v in EKS_VERSIONS if v not in EXTENDED_SUPPORT_VERSIONS]
+        pulumi.log.warn(f"kubernetesVersion {kubernetes_version} is in EKS extended support: the control "
+                        "plane costs six times the standard price (https://aws.amazon.com/eks/pricing/); "
+                        f"standard support: {', '.join(standard)}")
+
+
 def _api_cidr_problems(cidrs: list[str], anywhere_ok: bool) -> list[str]:
     # The public endpoint of an IPv4 cluster takes IPv4 blocks only (EKS API reference,
     # VpcConfigRequest.publicAccessCidrs:
@@ -406,6 +416,7 @@ def load(account: Account) -> StackConfig:
     if problems:
         raise ConfigError(problems)
     warn_example_ssh_key(ssh_key)
+    warn_extended_support(k8s_version)
     return StackConfig(
         project=project, stack=stack, region=region, availability_zone=az, node_zones=node_zones,
         kubernetes_version=k8s_version, cluster_name=cluster_name, gpu_pools=tuple(pools),
