@@ -4,7 +4,8 @@
 #   make up        `pulumi up` on the dev stack
 #   make destroy   `pulumi destroy` on the dev stack
 # up/preview/destroy first check the Pulumi CLI, the AWS CLI and credentials, Docker with buildx
-# (up) and a state passphrase (tools/preflight.sh says how to get what is missing), then install
+# (up), a state passphrase and this machine's address inside the API endpoint's allowed blocks
+# (tools/preflight.sh says how to get what is missing), then install
 # only what the program needs (requirements.txt).
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +19,7 @@ ALLOW_EMPTY_PASSPHRASE ?=
 ifeq ($(ALLOW_EMPTY_PASSPHRASE),1)
 export PULUMI_CONFIG_PASSPHRASE ?=
 endif
-PREFLIGHT = ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
+PREFLIGHT = STACK=$(STACK) ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
 
 .PHONY: test up preview destroy slurm-packages
 

@@ -1,6 +1,7 @@
 """What the AWS account answers before anything is created: its availability zones, the instance
-types each zone offers, its on-demand vCPU quotas and who is deploying. One pulumi-aws invoke
-each; a refused call comes back as PermissionDenied naming the IAM action it needed.
+types each zone offers, an instance type's vCPUs, its on-demand vCPU quotas and who is deploying.
+One pulumi-aws invoke each; a refused call comes back as PermissionDenied naming the IAM action it
+needed.
 """
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
+import pulumi
 import pulumi_aws as aws
 
 T = TypeVar("T")
@@ -23,6 +25,37 @@ _ACTION = re.compile(r"not authorized to perform: ([a-z0-9-]+:[A-Za-z0-9]+)")
 class Zone:
     name: str      # per account: us-west-2a is a different data centre in another account
     zone_id: str   # the same physical zone in every account (usw2-az1)
+
+
+# Why the account could not be asked, by the error code in the provider's message (EC2 API error
+# codes: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html). An invalid
+# region name is refused by the provider itself ("invalid AWS Region"); OptInRequired is EC2's
+# answer in an opt-in region the account has not enabled. Anything else is not the region's fault.
+_REGION_UNUSABLE = re.compile(r"invalid AWS Region|OptInRequired")
+_CAUSES = (
+    (re.compile(r"AuthFailure|ExpiredToken|InvalidClientTokenId|RequestExpired|"
+                r"UnrecognizedClient|no valid credential|failed to refresh cached credentials|"
+                r"NoCredentialProviders"),
+     "the AWS credentials do not work ({detail}): check them with `aws sts get-caller-identity` "
+     "(and that the region is enabled for the account)"),
+    (re.compile(r"RequestLimitExceeded|Throttl"),
+     "AWS throttled the request ({detail}): run it again in a minute"),
+)
+
+
+class AccountUnreachable(pulumi.RunError):
+    """The account could not be asked at all; Pulumi prints the one line without a trace."""
+
+
+def _unreachable(what: str, error: Exception) -> AccountUnreachable:
+    detail = " ".join(str(error).split())
+    for pattern, why in _CAUSES:
+        found = pattern.search(detail)
+        if found:
+            return AccountUnreachable(f"could not ask AWS for {what}: "
+                                      + why.format(detail=found.group(0)))
+    return AccountUnreachable(f"could not ask AWS for {what}: {detail} (check the network "
+                              "and `aws sts get-caller-identity`)")
 
 
 class PermissionDenied(Exception):
@@ -58,8 +91,10 @@ class Account:
                 filters=[{"name": "zone-type", "values": ["availability-zone"]}]))
         except PermissionDenied:
             raise
-        except Exception:  # noqa: BLE001 - the provider refuses an unknown region
-            return None
+        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+            if _REGION_UNUSABLE.search(str(e)):
+                return None
+            raise _unreachable(f"the zones of {region}", e) from e
         return [Zone(n, i) for n, i in zip(found.names, found.zone_ids, strict=True)]
 
     def offered(self, region: str, instance_types: Sequence[str],
@@ -73,6 +108,12 @@ class Account:
         for t, location in zip(found.instance_types, found.locations, strict=True):
             out.setdefault(t, set()).add(location)
         return out
+
+    def vcpus(self, region: str, instance_type: str) -> int:
+        """The instance type's default vCPU count, as the vCPU quotas count it
+        (https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html)."""
+        return _ask("ec2:DescribeInstanceTypes", lambda: aws.ec2.get_instance_type(
+            instance_type=instance_type, region=region)).default_vcpus
 
     def ec2_quota(self, region: str, quota_code: str) -> float:
         """The applied value of an EC2 quota (the AWS default where none was requested)."""

@@ -1,6 +1,6 @@
 """What must hold in the account before the first resource: the node AZs (every GPU pool's, at
 least two), the instance types offered there, each GPU family's on-demand vCPU quota (summed over
-the pools in it), and no duplicate access entry for the
+the pools in it) and the core nodes', and no duplicate access entry for the
 deployer. Each finding is (key, value, what is allowed) for stack_config's one ConfigError; where
 the account cannot be asked, a warning names the missing permission instead.
 """
@@ -24,6 +24,11 @@ EKS_UNSUPPORTED_ZONE_IDS = {
 # https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html
 _QUOTA_REQUEST = ("aws service-quotas request-service-quota-increase --region {region} "
                   "--service-code ec2 --quota-code {code} --desired-value {needed}")
+
+
+# The quota the core nodes (M, C, R, ... types) count against (EC2 "On-Demand Instance quotas":
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
+ON_DEMAND_STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
 
 
 @dataclass
@@ -153,6 +158,29 @@ def quota(account: Account, region: str, pools: list[GpuPool], out: Findings) ->
                                  "pools, or " + how))
 
 
+def core_quota(account: Account, region: str, core_type: str, count: int, out: Findings) -> None:
+    """The core group keeps the managed node group's default rolling update, which launches a new
+    node before it terminates an old one (EKS API NodegroupUpdateConfig, maxUnavailable 1:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html), so an
+    update needs one node more than coreNodeCount."""
+    code, quota_name = ON_DEMAND_STANDARD
+    try:
+        vcpus = account.vcpus(region, core_type)
+        have = account.ec2_quota(region, code)
+    except PermissionDenied as denied:
+        out.cannot_ask(f"the {quota_name} quota ({code}) for the core nodes", denied)
+        return
+    needed = vcpus * (count + 1)
+    if have < needed:
+        out.problems.append(("coreNodeCount", count,
+                             f"{count} x {core_type} ({vcpus} vCPUs each), plus the one more a "
+                             f"rolling update launches, need {needed} vCPUs of the quota "
+                             f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                             f"{max(int(have) // vcpus - 1, 0)} core nodes at most, a smaller "
+                             "coreInstanceType, or request an increase: "
+                             + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)))
+
+
 def deployer_not_admin(account: Account, admin_role_arns: list[str], out: Findings) -> None:
     """The deployer is the cluster creator and already has an access entry; EKS refuses a second
     one for the same principal (EKS user guide, access entries:
@@ -181,9 +209,9 @@ def _account_and_name(role_arn: str) -> tuple[str, str]:
 
 
 def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], core_type: str,
-          admin_role_arns: list[str], skip_quota: bool) -> Findings:
+          admin_role_arns: list[str], skip_quota: bool, core_count: int = 0) -> Findings:
     """Every finding at once; `pools` holds only pools whose own values are valid, and a check
-    whose inputs are already invalid is left out ("" for core_type)."""
+    whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
     out = Findings()
     chosen = zones(account, region, gpu_zone, pools, out)
     out.node_zones = tuple(z.name for z in chosen)
@@ -191,5 +219,7 @@ def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], co
         offerings(account, region, chosen, pools, core_type, out)
     if chosen and pools and not skip_quota:
         quota(account, region, pools, out)
+    if chosen and core_type and core_count >= 1:
+        core_quota(account, region, core_type, core_count, out)
     deployer_not_admin(account, admin_role_arns, out)
     return out

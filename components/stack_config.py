@@ -405,7 +405,9 @@ def load(account: Account) -> StackConfig:
         core_ok = catalog.is_instance_type_name(core_type) and catalog.lookup(core_type) is None
         # Values already refused are left out of the account checks (0 and "" skip them).
         found = preflight.check(account, region, az, pools, core_type if core_ok else "",
-                                [a for a in admins if _ROLE_ARN.match(a)], skip_quota)
+                                [a for a in admins if _ROLE_ARN.match(a)], skip_quota,
+                                core_count=0 if any(p.startswith(f"{project}:coreNodeCount ")
+                                                    for p in r.problems) else core_nodes)
         for key, value, allowed in found.problems:
             (aws if key.startswith("aws:") else r).problem(key.removeprefix("aws:"), value, allowed)
         for warning in found.warnings:

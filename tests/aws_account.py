@@ -14,12 +14,19 @@ github.com/hashicorp/terraform-provider-aws):
   lists instanceTypes/locations/locationTypes, one entry per offering (DescribeInstanceTypeOfferings,
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html:
   the location is the zone name for `availability-zone`, the zone id for `availability-zone-id`).
+- aws:ec2/getInstanceType: ec2_instance_type_data_source.go asks DescribeInstanceTypes for the one
+  type (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html) and
+  sets its id to the type name and default_vcpus from VCpuInfo.DefaultVCpus, the count the vCPU
+  quotas use (https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
 - aws:servicequotas/getServiceQuota: internal/service/servicequotas/service_quota_data_source.go
   reads the AWS default (GetAWSDefaultServiceQuota), then the applied value (GetServiceQuota) when
   the account has one.
 - aws:iam/getSessionContext: internal/service/iam/session_context_data_source.go: for an
   sts assumed-role ARN it looks the role up (iam:GetRole) and returns its ARN, with its path, as
   issuerArn; any other ARN comes back as its own issuer.
+- A call that fails for another reason (expired credentials, throttling, an opt-in region not
+  enabled) carries the EC2 error code (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/
+  errors-overview.html) in the SDK's "operation error ..." text.
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -29,7 +36,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field, replace
 
-from components.catalog import efa_gpu_types
+from components.catalog import efa_gpu_types, lookup
 
 
 @dataclass(frozen=True)
@@ -59,13 +66,20 @@ class Account:
     quotas: dict[str, float]                     # ec2 quota code -> applied value
     quota_defaults: dict[str, float]
     denied: frozenset[str] = field(default_factory=frozenset)   # IAM actions refused
+    # Opt-in regions (https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html)
+    # this account has not enabled: EC2 answers OptInRequired there.
+    regions_not_enabled: frozenset[str] = frozenset()
+    failure: tuple[int, str, str] | None = None  # every EC2 call fails: (status, code, message)
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
 
 
 _ALL_GPU = frozenset(efa_gpu_types())
-_CPU = frozenset({"m6i.2xlarge", "m6i.4xlarge", "m7i.2xlarge"})
+# DefaultVCpus of the CPU types (Amazon EC2 instance type specifications, general purpose:
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html).
+_CPU_VCPUS = {"m6i.2xlarge": 8, "m6i.4xlarge": 16, "m7i.2xlarge": 8}
+_CPU = frozenset(_CPU_VCPUS)
 
 # us-west-2 as one account sees it: zone names map to ids per account
 # (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html); an opted-in Local
@@ -108,10 +122,12 @@ DEV = Account(
         **{z: frozenset({"g5.12xlarge"}) | _CPU for z in ("ape1-az1", "ape1-az2", "ape1-az3")},
         "usw2-lax1-az1": _CPU, "usw2-lax1-az2": _CPU, "use1-bos1-az1": _CPU,
     },
-    quotas={"L-DB2E81BA": 768.0, "L-417A185B": 768.0},
+    quotas={"L-DB2E81BA": 768.0, "L-417A185B": 768.0, "L-1216C47A": 640.0},
     # This fixture's values where nothing was requested: below two g6.12xlarge (96 vCPUs) and one
     # p5.48xlarge (192), as new accounts often are (AWS sets new accounts' values per account).
-    quota_defaults={"L-DB2E81BA": 64.0, "L-417A185B": 0.0},
+    # The standard quota's default covers the dev core group (3 x m6i.2xlarge during an update = 24)
+    # but not 3 x m6i.4xlarge (48).
+    quota_defaults={"L-DB2E81BA": 64.0, "L-417A185B": 0.0, "L-1216C47A": 32.0},
 )
 # A new account: default quotas only.
 NEW = DEV.but(quotas={})
@@ -121,6 +137,12 @@ def denied_message(account: Account, action: str) -> str:
     return (f"operation error: https response error StatusCode: 403, api error AccessDenied: "
             f"User: {account.caller_arn} is not authorized to perform: {action} because no "
             f"identity-based policy allows the {action} action")
+
+
+def api_error(operation: str, status: int, code: str, message: str) -> str:
+    """The provider's text for a failed EC2 call, as the AWS SDK for Go v2 words it."""
+    return (f"operation error EC2: {operation}, https response error StatusCode: {status}, "
+            f"RequestID: 00000000-0000-0000-0000-000000000000, api error {code}: {message}")
 
 
 def _zone_filter(z: ZoneRecord, name: str, values: list[str]) -> bool:
@@ -138,6 +160,15 @@ def answer(account: Account, token: str, args: dict):
         return {}, [("", denied_message(account, action))]
 
     region = args.get("region") or "us-west-2"
+    ec2_operation = {"aws:index/getAvailabilityZones:getAvailabilityZones": "DescribeAvailabilityZones",
+                     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+                         "DescribeInstanceTypeOfferings",
+                     "aws:ec2/getInstanceType:getInstanceType": "DescribeInstanceTypes"}.get(token)
+    if ec2_operation and account.failure:
+        return {}, [("", api_error(ec2_operation, *account.failure))]
+    if ec2_operation and region in account.regions_not_enabled:
+        return {}, [("", api_error(ec2_operation, 401, "OptInRequired", "You are not subscribed "
+                                   "to this service. Please go to http://aws.amazon.com to subscribe."))]
     if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
         if "ec2:DescribeAvailabilityZones" in account.denied:
             return refuse("ec2:DescribeAvailabilityZones")
@@ -169,6 +200,16 @@ def answer(account: Account, token: str, args: dict):
             rows = [r for r in rows if any(fnmatch.fnmatchcase(r[col], v) for v in f["values"])]
         return {"instanceTypes": [r[0] for r in rows], "locations": [r[1] for r in rows],
                 "locationTypes": [location_type] * len(rows), "id": region, "region": region}
+    if token == "aws:ec2/getInstanceType:getInstanceType":
+        if "ec2:DescribeInstanceTypes" in account.denied:
+            return refuse("ec2:DescribeInstanceTypes")
+        name = args["instanceType"]
+        gpu = lookup(name)
+        vcpus = gpu.vcpus if gpu else _CPU_VCPUS.get(name)
+        if vcpus is None:  # DescribeInstanceTypes refuses an unknown type name
+            return {}, [("", api_error("DescribeInstanceTypes", 400, "InvalidInstanceType",
+                                       f"The following supplied instance types do not exist: [{name}]"))]
+        return {"instanceType": name, "defaultVcpus": vcpus, "id": name, "region": region}
     if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
         for action in ("servicequotas:GetAWSDefaultServiceQuota", "servicequotas:GetServiceQuota"):
             if action in account.denied:

@@ -109,13 +109,14 @@ def test_p_types_count_against_the_p_quota():
 
 
 def test_a_quota_that_covers_the_nodes_passes(dev):
-    (args,) = [a for t, a in dev.calls if t == QUOTA_TOKEN]
+    (args,) = [a for t, a in dev.calls if t == QUOTA_TOKEN and a["quotaCode"] != "L-1216C47A"]
     assert args == {"serviceCode": "ec2", "quotaCode": "L-DB2E81BA", "region": "us-west-2"}
 
 
 def test_the_quota_check_can_be_skipped_on_purpose():
     graph = run_program("dev", {"skipGpuQuotaCheck": True}, account=NEW)
-    assert graph.resources and not [t for t, _ in graph.calls if t == QUOTA_TOKEN]
+    assert graph.resources
+    assert [a["quotaCode"] for t, a in graph.calls if t == QUOTA_TOKEN] == ["L-1216C47A"]
 
 
 def test_every_preflight_problem_comes_back_at_once():
@@ -145,6 +146,97 @@ def test_a_deployer_that_may_not_list_zones_is_refused_naming_the_permission():
 
 def test_without_refusals_there_is_no_preflight_warning(dev):
     assert not [w for w in dev.warnings if w.startswith("preflight")]
+
+
+# The core nodes' on-demand vCPU quota (Running On-Demand Standard instances)
+
+INSTANCE_TYPE_TOKEN = "aws:ec2/getInstanceType:getInstanceType"
+
+
+def test_the_core_types_vcpus_are_asked_from_the_account(dev):
+    assert [a for t, a in dev.calls if t == INSTANCE_TYPE_TOKEN] == [
+        {"instanceType": "m6i.2xlarge", "region": "us-west-2"}]
+    assert {"serviceCode": "ec2", "quotaCode": "L-1216C47A", "region": "us-west-2"} in \
+        [a for t, a in dev.calls if t == QUOTA_TOKEN]
+
+
+def test_a_standard_quota_below_the_core_nodes_and_one_more_is_refused():
+    # 2 x m6i.4xlarge + the one a rolling update adds = 48 vCPUs; a new account has 32.
+    msg = refused(account=NEW, coreInstanceType="m6i.4xlarge", gpuNodeCount=1)
+    assert "coreNodeCount = 2" in msg and "need 48 vCPUs" in msg and "which is 32" in msg
+    assert "'Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances' (L-1216C47A)" in msg
+    assert "1 core nodes at most" in msg
+    assert "--quota-code L-1216C47A --desired-value 48" in msg
+
+
+def test_the_rolling_update_node_is_counted():
+    # 4 x m6i.2xlarge = 32 vCPUs fit a quota of 32, but not the fifth node an update launches.
+    msg = refused(account=NEW, coreNodeCount=4, gpuNodeCount=1)
+    assert "coreNodeCount = 4" in msg and "need 40 vCPUs" in msg
+    graph = run_program("dev", {"gpuNodeCount": 1, "coreNodeCount": 4},
+                        account=NEW.but(quota_defaults={**NEW.quota_defaults, "L-1216C47A": 40.0}))
+    assert graph.error is None
+
+
+def test_a_standard_quota_that_covers_the_core_nodes_passes():
+    graph = run_program("dev", {"gpuNodeCount": 1}, account=NEW)
+    assert graph.error is None and graph.resources
+
+
+def test_an_invalid_core_node_count_is_not_checked_against_the_quota():
+    msg = refused(account=NEW, coreNodeCount="many", gpuNodeCount=1)
+    assert "coreNodeCount = 'many'" in msg and "L-1216C47A" not in msg
+
+
+@pytest.mark.parametrize("action", ["ec2:DescribeInstanceTypes", "servicequotas:GetServiceQuota"])
+def test_a_refused_core_quota_permission_is_a_warning_naming_it(action):
+    graph = run_program("dev", {"skipGpuQuotaCheck": True},
+                        account=NEW.but(denied=frozenset({action}),
+                                        quota_defaults={**NEW.quota_defaults, "L-1216C47A": 0.0}))
+    assert graph.error is None and graph.resources
+    assert any(action in w and "(L-1216C47A) for the core nodes" in w for w in graph.warnings)
+
+
+# Zones the account cannot be asked for
+
+def test_an_opt_in_region_not_enabled_is_a_region_the_account_cannot_use():
+    msg = refused(account=DEV.but(regions_not_enabled=frozenset({"ap-east-1"})),
+                  **{"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a",
+                     "gpuInstanceType": "g5.12xlarge"})
+    assert "aws:region = 'ap-east-1': an AWS region this account can use" in msg
+
+
+def test_an_invalid_region_is_a_region_the_account_cannot_use():
+    msg = refused(**{"aws:region": "us-nowhere-1"})
+    assert "aws:region = 'us-nowhere-1': an AWS region this account can use" in msg
+
+
+def account_failing(status, code, message) -> str:
+    graph = run_program("dev", expect_error=True, account=DEV.but(failure=(status, code, message)))
+    assert graph.resources == []
+    text = str(graph.error)
+    assert "\n" not in text and "an AWS region this account can use" not in text
+    return text
+
+
+def test_expired_credentials_are_not_a_bad_region():
+    text = account_failing(401, "AuthFailure", "AWS was not able to validate the provided access "
+                           "credentials")
+    assert text.startswith("could not ask AWS for the zones of us-west-2: the AWS credentials do "
+                           "not work (AuthFailure)")
+    assert "`aws sts get-caller-identity`" in text
+
+
+def test_throttling_is_not_a_bad_region():
+    text = account_failing(503, "RequestLimitExceeded", "Request limit exceeded.")
+    assert text == ("could not ask AWS for the zones of us-west-2: AWS throttled the request "
+                    "(RequestLimitExceeded): run it again in a minute")
+
+
+def test_another_failure_is_named_as_it_came():
+    text = account_failing(500, "InternalError", "An internal error has occurred.")
+    assert text.startswith("could not ask AWS for the zones of us-west-2: ")
+    assert "api error InternalError: An internal error has occurred." in text
 
 
 # The deployer's own role in adminRoleArns
@@ -184,7 +276,7 @@ def test_the_readme_names_every_permission_the_preflight_asks_for():
     import re
     source = (pathlib.Path(__file__).resolve().parent.parent / "components/account.py").read_text()
     actions = set(re.findall(r'_ask\("([a-z0-9-]+:[A-Za-z]+)"', source))
-    assert len(actions) == 4
+    assert len(actions) == 5
     section = _readme_section()
     assert [a for a in sorted(actions) if f"`{a}`" not in section] == []
 

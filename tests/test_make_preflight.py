@@ -30,14 +30,23 @@ def bin_dir(tmp_path):
     return d
 
 
+# checkip.amazonaws.com answers the caller's public IPv4 address and a newline (EC2 user guide,
+# "Authorize inbound traffic for your Linux instances": https://docs.aws.amazon.com/AWSEC2/latest/
+# UserGuide/authorizing-access-to-an-instance.html). Pulumi.dev.yaml allows 203.0.113.10/32.
+def checkip(bin_dir, address="203.0.113.10"):
+    tool(bin_dir, "curl", f'[[ "$*" == "-4 -fsS --max-time 5 https://checkip.amazonaws.com" ]] || exit 2\n'
+                          f'echo {address}')
+
+
 def all_tools(bin_dir):
     tool(bin_dir, "pulumi", "exit 0")
     tool(bin_dir, "aws", 'echo "arn:aws:iam::123456789012:user/ci"')
     tool(bin_dir, "docker", "exit 0")
+    checkip(bin_dir)
 
 
-def preflight(bin_dir, command="up", **env):
-    result = subprocess.run([BASH, str(PROJECT_DIR / "tools/preflight.sh"), command], cwd=PROJECT_DIR,
+def preflight(bin_dir, command="up", cwd=PROJECT_DIR, **env):
+    result = subprocess.run([BASH, str(PROJECT_DIR / "tools/preflight.sh"), command], cwd=cwd,
                             env={"PATH": str(bin_dir), "HOME": str(bin_dir), **env},
                             capture_output=True, text=True, timeout=30)
     return result.returncode, result.stderr.splitlines()
@@ -112,7 +121,8 @@ def test_an_empty_passphrase_needs_the_opt_in_and_says_how(bin_dir):
 
 def test_every_missing_piece_is_reported_at_once(bin_dir):
     code, lines = preflight(bin_dir)
-    assert code == 1 and [line.split(":")[1].strip() for line in lines] == [
+    problems = [line for line in lines if not line.startswith("make up: warning:")]
+    assert code == 1 and [line.split(":")[1].strip() for line in problems] == [
         "the Pulumi CLI is not on PATH", "the AWS CLI is not on PATH (the kubeconfig runs `aws eks get-token`)",
         "Docker is not on PATH (`up` builds and pushes the slurmd image)", "no state passphrase"]
 
@@ -142,3 +152,86 @@ def test_make_passes_the_opt_in_to_the_check():
     dry = subprocess.run([MAKE, "-n", "destroy", "ALLOW_EMPTY_PASSPHRASE=1"], cwd=PROJECT_DIR,
                          capture_output=True, text=True, timeout=30).stdout
     assert "ALLOW_EMPTY_PASSPHRASE=1 bash tools/preflight.sh destroy" in dry
+
+
+def test_make_passes_the_stack_to_the_check():
+    dry = subprocess.run([MAKE, "-n", "destroy", "STACK=prod"], cwd=PROJECT_DIR,
+                         capture_output=True, text=True, timeout=30).stdout
+    assert "STACK=prod ALLOW_EMPTY_PASSPHRASE= bash tools/preflight.sh destroy" in dry
+
+
+# The deployer inside the API endpoint's allowed blocks
+
+def stack_dir(tmp_path, body: str, stack="dev"):
+    d = tmp_path / "project"
+    d.mkdir()
+    (d / f"Pulumi.{stack}.yaml").write_text("config:\n  aws:region: us-west-2\n" + body)
+    return d
+
+
+SSH_ONLY = "  slinky-eks:sshAllowedCidrs:\n    - 203.0.113.0/24\n    - 2001:db8::/32\n"
+
+
+def test_a_deployer_inside_the_ssh_blocks_the_api_defaults_to_passes(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    checkip(bin_dir, "203.0.113.77")
+    assert preflight(bin_dir, cwd=stack_dir(tmp_path, SSH_ONLY), **PASSPHRASE) == (0, [])
+
+
+def test_a_deployer_outside_the_api_blocks_is_refused_naming_the_key(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    checkip(bin_dir, "198.51.100.7")
+    code, lines = preflight(bin_dir, "destroy", cwd=stack_dir(tmp_path, SSH_ONLY), **PASSPHRASE)
+    assert code == 1 and lines == [
+        "make destroy: this machine's public address 198.51.100.7 is outside sshAllowedCidrs "
+        "(apiAllowedCidrs is unset) (203.0.113.0/24): the EKS API endpoint would refuse it and every "
+        "Kubernetes call of `pulumi destroy` would time out; add 198.51.100.7/32 to "
+        "slinky-eks:apiAllowedCidrs in Pulumi.dev.yaml, or run from inside those blocks"]
+
+
+def test_api_allowed_cidrs_win_over_the_ssh_blocks(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    project = stack_dir(tmp_path, SSH_ONLY + '  slinky-eks:apiAllowedCidrs: ["198.51.100.0/28", 192.0.2.1/32]\n')
+    checkip(bin_dir, "198.51.100.7")
+    assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (0, [])
+    checkip(bin_dir, "203.0.113.77")
+    code, lines = preflight(bin_dir, cwd=project, **PASSPHRASE)
+    assert code == 1 and "outside apiAllowedCidrs (198.51.100.0/28 192.0.2.1/32)" in lines[0]
+
+
+def test_the_stack_file_is_the_one_of_stack(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    project = stack_dir(tmp_path, "  slinky-eks:apiAllowedCidrs:\n    - 192.0.2.0/24\n", stack="prod")
+    code, lines = preflight(bin_dir, cwd=project, STACK="prod", **PASSPHRASE)
+    assert code == 1 and "in Pulumi.prod.yaml" in lines[0]
+
+
+def test_an_address_in_the_same_octets_but_another_prefix_is_outside(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    checkip(bin_dir, "203.0.113.200")
+    project = stack_dir(tmp_path, "  slinky-eks:apiAllowedCidrs:\n    - 203.0.113.0/25\n")
+    assert preflight(bin_dir, cwd=project, **PASSPHRASE)[0] == 1
+
+
+def test_an_unreachable_checkip_is_a_warning_only(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    tool(bin_dir, "curl", 'echo "curl: (28) Connection timed out after 5001 milliseconds" >&2; exit 28')
+    code, lines = preflight(bin_dir, cwd=stack_dir(tmp_path, SSH_ONLY), **PASSPHRASE)
+    assert code == 0 and lines == [
+        "make up: warning: checkip.amazonaws.com did not answer: could not check that this machine's "
+        "public address is inside sshAllowedCidrs (apiAllowedCidrs is unset) (203.0.113.0/24), where "
+        "the EKS API endpoint answers"]
+
+
+def test_without_curl_the_address_check_is_a_warning_only(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    (bin_dir / "curl").unlink()
+    code, lines = preflight(bin_dir, cwd=stack_dir(tmp_path, SSH_ONLY), **PASSPHRASE)
+    assert code == 0 and len(lines) == 1 and lines[0].startswith("make up: warning: curl is not on PATH")
+
+
+def test_the_dev_stack_files_example_address_is_checked(bin_dir):
+    all_tools(bin_dir)
+    checkip(bin_dir, "198.51.100.7")
+    code, lines = preflight(bin_dir, "preview", **PASSPHRASE)
+    assert code == 1 and "outside sshAllowedCidrs (apiAllowedCidrs is unset) (203.0.113.10/32)" in lines[0]

@@ -87,3 +87,42 @@ def test_a_run_with_g_counts_exits_with_the_verdict_not_a_traceback(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "NCCL-TESTS FAILED" in out.stdout
+
+
+# The real run on an H200 (tests/data/h200-run/README.md): two ranks over TCP sockets, no EFA.
+REAL = "h200-run"
+
+
+def test_real_off_efa_all_reduce_parses_every_size_of_the_sweep():
+    result = nccl_tests.parse((DATA / REAL / "nccl-allreduce-3.ranks.log").read_text())
+    assert [r.size for r in result.rows] == [8 * 2 ** i for i in range(27)]   # 8 B .. 512 MiB
+    assert result.ranks == 2 and result.out_of_bounds == 0
+    assert result.peak_busbw == 1.86 and result.efa_lines == 0 and result.socket_lines == 14
+
+
+def test_real_off_efa_runs_pass_with_sockets_as_their_transport():
+    for log in ("nccl-allreduce-3.ranks.log", "nccl-allgather-4.ranks.log"):
+        out = _run(f"{REAL}/{log}", "--line-rate-gbps", "3200", "--expect-efa", "0")
+        assert out.returncode == 0, out.stdout
+        assert "#wrong = 0 on every row" in out.stdout
+        assert "transport: TCP sockets (14 NET/Socket lines; EFA not expected)" in out.stdout
+
+
+def test_the_same_real_run_fails_where_efa_is_expected():
+    out = _run(f"{REAL}/nccl-allreduce-3.ranks.log", "--line-rate-gbps", "3200", "--expect-efa", "1")
+    assert out.returncode == 1
+    assert "socket fallback: 14 NET/Socket lines" in out.stdout and "EFA provider never selected" in out.stdout
+
+
+def test_a_real_run_whose_net_plugin_failed_has_no_rows_and_fails():
+    out = _run(f"{REAL}/nccl-allreduce-2.ranks.log", "--line-rate-gbps", "3200", "--expect-efa", "1")
+    assert out.returncode == 1 and "no result rows: the benchmark did not run" in out.stdout
+    assert "Failed to initialize any NET plugin" in (DATA / REAL / "nccl-allreduce-2.ranks.log").read_text()
+
+
+def test_expect_efa_defaults_to_the_jobs_environment(monkeypatch):
+    log = str(DATA / REAL / "nccl-allreduce-3.ranks.log")
+    monkeypatch.setenv("EXPECT_EFA", "0")
+    assert nccl_tests.main([log]) == 0
+    monkeypatch.setenv("EXPECT_EFA", "1")
+    assert nccl_tests.main([log]) == 1

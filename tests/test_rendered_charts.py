@@ -190,6 +190,29 @@ def test_service_account_check_catches_a_renamed_account(dev):
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] != association["serviceAccount"]
 
 
+ADDON_FLAGS = ("--enable-shield=false", "--enable-waf=false", "--enable-wafv2=false")
+
+
+def controller_args(objects) -> list[str]:
+    deployment = by_name(objects, "Deployment", "aws-load-balancer-controller")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container["args"]
+
+
+def test_the_controllers_shield_and_waf_addons_are_off(rendered):
+    # Its policy has no shield/waf actions: on, the add-ons would call them and be denied.
+    args = controller_args(rendered["aws-load-balancer-controller"])
+    assert [a for a in ADDON_FLAGS if a not in args] == []
+
+
+def test_addon_check_catches_the_chart_defaults(dev):
+    def chart_defaults(values):
+        for key in ("enableShield", "enableWaf", "enableWafv2"):
+            values.pop(key, None)
+    args = controller_args(rerender(dev, "aws-load-balancer-controller", chart_defaults))
+    assert [a for a in ADDON_FLAGS if a in args] == []
+
+
 # The Slinky custom resources
 
 def slinky_resources(rendered):

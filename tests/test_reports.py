@@ -98,3 +98,36 @@ def test_a_log_without_result_rows_fails_without_a_traceback(tmp_path, capsys):
     log.write_text("srun: error: Unable to create step for job 8\n")
     assert report.main(["nccl", str(log), "--instance-type", "g6.12xlarge", "--out", str(tmp_path)]) == 1
     assert "no result rows" in (tmp_path / "nccl-report.md").read_text()
+
+
+# The real run on an H200 (tests/data/h200-run/README.md).
+REAL = DATA / "h200-run"
+
+
+def test_real_off_efa_run_reports_pass_with_its_table_and_chart(tmp_path):
+    logs = [REAL / "nccl-allreduce-3.ranks.log", REAL / "nccl-allgather-4.ranks.log"]
+    assert report.main(["nccl", *map(str, logs), "--instance-type", "p5en.48xlarge", "--expect-efa", "0",
+                        "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "nccl-report.md").read_text()
+    assert "## all_reduce: PASS" in md and "## all_gather: PASS" in md
+    assert "| 536870912 | 288809.0 | 1.86 | 1.86 | 0 |" in md
+    assert (tmp_path / "nccl-busbw.png").read_bytes().startswith(PNG)
+
+
+def test_real_off_efa_run_reported_as_an_efa_cluster_fails(tmp_path):
+    assert report.main(["nccl", str(REAL / "nccl-allreduce-3.ranks.log"), "--instance-type", "p5en.48xlarge",
+                        "--out", str(tmp_path)]) == 1
+    assert "## all_reduce: FAIL" in (tmp_path / "nccl-report.md").read_text()
+
+
+def test_real_finetune_log_becomes_curves(tmp_path, capsys):
+    assert report.finetune_report(REAL / "finetune-6.out", tmp_path)
+    assert "steps 8: loss 5.906 -> 5.839, train_loss 5.872" in capsys.readouterr().out
+    assert (tmp_path / "finetune-curves.png").read_bytes().startswith(PNG)
+
+
+def test_an_off_efa_chart_draws_no_line_rate_so_its_runs_stay_visible():
+    result = report.nccl_tests.parse((REAL / "nccl-allreduce-3.ranks.log").read_text())
+    (ax,) = report.busbw_figure([("all_reduce", result)], "p5en.48xlarge", True, expect_efa=False).axes
+    assert not [line for line in ax.lines if line.get_label().startswith("EFA line rate")]
+    assert ax.get_ylim()[1] < 10   # scaled to the 1.86 GB/s of the run, not to 400 GB/s

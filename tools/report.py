@@ -1,6 +1,6 @@
 """Turn job output into results people can look at.
 
-    python -m tools.report nccl LOG [LOG ...] --instance-type g6.12xlarge --out results/
+    python -m tools.report nccl LOG [LOG ...] --instance-type g6.12xlarge --out results/ [--expect-efa 0]
         table + busbw-vs-message-size chart with the catalog's EFA line rate as reference, and a
         verdict (#wrong = 0, no socket fallback, share of line rate); exit 1 if a run fails
     python -m tools.report finetune LOG --out results/
@@ -39,26 +39,33 @@ def _label(path: pathlib.Path, text: str) -> str:
     return f"all_{m.group(1)}" if m else path.stem
 
 
-def busbw_figure(results: list[tuple[str, "nccl_tests.Result"]], instance_type: str, passed: bool):
-    """busbw against message size, one line per run, the catalog's EFA line rate as reference."""
+def busbw_figure(results: list[tuple[str, "nccl_tests.Result"]], instance_type: str, passed: bool,
+                 expect_efa: bool = True):
+    """busbw against message size, one line per run, the catalog's EFA line rate as reference (off
+    EFA there is none: the axis then scales to the runs, which a 400 GB/s line would flatten)."""
     gpu = CATALOG[instance_type]
     fig, ax = plt.subplots(figsize=(9, 5))
     for label, result in results:
         ax.plot([r.size for r in result.rows], [r.busbw for r in result.rows], marker="o", ms=3,
                 label=f"{label} ({result.ranks or '?'} ranks)")
-    ceiling = gpu.efa_line_rate_gbytes
-    ax.axhline(ceiling, color="grey", linestyle="--", label=f"EFA line rate {ceiling:g} GB/s")
+    if expect_efa:
+        ceiling = gpu.efa_line_rate_gbytes
+        ax.axhline(ceiling, color="grey", linestyle="--", label=f"EFA line rate {ceiling:g} GB/s")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title(f"nccl-tests busbw, {instance_type}: {'PASS' if passed else 'FAIL'}")
+    where = instance_type if expect_efa else f"{instance_type} environment, off EFA (TCP sockets)"
+    ax.set_title(f"nccl-tests busbw, {where}: {'PASS' if passed else 'FAIL'}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
     return fig
 
 
-def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path) -> bool:
+def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path,
+                expect_efa: bool = True) -> bool:
+    """Table, chart and verdict of nccl-tests logs; expect_efa=False judges a run off EFA (a
+    test cluster): sockets are then the transport, correctness still decides."""
     gpu = CATALOG[instance_type]
     out.mkdir(parents=True, exist_ok=True)
     lines, results, all_ok = [f"# nccl-tests on {instance_type} ({gpu.gpus}x {gpu.gpu_model}, "
@@ -66,7 +73,7 @@ def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path)
     for path in logs:
         text = path.read_text(errors="replace")
         result = nccl_tests.parse(text)
-        ok, notes = nccl_tests.verdict(result, gpu.network_gbps, expect_efa=True)
+        ok, notes = nccl_tests.verdict(result, gpu.network_gbps, expect_efa=expect_efa)
         all_ok &= ok
         label = _label(path, text)
         results.append((label, result))
@@ -76,7 +83,7 @@ def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path)
                   *[f"| {r.size} | {r.time_us:.1f} | {r.algbw:.2f} | {r.busbw:.2f} | {r.wrong} |" for r in result.rows], ""]
     drawn = [(label, result) for label, result in results if result.rows]
     if drawn:  # a run without rows has nothing to draw (its FAIL is in the table)
-        fig = busbw_figure(drawn, instance_type, all_ok)
+        fig = busbw_figure(drawn, instance_type, all_ok, expect_efa)
         fig.savefig(out / "nccl-busbw.png", dpi=120)
         plt.close(fig)
     (out / "nccl-report.md").write_text("\n".join(lines))
@@ -160,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("logs", nargs="+", type=pathlib.Path)
     n.add_argument("--instance-type", required=True, choices=sorted(CATALOG))
     n.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
+    n.add_argument("--expect-efa", type=int, choices=(0, 1), default=1,
+                   help="0: judge a run off EFA (sockets allowed), as the jobs do with EXPECT_EFA=0")
     f = sub.add_parser("finetune")
     f.add_argument("log", type=pathlib.Path)
     f.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
@@ -168,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem := _unreadable(log):
             print(f"report: {log}: {problem}", file=sys.stderr)
             return 2
-    ok = (nccl_report(args.logs, args.instance_type, args.out) if args.kind == "nccl"
+    ok = (nccl_report(args.logs, args.instance_type, args.out, bool(args.expect_efa)) if args.kind == "nccl"
           else finetune_report(args.log, args.out))
     return 0 if ok else 1
 

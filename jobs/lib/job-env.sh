@@ -53,5 +53,5 @@ run_nccl_test() {
   srun --mpi=pmix --ntasks-per-node="$GPUS_PER_NODE" --gpus-per-node="$GPUS_PER_NODE" \
     "$bin" -b 8 -e "${NCCL_TESTS_MAX_BYTES:-4G}" -f 2 -g 1 -c 1 -n "${NCCL_TESTS_ITERS:-20}" 2>&1 | tee "$log"
   # The parser checks the transport too: EFA on every rank, no socket fallback.
-  "$PYTHON" "$JOBS_DIR/lib/nccl_tests.py" "$log" --line-rate-gbps "$EFA_LINE_RATE_GBPS"
+  "$PYTHON" "$JOBS_DIR/lib/nccl_tests.py" "$log" --line-rate-gbps "$EFA_LINE_RATE_GBPS" --expect-efa "${EXPECT_EFA:-1}"
 }
