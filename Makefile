@@ -21,7 +21,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 endif
 PREFLIGHT = STACK=$(STACK) ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
 
-.PHONY: test up preview destroy slurm-packages
+.PHONY: test up preview destroy slurm-roots
 
 # What `pulumi up` runs the program with (Pulumi.yaml: runtime virtualenv .venv).
 $(VENV)/.runtime: requirements.txt
@@ -40,10 +40,12 @@ $(CUDA)/.installed: requirements-cuda.txt $(VENV)/.installed
 	ln -s lib $(CUDA)/nvidia/cu13/lib64
 	touch $@
 
-slurm-packages:
-	bash tests/install-slurm-packages.sh
+# Root filesystems for the test clusters' Slurm (sid 26.05, trixie 24.11 + PMIx), rebuilt only
+# when tests/build-slurm-roots.sh or a package list changes.
+slurm-roots:
+	bash tests/build-slurm-roots.sh
 
-test: $(VENV)/.installed $(CUDA)/.installed slurm-packages
+test: $(VENV)/.installed $(CUDA)/.installed slurm-roots
 	$(VENV)/bin/python -m ruff check .
 	$(VENV)/bin/python -m pytest
 

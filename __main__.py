@@ -16,7 +16,13 @@ from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurm_values import slinky_image_tag
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
-from model.contract import LOGIN_SERVICE, SLURM_NAMESPACE
+from model.contract import (
+                            CONTROLLER_CONTAINER,
+                            CONTROLLER_POD,
+                            SLURM_NAMESPACE,
+                            nodeset_object,
+                            slurm_node_prefix,
+)
 
 config = stack_config.load(Account())
 # EKS needs two AZs; availabilityZone comes first (it holds the NAT gateway), then every GPU
@@ -73,10 +79,14 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     state_storage=[storage.storage_class, storage.ebs_driver],
     after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
     load_balancer_controller=lbc.release))
-# After the first install and after every image change: nodes resumed, all taking jobs.
+# After the first install and every change to the NodeSet: the operator's rollout finished and
+# every node taking jobs, or `up` fails saying which node is stuck and why.
+waited_for = config.gpu_pools[0].name
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, login_service=LOGIN_SERVICE,
-    image_digest=image.digest, expected_nodes=config.gpu_node_count, provider=cluster.provider, after=[slurm.release, slurm.login]))
+    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, nodeset=waited_for,
+    nodeset_object=nodeset_object(waited_for), node_prefix=slurm_node_prefix(waited_for),
+    slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
+    provider=cluster.provider, after=[slurm.release, slurm.login]))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,

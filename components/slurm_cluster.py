@@ -50,6 +50,7 @@ class SlurmClusterArgs:
 
 class SlurmCluster(pulumi.ComponentResource):
     release: k8s.helm.v3.Release
+    release_values: pulumi.Output[dict]
     login: k8s.core.v1.Service
     login_hostname: pulumi.Output[str]
     ssh_command: pulumi.Output[str]
@@ -91,6 +92,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
                 slinky_image_tag=args.slinky_image_tag)))
+        self.release_values = values
         self.release = chart_release(
             f"{name}-release", "slurm", args.chart_version, versions()["slinky"]["repository"],
             release_name=RELEASE, namespace=SLURM_NAMESPACE, values=values, parent=self,

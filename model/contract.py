@@ -68,8 +68,26 @@ RESTAPI_POD_PREFIX = f"{RELEASE}-restapi-"
 LOGIN_POD_PREFIX = f"{LOGINSET_OBJECT}-"
 
 
+# The controller is a StatefulSet <release>-controller of one pod; its slurmctld container has
+# scontrol (the operator's reconfigure sidecar runs it from the same image: slurm-operator v1.2.1
+# internal/builder/controllerbuilder/controller_app.go, scripts/reconfigure.sh).
+CONTROLLER_POD = f"{RELEASE}-controller-0"
+CONTROLLER_CONTAINER = "slurmctld"
+
+
+def nodeset_object(nodeset: str) -> str:
+    """The chart names a NodeSet <release>-worker-<key> (helm/slurm/templates/nodeset/nodeset-cr.yaml,
+    chart 1.2.1)."""
+    return f"{RELEASE}-worker-{nodeset}"
+
+
 def worker_pod_prefix(nodeset: str) -> str:
-    return f"{RELEASE}-worker-{nodeset}-"
+    return f"{nodeset_object(nodeset)}-"
+
+
+def slurm_node_prefix(nodeset: str) -> str:
+    """The NodeSet's pods get the hostname (= Slurm node name) prefix <key>- (nodeset-cr.yaml)."""
+    return f"{nodeset}-"
 
 
 def label_selector(labels: dict[str, str]) -> str:

@@ -12,7 +12,7 @@ from harness import run_program
 
 @pytest.fixture(scope="module")
 def bundle(dev):
-    (cm,) = dev.of_type("kubernetes:core/v1:ConfigMap")
+    cm = dev.named("jobs-files")
     return cm
 
 
@@ -45,7 +45,7 @@ def test_environment_file_comes_from_the_catalog(bundle):
 
 def test_environment_file_follows_the_gpu_type():
     graph = run_program("dev", {"gpuInstanceType": "p5.48xlarge"})
-    (cm,) = graph.of_type("kubernetes:core/v1:ConfigMap")
+    cm = graph.named("jobs-files")
     env = _env(cm)
     assert env["FI_EFA_USE_DEVICE_RDMA"] == "1" and "NCCL_P2P_DISABLE" not in env
     assert env["GPUS_PER_NODE"] == "8" and env["GRES"] == CATALOG["p5.48xlarge"].gres
@@ -54,7 +54,7 @@ def test_environment_file_follows_the_gpu_type():
 def test_a_changed_job_is_staged_again_on_the_next_up(bundle, copy_job):
     graph = run_program("dev", {"gpuInstanceType": "p5.48xlarge"})
     job = graph.named("jobs-copy")
-    (cm,) = graph.of_type("kubernetes:core/v1:ConfigMap")
+    cm = graph.named("jobs-files")
     assert job.inputs["metadata"]["name"] != copy_job.inputs["metadata"]["name"]
     assert cm.inputs["metadata"]["name"] != bundle.inputs["metadata"]["name"]
 

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from rollout_fakes import nodeset, pod, scontrol_line
 from tools import slurm_state, verify
 from tools.verify import Check, Node, Pod
 
@@ -70,8 +71,11 @@ class FakeCluster:
             Pod("slurm-login-slinky-7c8d", "Running", "core-a"),
             Pod("slurm-worker-slinky-0", "Running", "gpu-a"), Pod("slurm-worker-slinky-1", "Running", "gpu-b")]
         self.answers = {"sinfo": SINFO_OK, "srun": MPI_LIST, "nvidia-smi": NVIDIA_SMI,
-                        "/opt/amazon/efa/bin/fi_info": FI_INFO_EFA, "bash": "nodes ready: 2 of 2", **(answers or {})}
+                        "/opt/amazon/efa/bin/fi_info": FI_INFO_EFA,
+                        "scontrol": "\n".join(scontrol_line(f"slinky-{i}", "IDLE+DYNAMIC_NORM") for i in (0, 1)),
+                        **(answers or {})}
         self.execs = []
+        self.commands = []
 
     def pods(self, namespace):
         assert namespace == "slurm"
@@ -83,7 +87,15 @@ class FakeCluster:
 
     def exec(self, namespace, pod, container, command):
         self.execs.append((pod, container, command[0]))
-        return 0, self.answers[command[0]]
+        self.commands.append(command)
+        return 0, "" if command[:2] == ["scontrol", "update"] else self.answers[command[0]]
+
+    def nodeset(self, namespace, name):
+        assert (namespace, name) == ("slurm", "slurm-worker-slinky")
+        return nodeset()
+
+    def pod_objects(self, namespace, label_selector):
+        return [pod(0), pod(1)]
 
 
 def _ssh_ok(host):
@@ -122,7 +134,7 @@ def test_down_node_fails():
     checks = verify.verify(OUTPUTS, FakeCluster(answers={"sinfo": "slinky-0 down* gpu:nvidia_l4:4\nslinky-1 idle gpu:nvidia_l4:4\n"}),
                            connect=_ssh_ok)
     assert _failed(checks) == ["slurm nodes idle with GRES"]
-    assert "`verify --fix` resumes slinky-0" in _named(checks, "slurm nodes idle with GRES").detail
+    assert "`verify --fix` resumes those a rollout left stuck" in _named(checks, "slurm nodes idle with GRES").detail
 
 
 def test_workers_on_one_node_fail():
@@ -152,11 +164,26 @@ def test_missing_pmix_fails():
     assert _failed(checks) == ["srun offers pmix"]
 
 
-def test_fix_runs_the_resume_script_in_the_login_pod_first():
+def test_fix_settles_the_rollout_through_the_controller_first():
     cluster = FakeCluster()
     checks = verify.verify(OUTPUTS, cluster, fix=True, connect=_ssh_ok)
-    assert cluster.execs[0] == ("slurm-login-slinky-7c8d", "login", "bash")
-    assert _named(checks, "resume stuck nodes (--fix)").ok
+    assert cluster.execs[0] == ("slurm-controller-0", "slurmctld", "scontrol")
+    assert _named(checks, "rollout settled (--fix)").ok
+
+
+def test_fix_resumes_a_node_left_down_by_the_prestop():
+    cluster = FakeCluster(answers={"scontrol": scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM") + "\n" + scontrol_line(
+        "slinky-1", "DOWN+DYNAMIC_NORM", "slurm-operator: Pod is terminating")})
+    verify.fix_rollout(cluster, sleep=lambda s: cluster.answers.update(scontrol=FakeCluster().answers["scontrol"]))
+    assert ["scontrol", "update", "nodename=slinky-1", "state=resume"] in cluster.commands
+
+
+def test_fix_leaves_an_admin_drain_alone_and_names_it():
+    cluster = FakeCluster(answers={"scontrol": scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM") + "\n" + scontrol_line(
+        "slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", "maintenance")})
+    check = verify.fix_rollout(cluster, sleep=lambda s: None)
+    assert not check.ok and "slinky-1 IDLE+DRAIN+DYNAMIC_NORM reason 'maintenance'" in check.detail
+    assert not [c for c in cluster.commands if c[:2] == ["scontrol", "update"]]
 
 
 def test_gpu_node_without_efa_devices_fails():

@@ -8,7 +8,8 @@ interfaces (device plugins); every worker pod Running, on distinct nodes; every 
 with the catalog's GRES (never (null)); nvidia-smi lists the catalog's GPUs; fi_info reports the
 efa provider. Once: controller, restapi and login pods Running; srun offers pmix; the login
 endpoint accepts TCP on 22.
---fix resumes nodes an image change left DOWN or DRAIN first.
+--fix first waits for each pool's NodeSet rollout and resumes only what it left stuck (the
+same tools/rollout.py `pulumi up` runs).
 
 Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missing, not JSON, masked
 (written without --show-secrets) or lacks an output; 3 the Kubernetes API cannot be reached or
@@ -24,21 +25,26 @@ import re
 import shutil
 import socket
 import sys
+import time
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from components.catalog import CATALOG, GpuInstanceType
 from model.contract import (
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
     CONTROLLER_POD_PREFIX,
     GPU_LABELS,
     LOGIN_POD_PREFIX,
     RESTAPI_POD_PREFIX,
     SLURM_NAMESPACE,
     label_selector,
+    nodeset_object,
+    slurm_node_prefix,
     worker_pod_prefix,
 )
 from model.gpu_pools import DEFAULT_POOL, POOL_LABEL
-from tools import slurm_state
+from tools import rollout, slurm_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 WRITE_OUTPUTS = "pulumi stack output --json --show-secrets > outputs.json"
@@ -51,7 +57,7 @@ MASKED = "[secret]"
 # retries are off so an unreachable endpoint is one error in seconds, not minutes of retries.
 CONNECT_TIMEOUT, READ_TIMEOUT = 5, 60
 NAMESPACE = SLURM_NAMESPACE
-RESUME_SCRIPT = pathlib.Path(__file__).with_name("resume-nodes.sh")
+FIX_TIMEOUT_SECONDS = 600
 ROLES = {"controller": CONTROLLER_POD_PREFIX, "restapi": RESTAPI_POD_PREFIX, "login": LOGIN_POD_PREFIX}
 CONTAINERS = {"login": "login", "worker": "slurmd"}
 
@@ -93,6 +99,8 @@ class ClusterApi(Protocol):
     def pods(self, namespace: str) -> list[Pod]: ...
     def nodes(self, label_selector: str) -> list[Node]: ...
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]: ...
+    def nodeset(self, namespace: str, name: str) -> dict: ...
+    def pod_objects(self, namespace: str, label_selector: str) -> list[dict]: ...
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,8 @@ def check_slurm_nodes(sinfo: str, pool: Pool) -> Check:
         if any("(null)" in b for b in bad):
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
         if stuck := slurm_state.nodes_to_resume(nodes):
-            detail += f" (DOWN/DRAIN after an image change? `verify --fix` resumes {','.join(stuck)})"
+            detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
+                       "left stuck and names the rest)")
     return Check(pool.named("slurm nodes idle with GRES"), ok, detail)
 
 
@@ -193,19 +202,47 @@ def pools_of(outputs: dict) -> list[Pool]:
     return [Pool(p["name"], CATALOG[p["instanceType"]], int(p["nodeCount"]), len(listed) > 1) for p in listed]
 
 
-def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None) -> list[Check]:
+class _RolloutCluster:
+    """tools.rollout.Cluster over verify's API for one NodeSet: scontrol in the controller pod, as
+    in the Job."""
+
+    def __init__(self, api: ClusterApi, nodeset: str):
+        self.api, self.nodeset_name = api, nodeset
+
+    def nodeset(self) -> dict:
+        return self.api.nodeset(NAMESPACE, nodeset_object(self.nodeset_name))
+
+    def pods(self, selector: str) -> list[dict]:
+        return self.api.pod_objects(NAMESPACE, selector) if selector else []
+
+    def slurm(self, argv: list[str]) -> str:
+        rc, out = self.api.exec(NAMESPACE, CONTROLLER_POD, CONTROLLER_CONTAINER, argv)
+        if rc != 0:
+            raise rollout.RolloutFailed(f"{' '.join(argv)} in {CONTROLLER_POD} exited {rc}: {out.strip()[-300:]}")
+        return out
+
+
+def fix_rollout(api: ClusterApi, pool: Pool, sleep=None) -> Check:
+    """The readiness Job's logic, from here: wait for the pool's rollout, resume what it left stuck."""
+    lines: list[str] = []
+    try:
+        done = rollout.settle(_RolloutCluster(api, pool.name), slurm_node_prefix(pool.name), FIX_TIMEOUT_SECONDS,
+                              sleep=sleep or time.sleep, log=lines.append)
+        return Check(pool.named("rollout settled (--fix)"), True, "; ".join([*lines[:-1], done]))
+    except rollout.RolloutFailed as e:
+        return Check(pool.named("rollout settled (--fix)"), False, str(e))
+
+
+def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, sleep=None) -> list[Check]:
     pools = pools_of(outputs)
-    workers = sum(p.nodes for p in pools)
     pods = api.pods(NAMESPACE)
     checks = [check_device_plugins(api.nodes(pool.node_selector), pool) for pool in pools]
     checks += check_control_pods(pods)
     for pool in pools:
         checks += check_workers(pods, pool)
     login = next((p.name for p in _prefixed(pods, ROLES["login"]) if p.phase == "Running"), None)
-    if login and fix:
-        rc, out = api.exec(NAMESPACE, login, CONTAINERS["login"],
-                           ["bash", "-c", RESUME_SCRIPT.read_text(), "resume-nodes", str(workers), "300"])
-        checks.append(Check("resume stuck nodes (--fix)", rc == 0, out.strip()[-300:]))
+    if fix:
+        checks += [fix_rollout(api, pool, sleep=sleep) for pool in pools]
     if login:
         _, sinfo = api.exec(NAMESPACE, login, CONTAINERS["login"], ["sinfo", "-N", "-h", "-o", "%N %T %G"])
         checks += [check_slurm_nodes(sinfo, pool) for pool in pools]
@@ -338,6 +375,15 @@ class KubernetesApi:
                 for n in self._call("listing nodes", self.core.list_node, label_selector=label_selector,
                                      _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)).items]
 
+    def nodeset(self, namespace: str, name: str) -> dict:
+        from kubernetes import client
+        return client.CustomObjectsApi(self.core.api_client).get_namespaced_custom_object(
+            "slinky.slurm.net", "v1beta1", namespace, "nodesets", name)
+
+    def pod_objects(self, namespace: str, label_selector: str) -> list[dict]:
+        resp = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)
+        return json.loads(resp.data)["items"]
+
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream
         resp = self._call(f"exec in {pod}", stream, self.core.connect_get_namespaced_pod_exec, pod, namespace,
@@ -359,7 +405,8 @@ def main(argv: list[str] | None = None, api: ClusterApi | None = None) -> int:
     p = argparse.ArgumentParser(prog="verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("outputs", help="`pulumi stack output --json --show-secrets` (a file, or - for stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable result for CI")
-    p.add_argument("--fix", action="store_true", help="resume Slurm nodes left DOWN/DRAIN first")
+    p.add_argument("--fix", action="store_true",
+                   help="first wait for the NodeSet rollout and resume the nodes it left stuck")
     args = p.parse_args(argv)
     try:
         outputs = load_outputs(args.outputs)

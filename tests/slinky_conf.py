@@ -1,0 +1,187 @@
+"""The Slurm configuration the Slinky operator v1.2.1 generates from the custom resources the
+`slurm` chart renders: slurm.conf, the config files it serves configless, and the `--conf` string
+each slurmd of a NodeSet is started with. The test cluster (local_slurm.py) runs exactly this.
+
+Read from SlinkyProject/slurm-operator at tag v1.2.1:
+- internal/builder/controllerbuilder/controller_config.go: buildSlurmConf (sections, keys, the
+  NodeSet/partition lines, extra config, the merged SlurmctldParameters/AuthInfo/AuthAltParameters),
+  buildCgroupConf (written only when no config file is named cgroup.conf).
+- internal/builder/common/const.go: ports, users, directories, auth/slurm + cred/slurm + auth/jwt.
+- internal/builder/common/common.go: BuildMergedConfig (a key also set in the extra config gets the
+  union of both value lists, sorted), GetSlurmNodeSetName.
+- internal/builder/workerbuilder/worker_app.go: slurmdArgs/slurmdConfArgs (`-Z --conf-server
+  host:port --conf 'Features=<nodeset> <extraConf items>'`, keys title-cased, sorted) and the
+  preStop hook that sets the node DOWN.
+- api/v1beta1/controller_keys.go: ClusterName (<namespace>_<name> unless set), PrimaryName (<name>-0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SLURM_USER = "slurm"
+SLURMD_USER = "root"
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+SLURMD_SPOOL = "/var/spool/slurmd"
+SLURMCTLD_SPOOL = "/var/spool/slurmctld"
+LOG_DIR = "/var/log/slurm"
+ETC_DIR = "/etc/slurm"
+# The operator's preStop hook (worker_app.go): what a replaced pod's node shows until it re-registers.
+PRESTOP_REASON = "slurm-operator: Pod is terminating"
+
+
+def _merge_keys(extra_conf: str) -> dict[str, str]:
+    """Last value of each single-valued `Key=value` line (keys lower-cased), as the operator parses
+    the extra config to merge its own parameter lists into it."""
+    found: dict[str, str] = {}
+    logical = ""
+    for raw in extra_conf.split("\n"):
+        line = raw.split("#", 1)[0].rstrip(" \t\r")
+        if not line:
+            continue
+        if line.endswith("\\"):
+            logical += line[:-1]
+            continue
+        key, sep, value = (logical + line).strip().partition("=")
+        logical = ""
+        if sep and key.strip() and value.strip() and not any(c in value.strip() for c in " \n"):
+            found[key.strip().lower()] = value.strip()
+    return found
+
+
+def merged_config(extra_conf: str, defaults: dict[str, list[str]]) -> list[str]:
+    """Lines for the keys the operator sets itself and the extra config also sets."""
+    given = _merge_keys(extra_conf)
+    lines = []
+    for key in sorted(defaults):
+        if key.lower() not in given:
+            continue
+        values = set(defaults[key])
+        seen = {v.split("=", 1)[0].lower() for v in values}
+        for v in given[key.lower()].split(","):
+            if v and v.split("=", 1)[0].lower() not in seen:
+                values.add(v.lower())
+                seen.add(v.split("=", 1)[0].lower())
+        lines.append(f"{key}={','.join(sorted(values))}")
+    return lines
+
+
+def nodeset_name(nodeset: dict) -> str:
+    # The chart sets the pod template's hostname to "<nodeset>-"; the operator appends the ordinal.
+    hostname = nodeset["spec"].get("template", {}).get("spec", {}).get("hostname", "")
+    if hostname:
+        return hostname.split()[0].strip("-")
+    return nodeset["metadata"]["name"]
+
+
+def controller_name(controller: dict) -> str:
+    return controller["spec"].get("clusterName") or \
+        f"{controller['metadata']['namespace']}_{controller['metadata']['name']}"
+
+
+@dataclass(frozen=True)
+class Release:
+    """The objects of one rendered `slurm` release the operator reads."""
+    controller: dict
+    nodesets: list[dict]
+    config_maps: dict[str, dict]
+
+    @classmethod
+    def from_documents(cls, docs: list[dict]) -> "Release":
+        controllers = [d for d in docs if d.get("kind") == "Controller"]
+        if len(controllers) != 1:
+            raise ValueError(f"expected one Controller in the release, found {len(controllers)}")
+        return cls(controllers[0],
+                   [d for d in docs if d.get("kind") == "NodeSet"],
+                   {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"})
+
+    @property
+    def config_files(self) -> dict[str, str]:
+        """The controller's configFileRefs, file name -> content (served configless)."""
+        files: dict[str, str] = {}
+        for ref in self.controller["spec"].get("configFileRefs") or []:
+            files.update(self.config_maps[ref["name"]].get("data", {}))
+        return files
+
+    def cgroup_conf(self) -> str | None:
+        """The operator's own cgroup.conf, or None when a config file provides one."""
+        if "cgroup.conf" in self.config_files:
+            return None
+        return "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n"
+
+    @property
+    def primary_host(self) -> str:
+        """slurmctld's pod hostname (PrimaryName)."""
+        return f"{self.controller['metadata']['name']}-0"
+
+    @property
+    def service_host(self) -> str:
+        """The controller Service's short FQDN <name>.<namespace>: workers' and logins' conf server."""
+        return f"{self.controller['metadata']['name']}.{self.controller['metadata']['namespace']}"
+
+    def slurm_conf(self) -> str:
+        """slurm.conf as buildSlurmConf writes it (no accounting, no prolog/epilog scripts, metrics
+        off: the program's values enable none of them)."""
+        spec = self.controller["spec"]
+        for refs in ("prologScriptRefs", "epilogScriptRefs", "prologSlurmctldScriptRefs",
+                     "epilogSlurmctldScriptRefs", "accountingRef"):
+            if spec.get(refs):
+                raise ValueError(f"the test cluster does not model the Controller's {refs}")
+        cluster = controller_name(self.controller)
+        merge = {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"],
+                 "AuthInfo": ["use_client_ids"],
+                 "AuthAltParameters": [f"jwt_key={ETC_DIR}/jwt.key"]}
+        lines = ["#", "### GENERAL ###",
+                 f"ClusterName={cluster}",
+                 f"SlurmUser={SLURM_USER}",
+                 f"SlurmctldHost={self.primary_host}({self.service_host})",
+                 f"SlurmctldPort={SLURMCTLD_PORT}",
+                 f"StateSaveLocation={SLURMCTLD_SPOOL}/{cluster}",
+                 f"SlurmdUser={SLURMD_USER}",
+                 f"SlurmdPort={SLURMD_PORT}",
+                 f"SlurmdSpoolDir={SLURMD_SPOOL}",
+                 "MaxNodeCount=1024",
+                 "#", "### LOGGING ###",
+                 f"SlurmctldLogFile={LOG_DIR}/slurmctld.log",
+                 f"SlurmSchedLogFile={LOG_DIR}/slurmctld.log",
+                 f"SlurmdLogFile={LOG_DIR}/slurmd.log",
+                 "#", "### PLUGINS & PARAMETERS ###",
+                 "AuthType=auth/slurm",
+                 "CredType=cred/slurm",
+                 "AuthAltTypes=auth/jwt",
+                 f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
+                 f"AuthInfo={','.join(merge['AuthInfo'])}",
+                 f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}",
+                 "#", "### ACCOUNTING ###",
+                 "AccountingStorageType=accounting_storage/none"]
+        nodesets = []
+        for nodeset in sorted(self.nodesets, key=lambda n: n["metadata"]["name"]):
+            ns = nodeset_name(nodeset)
+            nodesets.append(f"NodeSet={ns} Feature={ns}")
+            partition = nodeset["spec"].get("partition") or {}
+            if partition.get("enabled"):
+                nodesets.append(f"PartitionName={ns} Nodes={ns} {partition.get('config', '')}")
+        if nodesets:
+            lines += ["#", "### NODESET & PARTITION ###", *nodesets]
+        extra = spec.get("extraConf", "")
+        if extra:
+            lines += ["#", "### EXTRA CONFIG ###", extra]
+        if merged := merged_config(extra, merge):
+            lines += ["#", "### MERGED CONFIG ###", *merged]
+        return "\n".join(lines) + "\n"
+
+
+def slurmd_conf(nodeset: dict) -> str:
+    """The value of slurmd's `--conf` for a NodeSet's pods: Features=<nodeset> plus the NodeSet's
+    extraConf items, keys title-cased, repeated keys joined with ',', items sorted."""
+    items = {"Features": nodeset_name(nodeset)}
+    extra = nodeset["spec"].get("extraConf", "")
+    for item in extra.split(" ") if extra else []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"malformed NodeSet extraConf item {item!r}")
+        key = key[:1].upper() + key[1:].lower()
+        if key in ("Feature", "Features"):
+            key = "Features"
+        items[key] = f"{items[key]},{value}" if key in items else value
+    return " ".join(sorted(f"{k}={v}" for k, v in items.items()))
