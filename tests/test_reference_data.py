@@ -56,5 +56,5 @@ def test_a_chart_without_an_upstream_copy_is_named(elsewhere):
 def test_the_test_log_says_when_the_data_is_missing(tmp_path, monkeypatch):
     from conftest import pytest_report_header
     monkeypatch.setenv(reference_data.ENV, str(tmp_path / "nowhere"))
-    assert pytest_report_header(None).startswith(f"reference data: MISSING (reference data not found at "
+    assert pytest_report_header(None)[0].startswith(f"reference data: MISSING (reference data not found at "
                                                  f"$SLINKY_EKS_REF={tmp_path / 'nowhere'})")
