@@ -222,15 +222,17 @@ class _RolloutCluster:
         return out
 
 
-def fix_rollout(api: ClusterApi, pool: Pool, sleep=None) -> Check:
-    """The readiness Job's logic, from here: wait for the pool's rollout, resume what it left stuck."""
+def fix_rollout(api: ClusterApi, nodeset: str = DEFAULT_POOL, check: str = "rollout settled (--fix)",
+                sleep=None) -> Check:
+    """The readiness Job's logic, from here: wait for a pool's NodeSet rollout (the one pool of a
+    stack without gpuPools by default), resume what it left stuck."""
     lines: list[str] = []
     try:
-        done = rollout.settle(_RolloutCluster(api, pool.name), slurm_node_prefix(pool.name), FIX_TIMEOUT_SECONDS,
+        done = rollout.settle(_RolloutCluster(api, nodeset), slurm_node_prefix(nodeset), FIX_TIMEOUT_SECONDS,
                               sleep=sleep or time.sleep, log=lines.append)
-        return Check(pool.named("rollout settled (--fix)"), True, "; ".join([*lines[:-1], done]))
+        return Check(check, True, "; ".join([*lines[:-1], done]))
     except rollout.RolloutFailed as e:
-        return Check(pool.named("rollout settled (--fix)"), False, str(e))
+        return Check(check, False, str(e))
 
 
 def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, sleep=None) -> list[Check]:
@@ -242,7 +244,7 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
         checks += check_workers(pods, pool)
     login = next((p.name for p in _prefixed(pods, ROLES["login"]) if p.phase == "Running"), None)
     if fix:
-        checks += [fix_rollout(api, pool, sleep=sleep) for pool in pools]
+        checks += [fix_rollout(api, pool.name, pool.named("rollout settled (--fix)"), sleep=sleep) for pool in pools]
     if login:
         _, sinfo = api.exec(NAMESPACE, login, CONTAINERS["login"], ["sinfo", "-N", "-h", "-o", "%N %T %G"])
         checks += [check_slurm_nodes(sinfo, pool) for pool in pools]
