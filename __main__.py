@@ -10,21 +10,23 @@ from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
-from components.shared_storage import SLURM_NAMESPACE, SharedStorage, SharedStorageArgs
+from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
 from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
-from components.slurm_values import (
-    CONTROLLER_CONTAINER,
-    CONTROLLER_POD,
-    NODESET_OBJECT,
-    SLURM_NODE_PREFIX,
-    slinky_image_tag,
-)
+from components.slurm_values import slinky_image_tag
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
+from model.contract import (
+                            CONTROLLER_CONTAINER,
+                            CONTROLLER_POD,
+                            SLURM_NAMESPACE,
+                            nodeset_object,
+                            slurm_node_prefix,
+)
 
 config = stack_config.load(Account())
-# EKS needs two AZs; the GPU AZ comes first (it holds the NAT gateway and the EFA subnet).
+# EKS needs two AZs; availabilityZone comes first (it holds the NAT gateway), then every GPU
+# pool's AZ (each pool's EFA subnet).
 zones = list(config.node_zones)
 
 # The image builds while the network and EKS come up: it needs neither.
@@ -43,9 +45,8 @@ cluster = Cluster("cluster", ClusterArgs(
 nodes = NodeGroups("nodes", NodeGroupsArgs(
     cluster_name=config.cluster_name, cluster_ready=cluster.ready,
     cluster_security_group_id=cluster.security_group_id,
-    private_subnet_ids=network.private_subnet_ids, gpu_subnet_id=network.gpu_subnet_id,
-    gpu=config.gpu, gpu_node_count=config.gpu_node_count,
-    gpu_root_volume_gib=config.gpu_root_volume_gib,
+    private_subnet_ids=network.private_subnet_ids,
+    private_subnet_by_zone=network.private_subnet_by_zone, gpu_pools=config.gpu_pools,
     core_instance_type=config.core_instance_type, core_node_count=config.core_node_count))
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
 devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
@@ -69,8 +70,8 @@ slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
     chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
     provider=cluster.provider, system_nodes=nodes.system_ready))
 slurm = SlurmCluster("slurm", SlurmClusterArgs(
-    chart_version=config.slinky_chart_version, gpu=config.gpu,
-    gpu_node_count=config.gpu_node_count, image_repository=image.repository_url,
+    chart_version=config.slinky_chart_version, gpu_pools=config.gpu_pools,
+    image_repository=image.repository_url,
     image_digest=image.digest, image_tag=config.slurmd_image_tag,
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
@@ -80,13 +81,15 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     load_balancer_controller=lbc.release))
 # After the first install and every change to the NodeSet: the operator's rollout finished and
 # every node taking jobs, or `up` fails saying which node is stuck and why.
+waited_for = config.gpu_pools[0].name
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, nodeset_object=NODESET_OBJECT, node_prefix=SLURM_NODE_PREFIX,
+    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, nodeset=waited_for,
+    nodeset_object=nodeset_object(waited_for), node_prefix=slurm_node_prefix(waited_for),
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
     provider=cluster.provider, after=[slurm.release, slurm.login]))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
-JobStaging("jobs", JobStagingArgs(gpu=config.gpu, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
+JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, after=[storage.claim, *nodes.system_ready]))
 
 pulumi.export("clusterName", config.cluster_name)
@@ -98,6 +101,9 @@ pulumi.export("sharedFileSystemId", storage.file_system_id)
 pulumi.export("slurmdImage", image.reference)
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
-# What `tools/verify.py` checks the cluster against (with the instance catalog).
-pulumi.export("gpuInstanceType", config.gpu_instance_type)
+# What `tools/verify.py` checks the cluster against (with the instance catalog): every pool, and
+# the first pool's type and the node count of all pools as before pools existed.
+pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCount": p.node_count,
+                            "availabilityZone": p.availability_zone} for p in config.gpu_pools])
+pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.helm import pinned_release
-from components.node_groups import GPU_LABELS, GPU_TOLERATION
+from model.contract import GPU_LABELS, GPU_TOLERATION
 
 
 def gpu_placement() -> dict:

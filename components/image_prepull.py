@@ -11,7 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.chart_versions import versions
-from components.node_groups import GPU_LABELS, GPU_TOLERATION
+from model.contract import GPU_LABELS, GPU_TOLERATION
 
 NAME = "slurmd-image-prepull"
 # Pulumi waits until every GPU node has the image (the DaemonSet rolled out,

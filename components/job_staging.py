@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.catalog import GpuInstanceType
 from components.chart_versions import versions
-from components.job_environment import ENV_FILE, cluster_environment, render
+from components.job_environment import environment_files
 from components.jobs_await import job_annotations
-from components.node_groups import CORE_LABELS
+from model.contract import CORE_LABELS
+from model.gpu_pools import GpuPool
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 TARGET = "/shared/jobs"
@@ -36,7 +36,7 @@ def job_files() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class JobStagingArgs:
-    gpu: GpuInstanceType
+    gpu_pools: Sequence[GpuPool]   # cluster.env (one per pool where there are several)
     namespace: str
     shared_claim: str
     provider: k8s.Provider
@@ -49,7 +49,7 @@ class JobStaging(pulumi.ComponentResource):
     def __init__(self, name: str, args: JobStagingArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:jobs:JobStaging", name, None, opts)
         files = job_files()
-        files[ENV_FILE] = render(cluster_environment(args.gpu))
+        files.update(environment_files(args.gpu_pools))
         digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items())).encode()).hexdigest()
         self.content_hash = digest[:12]
         bundle = k8s.core.v1.ConfigMap(

@@ -11,13 +11,11 @@ import pulumi_kubernetes as k8s
 
 from components.helm import pinned_release
 from components.load_balancer_policy import POLICY
-from components.node_groups import CORE_LABELS
 from components.pod_identity import ServiceAccountRef, pod_identity_role
+from model.contract import CORE_LABELS
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
-# Services opt in by this class; the controller ignores every other LoadBalancer Service.
-NLB_CLASS = "service.k8s.aws/nlb"
 
 
 @dataclass(frozen=True)

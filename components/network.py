@@ -12,7 +12,7 @@ import pulumi_aws as aws
 @dataclass(frozen=True)
 class NetworkArgs:
     cidr: str
-    # The first zone is the GPU zone: it gets the NAT gateway and the EFA node group's subnet.
+    # The first zone (availabilityZone) gets the NAT gateway; every GPU pool's AZ is among them.
     zones: Sequence[str]
     cluster_name: str
     region: str
@@ -29,7 +29,8 @@ class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
-    gpu_subnet_id: pulumi.Output[str]
+    # The private subnet of each zone: a GPU pool's node group has exactly its AZ's.
+    private_subnet_by_zone: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:network:Network", name, None, opts)
@@ -85,7 +86,7 @@ class Network(pulumi.ComponentResource):
         self.vpc_id = vpc.id
         self.private_subnet_ids = [s.id for s in private]
         self.public_subnet_ids = [s.id for s in public]
-        self.gpu_subnet_id = private[0].id
+        self.private_subnet_by_zone = {zone: s.id for zone, s in zip(args.zones, private, strict=True)}
         self.register_outputs({"vpc_id": self.vpc_id, "private_subnet_ids": self.private_subnet_ids,
                                "public_subnet_ids": self.public_subnet_ids,
-                               "gpu_subnet_id": self.gpu_subnet_id})
+                               "private_subnet_by_zone": self.private_subnet_by_zone})

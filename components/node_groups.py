@@ -1,22 +1,18 @@
-"""The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and an
-EFA GPU group in one AZ and one cluster placement group, tainted so only GPU work lands there."""
+"""The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and per
+GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group, tainted so only
+GPU work lands there."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
 
-from components.catalog import GPU_AMI_TYPE, GpuInstanceType
-
-CORE_LABELS = {"role": "core"}
-GPU_LABELS = {"role": "gpu"}
-# The taint keeps everything but GPU work off the GPU nodes; every pod meant for them (slurmd,
-# the device plugins) must tolerate it.
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+from components.catalog import GPU_AMI_TYPE
+from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
+from model.gpu_pools import GpuPool, pool_labels
 
 _NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
@@ -28,14 +24,18 @@ _NODE_POLICIES = (
 
 @dataclass(frozen=True)
 class NodeGroupsArgs:
+    """Every field is required (no defaults)."""
     cluster_name: str
+    # What the node groups wait for: the control plane and what it needs (Cluster.ready).
     cluster_ready: Sequence[pulumi.Resource]
+    # Named on the GPU nodes' EFA interfaces, which would otherwise lose it (see _gpu_pool_group).
     cluster_security_group_id: pulumi.Input[str]
+    # The core group spans every private subnet.
     private_subnet_ids: Sequence[pulumi.Input[str]]
-    gpu_subnet_id: pulumi.Input[str]
-    gpu: GpuInstanceType
-    gpu_node_count: int
-    gpu_root_volume_gib: int
+    # The private subnet of each AZ (Network.private_subnet_by_zone): each pool gets its AZ's.
+    private_subnet_by_zone: Mapping[str, pulumi.Input[str]]
+    # One GPU node group each (StackConfig.gpu_pools: at least one).
+    gpu_pools: Sequence[GpuPool]
     core_instance_type: str
     core_node_count: int
 
@@ -76,7 +76,7 @@ def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTem
 
 class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup
-    gpu: aws.eks.NodeGroup
+    gpu: dict[str, aws.eks.NodeGroup]   # by pool name
     coredns: aws.eks.Addon
     # What in-cluster installs wait for: system pods need the core nodes; GPU DaemonSets need
     # the GPU nodes. Depending on them also orders their deletion first.
@@ -85,69 +85,90 @@ class NodeGroups(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodeGroupsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
+        self._name, self._args = name, args
+        role = self._node_role()
+        self.core = self._core_group(role)
+        self.gpu = {pool.name: self._gpu_pool_group(pool, role) for pool in args.gpu_pools}
+        self.coredns = self._coredns()
+        self.system_ready = [self.core]
+        self.gpu_ready = list(self.gpu.values())
+        self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})
+
+    def _node_role(self) -> aws.iam.Role:
+        """The role every node runs as; its policy attachments (self._attachments) are what
+        every node group waits for besides the control plane."""
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps({
+        role = aws.iam.Role(f"{self._name}-node-role", assume_role_policy=json.dumps({
             "Version": "2012-10-17",
             "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
                            "Action": "sts:AssumeRole"}]}), opts=child)
-        attachments = [aws.iam.RolePolicyAttachment(f"{name}-node-policy-{i}", role=role.name,
-                                                    policy_arn=arn, opts=child)
-                       for i, arn in enumerate(_NODE_POLICIES)]
-        after_cluster = pulumi.ResourceOptions(parent=self,
-                                               depends_on=[*args.cluster_ready, *attachments])
+        self._attachments = [aws.iam.RolePolicyAttachment(f"{self._name}-node-policy-{i}", role=role.name,
+                                                          policy_arn=arn, opts=child)
+                             for i, arn in enumerate(_NODE_POLICIES)]
+        return role
 
+    def _node_group(self, suffix: str, role: aws.iam.Role, subnets, instance_type: str, ami_type: str,
+                    labels: dict, count: int, template: aws.ec2.LaunchTemplate,
+                    update_strategy: str = "DEFAULT", **extra) -> aws.eks.NodeGroup:
+        """A fixed size (min = max = desired), one node replaced at a time on updates; created once
+        the control plane is up and the role has its policies."""
+        args = self._args
+        return aws.eks.NodeGroup(
+            f"{self._name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
+            subnet_ids=subnets, instance_types=[instance_type], ami_type=ami_type,
+            capacity_type="ON_DEMAND", labels=labels,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count,
+                                                              desired_size=count),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
+                                                            update_strategy=update_strategy),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, *self._attachments]),
+            **extra)
+
+    def _core_group(self, role: aws.iam.Role) -> aws.eks.NodeGroup:
+        args = self._args
         core_lt = aws.ec2.LaunchTemplate(
-            f"{name}-core-lt", metadata_options=_metadata_options(),
+            f"{self._name}-core-lt", metadata_options=_metadata_options(),
             block_device_mappings=[_root_volume(100, 3000, 125)],
-            update_default_version=True, opts=child)
+            update_default_version=True, opts=pulumi.ResourceOptions(parent=self))
+        return self._node_group("core", role, list(args.private_subnet_ids), args.core_instance_type,
+                                "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt)
 
-        def node_group(suffix: str, subnets, instance_type: str, ami_type: str, labels: dict,
-                       count: int, template: aws.ec2.LaunchTemplate, update_strategy: str = "DEFAULT",
-                       **extra) -> aws.eks.NodeGroup:
-            # A fixed size: min = max = desired, one node replaced at a time on updates.
-            return aws.eks.NodeGroup(
-                f"{name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
-                subnet_ids=subnets, instance_types=[instance_type], ami_type=ami_type,
-                capacity_type="ON_DEMAND", labels=labels,
-                scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count,
-                                                                  desired_size=count),
-                launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                    id=template.id, version=template.latest_version.apply(str)),
-                update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
-                                                                update_strategy=update_strategy),
-                opts=after_cluster, **extra)
-
-        self.core = node_group("core", list(args.private_subnet_ids), args.core_instance_type,
-                               "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt)
-
+    def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
+        args, child = self._args, pulumi.ResourceOptions(parent=self)
+        group = f"{self._name}-{pool.resource_suffix}"
         # EFA needs every node in one cluster placement group in one AZ
-        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations).
-        placement = aws.ec2.PlacementGroup(f"{name}-gpu-pg", strategy="cluster", opts=child)
+        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations): one
+        # per pool, so EFA traffic stays within a pool.
+        placement = aws.ec2.PlacementGroup(f"{group}-pg", strategy="cluster", opts=child)
         gpu_lt = aws.ec2.LaunchTemplate(
-            f"{name}-gpu-lt", metadata_options=_metadata_options(),
-            # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it in
-            # minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
-            block_device_mappings=[_root_volume(args.gpu_root_volume_gib, 6000, 500)],
-            # One interface per network card as the catalog says; interfaces that name security
-            # groups replace the cluster SG EKS would attach, so name it
+            f"{group}-lt", metadata_options=_metadata_options(),
+            # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it
+            # in minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
+            block_device_mappings=[_root_volume(pool.root_volume_gib, 6000, 500)],
+            # One interface per network card as the catalog says; interfaces that name
+            # security groups replace the cluster SG EKS would attach, so name it
             # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
             # Managed node groups forbid SubnetId here: the subnet is the node group's.
             network_interfaces=[
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                     **iface, security_groups=[args.cluster_security_group_id])
-                for iface in args.gpu.network_interfaces],
+                for iface in pool.gpu.network_interfaces],
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
             update_default_version=True, opts=child)
-        # Exactly one subnet, in the GPU AZ: EFA does not cross AZs.
+        # Exactly one subnet, in the pool's AZ: EFA does not cross AZs.
         # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
         # strategy launches first, which a full cluster placement group or a GPU quota sized
-        # for gpuNodeCount refuses, and which bills an extra GPU node meanwhile (EKS API
+        # for the pool refuses, and which bills an extra GPU node meanwhile (EKS API
         # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
-        self.gpu = node_group("gpu", [args.gpu_subnet_id], args.gpu.name, GPU_AMI_TYPE, GPU_LABELS,
-                              args.gpu_node_count, gpu_lt, update_strategy="MINIMAL",
-                              taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT)])
+        return self._node_group(pool.resource_suffix, role, [args.private_subnet_by_zone[pool.availability_zone]],
+                                pool.gpu.name, GPU_AMI_TYPE, {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)},
+                                pool.node_count, gpu_lt, update_strategy="MINIMAL",
+                                taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
 
+    def _coredns(self) -> aws.eks.Addon:
         # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py). Nothing
         # waits for the adoption: the CoreDNS EKS bootstrapped already serves once the core nodes
         # are up, and the adoption rolls it replica by replica. `preserve` leaves CoreDNS running
@@ -155,10 +176,7 @@ class NodeGroups(pulumi.ComponentResource):
         # (the load balancer controller resolving the ELB API) until the cluster itself goes
         # (EKS DeleteAddon `preserve`:
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_DeleteAddon.html).
-        self.coredns = aws.eks.Addon(
-            f"{name}-coredns", cluster_name=args.cluster_name, addon_name="coredns",
+        return aws.eks.Addon(
+            f"{self._name}-coredns", cluster_name=self._args.cluster_name, addon_name="coredns",
             resolve_conflicts_on_create="OVERWRITE", preserve=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
-        self.system_ready = [self.core]
-        self.gpu_ready = [self.gpu]
-        self.register_outputs({"core": self.core.id, "gpu": self.gpu.id})

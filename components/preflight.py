@@ -1,5 +1,6 @@
-"""What must hold in the account before the first resource: the two node AZs, the instance types
-offered there, the GPU family's and the core nodes' on-demand vCPU quotas, and no duplicate access entry for the
+"""What must hold in the account before the first resource: the node AZs (every GPU pool's, at
+least two), the instance types offered there, each GPU family's on-demand vCPU quota (summed over
+the pools in it) and the core nodes', and no duplicate access entry for the
 deployer. Each finding is (key, value, what is allowed) for stack_config's one ConfigError; where
 the account cannot be asked, a warning names the missing permission instead.
 """
@@ -7,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from components import catalog
 from components.account import Account, PermissionDenied, Zone
+from model.gpu_pools import GpuPool
 
 # Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
 # user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:
@@ -46,15 +47,23 @@ def eligible_zones(region: str, zones: list[Zone]) -> list[Zone]:
     return [z for z in zones if z.zone_id not in refused]
 
 
-def node_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, ...]:
-    """The GPU AZ, then the eligible zone with the lowest zone id: the same physical zone in
-    every account, and the same answer on every run."""
-    others = sorted((z for z in eligible if z.zone_id != gpu_zone.zone_id), key=lambda z: z.zone_id)
-    return (gpu_zone, *others[:1])
+def node_zones(pool_zones: list[Zone], eligible: list[Zone]) -> tuple[Zone, ...]:
+    """The pools' AZs (availabilityZone first), then, while fewer than the two EKS needs, the
+    eligible zone with the lowest zone id: the same physical zone in every account, and the same
+    answer on every run."""
+    taken = {z.zone_id for z in pool_zones}
+    others = sorted((z for z in eligible if z.zone_id not in taken), key=lambda z: z.zone_id)
+    return (*pool_zones, *others[:max(0, 2 - len(pool_zones))])
 
 
-def zones(account: Account, region: str, gpu_zone_name: str, out: Findings) -> list[Zone]:
-    """Checks availabilityZone against the region's zones; returns the node zones (or [])."""
+# The VPC is carved into four private and four public subnets (network.py, subnet_cidrs).
+MAX_NODE_ZONES = 4
+
+
+def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
+          out: Findings) -> list[Zone]:
+    """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
+    zones (or [])."""
     try:
         found = account.zones(region)
     except PermissionDenied as denied:
@@ -67,18 +76,26 @@ def zones(account: Account, region: str, gpu_zone_name: str, out: Findings) -> l
     eligible = eligible_zones(region, found)
     allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
     by_name = {z.name: z for z in found}
-    if gpu_zone_name not in by_name:
-        out.problems.append(("availabilityZone", gpu_zone_name,
-                             f"an availability zone of {region}, not a Local or Wavelength Zone "
-                             f"(EKS takes neither): {', '.join(z.name for z in eligible)}"))
+    # Each zone is reported once, under the first key that names it.
+    keys = {gpu_zone_name: "availabilityZone"}
+    for pool in pools:
+        keys.setdefault(pool.availability_zone, pool.key("availabilityZone"))
+    for name, key in keys.items():
+        if name not in by_name:
+            out.problems.append((key, name, f"an availability zone of {region}, not a Local or "
+                                 f"Wavelength Zone (EKS takes neither): "
+                                 f"{', '.join(z.name for z in eligible)}"))
+        elif by_name[name] not in eligible:
+            out.problems.append((key, name, f"is zone id {by_name[name].zone_id} in this account, "
+                                 f"where EKS places no cluster subnets; allowed: {allowed}"))
+    if any(name not in by_name or by_name[name] not in eligible for name in keys):
         return []
-    gpu_zone = by_name[gpu_zone_name]
-    if gpu_zone not in eligible:
-        out.problems.append(("availabilityZone", gpu_zone_name,
-                             f"is zone id {gpu_zone.zone_id} in this account, where EKS places no "
-                             f"cluster subnets; allowed: {allowed}"))
+    if len(keys) > MAX_NODE_ZONES:
+        out.problems.append(("gpuPools", ", ".join(keys), f"at most {MAX_NODE_ZONES} availability "
+                             "zones in all (availabilityZone and the pools'): the VPC has room for "
+                             f"{MAX_NODE_ZONES} node subnets"))
         return []
-    chosen = node_zones(gpu_zone, eligible)
+    chosen = node_zones([by_name[name] for name in keys], eligible)
     if len(chosen) < 2:
         out.problems.append(("aws:region", region, "a region with at least two availability "
                              "zones EKS supports"))
@@ -86,20 +103,23 @@ def zones(account: Account, region: str, gpu_zone_name: str, out: Findings) -> l
     return list(chosen)
 
 
-def offerings(account: Account, region: str, chosen: list[Zone], gpu: catalog.GpuInstanceType,
+def offerings(account: Account, region: str, chosen: list[Zone], pools: list[GpuPool],
               core_type: str, out: Findings) -> None:
     names = [z.name for z in chosen]
+    zone_ids = {z.name: z.zone_id for z in chosen}
     try:
-        offered = account.offered(region, [gpu.name, core_type], names)
+        offered = account.offered(region, [*dict.fromkeys(p.gpu.name for p in pools), core_type], names)
     except PermissionDenied as denied:
         out.cannot_ask("that the instance types are offered in the node AZs", denied)
         return
-    if chosen[0].name not in offered[gpu.name]:
-        where = ", ".join(sorted(offered[gpu.name])) or "neither node AZ"
-        out.problems.append(("gpuInstanceType", gpu.name,
-                             f"is not offered in availabilityZone {chosen[0].name} "
-                             f"({chosen[0].zone_id}) (offered in: {where}); allowed: a type "
-                             f"offered there, or an availabilityZone that offers {gpu.name}"))
+    for pool in pools:
+        zone, gpu = pool.availability_zone, pool.gpu
+        if zone not in offered[gpu.name]:
+            where = ", ".join(sorted(offered[gpu.name])) or "no node AZ"
+            out.problems.append((pool.key("instanceType"), gpu.name,
+                                 f"is not offered in {pool.key('availabilityZone')} {zone} "
+                                 f"({zone_ids[zone]}) (offered in: {where}); allowed: a type "
+                                 f"offered there, or an availability zone that offers {gpu.name}"))
     missing = [f"{z.name} ({z.zone_id})" for z in chosen if z.name not in offered[core_type]]
     if missing:
         out.problems.append(("coreInstanceType", core_type,
@@ -107,22 +127,35 @@ def offerings(account: Account, region: str, chosen: list[Zone], gpu: catalog.Gp
                              f"type offered in every node AZ ({', '.join(names)})"))
 
 
-def quota(account: Account, region: str, gpu: catalog.GpuInstanceType, count: int,
-          out: Findings) -> None:
-    code, quota_name = gpu.on_demand_quota
-    needed = gpu.vcpus * count
-    try:
-        have = account.ec2_quota(region, code)
-    except PermissionDenied as denied:
-        out.cannot_ask(f"the {quota_name} quota ({code})", denied)
-        return
-    if have < needed:
-        out.problems.append(("gpuNodeCount", count,
-                             f"{count} x {gpu.name} need {needed} vCPUs of the quota "
-                             f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
-                             f"{int(have) // gpu.vcpus} GPU nodes at most, or request an increase: "
-                             + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)
-                             + " (or set skipGpuQuotaCheck=true to skip this check)"))
+def quota(account: Account, region: str, pools: list[GpuPool], out: Findings) -> None:
+    """Each on-demand vCPU quota against the sum of the pools that count against it."""
+    families: dict[tuple[str, str], list[GpuPool]] = {}
+    for pool in pools:
+        if pool.node_count >= 1:  # a count already refused is not checked again
+            families.setdefault(pool.gpu.on_demand_quota, []).append(pool)
+    for (code, quota_name), counted in families.items():
+        needed = sum(p.gpu.vcpus * p.node_count for p in counted)
+        try:
+            have = account.ec2_quota(region, code)
+        except PermissionDenied as denied:
+            out.cannot_ask(f"the {quota_name} quota ({code})", denied)
+            continue
+        if have >= needed:
+            continue
+        how = ("request an increase: " + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)
+               + " (or set skipGpuQuotaCheck=true to skip this check)")
+        if len(counted) == 1 and counted[0].index is None:
+            (pool,) = counted
+            out.problems.append((pool.key("nodeCount"), pool.node_count,
+                                 f"{pool.node_count} x {pool.gpu.name} need {needed} vCPUs of the quota "
+                                 f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                                 f"{int(have) // pool.gpu.vcpus} GPU nodes at most, or " + how))
+        else:
+            parts = " + ".join(f"{p.name}: {p.node_count} x {p.gpu.name}" for p in counted)
+            out.problems.append(("gpuPools", [p.name for p in counted],
+                                 f"{parts} need {needed} vCPUs of the quota '{quota_name}' ({code}) "
+                                 f"in {region}, which is {have:g}; allowed: fewer nodes in these "
+                                 "pools, or " + how))
 
 
 def core_quota(account: Account, region: str, core_type: str, count: int, out: Findings) -> None:
@@ -175,17 +208,17 @@ def _account_and_name(role_arn: str) -> tuple[str, str]:
     return parts[4], parts[5].rsplit("/", 1)[-1]
 
 
-def check(account: Account, region: str, gpu_zone: str, gpu: catalog.GpuInstanceType | None,
-          gpu_count: int, core_type: str, admin_role_arns: list[str], skip_quota: bool,
-          core_count: int = 0) -> Findings:
-    """Every finding at once; a check whose inputs are already invalid is left out."""
+def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], core_type: str,
+          admin_role_arns: list[str], skip_quota: bool, core_count: int = 0) -> Findings:
+    """Every finding at once; `pools` holds only pools whose own values are valid, and a check
+    whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
     out = Findings()
-    chosen = zones(account, region, gpu_zone, out)
+    chosen = zones(account, region, gpu_zone, pools, out)
     out.node_zones = tuple(z.name for z in chosen)
-    if chosen and gpu is not None and core_type:
-        offerings(account, region, chosen, gpu, core_type, out)
-    if chosen and gpu is not None and gpu_count >= 1 and not skip_quota:
-        quota(account, region, gpu, gpu_count, out)
+    if chosen and pools and core_type:
+        offerings(account, region, chosen, pools, core_type, out)
+    if chosen and pools and not skip_quota:
+        quota(account, region, pools, out)
     if chosen and core_type and core_count >= 1:
         core_quota(account, region, core_type, core_count, out)
     deployer_not_admin(account, admin_role_arns, out)

@@ -10,11 +10,10 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.pod_identity import ServiceAccountRef, pod_identity_role
+from model.contract import GP3, SLURM_NAMESPACE
 
-SLURM_NAMESPACE = "slurm"
 SHARED_PV = "slurm-shared"
 SHARED_PVC = "shared"
-GP3 = "gp3"
 # EFS is elastic; a PV still needs a capacity. Nothing enforces it.
 SHARED_CAPACITY = "1Ti"
 

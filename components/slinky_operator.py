@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.chart_versions import versions
 from components.helm import chart_release
-from components.node_groups import CORE_LABELS
+from model.contract import CORE_LABELS
 
 OPERATOR_NAMESPACE = "slinky"
 

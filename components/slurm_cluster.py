@@ -9,25 +9,28 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components.catalog import GpuInstanceType
 from components.chart_versions import versions
 from components.helm import chart_release
-from components.load_balancer_controller import NLB_CLASS
-from components.shared_storage import GP3, SLURM_NAMESPACE
-from components.slurm_values import LOGINSET_OBJECT, RELEASE, SlurmValuesArgs, slurm_values
+from components.slurm_values import SlurmValuesArgs, slurm_values
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
-
-SLURM_KEY_SECRET = "slurm-auth-slurm"
-JWT_KEY_SECRET = "slurm-auth-jwt"
-STATE_CLAIM = "slurm-controller-state"
-LOGIN_SERVICE = "slurm-login-nlb"
+from model.contract import (
+    GP3,
+    JWT_KEY_SECRET,
+    LOGIN_SERVICE,
+    LOGINSET_OBJECT,
+    NLB_CLASS,
+    RELEASE,
+    SLURM_KEY_SECRET,
+    SLURM_NAMESPACE,
+    STATE_CLAIM,
+)
+from model.gpu_pools import GpuPool
 
 
 @dataclass(frozen=True)
 class SlurmClusterArgs:
     chart_version: str
-    gpu: GpuInstanceType
-    gpu_node_count: int
+    gpu_pools: Sequence[GpuPool]   # one NodeSet and one partition each
     image_repository: pulumi.Input[str]
     image_digest: pulumi.Input[str]
     image_tag: str
@@ -84,7 +87,7 @@ class SlurmCluster(pulumi.ComponentResource):
 
         values = pulumi.Output.all(args.image_repository, args.image_digest).apply(
             lambda image: slurm_values(SlurmValuesArgs(
-                gpu=args.gpu, gpu_node_count=args.gpu_node_count, image_repository=image[0],
+                gpu_pools=args.gpu_pools, image_repository=image[0],
                 image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,

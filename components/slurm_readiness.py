@@ -21,8 +21,8 @@ import pulumi_kubernetes as k8s
 from components.chart_versions import base_values, versions
 from components.helm import merge
 from components.jobs_await import job_annotations
-from components.node_groups import CORE_LABELS
-from components.slurm_values import NODESET
+from model.contract import CORE_LABELS
+from model.gpu_pools import DEFAULT_POOL
 from tools import rollout
 
 TOOLS = pathlib.Path(__file__).resolve().parent.parent / "tools"
@@ -31,16 +31,16 @@ MODULES = ("__init__.py", "rollout.py", "incluster.py")
 TIMEOUT_SECONDS = 1800
 
 
-def nodeset_template(release_values: dict) -> dict:
+def nodeset_template(release_values: dict, nodeset: str = DEFAULT_POOL) -> dict:
     """The NodeSet block as the chart renders it: nodesetDefaults under the nodeset's own keys
     (helm/slurm/templates/nodeset/nodeset-cr.yaml, chart 1.2.1), over the reviewed base values."""
     merged = merge(base_values("slurm"), release_values)
-    return merge(merged.get("nodesetDefaults") or {}, merged["nodesets"][NODESET])
+    return merge(merged.get("nodesetDefaults") or {}, merged["nodesets"][nodeset])
 
 
-def rollout_trigger(release_values: dict) -> str:
+def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
     """12 hex digits that change with anything the program puts into the NodeSet."""
-    canonical = json.dumps(nodeset_template(release_values), sort_keys=True, separators=(",", ":"))
+    canonical = json.dumps(nodeset_template(release_values, nodeset), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
@@ -49,6 +49,8 @@ class SlurmReadinessArgs:
     namespace: str
     # The Namespace object itself: its RBAC objects are created in it and deleted before it.
     namespace_resource: pulumi.Resource
+    # The NodeSet waited for: the first GPU pool's (a stack with several pools waits for that one).
+    nodeset: str
     nodeset_object: str          # the NodeSet's Kubernetes name
     node_prefix: str             # its Slurm nodes' names
     slurm_pod: str               # a pod of fixed name with scontrol: the only one exec is allowed into
@@ -86,7 +88,8 @@ class SlurmReadiness(pulumi.ComponentResource):
         module = k8s.core.v1.ConfigMap(
             f"{name}-code", metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}", "namespace": args.namespace},
             data=code, immutable=True, opts=k8s_opts)
-        self.trigger = pulumi.Output.from_input(args.release_values).apply(rollout_trigger)
+        self.trigger = pulumi.Output.from_input(args.release_values).apply(
+            lambda values: rollout_trigger(values, args.nodeset))
         k8s.batch.v1.Job(
             f"{name}-job",
             metadata={"name": self.trigger.apply(lambda h: f"slurm-ready-{h}"), "namespace": args.namespace,

@@ -5,32 +5,19 @@ from them (tests/test_rendered_charts.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from components.catalog import GpuInstanceType
-from components.node_groups import CORE_LABELS, GPU_LABELS, GPU_TOLERATION
+from model.contract import CORE_LABELS, GPU_LABELS, GPU_TOLERATION, LOGINSET, SHARED_MOUNT
+from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 
-RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
-NODESET = "slinky"         # Slurm nodes slinky-0, slinky-1, ...
-LOGINSET = "slinky"
-# What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
-# app.kubernetes.io/instance (the operator's login selector labels).
-LOGINSET_OBJECT = f"{RELEASE}-login-{LOGINSET}"
-# The chart names the NodeSet <release>-worker-<key> and gives its pods the hostname (= Slurm
-# node name) prefix <key>- (helm/slurm/templates/nodeset/nodeset-cr.yaml, chart 1.2.1).
-NODESET_OBJECT = f"{RELEASE}-worker-{NODESET}"
-SLURM_NODE_PREFIX = f"{NODESET}-"
-# The controller is a StatefulSet <release>-controller of one pod; its slurmctld container has
-# scontrol (the operator's reconfigure sidecar runs it from the same image: slurm-operator v1.2.1
-# internal/builder/controllerbuilder/controller_app.go, scripts/reconfigure.sh).
-CONTROLLER_POD = f"{RELEASE}-controller-0"
-CONTROLLER_CONTAINER = "slurmctld"
-SHARED_MOUNT = "/shared"
+# One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0 for the
+# default pool).
 
 
 @dataclass(frozen=True)
 class SlurmValuesArgs:
-    gpu: GpuInstanceType
-    gpu_node_count: int
+    gpu_pools: Sequence[GpuPool]
     image_repository: str
     image_digest: str
     image_tag: str
@@ -58,9 +45,46 @@ def gpu_resources(gpu: GpuInstanceType) -> dict:
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 
+def partitions(pools: Sequence[GpuPool]) -> dict:
+    """One partition per pool, named after it; with several pools, the default partition `all`
+    over every pool (with one, the pool's own partition is the default)."""
+    up = {"MaxTime": "UNLIMITED", "State": "UP"}
+    if len(pools) == 1:
+        (pool,) = pools
+        return {pool.name: {"enabled": True, "nodesets": [pool.name],
+                            "configMap": {"Default": "YES", **up}}}
+    out = {p.name: {"enabled": True, "nodesets": [p.name], "configMap": dict(up)} for p in pools}
+    out[ALL_POOLS_PARTITION] = {"enabled": True, "nodesets": [p.name for p in pools],
+                                "configMap": {"Default": "YES", **up}}
+    return out
+
+
 def slurm_values(a: SlurmValuesArgs) -> dict:
     shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
     shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
+
+    def nodeset(pool: GpuPool) -> dict:
+        return {
+            "enabled": True,
+            "replicas": pool.node_count,
+            "slurmd": {
+                "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
+                "resources": gpu_resources(pool.gpu),
+                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}],
+            },
+            # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
+            "extraConfMap": {"Gres": [pool.gpu.gres]},
+            # The pool's partition comes from `partitions` (partitions()).
+            "partition": {"enabled": False},
+            "podSpec": {
+                "nodeSelector": {**GPU_LABELS, **pool_labels(pool, a.gpu_pools)},
+                # Tolerations replace the operator's defaults rather than merge.
+                "tolerations": [dict(GPU_TOLERATION)],
+                # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
+                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+            },
+        }
+
     slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
     return {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
@@ -80,26 +104,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         },
         "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
                     "slurmrestd": {"image": dict(slinky_image)}},
-        "nodesets": {NODESET: {
-            "enabled": True,
-            "replicas": a.gpu_node_count,
-            "slurmd": {
-                "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
-                "resources": gpu_resources(a.gpu),
-                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}],
-            },
-            # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
-            "extraConfMap": {"Gres": [a.gpu.gres]},
-            # The partition comes from `partitions` in the base values.
-            "partition": {"enabled": False},
-            "podSpec": {
-                "nodeSelector": dict(GPU_LABELS),
-                # Tolerations replace the operator's defaults rather than merge.
-                "tolerations": [dict(GPU_TOLERATION)],
-                # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
-                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-            },
-        }},
+        "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
+        "partitions": partitions(a.gpu_pools),
         "loginsets": {LOGINSET: {
             "enabled": True,
             "replicas": 1,

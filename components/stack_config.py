@@ -22,12 +22,14 @@ from components import catalog, preflight
 from components.account import Account
 from components.chart_versions import slinky_pairing, slurm_release_for_chart, slurmd_base_flavour, versions
 from components.image_references import dlc_registry, reference_problem, registry_host
+from model import gpu_pools
 
 # Kubernetes versions EKS offers in late 2026
 # (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support
 # 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
 # https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
 EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+EXTENDED_SUPPORT_VERSIONS = ("1.32", "1.33")
 
 _SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
                   "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
@@ -58,12 +60,11 @@ class StackConfig:
     stack: str
     region: str
     availability_zone: str
-    node_zones: tuple[str, ...]   # the GPU AZ first, then the second AZ EKS needs
+    node_zones: tuple[str, ...]   # availabilityZone first, the pools' AZs, then a second AZ if needed
     kubernetes_version: str
     cluster_name: str
-    gpu: catalog.GpuInstanceType
-    gpu_node_count: int
-    gpu_root_volume_gib: int
+    # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
+    gpu_pools: tuple[gpu_pools.GpuPool, ...]
     core_instance_type: str
     core_node_count: int
     ssh_public_key: str
@@ -83,8 +84,9 @@ class StackConfig:
     allow_api_from_anywhere: bool
 
     @property
-    def gpu_instance_type(self) -> str:
-        return self.gpu.name
+    def gpu_node_count(self) -> int:
+        """Slurm workers in all pools."""
+        return sum(p.node_count for p in self.gpu_pools)
 
 
 class _Reader:
@@ -229,6 +231,15 @@ def warn_example_ssh_key(ssh_public_key: str) -> None:
                         "`pulumi config set sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`")
 
 
+def warn_extended_support(kubernetes_version: str) -> None:
+    """Accepted, but at six times the control-plane price: say so, and what to choose instead."""
+    if kubernetes_version in EXTENDED_SUPPORT_VERSIONS:
+        standard = [v for v in EKS_VERSIONS if v not in EXTENDED_SUPPORT_VERSIONS]
+        pulumi.log.warn(f"kubernetesVersion {kubernetes_version} is in EKS extended support: the control "
+                        "plane costs six times the standard price (https://aws.amazon.com/eks/pricing/); "
+                        f"standard support: {', '.join(standard)}")
+
+
 def _api_cidr_problems(cidrs: list[str], anywhere_ok: bool) -> list[str]:
     # The public endpoint of an IPv4 cluster takes IPv4 blocks only (EKS API reference,
     # VpcConfigRequest.publicAccessCidrs:
@@ -260,6 +271,37 @@ def _vpc_cidr_problem(value: str) -> str | None:
     return None
 
 
+def _pools(r: _Reader, az: str, root_gib: int) -> list[gpu_pools.GpuPool]:
+    """gpuPools, or the one pool of gpuInstanceType/gpuNodeCount when it is unset. Only pools
+    whose own values are valid come back (the account checks skip the rest); a default pool
+    whose count is refused keeps count 0 so its type and AZ are still checked."""
+    try:
+        raw = r.cfg.get_object("gpuPools")
+    except Exception:  # malformed JSON from the CLI's string form
+        r.problem("gpuPools", r.cfg.get("gpuPools"), "a list of pools as JSON")
+        return []
+    if raw:
+        pools, problems = gpu_pools.pools_from_config(raw, az, root_gib)
+        for key, value, allowed in problems:
+            r.problem(key, value, allowed)
+        return pools
+    if raw is not None and raw != []:
+        r.problem("gpuPools", raw, "a list of pools")
+        return []
+    gpu_type_name = r.string("gpuInstanceType")
+    gpu = catalog.lookup(gpu_type_name)
+    if gpu_type_name and gpu is None:
+        r.problem("gpuInstanceType", gpu_type_name,
+                  f"{catalog.describe_unsupported(gpu_type_name)}; allowed: an EFA-capable "
+                  f"NVIDIA GPU type: {', '.join(catalog.efa_gpu_types())}")
+    low, high = gpu_pools.NODE_COUNT
+    gpu_nodes = r.whole("gpuNodeCount", low, high)
+    if gpu is None:
+        return []
+    return [gpu_pools.GpuPool(gpu_pools.DEFAULT_POOL, gpu, gpu_nodes if low <= gpu_nodes <= high else 0,
+                              az, root_gib)]
+
+
 def load(account: Account) -> StackConfig:
     """Read and validate the stack's configuration, then ask the account what it must allow
     (components/preflight.py): zones, instance type offerings, the GPU quota, the deployer."""
@@ -272,14 +314,8 @@ def load(account: Account) -> StackConfig:
     k8s_version = r.string("kubernetesVersion", lambda v: None if v in EKS_VERSIONS else
                            f"a Kubernetes version EKS offers: {', '.join(EKS_VERSIONS)}")
 
-    gpu_type_name = r.string("gpuInstanceType")
-    gpu = catalog.lookup(gpu_type_name)
-    if gpu_type_name and gpu is None:
-        r.problem("gpuInstanceType", gpu_type_name,
-                  f"{catalog.describe_unsupported(gpu_type_name)}; allowed: an EFA-capable "
-                  f"NVIDIA GPU type: {', '.join(catalog.efa_gpu_types())}")
-    gpu_nodes = r.whole("gpuNodeCount", 1, 64)
-    root_gib = r.whole("gpuRootVolumeGiB", 100, 16384)
+    root_gib = r.whole("gpuRootVolumeGiB", *gpu_pools.ROOT_VOLUME_GIB)
+    pools = _pools(r, az, root_gib)
     core_type = r.string("coreInstanceType", lambda v: None if catalog.is_instance_type_name(v)
                          and catalog.lookup(v) is None else
                          "a CPU instance type name such as m6i.2xlarge (GPU types belong in "
@@ -368,8 +404,7 @@ def load(account: Account) -> StackConfig:
     if region and az:
         core_ok = catalog.is_instance_type_name(core_type) and catalog.lookup(core_type) is None
         # Values already refused are left out of the account checks (0 and "" skip them).
-        found = preflight.check(account, region, az, gpu, gpu_nodes if 1 <= gpu_nodes <= 64 else 0,
-                                core_type if core_ok else "",
+        found = preflight.check(account, region, az, pools, core_type if core_ok else "",
                                 [a for a in admins if _ROLE_ARN.match(a)], skip_quota,
                                 core_count=0 if any(p.startswith(f"{project}:coreNodeCount ")
                                                     for p in r.problems) else core_nodes)
@@ -383,10 +418,11 @@ def load(account: Account) -> StackConfig:
     if problems:
         raise ConfigError(problems)
     warn_example_ssh_key(ssh_key)
+    warn_extended_support(k8s_version)
     return StackConfig(
         project=project, stack=stack, region=region, availability_zone=az, node_zones=node_zones,
-        kubernetes_version=k8s_version, cluster_name=cluster_name, gpu=gpu,
-        gpu_node_count=gpu_nodes, gpu_root_volume_gib=root_gib, core_instance_type=core_type,
+        kubernetes_version=k8s_version, cluster_name=cluster_name, gpu_pools=tuple(pools),
+        core_instance_type=core_type,
         core_node_count=core_nodes, ssh_public_key=ssh_key.strip(),
         ssh_allowed_cidrs=tuple(c.strip() for c in cidrs or ()),
         allow_ssh_from_anywhere=anywhere, admin_role_arns=tuple(admins),

@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 
 from components.chart_versions import versions
 from components.jobs_await import TIMEOUT
-from components.node_groups import CORE_LABELS
+from model.contract import CORE_LABELS
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "tools" / "state_volume_guard.py"
 GUARD = "slurm-state-volume-guard"

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from components.chart_versions import versions
-from components.node_groups import GPU_TOLERATION
+from model.contract import GPU_TOLERATION
 
 SHARED_FS_ID = "fs-0123456789abcdef0"
 

@@ -75,3 +75,17 @@ def test_ones_own_key_gives_no_warning():
     graph = run_program("dev", {"sshPublicKey": OWN_KEY}, preview=True)
     assert graph.error is None
     assert not [w for w in graph.warnings if EXAMPLE_WARNING in w]
+
+
+EXTENDED = "is in EKS extended support"
+
+
+@pytest.mark.parametrize("version", ["1.32", "1.33"])
+def test_an_extended_support_kubernetes_version_deploys_with_a_price_warning(version):
+    graph = run_program("dev", {"kubernetesVersion": version})
+    (warning,) = [w for w in graph.warnings if EXTENDED in w]
+    assert graph.resources and f"kubernetesVersion {version}" in warning and "1.34, 1.35, 1.36" in warning
+
+
+def test_a_standard_support_kubernetes_version_has_no_price_warning(dev):
+    assert not [w for w in dev.warnings if EXTENDED in w]

@@ -3,8 +3,8 @@ holds no GPU, and the NodeSet's pods find it in the cache."""
 import pytest
 
 from components.chart_versions import versions
-from components.node_groups import GPU_TOLERATION
 from harness import run_program
+from model.contract import GPU_TOLERATION
 
 
 @pytest.fixture(scope="module")

@@ -3,11 +3,12 @@
     pulumi stack output --json --show-secrets > outputs.json
     python -m tools.verify outputs.json [--json] [--fix]
 
-Checks: every GPU node advertises the catalog's GPUs and EFA interfaces (device plugins);
-controller, restapi, login and every worker pod Running; workers on distinct nodes;
-every Slurm node idle with the catalog's GRES (never (null)); nvidia-smi lists the catalog's
-GPUs; fi_info reports the efa provider; srun offers pmix; the login endpoint accepts TCP on 22.
---fix first waits for the operator's NodeSet rollout and resumes only what it left stuck (the
+Checks, per GPU pool (the gpuPools output): every GPU node advertises the catalog's GPUs and EFA
+interfaces (device plugins); every worker pod Running, on distinct nodes; every Slurm node idle
+with the catalog's GRES (never (null)); nvidia-smi lists the catalog's GPUs; fi_info reports the
+efa provider. Once: controller, restapi and login pods Running; srun offers pmix; the login
+endpoint accepts TCP on 22.
+--fix first waits for each pool's NodeSet rollout and resumes only what it left stuck (the
 same tools/rollout.py `pulumi up` runs).
 
 Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missing, not JSON, masked
@@ -29,7 +30,20 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from components.catalog import CATALOG, GpuInstanceType
-from components.slurm_values import CONTROLLER_CONTAINER, CONTROLLER_POD, NODESET_OBJECT, SLURM_NODE_PREFIX
+from model.contract import (
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
+    CONTROLLER_POD_PREFIX,
+    GPU_LABELS,
+    LOGIN_POD_PREFIX,
+    RESTAPI_POD_PREFIX,
+    SLURM_NAMESPACE,
+    label_selector,
+    nodeset_object,
+    slurm_node_prefix,
+    worker_pod_prefix,
+)
+from model.gpu_pools import DEFAULT_POOL, POOL_LABEL
 from tools import rollout, slurm_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -42,15 +56,30 @@ MASKED = "[secret]"
 # Seconds to wait for the API server to accept a connection / answer one request; urllib3
 # retries are off so an unreachable endpoint is one error in seconds, not minutes of retries.
 CONNECT_TIMEOUT, READ_TIMEOUT = 5, 60
-NAMESPACE = "slurm"
+NAMESPACE = SLURM_NAMESPACE
 FIX_TIMEOUT_SECONDS = 600
-# Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator
-# helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-worker,
-# <release>-login, then the set's name): controller-0, restapi-..., login-slinky-..., worker-slinky-N.
-ROLES = {"controller": "slurm-controller-", "restapi": "slurm-restapi-",
-         "login": "slurm-login-slinky-", "worker": "slurm-worker-slinky-"}
+ROLES = {"controller": CONTROLLER_POD_PREFIX, "restapi": RESTAPI_POD_PREFIX, "login": LOGIN_POD_PREFIX}
 CONTAINERS = {"login": "login", "worker": "slurmd"}
-GPU_NODES = "role=gpu"  # the GPU node group's label (components/node_groups.py)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """A GPU pool as the gpuPools output lists it, and how its nodes and pods are found."""
+    name: str
+    gpu: GpuInstanceType
+    nodes: int
+    several: bool   # one of several pools: its nodes carry the pool label, its checks its name
+
+    @property
+    def node_selector(self) -> str:
+        return label_selector({**GPU_LABELS, **({POOL_LABEL: self.name} if self.several else {})})
+
+    @property
+    def worker_prefix(self) -> str:
+        return worker_pod_prefix(self.name)
+
+    def named(self, check: str) -> str:
+        return f"{check} ({self.name})" if self.several else check
 
 
 @dataclass(frozen=True)
@@ -81,40 +110,49 @@ class Check:
     detail: str
 
 
-def _role(pods: list[Pod], role: str) -> list[Pod]:
-    return sorted((p for p in pods if p.name.startswith(ROLES[role])), key=lambda p: p.name)
+def _prefixed(pods: list[Pod], prefix: str) -> list[Pod]:
+    return sorted((p for p in pods if p.name.startswith(prefix)), key=lambda p: p.name)
 
 
-def check_pods(pods: list[Pod], workers: int) -> list[Check]:
+def check_control_pods(pods: list[Pod]) -> list[Check]:
     checks = []
     for role in ("controller", "restapi", "login"):
-        found = _role(pods, role)
+        found = _prefixed(pods, ROLES[role])
         running = [p for p in found if p.phase == "Running"]
         checks.append(Check(f"{role} pod Running", bool(running),
                             ", ".join(f"{p.name} {p.phase}" for p in found) or "no pod"))
-    found = _role(pods, "worker")
+    return checks
+
+
+def check_workers(pods: list[Pod], pool: Pool) -> list[Check]:
+    found = _prefixed(pods, pool.worker_prefix)
     running = [p for p in found if p.phase == "Running"]
-    checks.append(Check("worker pods Running", len(running) == workers,
-                        f"{len(running)} of {workers} Running: " + ", ".join(f"{p.name} {p.phase}" for p in found)))
+    workers = pool.nodes
+    checks = [Check(pool.named("worker pods Running"), len(running) == workers,
+                    f"{len(running)} of {workers} Running: " + ", ".join(f"{p.name} {p.phase}" for p in found))]
     nodes = [p.node for p in running]
-    checks.append(Check("workers on distinct nodes", len(set(nodes)) == len(nodes) and len(nodes) == workers,
+    checks.append(Check(pool.named("workers on distinct nodes"),
+                        len(set(nodes)) == len(nodes) and len(nodes) == workers,
                         ", ".join(f"{p.name}@{p.node}" for p in running) or "no running worker"))
     return checks
 
 
-def check_device_plugins(nodes: list[Node], gpu: GpuInstanceType, workers: int) -> Check:
+def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
     """Each GPU node advertises the catalog's GPUs and EFA interfaces: the device plugins run
     there (a plugin that never tolerated the taint advertises nothing)."""
+    gpu, workers = pool.gpu, pool.nodes
     want = {"nvidia.com/gpu": str(gpu.gpus), "vpc.amazonaws.com/efa": str(gpu.efa_interfaces)}
     seen = [f"{n.name}: " + ", ".join(f"{k}={n.allocatable.get(k, '0')}" for k in want) for n in nodes]
     ok = len(nodes) == workers and all(all(n.allocatable.get(k) == v for k, v in want.items()) for n in nodes)
-    return Check("GPU nodes advertise GPUs and EFA", ok,
+    return Check(pool.named("GPU nodes advertise GPUs and EFA"), ok,
                  f"{len(nodes)} of {workers} nodes; want " + ", ".join(f"{k}={v}" for k, v in want.items())
                  + ("; " + "; ".join(seen) if seen else ""))
 
 
-def check_slurm_nodes(sinfo: str, gpu: GpuInstanceType, workers: int) -> Check:
-    nodes = slurm_state.parse_sinfo(sinfo)
+def check_slurm_nodes(sinfo: str, pool: Pool) -> Check:
+    """The pool's Slurm nodes (named <pool>-<ordinal> after its NodeSet)."""
+    gpu, workers = pool.gpu, pool.nodes
+    nodes = [n for n in slurm_state.parse_sinfo(sinfo) if n.name.rsplit("-", 1)[0] == pool.name]
     bad = [f"{n.name} {n.state} {n.gres}" for n in nodes if not (n.state == "idle" and n.gres_plain == gpu.gres)]
     ok = len(nodes) == workers and not bad
     detail = f"{len(nodes)} of {workers} nodes; want idle with {gpu.gres}"
@@ -125,7 +163,7 @@ def check_slurm_nodes(sinfo: str, gpu: GpuInstanceType, workers: int) -> Check:
         if stuck := slurm_state.nodes_to_resume(nodes):
             detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
                        "left stuck and names the rest)")
-    return Check("slurm nodes idle with GRES", ok, detail)
+    return Check(pool.named("slurm nodes idle with GRES"), ok, detail)
 
 
 def check_gpus(worker: str, output: str, gpu: GpuInstanceType) -> Check:
@@ -157,14 +195,22 @@ def check_login_port(host: str, port: int = 22, timeout: float = 5.0) -> Check:
                      f"{host}:{port}: {e} (is this machine inside sshAllowedCidrs?)")
 
 
-class _RolloutCluster:
-    """tools.rollout.Cluster over verify's API: scontrol in the controller pod, as in the Job."""
+def pools_of(outputs: dict) -> list[Pool]:
+    """The pools of the gpuPools output; a stack from before pools has one, `slinky`."""
+    listed = outputs.get("gpuPools") or [{"name": DEFAULT_POOL, "instanceType": outputs["gpuInstanceType"],
+                                          "nodeCount": outputs["gpuNodeCount"]}]
+    return [Pool(p["name"], CATALOG[p["instanceType"]], int(p["nodeCount"]), len(listed) > 1) for p in listed]
 
-    def __init__(self, api: ClusterApi):
-        self.api = api
+
+class _RolloutCluster:
+    """tools.rollout.Cluster over verify's API for one NodeSet: scontrol in the controller pod, as
+    in the Job."""
+
+    def __init__(self, api: ClusterApi, nodeset: str):
+        self.api, self.nodeset_name = api, nodeset
 
     def nodeset(self) -> dict:
-        return self.api.nodeset(NAMESPACE, NODESET_OBJECT)
+        return self.api.nodeset(NAMESPACE, nodeset_object(self.nodeset_name))
 
     def pods(self, selector: str) -> list[dict]:
         return self.api.pod_objects(NAMESPACE, selector) if selector else []
@@ -176,35 +222,40 @@ class _RolloutCluster:
         return out
 
 
-def fix_rollout(api: ClusterApi, sleep=None) -> Check:
-    """The readiness Job's logic, from here: wait for the rollout, resume what it left stuck."""
+def fix_rollout(api: ClusterApi, nodeset: str = DEFAULT_POOL, check: str = "rollout settled (--fix)",
+                sleep=None) -> Check:
+    """The readiness Job's logic, from here: wait for a pool's NodeSet rollout (the one pool of a
+    stack without gpuPools by default), resume what it left stuck."""
     lines: list[str] = []
     try:
-        done = rollout.settle(_RolloutCluster(api), SLURM_NODE_PREFIX, FIX_TIMEOUT_SECONDS,
+        done = rollout.settle(_RolloutCluster(api, nodeset), slurm_node_prefix(nodeset), FIX_TIMEOUT_SECONDS,
                               sleep=sleep or time.sleep, log=lines.append)
-        return Check("rollout settled (--fix)", True, "; ".join([*lines[:-1], done]))
+        return Check(check, True, "; ".join([*lines[:-1], done]))
     except rollout.RolloutFailed as e:
-        return Check("rollout settled (--fix)", False, str(e))
+        return Check(check, False, str(e))
 
 
 def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, sleep=None) -> list[Check]:
-    gpu = CATALOG[outputs["gpuInstanceType"]]
-    workers = int(outputs["gpuNodeCount"])
+    pools = pools_of(outputs)
     pods = api.pods(NAMESPACE)
-    checks = [check_device_plugins(api.nodes(GPU_NODES), gpu, workers), *check_pods(pods, workers)]
-    login = next((p.name for p in _role(pods, "login") if p.phase == "Running"), None)
+    checks = [check_device_plugins(api.nodes(pool.node_selector), pool) for pool in pools]
+    checks += check_control_pods(pods)
+    for pool in pools:
+        checks += check_workers(pods, pool)
+    login = next((p.name for p in _prefixed(pods, ROLES["login"]) if p.phase == "Running"), None)
     if fix:
-        checks.append(fix_rollout(api, sleep=sleep))
+        checks += [fix_rollout(api, pool.name, pool.named("rollout settled (--fix)"), sleep=sleep) for pool in pools]
     if login:
         _, sinfo = api.exec(NAMESPACE, login, CONTAINERS["login"], ["sinfo", "-N", "-h", "-o", "%N %T %G"])
-        checks.append(check_slurm_nodes(sinfo, gpu, workers))
+        checks += [check_slurm_nodes(sinfo, pool) for pool in pools]
         _, mpi = api.exec(NAMESPACE, login, CONTAINERS["login"], ["srun", "--mpi=list"])
         checks.append(check_pmix(mpi))
-    for worker in (p.name for p in _role(pods, "worker") if p.phase == "Running"):
-        _, smi = api.exec(NAMESPACE, worker, CONTAINERS["worker"], ["nvidia-smi", "-L"])
-        checks.append(check_gpus(worker, smi, gpu))
-        _, fi = api.exec(NAMESPACE, worker, CONTAINERS["worker"], ["/opt/amazon/efa/bin/fi_info", "-p", "efa"])
-        checks.append(check_efa(worker, fi))
+    for pool in pools:
+        for worker in (p.name for p in _prefixed(pods, pool.worker_prefix) if p.phase == "Running"):
+            _, smi = api.exec(NAMESPACE, worker, CONTAINERS["worker"], ["nvidia-smi", "-L"])
+            checks.append(check_gpus(worker, smi, pool.gpu))
+            _, fi = api.exec(NAMESPACE, worker, CONTAINERS["worker"], ["/opt/amazon/efa/bin/fi_info", "-p", "efa"])
+            checks.append(check_efa(worker, fi))
     checks.append((connect or check_login_port)(outputs["loginHostname"]))
     return checks
 
@@ -249,6 +300,12 @@ def load_outputs(source: str) -> dict:
     except (TypeError, ValueError):
         raise VerifyError(f"gpuNodeCount output {outputs['gpuNodeCount']!r} in {where} is not a whole number",
                           EXIT_BAD_INPUT) from None
+    pools = outputs.get("gpuPools")
+    if pools is not None and not (isinstance(pools, list) and all(
+            isinstance(p, dict) and isinstance(p.get("name"), str) and p.get("instanceType") in CATALOG
+            and isinstance(p.get("nodeCount"), int) for p in pools)):
+        raise VerifyError(f"gpuPools output {pools!r} in {where} is not a list of pools with a name, an "
+                          "instanceType of the instance catalog and a nodeCount", EXIT_BAD_INPUT)
     return outputs
 
 

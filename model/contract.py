@@ -1,0 +1,95 @@
+"""The cluster contract: the names, labels and taint that the node groups, the charts' values,
+the in-cluster objects and tools/verify.py must agree on. Each fact is written once here."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Namespaces.
+SLURM_NAMESPACE = "slurm"
+
+# Node labels: every core node and every GPU node carries one of these (the node groups set them,
+# every nodeSelector reads them). A GPU pool's own label is in gpu_pools.py.
+CORE_LABELS = {"role": "core"}
+GPU_LABELS = {"role": "gpu"}
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint, its effect as Kubernetes spells it (NoSchedule); the EKS node group form and
+    the toleration that admits a pod are derived from it."""
+    key: str
+    value: str
+    effect: str
+
+    @property
+    def node_group(self) -> dict[str, str]:
+        # The EKS API spells effects NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE
+        # (https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html).
+        return {"key": self.key, "value": self.value,
+                "effect": re.sub(r"(?<!^)(?=[A-Z])", "_", self.effect).upper()}
+
+    @property
+    def toleration(self) -> dict[str, str]:
+        # Exists tolerates the key whatever its value
+        # (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/).
+        return {"key": self.key, "operator": "Exists", "effect": self.effect}
+
+
+# Keeps everything but GPU work off the GPU nodes; every pod meant for them (slurmd, the device
+# plugins, the image pre-pull) carries its toleration.
+GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+GPU_TOLERATION = GPU_TAINT.toleration
+
+# Storage: the default StorageClass (the controller's state volume binds to it).
+GP3 = "gp3"
+# Services opt in to the load balancer controller by this class; it ignores every other
+# LoadBalancer Service (aws-load-balancer-controller v2.17 docs, guide/service/nlb,
+# https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/guide/service/nlb/).
+NLB_CLASS = "service.k8s.aws/nlb"
+
+# The Slurm release and its objects.
+RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
+LOGINSET = "slinky"
+# What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
+# app.kubernetes.io/instance (the operator's login selector labels).
+LOGINSET_OBJECT = f"{RELEASE}-login-{LOGINSET}"
+LOGIN_SERVICE = "slurm-login-nlb"
+SLURM_KEY_SECRET = "slurm-auth-slurm"
+JWT_KEY_SECRET = "slurm-auth-jwt"
+STATE_CLAIM = "slurm-controller-state"
+SHARED_MOUNT = "/shared"
+
+# Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator v1.2.1
+# helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-<role>, then
+# the set's name).
+CONTROLLER_POD_PREFIX = f"{RELEASE}-controller-"
+RESTAPI_POD_PREFIX = f"{RELEASE}-restapi-"
+LOGIN_POD_PREFIX = f"{LOGINSET_OBJECT}-"
+
+
+# The controller is a StatefulSet <release>-controller of one pod; its slurmctld container has
+# scontrol (the operator's reconfigure sidecar runs it from the same image: slurm-operator v1.2.1
+# internal/builder/controllerbuilder/controller_app.go, scripts/reconfigure.sh).
+CONTROLLER_POD = f"{RELEASE}-controller-0"
+CONTROLLER_CONTAINER = "slurmctld"
+
+
+def nodeset_object(nodeset: str) -> str:
+    """The chart names a NodeSet <release>-worker-<key> (helm/slurm/templates/nodeset/nodeset-cr.yaml,
+    chart 1.2.1)."""
+    return f"{RELEASE}-worker-{nodeset}"
+
+
+def worker_pod_prefix(nodeset: str) -> str:
+    return f"{nodeset_object(nodeset)}-"
+
+
+def slurm_node_prefix(nodeset: str) -> str:
+    """The NodeSet's pods get the hostname (= Slurm node name) prefix <key>- (nodeset-cr.yaml)."""
+    return f"{nodeset}-"
+
+
+def label_selector(labels: dict[str, str]) -> str:
+    """The Kubernetes label selector (k=v,...) that matches nodes carrying `labels`."""
+    return ",".join(f"{k}={v}" for k, v in labels.items())

@@ -1,0 +1,149 @@
+"""GPU pools: each a kind of GPU node in the cluster, with its own node group, launch template,
+cluster placement group and AZ (EFA traffic stays inside a pool), its own Slinky NodeSet and its
+own Slurm partition named after it. Pure: the config schema of `gpuPools` and its rules.
+
+Without `gpuPools`, the stack has one pool named `slinky` built from gpuInstanceType,
+gpuNodeCount, availabilityZone and gpuRootVolumeGiB: the cluster the program built before pools
+existed, resource for resource.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from components import catalog
+
+# The pool of a stack without gpuPools. Its resources keep their pre-pool names (nodes-gpu,
+# nodes-gpu-lt, nodes-gpu-pg, NodeSet and partition `slinky`), so an upgrade replaces nothing;
+# a gpuPools list that names a pool `slinky` keeps them too.
+DEFAULT_POOL = "slinky"
+# The Slurm partition over every pool when there are several (the default partition); so no pool
+# may take its name.
+ALL_POOLS_PARTITION = "all"
+# EKS allows 30 managed node groups per cluster by default (EKS user guide, "View and manage
+# Amazon EKS and AWS Fargate service quotas": "Managed node groups per cluster",
+# https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html); the core group takes one.
+MAX_POOLS = 29
+# The name becomes a Slurm NodeSet, partition and node-name prefix (<pool>-0, ...), a Kubernetes
+# label value and part of the node group's name: a DNS label, kept short for the derived names.
+_POOL_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")
+_FIELDS = ("name", "instanceType", "nodeCount", "availabilityZone", "rootVolumeGiB")
+NODE_COUNT = (1, 64)
+ROOT_VOLUME_GIB = (100, 16384)
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    name: str
+    gpu: catalog.GpuInstanceType
+    node_count: int
+    availability_zone: str
+    root_volume_gib: int
+    # Where the pool came from: None for the pool of the pre-pool keys, else its index in gpuPools.
+    index: int | None = None
+
+    def key(self, field: str) -> str:
+        """The config key a problem with `field` of this pool names."""
+        if self.index is None:
+            return {"instanceType": "gpuInstanceType", "nodeCount": "gpuNodeCount",
+                    "availabilityZone": "availabilityZone",
+                    "rootVolumeGiB": "gpuRootVolumeGiB"}[field]
+        return f"gpuPools[{self.index}].{field}"
+
+    @property
+    def resource_suffix(self) -> str:
+        """The part of its resources' names that is the pool's: `gpu` for the default pool (its
+        pre-pool names), `gpu-<name>` for every other."""
+        return "gpu" if self.name == DEFAULT_POOL else f"gpu-{self.name}"
+
+
+# (key, value, what is allowed), as stack_config reports it.
+Problem = tuple[str, Any, str]
+
+
+def _whole(value: Any, bounds: tuple[int, int]) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
+        return None
+    return value
+
+
+def _instance_type_problem(name: Any) -> str | None:
+    if not isinstance(name, str):
+        return "an EFA-capable NVIDIA GPU instance type name"
+    if catalog.lookup(name) is None:
+        return (f"{catalog.describe_unsupported(name)}; allowed: an EFA-capable NVIDIA GPU type: "
+                f"{', '.join(catalog.efa_gpu_types())}")
+    return None
+
+
+def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | None, list[Problem]]:
+    at = f"gpuPools[{i}]"
+    if not isinstance(entry, dict):
+        return None, [(at, entry, "an object {name, instanceType, nodeCount, availabilityZone?, "
+                                  "rootVolumeGiB?}")]
+    problems: list[Problem] = [(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
+                               for k in entry if k not in _FIELDS]
+    name = entry.get("name")
+    if not isinstance(name, str) or not _POOL_NAME.match(name):
+        problems.append((f"{at}.name", name, "lower-case letters, digits and '-', starting with a "
+                         "letter and ending with a letter or digit, at most 20 characters"))
+    elif name == ALL_POOLS_PARTITION:
+        problems.append((f"{at}.name", name, f"any name but '{ALL_POOLS_PARTITION}', the partition "
+                         "over every pool"))
+    if why := _instance_type_problem(entry.get("instanceType")):
+        problems.append((f"{at}.instanceType", entry.get("instanceType"), why))
+    count = _whole(entry.get("nodeCount"), NODE_COUNT)
+    if count is None:
+        problems.append((f"{at}.nodeCount", entry.get("nodeCount"),
+                         "a whole number from %d to %d" % NODE_COUNT))
+    pool_zone = entry.get("availabilityZone", zone)
+    # An unset availabilityZone, which the pools default to, is reported once, as itself.
+    if "availabilityZone" in entry and (not isinstance(pool_zone, str) or not pool_zone):
+        problems.append((f"{at}.availabilityZone", pool_zone, "an availability zone name"))
+    gib = _whole(entry.get("rootVolumeGiB", root_gib), ROOT_VOLUME_GIB)
+    if gib is None:
+        problems.append((f"{at}.rootVolumeGiB", entry.get("rootVolumeGiB"),
+                         "a whole number from %d to %d" % ROOT_VOLUME_GIB))
+    if problems:
+        return None, problems
+    return GpuPool(name, catalog.lookup(entry["instanceType"]), count, pool_zone, gib, i), []
+
+
+def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool], list[Problem]]:
+    """The pools of a gpuPools value (a list of objects), each field defaulted from the stack's
+    availabilityZone and gpuRootVolumeGiB; every problem at once."""
+    if not isinstance(raw, list) or not raw:
+        return [], [("gpuPools", raw, "a non-empty list of pools {name, instanceType, nodeCount, "
+                     "availabilityZone?, rootVolumeGiB?}; leave it unset for one pool from "
+                     "gpuInstanceType and gpuNodeCount")]
+    problems: list[Problem] = []
+    if len(raw) > MAX_POOLS:
+        problems.append(("gpuPools", f"{len(raw)} pools", f"at most {MAX_POOLS}: EKS allows 30 "
+                         "managed node groups per cluster by default and the core nodes take one"))
+    pools = []
+    for i, entry in enumerate(raw):
+        pool, found = _one_pool(i, entry, zone, root_gib)
+        problems += found
+        if pool is not None:
+            pools.append(pool)
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(raw):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name in seen:
+            problems.append((f"gpuPools[{i}].name", name, f"a name no other pool has "
+                             f"(gpuPools[{seen[name]}] is already '{name}')"))
+        elif isinstance(name, str):
+            seen[name] = i
+    return pools, problems
+
+
+# The label that tells the pools' nodes apart where there are several (every GPU node carries
+# role=gpu). A stack with one pool has no need of it, and its nodes keep the labels they had
+# before pools existed.
+POOL_LABEL = "slinky-eks/gpu-pool"
+
+
+def pool_labels(pool: GpuPool, pools: Sequence[GpuPool]) -> dict[str, str]:
+    """What selects this pool's nodes beyond role=gpu: nothing when it is the only pool."""
+    return {POOL_LABEL: pool.name} if len(pools) > 1 else {}
