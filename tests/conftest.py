@@ -1,5 +1,8 @@
+import contextlib
+import os
 import pathlib
 import sys
+from typing import Iterator
 
 import pytest
 
@@ -10,6 +13,8 @@ from components.catalog import CATALOG  # noqa: E402
 from components.job_environment import ENV_FILE, cluster_environment, render  # noqa: E402
 from components.job_staging import job_files  # noqa: E402
 from harness import Graph, run_program  # noqa: E402
+from local_slurm import LocalSlurm, RootMissing  # noqa: E402
+from slinky_conf import Release  # noqa: E402
 from tools import reference_data  # noqa: E402
 
 
@@ -85,3 +90,21 @@ def cpu_mode(staged, tmp_path) -> dict[str, str]:
             "OUTPUT_DIR": str(tmp_path / "lora-out"), "OMP_NUM_THREADS": "1",
             # Job logs where /shared/logs would be: sbatch's input variable beats #SBATCH --output.
             "LOG_DIR": str(tmp_path), "SBATCH_OUTPUT": str(tmp_path / "%x-%j.out")}
+
+
+@contextlib.contextmanager
+def running_cluster(tmp_path_factory, rendered, who: str, suite: str = "sid") -> Iterator[LocalSlurm]:
+    """A real Slurm cluster in the Slinky shape (tests/local_slurm.py) from the dev stack's rendered
+    `slurm` release, for the walkthrough's g6.12xlarge; `who` names the tests in the failure."""
+    if os.geteuid() != 0:
+        pytest.fail(f"{who} start a real Slurm cluster in namespaces: they need root")
+    try:
+        cluster = LocalSlurm(tmp_path_factory.mktemp(suite), Release.from_documents(rendered["slurm"]),
+                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus, suite=suite)
+    except RootMissing as e:
+        pytest.fail(str(e))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

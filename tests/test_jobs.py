@@ -12,9 +12,7 @@ import time
 
 import pytest
 
-from conftest import WALKTHROUGH
-from local_slurm import LocalSlurm, RootMissing
-from slinky_conf import Release
+from conftest import running_cluster
 from tools import slurm_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -24,16 +22,8 @@ pytestmark = pytest.mark.slurm
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory, rendered):
-    if os.geteuid() != 0:
-        pytest.fail("the job tests start a real Slurm cluster in namespaces: they need root")
-    try:
-        cluster = LocalSlurm(tmp_path_factory.mktemp("slurm"), Release.from_documents(rendered["slurm"]),
-                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus)
-    except RootMissing as e:
-        pytest.fail(str(e))
-    cluster.start()
-    yield cluster
-    cluster.stop()
+    with running_cluster(tmp_path_factory, rendered, "the job tests") as cluster:
+        yield cluster
 
 
 def test_sanity_job_passes(slurm, staged, cpu_mode, tmp_path):

@@ -7,15 +7,12 @@ tests: CUDA 13.0's nvcc fails on glibc >= 2.42 headers (the reason the image's f
 ubuntu24.04, glibc 2.39: image/README.md), and sid has glibc 2.43."""
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
 
-from conftest import WALKTHROUGH
+from conftest import running_cluster
 from fake_root import cuda_wheels, shared_library
-from local_slurm import LocalSlurm, RootMissing
-from slinky_conf import Release
 from tools import reference_data
 
 pytestmark = pytest.mark.slurm
@@ -23,16 +20,8 @@ pytestmark = pytest.mark.slurm
 
 @pytest.fixture(scope="module")
 def toolchain_cluster(tmp_path_factory, rendered):
-    if os.geteuid() != 0:
-        pytest.fail("the nccl-tests build test starts a real Slurm cluster in namespaces: it needs root")
-    try:
-        cluster = LocalSlurm(tmp_path_factory.mktemp("toolchain"), Release.from_documents(rendered["slurm"]),
-                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus, suite="trixie")
-    except RootMissing as e:
-        pytest.fail(str(e))
-    cluster.start()
-    yield cluster
-    cluster.stop()
+    with running_cluster(tmp_path_factory, rendered, "the nccl-tests build tests", suite="trixie") as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

@@ -4,15 +4,12 @@ trixie's Slurm 24.11.5 (mpi_pmix_v5) with its OpenMPI 5, in the same Slinky shap
 cluster of the job tests."""
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 
 import pytest
 
-from components.catalog import CATALOG
-from local_slurm import LocalSlurm, RootMissing
-from slinky_conf import Release
+from conftest import running_cluster
 from tools import slurm_state
 
 pytestmark = pytest.mark.slurm
@@ -26,17 +23,8 @@ RANK_LINE = re.compile(r"rank=(\d+) size=(\d+) host=(\S+) sum=(\d+) libpmix=(\S+
 
 @pytest.fixture(scope="module")
 def pmix_cluster(tmp_path_factory, rendered):
-    if os.geteuid() != 0:
-        pytest.fail("the PMIx test starts a real Slurm cluster in namespaces: it needs root")
-    gpu = CATALOG["g6.12xlarge"]
-    try:
-        cluster = LocalSlurm(tmp_path_factory.mktemp("pmix"), Release.from_documents(rendered["slurm"]),
-                             gpu.gpu_model, gpu.gpus, suite="trixie")
-    except RootMissing as e:
-        pytest.fail(str(e))
-    cluster.start()
-    yield cluster
-    cluster.stop()
+    with running_cluster(tmp_path_factory, rendered, "the PMIx tests", suite="trixie") as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="module")

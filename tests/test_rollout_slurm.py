@@ -6,37 +6,26 @@ processCondemned), the NodeSet side served by the fake API. Every state and reas
 read is what this Slurm prints; nothing is canned."""
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 
-from components.catalog import CATALOG
-from local_slurm import LocalSlurm, RootMissing
+from conftest import running_cluster
+from local_slurm import LocalSlurm
 from rollout_fakes import OLD_REVISION, nodeset, pod
-from slinky_conf import Release
 from tools import rollout
 
 pytestmark = pytest.mark.slurm
 PRESTOP = "slurm-operator: Pod is terminating"
 OPERATOR_DRAIN = "reason=slurm-operator: Pod (slurm/slurm-worker-slinky-1) is pending termination for scale-in"
-WALKTHROUGH = CATALOG["g6.12xlarge"]
 NODES = ("slinky-0", "slinky-1")
 
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory, rendered):
-    if os.geteuid() != 0:
-        pytest.fail("the Slurm-half tests start a real Slurm cluster in namespaces: they need root")
-    try:
-        cluster = LocalSlurm(tmp_path_factory.mktemp("slurm"), Release.from_documents(rendered["slurm"]),
-                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus)
-    except RootMissing as e:
-        pytest.fail(str(e))
-    assert tuple(cluster.nodes) == NODES
-    cluster.start()
-    yield cluster
-    cluster.stop()
+    with running_cluster(tmp_path_factory, rendered, "the Slurm-half tests") as cluster:
+        assert tuple(cluster.nodes) == NODES
+        yield cluster
 
 
 class RealSlurm:
