@@ -18,8 +18,11 @@ def main() -> int:
     dist.init_process_group(backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     # The GPUs Slurm gave this step (none unless the step asked for them).
-    print(f"rank {rank} on {socket.gethostname()}: CUDA_VISIBLE_DEVICES="
-          f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}", flush=True)
+    # One write per line: the ranks of a node share the step's output, and print() writes the
+    # text and its newline separately, so two ranks' lines could interleave.
+    sys.stdout.write(f"rank {rank} on {socket.gethostname()}: CUDA_VISIBLE_DEVICES="
+                     f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}\n")
+    sys.stdout.flush()
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
