@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
-from components.catalog import GpuInstanceType
+from model.catalog import GpuInstanceType
 from model.gpu_pools import GpuPool
 
 ENV_FILE = "cluster.env"

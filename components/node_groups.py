@@ -10,7 +10,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
-from components.catalog import GPU_AMI_TYPE
+from model.catalog import GPU_AMI_TYPE
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
 from model.gpu_pools import GpuPool, pool_labels
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from components.catalog import GpuInstanceType
+from model.catalog import GpuInstanceType
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TOLERATION, LOGINSET, SHARED_MOUNT
 from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 

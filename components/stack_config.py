@@ -18,11 +18,11 @@ from typing import Any, Callable
 import pulumi
 import yaml
 
-from components import catalog, preflight
+from components import preflight
 from components.account import Account
 from components.chart_versions import slinky_pairing, slurm_release_for_chart, slurmd_base_flavour, versions
 from components.image_references import dlc_registry, reference_problem, registry_host
-from model import gpu_pools
+from model import catalog, gpu_pools
 
 # Kubernetes versions EKS offers in late 2026
 # (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from components import catalog
+from model import catalog
 
 # The pool of a stack without gpuPools. Its resources keep their pre-pool names (nodes-gpu,
 # nodes-gpu-lt, nodes-gpu-pg, NodeSet and partition `slinky`), so an upgrade replaces nothing;

@@ -36,7 +36,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field, replace
 
-from components.catalog import efa_gpu_types, lookup
+from model.catalog import efa_gpu_types, lookup
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ rm -rf "$shared" && mkdir -p "$shared/logs"
 python3 - "$shared/jobs" <<'PY'
 import pathlib, shutil, sys
 sys.path.insert(0, ".")
-from components.catalog import CATALOG
+from model.catalog import CATALOG
 from components.job_environment import cluster_environment, render
 dst = pathlib.Path(sys.argv[1])
 shutil.copytree("jobs", dst)

@@ -282,7 +282,7 @@ def test_the_readme_names_every_permission_the_preflight_asks_for():
 
 
 def test_the_readme_names_the_quotas_and_the_opt_out():
-    from components.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
+    from model.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
     section = _readme_section()
     for code, name in (ON_DEMAND_G_AND_VT, ON_DEMAND_P):
         assert f"`{code}`" in section and name in section

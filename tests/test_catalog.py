@@ -1,7 +1,7 @@
 """The instance catalog: every EFA NVIDIA type the design names, and what is derived from it."""
 import pytest
 
-from components import catalog
+from model import catalog
 
 ISSUE_FAMILIES = ["g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
 

@@ -8,10 +8,9 @@ import pytest
 from aws_account import DEV
 from dev_graph_snapshot import snapshot
 
-from components import catalog
 from components.preflight import ON_DEMAND_STANDARD
 from harness import run_program
-from model import gpu_pools
+from model import catalog, gpu_pools
 
 TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
              {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]

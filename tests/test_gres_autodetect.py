@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from components.catalog import CATALOG
 from local_slurm import LocalSlurm, RootMissing
+from model.catalog import CATALOG
 from slinky_conf import Release
 
 pytestmark = pytest.mark.slurm

@@ -4,10 +4,10 @@ import subprocess
 
 import pytest
 
-from components.catalog import CATALOG
 from components.job_environment import cluster_environment
 from components.job_staging import JOBS_DIR, job_files
 from harness import run_program
+from model.catalog import CATALOG
 
 
 @pytest.fixture(scope="module")

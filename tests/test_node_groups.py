@@ -2,8 +2,8 @@
 catalog, root volume, IMDSv2."""
 import pytest
 
-from components import catalog
 from harness import run_program
+from model import catalog
 
 
 def _lt(graph, group):

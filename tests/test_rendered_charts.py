@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 import rendered_checks as rc
-from components.catalog import lookup
 from components.slurm_values import gpu_resources, slinky_image_tag
 from harness import IMAGE_DIGEST, PROJECT_DIR, run_program
+from model.catalog import lookup
 from tools import chart_render, reference_data
 
 RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds",

@@ -3,8 +3,8 @@ import base64
 
 import pytest
 
-from components import catalog
 from harness import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
+from model import catalog
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 OCI = "oci://ghcr.io/slinkyproject/charts"

@@ -23,7 +23,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from components.catalog import CATALOG  # noqa: E402
+from model.catalog import CATALOG  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "jobs" / "lib"))
 import nccl_tests  # noqa: E402  (the parser the nccl-tests jobs exit with)

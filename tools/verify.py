@@ -29,7 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
-from components.catalog import CATALOG, GpuInstanceType
+from model.catalog import CATALOG, GpuInstanceType
 from model.contract import (
     CONTROLLER_CONTAINER,
     CONTROLLER_POD,
@@ -294,7 +294,7 @@ def load_outputs(source: str) -> dict:
                           "(--show-secrets)", EXIT_BAD_INPUT)
     if outputs["gpuInstanceType"] not in CATALOG:
         raise VerifyError(f"gpuInstanceType output {outputs['gpuInstanceType']!r} in {where} is not in "
-                          "the instance catalog (components/catalog.py)", EXIT_BAD_INPUT)
+                          "the instance catalog (model/catalog.py)", EXIT_BAD_INPUT)
     try:
         outputs["gpuNodeCount"] = int(outputs["gpuNodeCount"])
     except (TypeError, ValueError):
