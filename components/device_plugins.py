@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.helm import pinned_release
+from model import versions
 from model.contract import GPU_LABELS, GPU_TOLERATION
 
 
@@ -37,7 +38,7 @@ class DevicePlugins(pulumi.ComponentResource):
         super().__init__("slinky-eks:devices:DevicePlugins", name, None, opts)
         placement = gpu_placement()
         self.nvidia = pinned_release(
-            f"{name}-nvidia", "nvidiaDevicePlugin", namespace="kube-system",
+            f"{name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace="kube-system",
             # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
             # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.18.2
             # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
@@ -48,6 +49,6 @@ class DevicePlugins(pulumi.ComponentResource):
                                          for k, v in GPU_LABELS.items()]}]}}}},
             parent=self, provider=args.provider, depends_on=args.gpu_nodes)
         self.efa = pinned_release(
-            f"{name}-efa", "efaDevicePlugin", namespace="kube-system", values=placement,
+            f"{name}-efa", versions.EFA_DEVICE_PLUGIN, namespace="kube-system", values=placement,
             parent=self, provider=args.provider, depends_on=args.gpu_nodes)
         self.register_outputs({"nvidia": self.nvidia.status, "efa": self.efa.status})

@@ -6,7 +6,8 @@ from typing import Any, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import base_values, versions
+from components.chart_values import base_values
+from model.versions import Chart
 
 
 def merge(base: dict, computed: dict) -> dict:
@@ -38,7 +39,6 @@ def chart_release(name: str, chart: str, version: str, repository: str, *, names
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on)))
 
 
-def pinned_release(name: str, chart_key: str, **kwargs) -> k8s.helm.v3.Release:
-    """A release of the chart pinned under `chart_key` in charts-values/versions.yaml."""
-    pin = versions()[chart_key]
-    return chart_release(name, pin["chart"], pin["version"], pin["repository"], **kwargs)
+def pinned_release(name: str, pin: Chart, **kwargs) -> k8s.helm.v3.Release:
+    """A release of a chart at its pin (model/versions.py)."""
+    return chart_release(name, pin.chart, pin.version, pin.repository, **kwargs)

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import versions
+from model import versions
 from model.contract import GPU_LABELS, GPU_TOLERATION
 
 NAME = "slurmd-image-prepull"
@@ -61,7 +61,7 @@ class ImagePrePull(pulumi.ComponentResource):
                         # The pod stays: its exited init container keeps the image in use, so the
                         # kubelet's image garbage collection leaves it on the node.
                         "containers": [{
-                            "name": "pause", "image": versions()["images"]["pause"],
+                            "name": "pause", "image": versions.PAUSE_IMAGE,
                             "resources": TINY, "securityContext": LOCKED_DOWN}],
                     },
                 },

@@ -12,9 +12,9 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import versions
 from components.job_environment import environment_files
 from components.jobs_await import job_annotations
+from model import versions
 from model.contract import CORE_LABELS
 from model.gpu_pools import GpuPool
 
@@ -71,7 +71,7 @@ class JobStaging(pulumi.ComponentResource):
             spec={"backoffLimit": 3, "activeDeadlineSeconds": DEADLINE_SECONDS, "template": {"spec": {
                 "restartPolicy": "Never",
                 "nodeSelector": dict(CORE_LABELS),
-                "containers": [{"name": "copy", "image": versions()["images"]["busybox"], "command": ["sh", "-c", script],
+                "containers": [{"name": "copy", "image": versions.BUSYBOX_IMAGE, "command": ["sh", "-c", script],
                                 "volumeMounts": [{"name": "staged", "mountPath": "/staged"},
                                                  {"name": "shared", "mountPath": "/shared"}]}],
                 "volumes": [{"name": "staged", "configMap": {"name": bundle.metadata.name}},

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components.helm import pinned_release
 from components.load_balancer_policy import POLICY
 from components.pod_identity import ServiceAccountRef, pod_identity_role
+from model import versions
 from model.contract import CORE_LABELS
 
 NAMESPACE = "kube-system"
@@ -47,7 +48,7 @@ class LoadBalancerController(pulumi.ComponentResource):
             service_account=SERVICE_ACCOUNT, role_arn=role.arn,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.system_nodes, args.pod_identity_agent]))
         self.release = pinned_release(
-            f"{name}-release", "awsLoadBalancerController", namespace=NAMESPACE,
+            f"{name}-release", versions.AWS_LOAD_BALANCER_CONTROLLER, namespace=NAMESPACE,
             values={"clusterName": args.cluster_name, "region": args.region, "vpcId": args.vpc_id,
                     "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
                     "nodeSelector": dict(CORE_LABELS)},

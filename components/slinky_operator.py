@@ -8,8 +8,8 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import versions
 from components.helm import chart_release
+from model import versions
 from model.contract import CORE_LABELS
 
 OPERATOR_NAMESPACE = "slinky"
@@ -32,7 +32,7 @@ class SlinkyOperator(pulumi.ComponentResource):
         super().__init__("slinky-eks:slinky:SlinkyOperator", name, None, opts)
         core = dict(CORE_LABELS)
 
-        slinky_repo = versions()["slinky"]["repository"]
+        slinky_repo = versions.SLINKY_REPOSITORY
 
         def release(suffix: str, chart: str, version: str, repo: str, namespace: str,
                     values: dict, after: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
@@ -42,9 +42,9 @@ class SlinkyOperator(pulumi.ComponentResource):
                                  values=values, parent=self, provider=args.provider,
                                  depends_on=after, timeout=timeout, create_namespace=True)
 
-        cm = versions()["certManager"]
         self.cert_manager = release(
-            "cert-manager", cm["chart"], args.cert_manager_version, cm["repository"], "cert-manager",
+            "cert-manager", versions.CERT_MANAGER.chart, args.cert_manager_version,
+            versions.CERT_MANAGER.repository, "cert-manager",
             {"nodeSelector": core, "webhook": {"nodeSelector": core},
              "cainjector": {"nodeSelector": core}, "startupapicheck": {"nodeSelector": core}},
             args.system_nodes, timeout=900)

@@ -9,10 +9,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components.chart_versions import versions
 from components.helm import chart_release
 from components.slurm_values import SlurmValuesArgs, slurm_values
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
+from model import versions
 from model.contract import (
     GP3,
     JWT_KEY_SECRET,
@@ -94,7 +94,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 slinky_image_tag=args.slinky_image_tag)))
         self.release_values = values
         self.release = chart_release(
-            f"{name}-release", "slurm", args.chart_version, versions()["slinky"]["repository"],
+            f"{name}-release", "slurm", args.chart_version, versions.SLINKY_REPOSITORY,
             release_name=RELEASE, namespace=SLURM_NAMESPACE, values=values, parent=self,
             provider=args.provider, depends_on=[*args.after, slurm_key, jwt_key, state], timeout=1200)
 

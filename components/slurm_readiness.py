@@ -18,9 +18,10 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import base_values, versions
+from components.chart_values import base_values
 from components.helm import merge
 from components.jobs_await import job_annotations
+from model import versions
 from model.contract import CORE_LABELS
 from model.gpu_pools import DEFAULT_POOL
 from tools import rollout
@@ -100,7 +101,7 @@ class SlurmReadiness(pulumi.ComponentResource):
                 "nodeSelector": dict(CORE_LABELS),
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534},
                 "containers": [{
-                    "name": "wait", "image": versions()["images"]["python"], "workingDir": "/app",
+                    "name": "wait", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
                     "command": ["python3", "-m", "tools.rollout", "--namespace", args.namespace,
                                 "--nodeset", args.nodeset_object, "--node-prefix", args.node_prefix,
                                 "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,

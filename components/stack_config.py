@@ -20,16 +20,16 @@ import yaml
 
 from components import preflight
 from components.account import Account
-from components.chart_versions import slinky_pairing, slurm_release_for_chart, slurmd_base_flavour, versions
 from components.image_references import dlc_registry, reference_problem, registry_host
 from model import catalog, gpu_pools
-
-# Kubernetes versions EKS offers in late 2026
-# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support
-# 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
-# https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
-EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
-EXTENDED_SUPPORT_VERSIONS = ("1.32", "1.33")
+from model.versions import (
+    EKS_VERSIONS,
+    EXTENDED_SUPPORT_VERSIONS,
+    SLINKY_MIN_KUBERNETES,
+    SLINKY_PAIRING,
+    slurm_release_for_chart,
+    slurmd_base_flavour,
+)
 
 _SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
                   "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
@@ -360,11 +360,11 @@ def load(account: Account) -> StackConfig:
         paired = slurm_release_for_chart(chart)
         if paired is None:
             r.problem("slinkyChartVersion", chart, "a Slinky chart with a known Slurm pairing: " +
-                      ", ".join(f"{c}.x <-> {s}.x" for c, s in slinky_pairing().items()))
+                      ", ".join(f"{c}.x <-> {s}.x" for c, s in SLINKY_PAIRING.items()))
         elif not slurm.startswith(paired + "."):
             r.problem("slurmVersion", slurm, f"Slinky chart {chart} runs Slurm {paired}.x; the "
                       "slurmd image must be built on the same release as slurmctld "
-                      f"(pairings: {', '.join(f'{c}.x <-> {s}.x' for c, s in slinky_pairing().items())})")
+                      f"(pairings: {', '.join(f'{c}.x <-> {s}.x' for c, s in SLINKY_PAIRING.items())})")
     cert_manager = r.string("certManagerVersion", lambda v: None if re.match(r"^v\d+\.\d+\.\d+$", v)
                             else "a cert-manager chart version such as v1.16.2")
     tag = r.string("slurmdImageTag", lambda v: None if _IMAGE_TAG.match(v) else
@@ -395,7 +395,7 @@ def load(account: Account) -> StackConfig:
         r.problem("clusterName", cluster_name, "lower-case letters, digits and '-', starting "
                   "with a letter, at most 38 characters")
 
-    minimum_k8s = versions()["slinky"]["minKubernetes"]
+    minimum_k8s = SLINKY_MIN_KUBERNETES
     if k8s_version in EKS_VERSIONS and tuple(map(int, k8s_version.split("."))) < tuple(
             map(int, minimum_k8s.split("."))):
         r.problem("kubernetesVersion", k8s_version, f"Slinky needs Kubernetes >= {minimum_k8s}")

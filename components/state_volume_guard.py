@@ -19,8 +19,8 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_versions import versions
 from components.jobs_await import TIMEOUT
+from model import versions
 from model.contract import CORE_LABELS
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "tools" / "state_volume_guard.py"
@@ -77,7 +77,7 @@ class StateVolumeGuard(pulumi.ComponentResource):
                     "serviceAccountName": GUARD, "nodeSelector": dict(CORE_LABELS),
                     "terminationGracePeriodSeconds": WAIT_SECONDS,
                     "containers": [{
-                        "name": "guard", "image": versions()["images"]["python"],
+                        "name": "guard", "image": versions.PYTHON_IMAGE,
                         # The script travels in the command, so a changed script rolls the pod.
                         "command": ["python3", "-c", SCRIPT.read_text(), "--namespace", args.namespace,
                                     "--claim", args.claim],

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Build and push the slurmd image without Pulumi: the same Dockerfile, base images and tag the
-# program uses (defaults match Pulumi.yaml). Needs Docker with buildx and AWS credentials.
+# program uses (defaults are the pins of model/versions.py). Needs Docker with buildx, AWS
+# credentials and python3.
 #   image/build-image.sh --region us-west-2 [--repo slinky-eks-dev/slurmd] [--tag T]
 #                        [--dlc-image REF] [--slurmd-image REF] [--slurm-version V]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The default of a version key, from the one place versions are pinned (standard library only).
+pin() { PYTHONPATH="$HERE/.." python3 -m model.versions "$1"; }
 REGION=""
 REPO="slinky-eks-dev/slurmd"
-SLURM_VERSION="26.05.2"
-TAG="26.05.2-torch2.9-cu130-mpi"
-DLC_IMAGE="pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
-SLURMD_IMAGE="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04"
+SLURM_VERSION=$(pin slurmVersion)
+TAG=$(pin slurmdImageTag)
+DLC_IMAGE=$(pin dlcBaseImage)
+SLURMD_IMAGE=$(pin slurmdBaseImage)
 DLC_ACCOUNT="763104351884"
 
-usage() { sed -n '2,5p' "$0" >&2; exit 2; }
+usage() { sed -n '2,6p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --region) REGION=$2; shift 2 ;;
@@ -28,9 +31,13 @@ done
 [ -n "$REGION" ] || usage
 case $TAG in "$SLURM_VERSION"-*) ;; *) echo "tag $TAG must start with $SLURM_VERSION-" >&2; exit 2 ;; esac
 
-# A DLC reference without a registry host lives in the DLC registry of the region.
-case ${DLC_IMAGE%%/*} in
-  *.*) dlc_registry=${DLC_IMAGE%%/*} ;;
+# A DLC reference without a registry host lives in the DLC registry of the region. The host is
+# the first path element when it has a '.' or ':' or is localhost (distribution/reference v0.6.0
+# normalize.go, splitDockerDomain); a bare repository:tag has none, dots in its tag or not.
+head=""
+case $DLC_IMAGE in */*) head=${DLC_IMAGE%%/*} ;; esac
+case $head in
+  *.*|*:*|localhost) dlc_registry=$head ;;
   *) dlc_registry="$DLC_ACCOUNT.dkr.ecr.$REGION.amazonaws.com"; DLC_IMAGE="$dlc_registry/$DLC_IMAGE" ;;
 esac
 account=$(aws sts get-caller-identity --query Account --output text)

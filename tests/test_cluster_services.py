@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from components.chart_versions import versions
+from model import versions
 from model.contract import GPU_TOLERATION
 
 SHARED_FS_ID = "fs-0123456789abcdef0"
@@ -15,13 +15,13 @@ def _release(graph, name):
     return r
 
 
-@pytest.mark.parametrize("name,pin", [("devices-nvidia", "nvidiaDevicePlugin"),
-                                      ("devices-efa", "efaDevicePlugin"),
-                                      ("lbc-release", "awsLoadBalancerController")])
+@pytest.mark.parametrize("name,pin", [("devices-nvidia", versions.NVIDIA_DEVICE_PLUGIN),
+                                      ("devices-efa", versions.EFA_DEVICE_PLUGIN),
+                                      ("lbc-release", versions.AWS_LOAD_BALANCER_CONTROLLER)])
 def test_upstream_charts_are_pinned(dev, name, pin):
     inputs = _release(dev, name).inputs
-    assert inputs["version"] == versions()[pin]["version"]
-    assert inputs["repositoryOpts"]["repo"] == versions()[pin]["repository"]
+    assert (inputs["chart"], inputs["version"]) == (pin.chart, pin.version)
+    assert inputs["repositoryOpts"]["repo"] == pin.repository
 
 
 @pytest.mark.parametrize("name", ["devices-nvidia", "devices-efa"])

@@ -2,8 +2,8 @@
 holds no GPU, and the NodeSet's pods find it in the cache."""
 import pytest
 
-from components.chart_versions import versions
 from harness import run_program
+from model import versions
 from model.contract import GPU_TOLERATION
 
 
@@ -47,7 +47,7 @@ def test_prepull_holds_no_gpu_or_efa_and_almost_no_cpu_or_memory(prepull):
 
 def test_prepull_keeps_its_pod_with_a_pinned_pause_image(prepull):
     (pause,) = _pod(prepull)["containers"]
-    assert pause["image"] == versions()["images"]["pause"]
+    assert pause["image"] == versions.PAUSE_IMAGE
     assert pause["image"].startswith("registry.k8s.io/pause:") and "@sha256:" in pause["image"]
 
 

@@ -3,8 +3,8 @@ schema of the configured Kubernetes version."""
 import kubernetes_validate
 import pytest
 
-from components.stack_config import EKS_VERSIONS
 from harness import run_program
+from model.versions import EKS_VERSIONS
 
 
 def _objects(graph):

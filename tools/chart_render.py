@@ -23,12 +23,13 @@ import helm_python
 import yaml
 from helm_python import _native
 
+from model import versions
 from tools import reference_data
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 EKS_CLUSTER_TYPE = "eks:index:Cluster"
-# The program's default EKS version (Pulumi.yaml kubernetesVersion).
-DEFAULT_KUBE_VERSION = "v1.36.0"
+# The program's default EKS version, as Helm's --kube-version spells it.
+DEFAULT_KUBE_VERSION = f"v{versions.KUBERNETES_VERSION}.0"
 # Helm's document separator (pkg/release/util/manifest.go, sep): a `---` may be followed directly by
 # a comment (cert-manager's rbac.yaml), which PyYAML's multi-document loader rejects.
 _SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")

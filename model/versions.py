@@ -1,0 +1,117 @@
+"""Every version pin of the program, each written once: the upstream charts and their
+repositories, the Slinky chart <-> Slurm release pairing, the Slurm release the slurmd image is
+built on and its bases, the utility images of the program's own Jobs, the Kubernetes versions EKS
+offers, and the defaults of the version keys of Pulumi.yaml.
+
+A Python module rather than a YAML file: the program and the tools import it without a parser,
+a pin can be derived from another (the image tag and the slurmd base from the Slurm release), and
+image/build-image.sh reads it with nothing but python3 (`python3 -m model.versions <key>`).
+Pulumi.yaml and image/Dockerfile cannot read it; tests/test_versions.py fails until their
+defaults equal the pins here.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A Helm chart pinned in its repository (an https chart repository or an oci:// path)."""
+    repository: str
+    chart: str
+    version: str
+
+
+# Kubernetes versions EKS offers in late 2026
+# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support
+# 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
+# https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
+EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
+EXTENDED_SUPPORT_VERSIONS = ("1.32", "1.33")
+# The newest in standard support: the longest before an upgrade is forced.
+KUBERNETES_VERSION = "1.36"
+
+# Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version.
+SLINKY_REPOSITORY = "oci://ghcr.io/slinkyproject/charts"
+SLINKY_CHART_VERSION = "1.2.1"
+# The operator chart needs Kubernetes >= 1.29 (its Chart.yaml kubeVersion).
+SLINKY_MIN_KUBERNETES = "1.29"
+# Chart minor -> the Slurm release (major.minor) its controller images are built from. The custom
+# slurmd image must be built on the same release as slurmctld, or workers sit in ImagePullBackOff
+# or never register (SlinkyProject/slurm-operator helm/slurm/Chart.yaml at v1.2.1: appVersion 26.05).
+SLINKY_PAIRING = {"1.2": "26.05"}
+# Slurm release -> the flavour of Slinky's slurmd image the custom image builds on. ubuntu24.04,
+# not ubuntu26.04: the DLC's CUDA 13.0 nvcc fails on glibc >= 2.42 headers and refuses gcc > 15,
+# so nccl-tests would not compile there (SlinkyProject/containers schedmd/slurm/26.05/).
+SLURMD_BASE_FLAVOUR = {"26.05": "ubuntu24.04"}
+
+# The full Slurm release of the slurmd image: every node runs one build.
+SLURM_RELEASE = "26.05.2"
+# The AWS Deep Learning Container the image's accelerator stack is harvested from; without a
+# registry host it is pulled from the DLC registry of the stack's region.
+DLC_IMAGE = "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+# The tag starts with the Slurm release so the image and slurmctld visibly pair up; the rest names
+# the DLC's torch and CUDA.
+SLURMD_IMAGE_TAG = f"{SLURM_RELEASE}-torch2.9-cu130-mpi"
+
+CERT_MANAGER = Chart("https://charts.jetstack.io", "cert-manager", "v1.16.2")
+NVIDIA_DEVICE_PLUGIN = Chart("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.18.2")
+# >= 0.5.10 counts EFA devices right on p6-b200 (aws/sagemaker-hyperpod-cli PR #282); the chart's
+# own version string, v-prefixed (its Chart.yaml and the repository index).
+EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30")
+# Chart 1.17.1 is controller v2.17.1.
+AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "1.17.1")
+
+# Utility images of the program's own Jobs.
+# Copies the jobs onto /shared (the ECR Public mirror of Docker Hub's busybox: no pull limits).
+BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
+# Runs tools/state_volume_guard.py and, after every NodeSet change, tools/rollout.py (standard
+# library only); the ECR Public mirror of Docker Hub's python image.
+PYTHON_IMAGE = "public.ecr.aws/docker/library/python:3.13.1-slim"
+# Keeps the slurmd pre-pull pod (and so its cached image) on each GPU node; by digest, the
+# multi-arch index of pause 3.10 on registry.k8s.io (no pull limits).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def slurm_release_for_chart(chart_version: str) -> str | None:
+    """The Slurm major.minor a Slinky chart version is built for, or None if unpaired."""
+    return SLINKY_PAIRING.get(_minor(chart_version))
+
+
+def slurmd_base_flavour(slurm_version: str) -> str | None:
+    """The Slinky slurmd image flavour (e.g. ubuntu24.04) a Slurm release's image builds on."""
+    return SLURMD_BASE_FLAVOUR.get(_minor(slurm_version))
+
+
+# Slinky's slurmd of the Slurm release on its flavour: the final stage of image/Dockerfile.
+SLURMD_BASE_IMAGE = f"ghcr.io/slinkyproject/slurmd:{SLURM_RELEASE}-{slurmd_base_flavour(SLURM_RELEASE)}"
+
+# The default of every version key Pulumi.yaml declares.
+CONFIG_DEFAULTS = {
+    "kubernetesVersion": KUBERNETES_VERSION,
+    "slinkyChartVersion": SLINKY_CHART_VERSION,
+    "slurmVersion": SLURM_RELEASE,
+    "certManagerVersion": CERT_MANAGER.version,
+    "slurmdImageTag": SLURMD_IMAGE_TAG,
+    "dlcBaseImage": DLC_IMAGE,
+    "slurmdBaseImage": SLURMD_BASE_IMAGE,
+}
+
+
+def main(argv: list[str]) -> int:
+    """Print the default of one version key (image/build-image.sh reads its defaults this way)."""
+    if len(argv) != 1 or argv[0] not in CONFIG_DEFAULTS:
+        print(f"usage: python3 -m model.versions KEY; KEY is one of {', '.join(CONFIG_DEFAULTS)} "
+              f"(got {' '.join(argv) or 'nothing'})", file=sys.stderr)
+        return 2
+    print(CONFIG_DEFAULTS[argv[0]])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
