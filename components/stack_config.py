@@ -27,6 +27,7 @@ from model.versions import (
     EXTENDED_SUPPORT_VERSIONS,
     SLINKY_MIN_KUBERNETES,
     SLINKY_PAIRING,
+    SLURM_RELEASE,
     slurm_release_for_chart,
     slurmd_base_flavour,
 )
@@ -355,7 +356,7 @@ def load(account: Account) -> StackConfig:
     chart = r.string("slinkyChartVersion", lambda v: None if _CHART_VERSION.match(v) else
                      "a chart version such as 1.2.1")
     slurm = r.string("slurmVersion", lambda v: None if _SLURM_VERSION.match(v) else
-                     "a full Slurm release such as 26.05.2 (pinned, so every node runs one build)")
+                     f"a full Slurm release such as {SLURM_RELEASE} (pinned, so every node runs one build)")
     if chart and slurm and _CHART_VERSION.match(chart) and _SLURM_VERSION.match(slurm):
         paired = slurm_release_for_chart(chart)
         if paired is None:

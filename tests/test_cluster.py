@@ -4,10 +4,11 @@ import pytest
 
 from components.cluster import ADMIN_POLICY
 from harness import run_program
+from model import versions
 
 
 def test_eks_version_comes_from_config(dev):
-    assert dev.named("cluster-eks").inputs["version"] == "1.36"
+    assert dev.named("cluster-eks").inputs["version"] == versions.KUBERNETES_VERSION
     graph = run_program("dev", {"kubernetesVersion": "1.35"})
     assert graph.named("cluster-eks").inputs["version"] == "1.35"
 

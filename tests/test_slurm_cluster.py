@@ -4,10 +4,10 @@ import base64
 import pytest
 
 from harness import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
-from model import catalog
+from model import catalog, versions
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
-OCI = "oci://ghcr.io/slinkyproject/charts"
+OCI = versions.SLINKY_REPOSITORY
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +19,8 @@ def values(dev):
 
 def test_cert_manager_version_crds_and_core_placement(dev):
     cm = dev.named("slinky-cert-manager").inputs
-    assert cm["chart"] == "cert-manager" and cm["version"] == "v1.16.2"
-    assert cm["repositoryOpts"]["repo"] == "https://charts.jetstack.io"
+    assert (cm["chart"], cm["version"]) == (versions.CERT_MANAGER.chart, versions.CERT_MANAGER.version)
+    assert cm["repositoryOpts"]["repo"] == versions.CERT_MANAGER.repository
     assert cm["values"]["crds"]["enabled"] is True
     for component in (cm["values"], *(cm["values"][c] for c in ("webhook", "cainjector", "startupapicheck"))):
         assert component["nodeSelector"] == {"role": "core"}
@@ -36,7 +36,7 @@ def test_cert_manager_version_follows_config():
     ("slurm-release", "slurm", "slurm")])
 def test_slinky_charts_come_from_the_oci_registry_at_the_configured_version(dev, name, chart, namespace):
     r = dev.named(name).inputs
-    assert r["chart"] == f"{OCI}/{chart}" and r["version"] == "1.2.1" and r["namespace"] == namespace
+    assert r["chart"] == f"{OCI}/{chart}" and r["version"] == versions.SLINKY_CHART_VERSION and r["namespace"] == namespace
 
 
 def test_slurm_release_name_is_fixed(dev):
@@ -74,7 +74,7 @@ def test_nodeset_replicas_follow_gpu_node_count(values):
 
 def test_slurmd_image_is_the_built_image_by_digest(values):
     image = values["nodesets"]["slinky"]["slurmd"]["image"]
-    assert image == {"repository": REPO_URL, "tag": "26.05.2-torch2.9-cu130-mpi", "digest": IMAGE_DIGEST}
+    assert image == {"repository": REPO_URL, "tag": versions.SLURMD_IMAGE_TAG, "digest": IMAGE_DIGEST}
 
 
 @pytest.mark.parametrize("instance_type", ["g6.12xlarge", "g6e.48xlarge", "p5.48xlarge", "p6-b200.48xlarge"])

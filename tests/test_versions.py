@@ -1,5 +1,6 @@
 """Every version pin is written once, in model/versions.py: the files that cannot read it
 (Pulumi.yaml, image/Dockerfile) are checked against it, and image/build-image.sh reads it."""
+import ast
 import os
 import pathlib
 import re
@@ -88,6 +89,33 @@ def test_the_slurm_release_pairs_with_the_pinned_slinky_chart():
 def test_the_default_kubernetes_version_is_one_eks_offers_in_standard_support():
     assert versions.KUBERNETES_VERSION in versions.EKS_VERSIONS
     assert versions.KUBERNETES_VERSION not in versions.EXTENDED_SUPPORT_VERSIONS
+
+
+def release_literals(path: pathlib.Path) -> list[int]:
+    """Lines of a Python file whose code (not a docstring or comment) spells the Slurm release."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and re.search(rf"(?<![\d.]){re.escape(versions.SLURM_RELEASE)}(?![\d])", node.value)]
+
+
+def test_the_program_and_tools_spell_the_slurm_release_only_in_the_model():
+    # The rest reads model/versions.py (Pulumi.yaml and the Dockerfile, which cannot, are checked
+    # above; image/build-image.sh reads it). Tests and docs may quote it.
+    sources = [*ROOT.glob("*.py"), *(ROOT / "components").glob("*.py"), *(ROOT / "model").glob("*.py"),
+               *(ROOT / "tools").glob("*.py")]
+    spelled = {str(p.relative_to(ROOT)) for p in sources if release_literals(p)}
+    assert spelled == {"model/versions.py"}
+
+
+def test_a_retyped_slurm_release_is_found(tmp_path):
+    source = tmp_path / "component.py"
+    source.write_text(f'"""Built on {versions.SLURM_RELEASE}."""\n# {versions.SLURM_RELEASE}\n'
+                      f'TAG = "{versions.SLURM_RELEASE}-torch"\nOTHER = "1{versions.SLURM_RELEASE}"\n')
+    assert release_literals(source) == [3]
 
 
 def _versions_cli(*args: str) -> subprocess.CompletedProcess:
