@@ -35,7 +35,8 @@ KUBERNETES_VERSION = "1.36"
 # Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version.
 SLINKY_REPOSITORY = "oci://ghcr.io/slinkyproject/charts"
 SLINKY_CHART_VERSION = "1.2.1"
-# The operator chart needs Kubernetes >= 1.29 (its Chart.yaml kubeVersion).
+# The operator chart needs Kubernetes >= 1.29 (SlinkyProject/slurm-operator
+# helm/slurm-operator/Chart.yaml at v1.2.1: kubeVersion ">= 1.29.0-0").
 SLINKY_MIN_KUBERNETES = "1.29"
 # Chart minor -> the Slurm release (major.minor) its controller images are built from. The custom
 # slurmd image must be built on the same release as slurmctld, or workers sit in ImagePullBackOff
