@@ -54,12 +54,12 @@ devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
 lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
     cluster_name=config.cluster_name, region=config.region, vpc_id=network.vpc_id,
     provider=cluster.provider, system_nodes=nodes.system_ready,
-    pod_identity_agent=cluster.pod_identity_agent))
+    pod_identity_agent=cluster.pod_identity_ready[0]))
 storage = SharedStorage("storage", SharedStorageArgs(
     cluster_name=config.cluster_name, vpc_id=network.vpc_id,
     cluster_security_group_id=cluster.security_group_id,
     node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
-    system_nodes=nodes.system_ready, pod_identity_agent=cluster.pod_identity_agent,
+    system_nodes=nodes.system_ready, pod_identity_agent=cluster.pod_identity_ready[0],
     retain_data=config.retain_shared_data))
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image
 # exist, while the operator installs; the NodeSet's pods then start from the nodes' cache.
