@@ -47,8 +47,9 @@ def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
 @dataclass(frozen=True)
 class SlurmReadinessArgs:
     namespace: str
-    # The Namespace object itself: its RBAC objects are created in it and deleted before it.
-    namespace_resource: pulumi.Resource
+    # What the objects in the namespace wait for: the Namespace itself (SharedStorage.namespace_ready),
+    # so its RBAC objects are created in it and deleted before it.
+    depends_on: Sequence[pulumi.Resource]
     # The NodeSet waited for: the first GPU pool's (a stack with several pools waits for that one).
     nodeset: str
     nodeset_object: str          # the NodeSet's Kubernetes name
@@ -57,14 +58,15 @@ class SlurmReadinessArgs:
     slurm_container: str
     release_values: pulumi.Input[dict]
     provider: k8s.Provider
-    after: Sequence[pulumi.Resource]
+    # What the Job waits for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
+    job_depends_on: Sequence[pulumi.Resource]
 
 
 class SlurmReadiness(pulumi.ComponentResource):
     def __init__(self, name: str, args: SlurmReadinessArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:SlurmReadiness", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                          depends_on=[args.namespace_resource])
+                                          depends_on=list(args.depends_on))
         meta = {"name": "slurm-rollout-wait", "namespace": args.namespace}
         account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=k8s_opts)
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=[
@@ -82,7 +84,7 @@ class SlurmReadiness(pulumi.ComponentResource):
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": meta["name"]},
             subjects=[{"kind": "ServiceAccount", "name": meta["name"], "namespace": args.namespace}],
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[args.namespace_resource, account, role]))
+                                        depends_on=[*args.depends_on, account, role]))
         code = {m: (TOOLS / m).read_text() for m in MODULES}
         code_hash = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()).hexdigest()
         module = k8s.core.v1.ConfigMap(
@@ -113,5 +115,5 @@ class SlurmReadiness(pulumi.ComponentResource):
                 "volumes": [{"name": "code", "configMap": {"name": module.metadata.name}}],
             }}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[binding, module, *args.after]))
+                                        depends_on=[binding, module, *args.job_depends_on]))
         self.register_outputs({"trigger": self.trigger})
