@@ -20,6 +20,7 @@ class ClusterArgs:
     cluster_name: str
     # The control plane's Kubernetes version (kubernetesVersion), e.g. "1.34".
     kubernetes_version: str
+    # The VPC the control plane's interfaces go into (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The node subnets (Network.private_subnet_ids); the control plane's interfaces go there too.
     private_subnet_ids: Sequence[pulumi.Input[str]]

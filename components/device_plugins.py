@@ -26,6 +26,7 @@ def gpu_placement() -> dict:
 @dataclass(frozen=True)
 class DevicePluginsArgs:
     """Every field is required (no defaults)."""
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What both plugins wait for: the GPU node groups (NodeGroups.gpu_ready). Depending on them
     # also deletes the plugins before the nodes.

@@ -31,6 +31,7 @@ class ImagePrePullArgs:
     image: pulumi.Input[str]
     # The namespace's name; the DaemonSet lives there.
     namespace: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the DaemonSet waits for: the GPU nodes to pull on, and the namespace that holds it.
     depends_on: Sequence[pulumi.Resource]

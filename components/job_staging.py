@@ -42,6 +42,7 @@ class JobStagingArgs:
     namespace: str
     # The /shared claim's name (SharedStorage.claim_name), mounted by the copy Job.
     shared_claim: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the files wait for: the bound /shared claim and the core nodes the copy runs on.
     depends_on: Sequence[pulumi.Resource]

@@ -21,10 +21,13 @@ SERVICE_ACCOUNT = "aws-load-balancer-controller"
 @dataclass(frozen=True)
 class LoadBalancerControllerArgs:
     """Every field is required (no defaults)."""
+    # The EKS cluster the controller serves, and its Pod Identity association's cluster.
     cluster_name: str
     # Given to the controller so it never asks IMDS (node_groups.py, IMDS_HOP_LIMIT).
     region: str
+    # Given to the controller for the same reason as the region (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the controller waits for: the core nodes it runs on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]

@@ -25,6 +25,7 @@ _NODE_POLICIES = (
 @dataclass(frozen=True)
 class NodeGroupsArgs:
     """Every field is required (no defaults)."""
+    # The EKS cluster the groups join.
     cluster_name: str
     # What the node groups wait for: the control plane and what it needs (Cluster.ready).
     depends_on: Sequence[pulumi.Resource]
@@ -36,8 +37,9 @@ class NodeGroupsArgs:
     private_subnet_by_zone: Mapping[str, pulumi.Input[str]]
     # One GPU node group each (StackConfig.gpu_pools: at least one).
     gpu_pools: Sequence[GpuPool]
-    # The core group's instance type and fixed size (coreInstanceType, coreNodeCount).
+    # The core group's instance type (coreInstanceType).
     core_instance_type: str
+    # The core group's fixed size (coreNodeCount).
     core_node_count: int
 
 

@@ -21,7 +21,9 @@ SHARED_CAPACITY = "1Ti"
 @dataclass(frozen=True)
 class SharedStorageArgs:
     """Every field is required (no defaults)."""
+    # The EKS cluster the CSI add-ons and their Pod Identity roles belong to; names tags.
     cluster_name: str
+    # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The only source the NFS security group admits (Cluster.security_group_id).
     cluster_security_group_id: pulumi.Input[str]
@@ -29,6 +31,7 @@ class SharedStorageArgs:
     # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html; kubernetes-sigs/aws-efs-csi-driver
     # issue #228).
     node_subnet_ids: Sequence[pulumi.Input[str]]
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the CSI drivers wait for: the core nodes their controllers run on (Deployments: created
     # before nodes they stay DEGRADED, the CoreDNS trap) and the Pod Identity agent, which gives

@@ -22,6 +22,7 @@ class SlinkyOperatorArgs:
     chart_version: str
     # The cert-manager chart's version (certManagerVersion).
     cert_manager_version: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every release waits for: the core nodes they run on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]

@@ -33,9 +33,11 @@ class SlurmClusterArgs:
     # The Slinky `slurm` chart's version (slinkyChartVersion).
     chart_version: str
     gpu_pools: Sequence[GpuPool]   # one NodeSet and one partition each
-    # The slurmd image: repository URL and digest as pushed (SlurmdImage), and its tag.
+    # The slurmd image's repository URL as pushed (SlurmdImage.repository_url).
     image_repository: pulumi.Input[str]
+    # Its digest (SlurmdImage.digest): the NodeSet runs the image by digest.
     image_digest: pulumi.Input[str]
+    # Its tag (slurmdImageTag), rendered beside the digest.
     image_tag: str
     # The tag of the Slinky controller/restd/login images (slurm_values.slinky_image_tag).
     slinky_image_tag: str
@@ -45,6 +47,7 @@ class SlurmClusterArgs:
     ssh_allowed_cidrs: Sequence[str]
     # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
     shared_claim: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object in the slurm namespace here waits for (the release through its keys and
     # state claim): the Namespace (SharedStorage.namespace_ready).

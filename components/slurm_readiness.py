@@ -46,6 +46,8 @@ def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
 
 @dataclass(frozen=True)
 class SlurmReadinessArgs:
+    """Every field is required (no defaults)."""
+    # The slurm namespace's name: the Job, its RBAC and the NodeSet live there.
     namespace: str
     # What the objects in the namespace wait for: the Namespace itself (SharedStorage.namespace_ready),
     # so its RBAC objects are created in it and deleted before it.
@@ -55,8 +57,10 @@ class SlurmReadinessArgs:
     nodeset_object: str          # the NodeSet's Kubernetes name
     node_prefix: str             # its Slurm nodes' names
     slurm_pod: str               # a pod of fixed name with scontrol: the only one exec is allowed into
-    slurm_container: str
+    slurm_container: str         # that pod's container with scontrol
+    # The Slurm release's computed values (SlurmCluster.release_values): the trigger's source.
     release_values: pulumi.Input[dict]
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the Job waits for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]

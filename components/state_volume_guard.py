@@ -37,6 +37,7 @@ class StateVolumeGuardArgs:
     namespace: str
     # The name of the claim whose EBS volume destroy waits for.
     claim: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object of the guard waits for, and so what outlives the volume: the namespace,
     # the StorageClass and EBS CSI driver (and, through the driver, the core nodes).
