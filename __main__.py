@@ -92,13 +92,20 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
+# Stack outputs; the README's Outputs table lists each (tests/test_outputs.py holds them equal).
+# The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
+# Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.
 pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("region", config.region)
-pulumi.export("vpcId", network.vpc_id)
+pulumi.export("region", config.region)   # the stack's AWS region
+pulumi.export("vpcId", network.vpc_id)   # the VPC everything runs in
+# availabilityZone: the NAT gateway's AZ, and the AZ of every pool that names none.
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
+# The EFS file system behind /shared (kept on destroy when retainSharedData).
 pulumi.export("sharedFileSystemId", storage.file_system_id)
+# The pushed slurmd image, <repository>@sha256:<digest>: exactly what every slurmd runs.
 pulumi.export("slurmdImage", image.reference)
+# The login NLB's DNS name, and the ssh command line that reaches it.
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
 # What `tools/verify.py` checks the cluster against (with the instance catalog): every pool, and
