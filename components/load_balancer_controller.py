@@ -38,7 +38,7 @@ class LoadBalancerControllerArgs:
 
 
 class LoadBalancerController(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release
+    release: k8s.helm.v3.Release   # the controller's Helm release, in kube-system
     # What a Service of type LoadBalancer waits for (and is deleted before, so the controller
     # still runs to delete its NLB): the controller's release.
     ready: list[pulumi.Resource]

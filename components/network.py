@@ -31,7 +31,7 @@ def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
 
 
 class Network(pulumi.ComponentResource):
-    vpc_id: pulumi.Output[str]
+    vpc_id: pulumi.Output[str]                     # the VPC everything runs in
     private_subnet_ids: list[pulumi.Output[str]]   # one per zone, in `zones` order: the nodes'
     public_subnet_ids: list[pulumi.Output[str]]    # one per zone, in `zones` order: load balancers'
     # The private subnet of each zone: a GPU pool's node group has exactly its AZ's.

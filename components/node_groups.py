@@ -81,9 +81,10 @@ class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup              # the CPU nodes: Slurm's control plane and the controllers
     gpu: dict[str, aws.eks.NodeGroup]   # by pool name
     coredns: aws.eks.Addon               # CoreDNS adopted as a managed add-on
-    # What in-cluster installs wait for: system pods need the core nodes; GPU DaemonSets need
-    # the GPU nodes. Depending on them also orders their deletion first.
+    # What in-cluster installs wait for (depending on nodes also deletes the installs first):
+    # system pods need the core nodes,
     core_ready: list[pulumi.Resource]
+    # GPU DaemonSets the GPU nodes of every pool.
     gpu_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: NodeGroupsArgs, opts: Optional[pulumi.ResourceOptions] = None):

@@ -29,9 +29,9 @@ class SlinkyOperatorArgs:
 
 
 class SlinkyOperator(pulumi.ComponentResource):
-    cert_manager: k8s.helm.v3.Release
-    crds: k8s.helm.v3.Release
-    operator: k8s.helm.v3.Release
+    cert_manager: k8s.helm.v3.Release   # issues the operator webhook's certificate
+    crds: k8s.helm.v3.Release           # the Slinky custom resource definitions
+    operator: k8s.helm.v3.Release       # the operator and its webhook, in the slinky namespace
     # What the Slurm release waits for: the operator with its webhook Ready.
     ready: list[pulumi.Resource]
 

@@ -67,6 +67,8 @@ class SlurmReadinessArgs:
 
 
 class SlurmReadiness(pulumi.ComponentResource):
+    trigger: pulumi.Output[str]   # the 12 hex digits in the Job's name (rollout_trigger)
+
     def __init__(self, name: str, args: SlurmReadinessArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:SlurmReadiness", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider,

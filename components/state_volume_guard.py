@@ -51,7 +51,7 @@ class StateVolumeGuard(pulumi.ComponentResource):
     def __init__(self, name: str, args: StateVolumeGuardArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:StateVolumeGuard", name, None, opts)
         self._name, self._args = name, args
-        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=self._meta(), opts=self._k8s_opts())
+        account = self._account()
         bindings = self._read_access()
         self.deployment = self._deployment(account, bindings)
         self.register_outputs({"deployment": self.deployment.metadata.name})
@@ -62,6 +62,9 @@ class StateVolumeGuard(pulumi.ComponentResource):
     def _k8s_opts(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
                                       depends_on=list(self._args.depends_on))
+
+    def _account(self) -> k8s.core.v1.ServiceAccount:
+        return k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=self._meta(), opts=self._k8s_opts())
 
     def _read_access(self) -> list[pulumi.Resource]:
         """Read-only: the claim in its namespace, and PersistentVolumes (cluster-scoped)."""

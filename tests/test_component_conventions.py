@@ -174,6 +174,49 @@ def documentation_problems(source: str) -> list[str]:
     return out
 
 
+def _assigned_attributes(cls: ast.ClassDef) -> set[str]:
+    return {t.attr for node in ast.walk(cls) if isinstance(node, ast.Assign) for t in node.targets
+            if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self" and not t.attr.startswith("_")}
+
+
+def output_documentation_problems(source: str) -> list[str]:
+    """Every public attribute a component sets is declared on the class with a comment."""
+    lines, out = source.splitlines(), []
+    for cls in _component_classes(ast.parse(source)):
+        declared = {ast.unparse(n.target): n for n in cls.body if isinstance(n, ast.AnnAssign)}
+        out += [f"{cls.name}.{a}: set but not declared on the class" for a in sorted(_assigned_attributes(cls) - set(declared))]
+        for name, node in declared.items():
+            above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
+            if "#" not in lines[node.lineno - 1] and not above.startswith("#"):
+                out.append(f"{cls.name}.{name}: undescribed")
+    return out
+
+
+# Constructors of resources: a component's __init__ calls none of them itself.
+RESOURCE_MODULES = ("aws.", "k8s.", "eks.", "random.", "docker_build.")
+MAX_INIT_STATEMENTS = 16
+
+
+def named_steps_problems(source: str) -> list[str]:
+    """A component's __init__ reads as a short sequence of named steps: it registers no resource
+    itself (each is made in a step method) and stays short."""
+    out = []
+    for cls in _component_classes(ast.parse(source)):
+        init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is None:
+            continue
+        for node in ast.walk(init):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).startswith(RESOURCE_MODULES):
+                out.append(f"{cls.name}.__init__ registers {ast.unparse(node.func)} itself: make it a step")
+        if len(init.body) > MAX_INIT_STATEMENTS:
+            out.append(f"{cls.name}.__init__ has {len(init.body)} statements (at most {MAX_INIT_STATEMENTS})")
+    return out
+
+
+# Being rewritten in issue 17 part C; joins the named-steps rule when that lands.
+NOT_YET_IN_STEPS = {"slurm_readiness.py"}
+
+
 # --- the rules hold on the code -------------------------------------------------------------
 
 def test_every_component_token_is_slinky_eks_group_and_class_name():
@@ -209,6 +252,16 @@ def test_the_program_wires_dependencies_from_ready_lists():
 def test_every_args_field_is_documented():
     assert [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
             for p in documentation_problems(path.read_text())] == []
+
+
+def test_every_component_output_attribute_is_described():
+    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
+            for p in output_documentation_problems(path.read_text())] == []
+
+
+def test_every_component_init_reads_as_named_steps():
+    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py")) if path.name not in NOT_YET_IN_STEPS
+            for p in named_steps_problems(path.read_text())] == []
 
 
 # --- each rule catches a break --------------------------------------------------------------
@@ -318,3 +371,44 @@ def test_the_documentation_rule_accepts_commented_fields():
 ])
 def test_the_documentation_rule_rejects_an_undocumented_field_default_or_class(broken):
     assert documentation_problems(broken) != []
+
+
+STEPS = '''
+import pulumi
+class Pool(pulumi.ComponentResource):
+    # The pool's node group.
+    group: object
+    size: int   # its node count
+
+    def __init__(self, name, args, opts=None):
+        super().__init__("slinky-eks:nodes:Pool", name, None, opts)
+        self.group = self._group()
+        self.size = 1
+
+    def _group(self):
+        return aws.eks.NodeGroup("g")
+'''
+
+
+def test_the_output_rule_accepts_declared_described_attributes():
+    assert output_documentation_problems(STEPS) == []
+
+
+@pytest.mark.parametrize("broken", [STEPS.replace("    size: int   # its node count\n", ""),
+                                    STEPS.replace("   # its node count", "")])
+def test_the_output_rule_rejects_an_undeclared_or_undescribed_attribute(broken):
+    assert output_documentation_problems(broken) != []
+
+
+def test_the_steps_rule_accepts_an_init_of_steps():
+    assert named_steps_problems(STEPS) == []
+
+
+def test_the_steps_rule_rejects_a_resource_made_in_init():
+    inline = STEPS.replace("self.group = self._group()", 'self.group = aws.eks.NodeGroup("g")')
+    assert named_steps_problems(inline) != []
+
+
+def test_the_steps_rule_rejects_a_long_init():
+    long = STEPS.replace("        self.size = 1\n", "        self.size = 1\n" * (MAX_INIT_STATEMENTS + 1))
+    assert named_steps_problems(long) != []
