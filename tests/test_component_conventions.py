@@ -1,7 +1,8 @@
 """The conventions components/__init__.py states, checked on every component: type tokens
 `slinky-eks:<module>:<ClassName>` with <module> from the listed groups, one vocabulary for what to
-wait for, `namespace` always a name, every args field documented. Each rule is a function that
-returns problems, run on the real code and on a synthetic break."""
+wait for, `namespace` always a name, every args field and output attribute documented, every
+`__init__` a short sequence of named steps. Each rule is a function that returns problems, run on
+the real code and on a synthetic break."""
 from __future__ import annotations
 
 import ast
@@ -345,9 +346,12 @@ def test_the_ready_rule_rejects_another_name_or_kind(cls):
     assert ready_problems(cls) != []
 
 
+def test_the_wiring_rule_accepts_ready_lists():
+    assert wiring_problems("X(depends_on=[*nodes.core_ready, *storage.namespace_ready])") == []
+
+
 def test_the_wiring_rule_rejects_a_child_resource():
     assert wiring_problems("X(depends_on=[*nodes.core_ready, storage.namespace])") != []
-    assert wiring_problems("X(depends_on=[*nodes.core_ready, *storage.namespace_ready])") == []
 
 
 DOCUMENTED = '''
