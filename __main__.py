@@ -43,62 +43,69 @@ cluster = Cluster("cluster", ClusterArgs(
     public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns,
     api_allowed_cidrs=config.api_allowed_cidrs))
 nodes = NodeGroups("nodes", NodeGroupsArgs(
-    cluster_name=config.cluster_name, cluster_ready=cluster.ready,
+    cluster_name=config.cluster_name, depends_on=cluster.ready,
     cluster_security_group_id=cluster.security_group_id,
     private_subnet_ids=network.private_subnet_ids,
     private_subnet_by_zone=network.private_subnet_by_zone, gpu_pools=config.gpu_pools,
     core_instance_type=config.core_instance_type, core_node_count=config.core_node_count))
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
 devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
-                                                     gpu_nodes=nodes.gpu_ready))
+                                                     depends_on=nodes.gpu_ready))
 lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
     cluster_name=config.cluster_name, region=config.region, vpc_id=network.vpc_id,
-    provider=cluster.provider, system_nodes=nodes.system_ready,
-    pod_identity_agent=cluster.pod_identity_agent))
+    provider=cluster.provider, depends_on=nodes.core_ready,
+    identity_depends_on=cluster.pod_identity_ready))
 storage = SharedStorage("storage", SharedStorageArgs(
     cluster_name=config.cluster_name, vpc_id=network.vpc_id,
     cluster_security_group_id=cluster.security_group_id,
     node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
-    system_nodes=nodes.system_ready, pod_identity_agent=cluster.pod_identity_agent,
+    depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
     retain_data=config.retain_shared_data))
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image
 # exist, while the operator installs; the NodeSet's pods then start from the nodes' cache.
 ImagePrePull("prepull", ImagePrePullArgs(image=image.reference, namespace=SLURM_NAMESPACE,
                                          provider=cluster.provider,
-                                         after=[*nodes.gpu_ready, storage.namespace]))
+                                         depends_on=[*nodes.gpu_ready, *storage.namespace_ready]))
 slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
     chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
-    provider=cluster.provider, system_nodes=nodes.system_ready))
+    provider=cluster.provider, depends_on=nodes.core_ready))
 slurm = SlurmCluster("slurm", SlurmClusterArgs(
     chart_version=config.slinky_chart_version, gpu_pools=config.gpu_pools,
     image_repository=image.repository_url,
     image_digest=image.digest, image_tag=config.slurmd_image_tag,
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
-    shared_claim=storage.claim_name, provider=cluster.provider, namespace=storage.namespace,
-    state_storage=[storage.storage_class, storage.ebs_driver],
-    after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
-    load_balancer_controller=lbc.release))
+    shared_claim=storage.claim_name, provider=cluster.provider,
+    depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
+    release_depends_on=[*slinky.ready, *storage.ready, *devices.ready],
+    login_depends_on=lbc.ready))
 # After the first install and every change to the NodeSet: the operator's rollout finished and
 # every node taking jobs, or `up` fails saying which node is stuck and why.
 waited_for = config.gpu_pools[0].name
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, nodeset=waited_for,
+    namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, nodeset=waited_for,
     nodeset_object=nodeset_object(waited_for), node_prefix=slurm_node_prefix(waited_for),
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
-    provider=cluster.provider, after=[slurm.release, slurm.login]))
+    provider=cluster.provider, job_depends_on=slurm.ready))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
-                                  provider=cluster.provider, after=[storage.claim, *nodes.system_ready]))
+                                  provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
+# Stack outputs; the README's Outputs table lists each (tests/test_outputs.py holds them equal).
+# The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
+# Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.
 pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("region", config.region)
-pulumi.export("vpcId", network.vpc_id)
+pulumi.export("region", config.region)   # the stack's AWS region
+pulumi.export("vpcId", network.vpc_id)   # the VPC everything runs in
+# availabilityZone: the NAT gateway's AZ, and the AZ of every pool that names none.
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
+# The EFS file system behind /shared (kept on destroy when retainSharedData).
 pulumi.export("sharedFileSystemId", storage.file_system_id)
+# The pushed slurmd image, <repository>@sha256:<digest>: exactly what every slurmd runs.
 pulumi.export("slurmdImage", image.reference)
+# The login NLB's DNS name, and the ssh command line that reaches it.
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
 # What `tools/verify.py` checks the cluster against (with the instance catalog): every pool, and

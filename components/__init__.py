@@ -1,1 +1,35 @@
-"""slinky-eks components: one ComponentResource per concern (type tokens slinky-eks:<module>:<Type>)."""
+"""slinky-eks components: one ComponentResource per concern.
+
+Type tokens
+-----------
+Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class name, and
+<module> is the concern group the component belongs to (not its Python module), one of:
+
+- `network`: the VPC, its subnets and routes (Network)
+- `cluster`: the EKS control plane and the Kubernetes provider (Cluster)
+- `nodes`: the node groups (NodeGroups)
+- `devices`: what makes GPU nodes advertise their devices (DevicePlugins)
+- `ingress`: traffic from outside into the cluster (LoadBalancerController)
+- `storage`: volumes, their drivers and the slurm namespace that holds the claims (SharedStorage)
+- `image`: the slurmd image, its build and its pull onto the nodes (SlurmdImage, ImagePrePull)
+- `slinky`: the Slinky operator and what it needs (SlinkyOperator)
+- `slurm`: the Slurm cluster on top (SlurmCluster, StateVolumeGuard, SlurmReadiness)
+- `jobs`: what users run, staged onto /shared (JobStaging)
+
+A token is part of every URN under it: renaming a group or a class replaces resources, so a new
+component joins an existing group where one fits (tests/test_component_conventions.py).
+
+What to wait for
+----------------
+One vocabulary, in both directions:
+
+- An args field that only orders work is ``depends_on: Sequence[pulumi.Resource]`` (what the
+  component's resources wait for, and are deleted before), or ``<part>_depends_on`` where one part
+  of the component waits for more than the rest (``SlurmClusterArgs.release_depends_on``). Each
+  field's comment says which children it orders.
+- A component exposes what others may wait for as ``ready: list[pulumi.Resource]``, or
+  ``<part>_ready`` where dependents wait for different parts (``NodeGroups.core_ready`` and
+  ``gpu_ready``; ``SharedStorage.namespace_ready``). Wiring passes these lists, never a child.
+- ``namespace`` in args is always the namespace's name (a str); the Namespace object is waited for
+  through ``SharedStorage.namespace_ready``.
+"""

@@ -15,37 +15,62 @@ ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPoli
 
 @dataclass(frozen=True)
 class ClusterArgs:
+    """Every field is required (no defaults)."""
+    # The EKS cluster's name (clusterName): also names its IAM roles, tags and kubeconfig.
     cluster_name: str
+    # The control plane's Kubernetes version (kubernetesVersion), e.g. "1.34".
     kubernetes_version: str
+    # The VPC the control plane's interfaces go into (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The node subnets (Network.private_subnet_ids); the control plane's interfaces go there too.
     private_subnet_ids: Sequence[pulumi.Input[str]]
+    # The load balancer subnets (Network.public_subnet_ids).
     public_subnet_ids: Sequence[pulumi.Input[str]]
+    # IAM roles made cluster admins through access entries, besides the deployer (adminRoleArns).
     admin_role_arns: Sequence[str]
     # Who may reach the public API endpoint (the deployer's and admins' addresses).
     api_allowed_cidrs: Sequence[str]
 
 
 class Cluster(pulumi.ComponentResource):
-    name: str
-    kubeconfig: pulumi.Output[str]
-    security_group_id: pulumi.Output[str]
-    provider: k8s.Provider
+    name: str                                  # the EKS cluster's name
+    eks: eks.Cluster                           # the control plane and its vpc-cni/kube-proxy add-ons
+    kubeconfig: pulumi.Output[str]             # admin kubeconfig (secret)
+    security_group_id: pulumi.Output[str]      # the EKS-created cluster security group every node has
+    provider: k8s.Provider                     # the one provider every in-cluster object uses
+    # What the node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons.
     ready: list[pulumi.Resource]
-    pod_identity_agent: aws.eks.Addon
+    # What Pod Identity users wait for (their credentials come from its agent; on destroy it
+    # outlives them): the eks-pod-identity-agent add-on.
+    pod_identity_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: ClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:cluster:Cluster", name, None, opts)
+        self._name, self._args = name, args
         self.name = args.cluster_name
-        access = {
+        self.eks = self._control_plane()
+        self.pod_identity_ready = [self._pod_identity_agent()]
+        self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
+        self.security_group_id = self.eks.cluster_security_group_id
+        self.provider = self._kubernetes_provider()
+        self.ready = [self.eks]
+        self.register_outputs({"kubeconfig": self.kubeconfig,
+                               "security_group_id": self.security_group_id})
+
+    def _access_entries(self) -> dict[str, eks.AccessEntryArgs]:
+        return {
             f"admin-{i}": eks.AccessEntryArgs(
                 principal_arn=arn,
                 access_policies={"admin": eks.AccessPolicyAssociationArgs(
                     policy_arn=ADMIN_POLICY,
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
-            for i, arn in enumerate(args.admin_role_arns)
+            for i, arn in enumerate(self._args.admin_role_arns)
         }
-        self.eks = eks.Cluster(
-            f"{name}-eks",
+
+    def _control_plane(self) -> eks.Cluster:
+        args = self._args
+        return eks.Cluster(
+            f"{self._name}-eks",
             name=args.cluster_name,
             version=args.kubernetes_version,
             vpc_id=args.vpc_id,
@@ -61,7 +86,7 @@ class Cluster(pulumi.ComponentResource):
             # cluster admin and further admins are access entries (pulumi/pulumi-eks v4.4.0
             # docs/authentication-mode-migration.md; nodejs/eks/cluster/cluster.ts).
             authentication_mode=eks.AuthenticationMode.API,
-            access_entries=access,
+            access_entries=self._access_entries(),
             skip_default_node_group=True,
             # Nodes keep the EKS-created cluster security group: it allows all traffic to and
             # from itself, which EFA requires
@@ -79,21 +104,19 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True),
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+    def _pod_identity_agent(self) -> aws.eks.Addon:
         # Pod Identity gives the load balancer controller and the CSI drivers their AWS
         # credentials; its agent must run before those pods start. It is a DaemonSet, ACTIVE with
         # no nodes yet (like vpc-cni and kube-proxy), so it installs alongside the node groups
         # instead of in front of them: only the Pod Identity users wait for it, which also keeps
         # it running on destroy until they are gone
         # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html).
-        self.pod_identity_agent = aws.eks.Addon(
-            f"{name}-pod-identity-agent", cluster_name=args.cluster_name,
+        return aws.eks.Addon(
+            f"{self._name}-pod-identity-agent", cluster_name=self._args.cluster_name,
             addon_name="eks-pod-identity-agent", resolve_conflicts_on_create="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]))
-        self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
-        self.security_group_id = self.eks.cluster_security_group_id
-        self.provider = k8s.Provider(f"{name}-k8s", kubeconfig=self.eks.kubeconfig_json,
-                                     opts=pulumi.ResourceOptions(parent=self))
-        # What node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons.
-        self.ready = [self.eks]
-        self.register_outputs({"kubeconfig": self.kubeconfig,
-                               "security_group_id": self.security_group_id})
+
+    def _kubernetes_provider(self) -> k8s.Provider:
+        return k8s.Provider(f"{self._name}-k8s", kubeconfig=self.eks.kubeconfig_json,
+                            opts=pulumi.ResourceOptions(parent=self))

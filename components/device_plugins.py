@@ -26,29 +26,42 @@ def gpu_placement() -> dict:
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
+    """Every field is required (no defaults)."""
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    gpu_nodes: Sequence[pulumi.Resource]
+    # What both plugins wait for: the GPU node groups (NodeGroups.gpu_ready). Depending on them
+    # also deletes the plugins before the nodes.
+    depends_on: Sequence[pulumi.Resource]
 
 
 class DevicePlugins(pulumi.ComponentResource):
-    nvidia: k8s.helm.v3.Release
-    efa: k8s.helm.v3.Release
+    nvidia: k8s.helm.v3.Release   # advertises nvidia.com/gpu on every GPU node
+    efa: k8s.helm.v3.Release      # advertises vpc.amazonaws.com/efa on every GPU node
+    # What pods that request GPUs or EFA devices wait for: both plugins running.
+    ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: DevicePluginsArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:devices:DevicePlugins", name, None, opts)
-        placement = gpu_placement()
-        self.nvidia = pinned_release(
-            f"{name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace="kube-system",
+        self._name, self._args = name, args
+        self.nvidia = self._nvidia()
+        self.efa = self._efa()
+        self.ready = [self.nvidia, self.efa]
+        self.register_outputs({"nvidia": self.nvidia.status, "efa": self.efa.status})
+
+    def _nvidia(self) -> k8s.helm.v3.Release:
+        return pinned_release(
+            f"{self._name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace="kube-system",
             # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
             # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.18.2
             # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
             # nodeadm/internal/kubelet/config.go): select by our label.
-            values={**placement, "affinity": {"nodeAffinity": {
+            values={**gpu_placement(), "affinity": {"nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
                     "matchExpressions": [{"key": k, "operator": "In", "values": [v]}
                                          for k, v in GPU_LABELS.items()]}]}}}},
-            parent=self, provider=args.provider, depends_on=args.gpu_nodes)
-        self.efa = pinned_release(
-            f"{name}-efa", versions.EFA_DEVICE_PLUGIN, namespace="kube-system", values=placement,
-            parent=self, provider=args.provider, depends_on=args.gpu_nodes)
-        self.register_outputs({"nvidia": self.nvidia.status, "efa": self.efa.status})
+            parent=self, provider=self._args.provider, depends_on=self._args.depends_on)
+
+    def _efa(self) -> k8s.helm.v3.Release:
+        return pinned_release(
+            f"{self._name}-efa", versions.EFA_DEVICE_PLUGIN, namespace="kube-system", values=gpu_placement(),
+            parent=self, provider=self._args.provider, depends_on=self._args.depends_on)

@@ -25,23 +25,34 @@ LOCKED_DOWN = {"allowPrivilegeEscalation": False}
 
 @dataclass(frozen=True)
 class ImagePrePullArgs:
+    """Every field is required (no defaults)."""
     # <repository>@sha256:<digest>, the reference the slurm chart renders for a digest
     # (SlinkyProject/slurm-operator v1.2.1 helm/slurm/templates/_helpers.tpl "slurm.format-image").
     image: pulumi.Input[str]
+    # The namespace's name; the DaemonSet lives there.
     namespace: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    # The GPU nodes to pull on, and what holds the DaemonSet (the slurm namespace).
-    after: Sequence[pulumi.Resource]
+    # What the DaemonSet waits for: the GPU nodes to pull on, and the namespace that holds it.
+    depends_on: Sequence[pulumi.Resource]
 
 
 class ImagePrePull(pulumi.ComponentResource):
+    # Done once every GPU node has the image; nothing waits for it (the NodeSet's pods would pull
+    # the same digest themselves).
     daemon_set: k8s.apps.v1.DaemonSet
 
     def __init__(self, name: str, args: ImagePrePullArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:image:ImagePrePull", name, None, opts)
+        self._name, self._args = name, args
+        self.daemon_set = self._daemon_set()
+        self.register_outputs({"name": NAME})
+
+    def _daemon_set(self) -> k8s.apps.v1.DaemonSet:
+        args = self._args
         labels = {"app.kubernetes.io/name": NAME}
-        self.daemon_set = k8s.apps.v1.DaemonSet(
-            f"{name}-ds",
+        return k8s.apps.v1.DaemonSet(
+            f"{self._name}-ds",
             metadata={"name": NAME, "namespace": args.namespace, "labels": labels,
                       "annotations": {"pulumi.com/timeoutSeconds": str(TIMEOUT_SECONDS)}},
             spec={
@@ -66,5 +77,4 @@ class ImagePrePull(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.after)))
-        self.register_outputs({"name": NAME})
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))

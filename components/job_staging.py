@@ -36,27 +36,47 @@ def job_files() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class JobStagingArgs:
+    """Every field is required (no defaults)."""
     gpu_pools: Sequence[GpuPool]   # cluster.env (one per pool where there are several)
+    # The namespace's name; the ConfigMap and the copy Job live there.
     namespace: str
+    # The /shared claim's name (SharedStorage.claim_name), mounted by the copy Job.
     shared_claim: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    after: Sequence[pulumi.Resource]
+    # What the files wait for: the bound /shared claim and the core nodes the copy runs on.
+    depends_on: Sequence[pulumi.Resource]
 
 
 class JobStaging(pulumi.ComponentResource):
+    # 12 hex digits of everything staged: names the ConfigMap and the Job, so a change reruns it.
     content_hash: str
 
     def __init__(self, name: str, args: JobStagingArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:jobs:JobStaging", name, None, opts)
-        files = job_files()
-        files.update(environment_files(args.gpu_pools))
+        self._name, self._args = name, args
+        files = self._files()
         digest = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items())).encode()).hexdigest()
         self.content_hash = digest[:12]
-        bundle = k8s.core.v1.ConfigMap(
-            f"{name}-files", metadata={"name": f"slinky-eks-jobs-{self.content_hash}",
-                                       "namespace": args.namespace},
+        bundle = self._bundle(files)
+        self._copy_job(bundle)
+        self.register_outputs({"content_hash": self.content_hash})
+
+    def _files(self) -> dict[str, str]:
+        files = job_files()
+        files.update(environment_files(self._args.gpu_pools))
+        return files
+
+    def _bundle(self, files: dict[str, str]) -> k8s.core.v1.ConfigMap:
+        args = self._args
+        return k8s.core.v1.ConfigMap(
+            f"{self._name}-files", metadata={"name": f"slinky-eks-jobs-{self.content_hash}",
+                                             "namespace": args.namespace},
             data=files, immutable=True,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.after)))
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+
+    def _copy_job(self, bundle: k8s.core.v1.ConfigMap) -> k8s.batch.v1.Job:
+        args = self._args
         # Flat keys back into directories; scripts executable. Old files are replaced, user files
         # elsewhere on /shared are untouched.
         script = (f"set -e; mkdir -p {TARGET}; cd /staged; for f in *; do "
@@ -64,8 +84,8 @@ class JobStaging(pulumi.ComponentResource):
                   f"cp \"$f\" \"$d.tmp\"; mv \"$d.tmp\" \"$d\"; done; "
                   f"chmod +x {TARGET}/*.sbatch {TARGET}/*.sh {TARGET}/lib/*.sh 2>/dev/null || true; "
                   f"mkdir -p /shared/logs /shared/hf-cache; ls -l {TARGET}")
-        k8s.batch.v1.Job(
-            f"{name}-copy",
+        return k8s.batch.v1.Job(
+            f"{self._name}-copy",
             metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace,
                       "annotations": job_annotations(DEADLINE_SECONDS)},
             spec={"backoffLimit": 3, "activeDeadlineSeconds": DEADLINE_SECONDS, "template": {"spec": {
@@ -79,4 +99,3 @@ class JobStaging(pulumi.ComponentResource):
             }}},
             # Pulumi waits for the copy to complete: the jobs are on /shared when `up` returns.
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[bundle]))
-        self.register_outputs({"content_hash": self.content_hash})

@@ -21,36 +21,56 @@ SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 @dataclass(frozen=True)
 class LoadBalancerControllerArgs:
+    """Every field is required (no defaults)."""
+    # The EKS cluster the controller serves, and its Pod Identity association's cluster.
     cluster_name: str
+    # Given to the controller so it never asks IMDS (node_groups.py, IMDS_HOP_LIMIT).
     region: str
+    # Given to the controller for the same reason as the region (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    system_nodes: Sequence[pulumi.Resource]
-    # The Pod Identity agent: it hands the controller its credentials, and on destroy must
-    # outlive it while it deletes the NLB.
-    pod_identity_agent: pulumi.Resource
+    # What the controller waits for: the core nodes it runs on (NodeGroups.core_ready).
+    depends_on: Sequence[pulumi.Resource]
+    # What its Pod Identity association waits for besides: the Pod Identity agent
+    # (Cluster.pod_identity_ready), which hands the controller its credentials and on destroy
+    # must outlive it while it deletes the NLB.
+    identity_depends_on: Sequence[pulumi.Resource]
 
 
 class LoadBalancerController(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release
+    release: k8s.helm.v3.Release   # the controller's Helm release, in kube-system
+    # What a Service of type LoadBalancer waits for (and is deleted before, so the controller
+    # still runs to delete its NLB): the controller's release.
+    ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: LoadBalancerControllerArgs,
                  opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:ingress:LoadBalancerController", name, None, opts)
+        self._name, self._args = name, args
+        association = self._identity()
+        self.release = self._release(association)
+        self.ready = [self.release]
+        self.register_outputs({"release": self.release.status})
+
+    def _identity(self) -> aws.eks.PodIdentityAssociation:
+        name, args = self._name, self._args
         role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), [],
                                  parent=self, inline_policy=POLICY)
         # The association must name exactly the service account the chart creates, or the
         # controller runs without credentials and Services stay <pending>
         # (kubernetes-sigs/aws-load-balancer-controller issue #3850;
         # https://docs.aws.amazon.com/eks/latest/userguide/pod-id-association.html).
-        association = aws.eks.PodIdentityAssociation(
+        return aws.eks.PodIdentityAssociation(
             f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
             service_account=SERVICE_ACCOUNT, role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.system_nodes, args.pod_identity_agent]))
-        self.release = pinned_release(
-            f"{name}-release", versions.AWS_LOAD_BALANCER_CONTROLLER, namespace=NAMESPACE,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.identity_depends_on]))
+
+    def _release(self, association: aws.eks.PodIdentityAssociation) -> k8s.helm.v3.Release:
+        args = self._args
+        return pinned_release(
+            f"{self._name}-release", versions.AWS_LOAD_BALANCER_CONTROLLER, namespace=NAMESPACE,
             values={"clusterName": args.cluster_name, "region": args.region, "vpcId": args.vpc_id,
                     "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
                     "nodeSelector": dict(CORE_LABELS)},
-            parent=self, provider=args.provider, depends_on=[*args.system_nodes, association])
-        self.register_outputs({"release": self.release.status})
+            parent=self, provider=args.provider, depends_on=[*args.depends_on, association])

@@ -25,9 +25,10 @@ _NODE_POLICIES = (
 @dataclass(frozen=True)
 class NodeGroupsArgs:
     """Every field is required (no defaults)."""
+    # The EKS cluster the groups join.
     cluster_name: str
     # What the node groups wait for: the control plane and what it needs (Cluster.ready).
-    cluster_ready: Sequence[pulumi.Resource]
+    depends_on: Sequence[pulumi.Resource]
     # Named on the GPU nodes' EFA interfaces, which would otherwise lose it (see _gpu_pool_group).
     cluster_security_group_id: pulumi.Input[str]
     # The core group spans every private subnet.
@@ -36,7 +37,9 @@ class NodeGroupsArgs:
     private_subnet_by_zone: Mapping[str, pulumi.Input[str]]
     # One GPU node group each (StackConfig.gpu_pools: at least one).
     gpu_pools: Sequence[GpuPool]
+    # The core group's instance type (coreInstanceType).
     core_instance_type: str
+    # The core group's fixed size (coreNodeCount).
     core_node_count: int
 
 
@@ -75,12 +78,13 @@ def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTem
 
 
 class NodeGroups(pulumi.ComponentResource):
-    core: aws.eks.NodeGroup
+    core: aws.eks.NodeGroup              # the CPU nodes: Slurm's control plane and the controllers
     gpu: dict[str, aws.eks.NodeGroup]   # by pool name
-    coredns: aws.eks.Addon
-    # What in-cluster installs wait for: system pods need the core nodes; GPU DaemonSets need
-    # the GPU nodes. Depending on them also orders their deletion first.
-    system_ready: list[pulumi.Resource]
+    coredns: aws.eks.Addon               # CoreDNS adopted as a managed add-on
+    # What in-cluster installs wait for (depending on nodes also deletes the installs first):
+    # system pods need the core nodes,
+    core_ready: list[pulumi.Resource]
+    # GPU DaemonSets the GPU nodes of every pool.
     gpu_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: NodeGroupsArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -90,7 +94,7 @@ class NodeGroups(pulumi.ComponentResource):
         self.core = self._core_group(role)
         self.gpu = {pool.name: self._gpu_pool_group(pool, role) for pool in args.gpu_pools}
         self.coredns = self._coredns()
-        self.system_ready = [self.core]
+        self.core_ready = [self.core]
         self.gpu_ready = list(self.gpu.values())
         self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})
 
@@ -123,7 +127,7 @@ class NodeGroups(pulumi.ComponentResource):
                 id=template.id, version=template.latest_version.apply(str)),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
                                                             update_strategy=update_strategy),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.cluster_ready, *self._attachments]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self._attachments]),
             **extra)
 
     def _core_group(self, role: aws.iam.Role) -> aws.eks.NodeGroup:

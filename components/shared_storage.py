@@ -20,64 +20,82 @@ SHARED_CAPACITY = "1Ti"
 
 @dataclass(frozen=True)
 class SharedStorageArgs:
+    """Every field is required (no defaults)."""
+    # The EKS cluster the CSI add-ons and their Pod Identity roles belong to; names tags.
     cluster_name: str
+    # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The only source the NFS security group admits (Cluster.security_group_id).
     cluster_security_group_id: pulumi.Input[str]
     # Every AZ with nodes needs a mount target, the GPU AZ at least, or mounts time out
     # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html; kubernetes-sigs/aws-efs-csi-driver
     # issue #228).
     node_subnet_ids: Sequence[pulumi.Input[str]]
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    system_nodes: Sequence[pulumi.Resource]
-    # The CSI controllers get their AWS credentials through Pod Identity (and delete volumes on
-    # destroy with them): they wait for its agent, which outlives them.
-    pod_identity_agent: pulumi.Resource
-    # Keep the EFS file system (and /shared's data) when the stack is destroyed.
+    # What the CSI drivers wait for: the core nodes their controllers run on (Deployments: created
+    # before nodes they stay DEGRADED, the CoreDNS trap) and the Pod Identity agent, which gives
+    # them their AWS credentials and outlives them on destroy while they delete volumes.
+    depends_on: Sequence[pulumi.Resource]
+    # Keep the EFS file system (and /shared's data) when the stack is destroyed (retainSharedData).
     retain_data: bool
 
 
 class SharedStorage(pulumi.ComponentResource):
-    file_system_id: pulumi.Output[str]
-    claim_name: str
-    namespace: k8s.core.v1.Namespace
-    claim: k8s.core.v1.PersistentVolumeClaim
-    storage_class: k8s.storage.v1.StorageClass
-    ebs_driver: aws.eks.Addon
+    file_system_id: pulumi.Output[str]   # the EFS file system behind /shared
+    claim_name: str                      # the /shared claim's name, in the slurm namespace
+    # What a pod mounting /shared waits for: the claim, bound to the EFS volume.
+    ready: list[pulumi.Resource]
+    # What an object in the slurm namespace waits for (and is deleted before): the Namespace.
+    namespace_ready: list[pulumi.Resource]
+    # What a gp3 claim waits for, and must be deleted before: the StorageClass and the EBS driver.
+    gp3_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: SharedStorageArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:storage:SharedStorage", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
-
-        # CSI controllers are Deployments: created before nodes they stay DEGRADED (the CoreDNS
-        # trap), so they wait for the core nodes.
-        def csi_driver(short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
-            # EKS installs the CSI add-ons into kube-system.
-            role = pod_identity_role(f"{name}-{short}", ServiceAccountRef(args.cluster_name, "kube-system", account),
-                                     [policy], parent=self)
-            return aws.eks.Addon(
-                f"{name}-{short}", cluster_name=args.cluster_name, addon_name=addon,
-                resolve_conflicts_on_create="OVERWRITE",
-                pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(
-                    role_arn=role.arn, service_account=account)],
-                opts=pulumi.ResourceOptions(parent=self,
-                                            depends_on=[*args.system_nodes, args.pod_identity_agent]))
-
-        self.ebs_driver = csi_driver("ebs-csi", "aws-ebs-csi-driver", "ebs-csi-controller-sa",
-                                     "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy")
+        self._name, self._args = name, args
+        ebs_driver = self._csi_driver("ebs-csi", "aws-ebs-csi-driver", "ebs-csi-controller-sa",
+                                      "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy")
         # The EFS node DaemonSet tolerates every taint by default, so it mounts on GPU nodes too.
-        efs_driver = csi_driver("efs-csi", "aws-efs-csi-driver", "efs-csi-controller-sa",
-                                "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy")
+        efs_driver = self._csi_driver("efs-csi", "aws-efs-csi-driver", "efs-csi-controller-sa",
+                                      "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy")
+        storage_class = self._gp3_class()
+        fs, mount_targets = self._file_system()
+        namespace = self._slurm_namespace()
+        claim = self._shared_claim(fs, [*mount_targets, efs_driver], namespace)
+        self.file_system_id = fs.id
+        self.claim_name = SHARED_PVC
+        self.ready = [claim]
+        self.namespace_ready = [namespace]
+        self.gp3_ready = [storage_class, ebs_driver]
+        self.register_outputs({"file_system_id": self.file_system_id})
 
-        self.storage_class = k8s.storage.v1.StorageClass(
-            f"{name}-gp3",
+    def _csi_driver(self, short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
+        name, args = self._name, self._args
+        # EKS installs the CSI add-ons into kube-system.
+        role = pod_identity_role(f"{name}-{short}", ServiceAccountRef(args.cluster_name, "kube-system", account),
+                                 [policy], parent=self)
+        return aws.eks.Addon(
+            f"{name}-{short}", cluster_name=args.cluster_name, addon_name=addon,
+            resolve_conflicts_on_create="OVERWRITE",
+            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(
+                role_arn=role.arn, service_account=account)],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
+
+    def _gp3_class(self) -> k8s.storage.v1.StorageClass:
+        return k8s.storage.v1.StorageClass(
+            f"{self._name}-gp3",
             metadata={"name": GP3, "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "fsType": "ext4"},
             # Bind where the pod lands: an EBS volume lives in one AZ.
             volume_binding_mode="WaitForFirstConsumer", allow_volume_expansion=True,
-            reclaim_policy="Delete", opts=k8s_opts)
+            reclaim_policy="Delete", opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider))
 
+    def _file_system(self) -> tuple[aws.efs.FileSystem, list[aws.efs.MountTarget]]:
+        """The EFS file system and a mount target in every node subnet, reachable over NFS from
+        the cluster's nodes only."""
+        name, args, child = self._name, self._args, pulumi.ResourceOptions(parent=self)
         nfs = aws.ec2.SecurityGroup(
             f"{name}-nfs", vpc_id=args.vpc_id, description="NFS from the EKS cluster only",
             ingress=[aws.ec2.SecurityGroupIngressArgs(
@@ -92,9 +110,17 @@ class SharedStorage(pulumi.ComponentResource):
             aws.efs.MountTarget(f"{name}-efs-mt-{i}", file_system_id=fs.id, subnet_id=subnet,
                                 security_groups=[nfs.id], opts=child)
             for i, subnet in enumerate(args.node_subnet_ids)]
+        return fs, mount_targets
 
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-slurm-ns", metadata={"name": SLURM_NAMESPACE}, opts=k8s_opts)
+    def _slurm_namespace(self) -> k8s.core.v1.Namespace:
+        return k8s.core.v1.Namespace(
+            f"{self._name}-slurm-ns", metadata={"name": SLURM_NAMESPACE},
+            opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider))
+
+    def _shared_claim(self, fs: aws.efs.FileSystem, mountable: list[pulumi.Resource],
+                      namespace: k8s.core.v1.Namespace) -> k8s.core.v1.PersistentVolumeClaim:
+        """A static ReadWriteMany PV on the file system, bound by name to the /shared claim."""
+        name, args = self._name, self._args
         volume = k8s.core.v1.PersistentVolume(
             f"{name}-shared-pv",
             metadata={"name": SHARED_PV},
@@ -105,16 +131,13 @@ class SharedStorage(pulumi.ComponentResource):
                   # Reserved for our claim, so no other claim can take it.
                   "claimRef": {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC},
                   "csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id}},
-            # A PV used before its mount targets exist hangs pods in ContainerCreating.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*mount_targets, efs_driver]))
-        self.claim = k8s.core.v1.PersistentVolumeClaim(
+            # A PV used before its mount targets (and the EFS driver) exist hangs pods in
+            # ContainerCreating.
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=mountable))
+        return k8s.core.v1.PersistentVolumeClaim(
             f"{name}-shared-pvc",
             metadata={"name": SHARED_PVC, "namespace": SLURM_NAMESPACE},
             spec={"accessModes": ["ReadWriteMany"], "storageClassName": "",
                   "volumeName": SHARED_PV, "resources": {"requests": {"storage": SHARED_CAPACITY}}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[volume, self.namespace]))
-        self.file_system_id = fs.id
-        self.claim_name = SHARED_PVC
-        self.register_outputs({"file_system_id": self.file_system_id})
+                                        depends_on=[volume, namespace]))

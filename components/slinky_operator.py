@@ -17,41 +17,57 @@ OPERATOR_NAMESPACE = "slinky"
 
 @dataclass(frozen=True)
 class SlinkyOperatorArgs:
+    """Every field is required (no defaults)."""
+    # The Slinky charts' version (slinkyChartVersion): slurm-operator-crds and slurm-operator.
     chart_version: str
+    # The cert-manager chart's version (certManagerVersion).
     cert_manager_version: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    system_nodes: Sequence[pulumi.Resource]
+    # What every release waits for: the core nodes they run on (NodeGroups.core_ready).
+    depends_on: Sequence[pulumi.Resource]
 
 
 class SlinkyOperator(pulumi.ComponentResource):
-    cert_manager: k8s.helm.v3.Release
-    crds: k8s.helm.v3.Release
-    operator: k8s.helm.v3.Release
+    cert_manager: k8s.helm.v3.Release   # issues the operator webhook's certificate
+    crds: k8s.helm.v3.Release           # the Slinky custom resource definitions
+    operator: k8s.helm.v3.Release       # the operator and its webhook, in the slinky namespace
+    # What the Slurm release waits for: the operator with its webhook Ready.
+    ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: SlinkyOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slinky:SlinkyOperator", name, None, opts)
-        core = dict(CORE_LABELS)
+        self._name, self._args = name, args
+        self.cert_manager = self._cert_manager()
+        self.crds = self._crds()
+        self.operator = self._operator()
+        self.ready = [self.operator]
+        self.register_outputs({"operator": self.operator.status})
 
-        slinky_repo = versions.SLINKY_REPOSITORY
+    def _release(self, suffix: str, chart: str, version: str, repo: str, namespace: str,
+                 values: dict, depends_on: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
+        # Helm --wait makes the webhooks Ready before anything depends on them ("no endpoints
+        # available for service": SlinkyProject/slurm-operator issue #96).
+        return chart_release(f"{self._name}-{suffix}", chart, version, repo, namespace=namespace,
+                             values=values, parent=self, provider=self._args.provider,
+                             depends_on=depends_on, timeout=timeout, create_namespace=True)
 
-        def release(suffix: str, chart: str, version: str, repo: str, namespace: str,
-                    values: dict, after: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
-            # Helm --wait makes the webhooks Ready before anything depends on them ("no endpoints
-            # available for service": SlinkyProject/slurm-operator issue #96).
-            return chart_release(f"{name}-{suffix}", chart, version, repo, namespace=namespace,
-                                 values=values, parent=self, provider=args.provider,
-                                 depends_on=after, timeout=timeout, create_namespace=True)
-
-        self.cert_manager = release(
-            "cert-manager", versions.CERT_MANAGER.chart, args.cert_manager_version,
-            versions.CERT_MANAGER.repository, "cert-manager",
+    def _cert_manager(self) -> k8s.helm.v3.Release:
+        core, cm = dict(CORE_LABELS), versions.CERT_MANAGER
+        return self._release(
+            "cert-manager", cm.chart, self._args.cert_manager_version, cm.repository, "cert-manager",
             {"nodeSelector": core, "webhook": {"nodeSelector": core},
              "cainjector": {"nodeSelector": core}, "startupapicheck": {"nodeSelector": core}},
-            args.system_nodes, timeout=900)
-        self.crds = release("crds", "slurm-operator-crds", args.chart_version, slinky_repo,
-                            OPERATOR_NAMESPACE, {}, args.system_nodes, timeout=300)
-        self.operator = release(
-            "operator", "slurm-operator", args.chart_version, slinky_repo, OPERATOR_NAMESPACE,
-            {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
-            [*args.system_nodes, self.cert_manager, self.crds], timeout=900)
-        self.register_outputs({"operator": self.operator.status})
+            self._args.depends_on, timeout=900)
+
+    def _crds(self) -> k8s.helm.v3.Release:
+        return self._release("crds", "slurm-operator-crds", self._args.chart_version,
+                             versions.SLINKY_REPOSITORY, OPERATOR_NAMESPACE, {},
+                             self._args.depends_on, timeout=300)
+
+    def _operator(self) -> k8s.helm.v3.Release:
+        core = dict(CORE_LABELS)
+        return self._release(
+            "operator", "slurm-operator", self._args.chart_version, versions.SLINKY_REPOSITORY,
+            OPERATOR_NAMESPACE, {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
+            [*self._args.depends_on, self.cert_manager, self.crds], timeout=900)

@@ -29,53 +29,82 @@ from model.gpu_pools import GpuPool
 
 @dataclass(frozen=True)
 class SlurmClusterArgs:
+    """Every field is required (no defaults)."""
+    # The Slinky `slurm` chart's version (slinkyChartVersion).
     chart_version: str
     gpu_pools: Sequence[GpuPool]   # one NodeSet and one partition each
+    # The slurmd image's repository URL as pushed (SlurmdImage.repository_url).
     image_repository: pulumi.Input[str]
+    # Its digest (SlurmdImage.digest): the NodeSet runs the image by digest.
     image_digest: pulumi.Input[str]
+    # Its tag (slurmdImageTag), rendered beside the digest.
     image_tag: str
+    # The tag of the Slinky controller/restd/login images (slurm_values.slinky_image_tag).
     slinky_image_tag: str
+    # root's authorized key on the login pod (sshPublicKey).
     ssh_public_key: str
+    # The only sources the login NLB admits on port 22 (sshAllowedCidrs).
     ssh_allowed_cidrs: Sequence[str]
+    # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
     shared_claim: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    namespace: pulumi.Resource
-    # What the controller's gp3 claim needs, and must be deleted before (StorageClass, EBS CSI).
-    state_storage: Sequence[pulumi.Resource]
-    # What the Slurm release waits for (operator webhook Ready, /shared claim, device plugins).
-    after: Sequence[pulumi.Resource]
-    # The login Service is deleted while the load balancer controller still runs.
-    load_balancer_controller: pulumi.Resource
+    # What every object in the slurm namespace here waits for (the release through its keys and
+    # state claim): the Namespace (SharedStorage.namespace_ready).
+    depends_on: Sequence[pulumi.Resource]
+    # What the controller's gp3 state claim (and its guard) waits for, and must be deleted
+    # before: StorageClass and EBS driver (SharedStorage.gp3_ready).
+    state_depends_on: Sequence[pulumi.Resource]
+    # What the Slurm release waits for: operator webhook Ready, the /shared claim bound, the
+    # device plugins running (SlinkyOperator.ready, SharedStorage.ready, DevicePlugins.ready).
+    release_depends_on: Sequence[pulumi.Resource]
+    # What the login Service waits for: the load balancer controller (LoadBalancerController.ready),
+    # so the Service is deleted while the controller still runs to delete the NLB.
+    login_depends_on: Sequence[pulumi.Resource]
 
 
 class SlurmCluster(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release
-    release_values: pulumi.Output[dict]
-    login: k8s.core.v1.Service
-    login_hostname: pulumi.Output[str]
-    ssh_command: pulumi.Output[str]
+    release: k8s.helm.v3.Release          # the Slinky `slurm` release (custom resources only)
+    release_values: pulumi.Output[dict]   # the values computed here, before the reviewed base
+    login: k8s.core.v1.Service            # the login NLB's Service
+    login_hostname: pulumi.Output[str]    # the NLB's DNS name
+    ssh_command: pulumi.Output[str]       # `ssh root@<login_hostname>`
+    # What waits for the Slurm cluster (the readiness check): the release and the login endpoint.
+    ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: SlurmClusterArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:SlurmCluster", name, None, opts)
+        self._name, self._args = name, args
+        slurm_key = self._key_secret("slurm", SLURM_KEY_SECRET, "slurm.key", 1024)
+        jwt_key = self._key_secret("jwt", JWT_KEY_SECRET, "jwt.key", 64)
+        state = self._state_claim()
+        self.release_values = self._values()
+        self.release = self._release([slurm_key, jwt_key, state])
+        self.login = self._login()
+        self.login_hostname = self.login.status.load_balancer.ingress[0].hostname
+        self.ssh_command = pulumi.Output.concat("ssh root@", self.login_hostname)
+        self.ready = [self.release, self.login]
+        self.register_outputs({"login_hostname": self.login_hostname, "ssh_command": self.ssh_command})
 
+    def _key_secret(self, suffix: str, secret: str, key: str, length: int) -> k8s.core.v1.Secret:
         # Random bytes live in the state: the same keys on every preview and update.
-        def key_secret(suffix: str, secret: str, key: str, length: int) -> k8s.core.v1.Secret:
-            raw = random.RandomBytes(f"{name}-{suffix}-key-bytes", length=length,
-                                     opts=pulumi.ResourceOptions(parent=self))
-            return k8s.core.v1.Secret(
-                f"{name}-{suffix}-key",
-                metadata={"name": secret, "namespace": SLURM_NAMESPACE},
-                data={key: raw.base64}, immutable=True,
-                opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[args.namespace]))
+        name, args = self._name, self._args
+        raw = random.RandomBytes(f"{name}-{suffix}-key-bytes", length=length,
+                                 opts=pulumi.ResourceOptions(parent=self))
+        return k8s.core.v1.Secret(
+            f"{name}-{suffix}-key",
+            metadata={"name": secret, "namespace": SLURM_NAMESPACE},
+            data={key: raw.base64}, immutable=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
 
-        slurm_key = key_secret("slurm", SLURM_KEY_SECRET, "slurm.key", 1024)
-        jwt_key = key_secret("jwt", JWT_KEY_SECRET, "jwt.key", 64)
+    def _state_claim(self) -> k8s.core.v1.PersistentVolumeClaim:
+        name, args = self._name, self._args
         # Deleted after the claim and before the StorageClass, the EBS driver and the nodes, the
         # guard holds destroy until the claim's EBS volume is deleted too.
         guard = StateVolumeGuard(f"{name}-state-guard", StateVolumeGuardArgs(
             namespace=SLURM_NAMESPACE, claim=STATE_CLAIM, provider=args.provider,
-            outlives=[args.namespace, *args.state_storage]), opts=pulumi.ResourceOptions(parent=self))
-        state = k8s.core.v1.PersistentVolumeClaim(
+            depends_on=[*args.depends_on, *args.state_depends_on]), opts=pulumi.ResourceOptions(parent=self))
+        return k8s.core.v1.PersistentVolumeClaim(
             f"{name}-state",
             metadata={"name": STATE_CLAIM, "namespace": SLURM_NAMESPACE,
                       # gp3 binds when slurmctld is scheduled (WaitForFirstConsumer): no wait here.
@@ -83,23 +112,30 @@ class SlurmCluster(pulumi.ComponentResource):
             spec={"accessModes": ["ReadWriteOnce"], "storageClassName": GP3,
                   "resources": {"requests": {"storage": "4Gi"}}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[args.namespace, *args.state_storage, guard.deployment]))
+                                        depends_on=[*args.depends_on, *args.state_depends_on, guard.deployment]))
 
-        values = pulumi.Output.all(args.image_repository, args.image_digest).apply(
+    def _values(self) -> pulumi.Output[dict]:
+        args = self._args
+        return pulumi.Output.all(args.image_repository, args.image_digest).apply(
             lambda image: slurm_values(SlurmValuesArgs(
                 gpu_pools=args.gpu_pools, image_repository=image[0],
                 image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
                 slinky_image_tag=args.slinky_image_tag)))
-        self.release_values = values
-        self.release = chart_release(
-            f"{name}-release", "slurm", args.chart_version, versions.SLINKY_REPOSITORY,
-            release_name=RELEASE, namespace=SLURM_NAMESPACE, values=values, parent=self,
-            provider=args.provider, depends_on=[*args.after, slurm_key, jwt_key, state], timeout=1200)
 
-        self.login = login = k8s.core.v1.Service(
-            f"{name}-login",
+    def _release(self, own: list[pulumi.Resource]) -> k8s.helm.v3.Release:
+        """The release, after what it waits for and this component's keys and state claim (`own`)."""
+        args = self._args
+        return chart_release(
+            f"{self._name}-release", "slurm", args.chart_version, versions.SLINKY_REPOSITORY,
+            release_name=RELEASE, namespace=SLURM_NAMESPACE, values=self.release_values, parent=self,
+            provider=args.provider, depends_on=[*args.release_depends_on, *own], timeout=1200)
+
+    def _login(self) -> k8s.core.v1.Service:
+        args = self._args
+        return k8s.core.v1.Service(
+            f"{self._name}-login",
             metadata={"name": LOGIN_SERVICE, "namespace": SLURM_NAMESPACE, "annotations": {
                 "service.beta.kubernetes.io/aws-load-balancer-type": "external",
                 "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
@@ -117,7 +153,4 @@ class SlurmCluster(pulumi.ComponentResource):
             # Not after the release: nothing of it is needed to create the NLB. The controller
             # must run first (and still run on delete to remove the NLB); the namespace holds it.
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[args.load_balancer_controller, args.namespace]))
-        self.login_hostname = login.status.load_balancer.ingress[0].hostname
-        self.ssh_command = pulumi.Output.concat("ssh root@", self.login_hostname)
-        self.register_outputs({"login_hostname": self.login_hostname, "ssh_command": self.ssh_command})
+                                        depends_on=[*args.login_depends_on, *args.depends_on]))

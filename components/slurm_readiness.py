@@ -47,25 +47,33 @@ def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
 
 @dataclass(frozen=True)
 class SlurmReadinessArgs:
+    """Every field is required (no defaults)."""
+    # The slurm namespace's name: the Job, its RBAC and the NodeSet live there.
     namespace: str
-    # The Namespace object itself: its RBAC objects are created in it and deleted before it.
-    namespace_resource: pulumi.Resource
+    # What the objects in the namespace wait for: the Namespace itself (SharedStorage.namespace_ready),
+    # so its RBAC objects are created in it and deleted before it.
+    depends_on: Sequence[pulumi.Resource]
     # The NodeSet waited for: the first GPU pool's (a stack with several pools waits for that one).
     nodeset: str
     nodeset_object: str          # the NodeSet's Kubernetes name
     node_prefix: str             # its Slurm nodes' names
     slurm_pod: str               # a pod of fixed name with scontrol: the only one exec is allowed into
-    slurm_container: str
+    slurm_container: str         # that pod's container with scontrol
+    # The Slurm release's computed values (SlurmCluster.release_values): the trigger's source.
     release_values: pulumi.Input[dict]
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    after: Sequence[pulumi.Resource]
+    # What the Job waits for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
+    job_depends_on: Sequence[pulumi.Resource]
 
 
 class SlurmReadiness(pulumi.ComponentResource):
+    trigger: pulumi.Output[str]   # the 12 hex digits in the Job's name (rollout_trigger)
+
     def __init__(self, name: str, args: SlurmReadinessArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:SlurmReadiness", name, None, opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                          depends_on=[args.namespace_resource])
+                                          depends_on=list(args.depends_on))
         meta = {"name": "slurm-rollout-wait", "namespace": args.namespace}
         account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=k8s_opts)
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=[
@@ -83,7 +91,7 @@ class SlurmReadiness(pulumi.ComponentResource):
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": meta["name"]},
             subjects=[{"kind": "ServiceAccount", "name": meta["name"], "namespace": args.namespace}],
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[args.namespace_resource, account, role]))
+                                        depends_on=[*args.depends_on, account, role]))
         code = {m: (TOOLS / m).read_text() for m in MODULES}
         code_hash = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()).hexdigest()
         module = k8s.core.v1.ConfigMap(
@@ -114,5 +122,5 @@ class SlurmReadiness(pulumi.ComponentResource):
                 "volumes": [{"name": "code", "configMap": {"name": module.metadata.name}}],
             }}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[binding, module, *args.after]))
+                                        depends_on=[binding, module, *args.job_depends_on]))
         self.register_outputs({"trigger": self.trigger})

@@ -17,15 +17,16 @@ from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 
 @dataclass(frozen=True)
 class SlurmValuesArgs:
-    gpu_pools: Sequence[GpuPool]
-    image_repository: str
-    image_digest: str
-    image_tag: str
-    ssh_public_key: str
-    shared_claim: str
-    state_claim: str
-    slurm_key_secret: str
-    jwt_key_secret: str
+    """Every field is required (no defaults)."""
+    gpu_pools: Sequence[GpuPool]   # one NodeSet and one partition each
+    image_repository: str          # the slurmd image's repository URL
+    image_digest: str              # its sha256:<digest>: what the NodeSet runs
+    image_tag: str                 # its tag, rendered beside the digest
+    ssh_public_key: str            # root's authorized key on the login pod
+    shared_claim: str              # the /shared claim mounted by slurmd and login pods
+    state_claim: str               # the controller's state claim (slurmctld's save-state directory)
+    slurm_key_secret: str          # the Secret holding slurm.key (auth/slurm between daemons)
+    jwt_key_secret: str            # the Secret holding jwt.key (auth/jwt: slurmrestd tokens)
     # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
     # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
     slinky_image_tag: str

@@ -32,30 +32,50 @@ WAIT_SECONDS = 600
 
 @dataclass(frozen=True)
 class StateVolumeGuardArgs:
+    """Every field is required (no defaults)."""
+    # The namespace's name: the guard's objects and the claim live there.
     namespace: str
+    # The name of the claim whose EBS volume destroy waits for.
     claim: str
+    # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    # What must outlive the volume: the namespace, the StorageClass and EBS CSI driver (and,
-    # through the driver, the core nodes).
-    outlives: Sequence[pulumi.Resource]
+    # What every object of the guard waits for, and so what outlives the volume: the namespace,
+    # the StorageClass and EBS CSI driver (and, through the driver, the core nodes).
+    depends_on: Sequence[pulumi.Resource]
 
 
 class StateVolumeGuard(pulumi.ComponentResource):
+    # The guard itself: the state claim depends on it, so destroy deletes it after the claim.
     deployment: k8s.apps.v1.Deployment
 
     def __init__(self, name: str, args: StateVolumeGuardArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:StateVolumeGuard", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.outlives))
-        meta = {"name": GUARD, "namespace": args.namespace}
-        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=k8s_opts)
-        # Read-only: the claim in its namespace, and PersistentVolumes (cluster-scoped).
+        self._name, self._args = name, args
+        account = self._account()
+        bindings = self._read_access()
+        self.deployment = self._deployment(account, bindings)
+        self.register_outputs({"deployment": self.deployment.metadata.name})
+
+    def _meta(self) -> dict:
+        return {"name": GUARD, "namespace": self._args.namespace}
+
+    def _k8s_opts(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
+                                      depends_on=list(self._args.depends_on))
+
+    def _account(self) -> k8s.core.v1.ServiceAccount:
+        return k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=self._meta(), opts=self._k8s_opts())
+
+    def _read_access(self) -> list[pulumi.Resource]:
+        """Read-only: the claim in its namespace, and PersistentVolumes (cluster-scoped)."""
+        name, args, meta, k8s_opts = self._name, self._args, self._meta(), self._k8s_opts()
         claim_reader = k8s.rbac.v1.Role(f"{name}-claim-reader", metadata=meta, rules=[
             {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [args.claim],
              "verbs": ["get"]}], opts=k8s_opts)
         volume_reader = k8s.rbac.v1.ClusterRole(f"{name}-volume-reader", metadata={"name": GUARD}, rules=[
             {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["list"]}], opts=k8s_opts)
         subjects = [{"kind": "ServiceAccount", "name": GUARD, "namespace": args.namespace}]
-        bindings = [
+        return [
             k8s.rbac.v1.RoleBinding(
                 f"{name}-claim-reader-binding", metadata=meta, subjects=subjects,
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": GUARD},
@@ -65,10 +85,14 @@ class StateVolumeGuard(pulumi.ComponentResource):
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": GUARD},
                 opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volume_reader]))),
         ]
+
+    def _deployment(self, account: k8s.core.v1.ServiceAccount,
+                    bindings: list[pulumi.Resource]) -> k8s.apps.v1.Deployment:
+        args = self._args
         labels = {"app.kubernetes.io/name": GUARD}
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata={**meta, "annotations": {
+        return k8s.apps.v1.Deployment(
+            f"{self._name}-deployment",
+            metadata={**self._meta(), "annotations": {
                 # The delete waits for the pod to end: its wait plus a margin.
                 TIMEOUT: str(WAIT_SECONDS + 60)}},
             spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": {
@@ -84,5 +108,4 @@ class StateVolumeGuard(pulumi.ComponentResource):
                         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
                                       "limits": {"memory": "64Mi"}}}]}}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.outlives, account, *bindings]))
-        self.register_outputs({"deployment": self.deployment.metadata.name})
+                                        depends_on=[*args.depends_on, account, *bindings]))
