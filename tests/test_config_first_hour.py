@@ -1,12 +1,14 @@
 """Config mistakes a new user makes in the first hour: a misspelled key, an IPv6 address, the dev
 stack's example SSH key."""
 
+import datetime
+
 import pytest
 import yaml
 
-from components import stack_config
 from conftest import rejected
 from harness import PROJECT_DIR, run_program
+from model import config_schema, rules
 
 OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
 EXAMPLE_WARNING = "sshPublicKey is the example key of Pulumi.dev.yaml"
@@ -14,13 +16,13 @@ EXAMPLE_WARNING = "sshPublicKey is the example key of Pulumi.dev.yaml"
 
 def test_a_misspelled_key_is_refused_with_a_did_you_mean():
     msg = rejected(gpuNodeCont=3)
-    assert "slinky-eks:gpuNodeCont = '3' is not a key of this project" in msg
+    assert "slinky-eks:gpuNodeCont = '3': not a key of this project" in msg
     assert "did you mean slinky-eks:gpuNodeCount?" in msg and "`pulumi config rm gpuNodeCont`" in msg
 
 
 def test_an_unknown_key_without_a_close_match_is_still_refused():
     msg = rejected(colour="blue")
-    assert "slinky-eks:colour = 'blue' is not a key of this project" in msg and "did you mean" not in msg
+    assert "slinky-eks:colour = 'blue': not a key of this project" in msg and "did you mean" not in msg
 
 
 def test_keys_of_other_namespaces_are_left_to_their_providers():
@@ -28,17 +30,17 @@ def test_keys_of_other_namespaces_are_left_to_their_providers():
 
 
 def test_every_declared_key_is_accepted():
-    declared = stack_config._declared_keys()
+    declared = config_schema.project_keys(datetime.date.today())
     given = {f"slinky-eks:{k}": "x" for k in declared}
-    assert declared and stack_config.undeclared_key_problems("slinky-eks", given, declared) == []
+    assert declared and config_schema.undeclared_keys("slinky-eks", given, declared) == []
 
 
 def test_undeclared_secret_values_are_withheld():
-    problems = stack_config.undeclared_key_problems("slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"},
-                                                    ["sshPublicKey"])
-    assert problems == ["slinky-eks:sshPrivateKey = '[secret]' is not a key of this project (Pulumi.yaml "
-                        "declares the keys): did you mean slinky-eks:sshPublicKey? Remove it with "
-                        "`pulumi config rm sshPrivateKey`"]
+    problems = config_schema.undeclared_keys("slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"},
+                                             ["sshPublicKey"])
+    assert [p.render("slinky-eks") for p in problems] == [
+        "slinky-eks:sshPrivateKey = '[secret]': not a key of this project (Pulumi.yaml declares the "
+        "keys): did you mean slinky-eks:sshPublicKey? Remove it with `pulumi config rm sshPrivateKey`"]
 
 
 def test_undeclared_keys_come_back_with_the_other_problems():
@@ -60,7 +62,7 @@ def test_ipv6_anywhere_is_refused_even_when_anywhere_is_allowed():
 
 def test_the_dev_stacks_key_is_the_example_key():
     dev = yaml.safe_load((PROJECT_DIR / "Pulumi.dev.yaml").read_text())["config"]
-    assert dev["slinky-eks:sshPublicKey"].split()[1] == stack_config.EXAMPLE_SSH_KEY
+    assert dev["slinky-eks:sshPublicKey"].split()[1] == rules.EXAMPLE_SSH_KEY
 
 
 def test_the_example_key_warns_at_preview_how_to_set_ones_own():
