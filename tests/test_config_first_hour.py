@@ -6,6 +6,7 @@ import datetime
 import pytest
 import yaml
 
+from components import stack_config
 from conftest import rejected
 from harness import PROJECT_DIR, run_program
 from model import config_schema, rules
@@ -82,12 +83,31 @@ def test_ones_own_key_gives_no_warning():
 EXTENDED = "is in EKS extended support"
 
 
+@pytest.fixture
+def on_2026_12_01(monkeypatch):
+    """Read EKS's version calendar as on 2026-12-01: extended support 1.32 and 1.33."""
+    monkeypatch.setattr(stack_config, "today", lambda: datetime.date(2026, 12, 1))
+
+
 @pytest.mark.parametrize("version", ["1.32", "1.33"])
-def test_an_extended_support_kubernetes_version_deploys_with_a_price_warning(version):
+def test_an_extended_support_kubernetes_version_deploys_with_a_price_warning(version, on_2026_12_01):
     graph = run_program("dev", {"kubernetesVersion": version})
     (warning,) = [w for w in graph.warnings if EXTENDED in w]
     assert graph.resources and f"kubernetesVersion {version}" in warning and "1.34, 1.35, 1.36" in warning
 
 
+def test_a_version_leaves_standard_support_on_the_day_the_calendar_says(monkeypatch):
+    monkeypatch.setattr(stack_config, "today", lambda: datetime.date(2026, 12, 3))
+    graph = run_program("dev", {"kubernetesVersion": "1.34"})
+    (warning,) = [w for w in graph.warnings if EXTENDED in w]
+    assert "standard support: 1.35, 1.36" in warning
+
+
 def test_a_standard_support_kubernetes_version_has_no_price_warning(dev):
     assert not [w for w in dev.warnings if EXTENDED in w]
+
+
+def test_warnings_never_block_a_stack(on_2026_12_01):
+    graph = run_program("dev", {"kubernetesVersion": "1.33"})
+    assert graph.error is None and graph.resources
+    assert len([w for w in graph.warnings if EXTENDED in w or EXAMPLE_WARNING in w]) == 2
