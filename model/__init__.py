@@ -1,3 +1,5 @@
 """The facts the program is built from, with no Pulumi imports: the cluster contract every
-component and tool agrees on (contract.py) and the GPU pools' schema and rules (gpu_pools.py).
+component and tool agrees on (contract.py), the GPU pools' schema and rules (gpu_pools.py), and
+the config schema (config_schema.py) with its small rules (rules.py, eks_versions.py), which
+return problems with a level (problems.py).
 Components and tools import these, never each other's constants."""
