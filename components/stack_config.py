@@ -104,7 +104,7 @@ def _preflight(account: Account, checked: config_schema.Checked) -> tuple[tuple[
 
 def load(account: Account) -> StackConfig:
     """Read the stack's configuration, apply the schema's rules, then ask the account what it
-    must allow. Refused with every error at once; accepted with every warning logged."""
+    must allow. Every warning is logged; any error refuses the stack, all of them at once."""
     project, stack = pulumi.get_project(), pulumi.get_stack()
     day = today()
     keys = list(config_schema.schema(day))
@@ -112,11 +112,11 @@ def load(account: Account) -> StackConfig:
     node_zones, found = _preflight(account, checked)
     problems = checked.problems + found
     problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
-    errors = [p.render(project) for p in problems if p.is_error]
-    if errors:
-        raise ConfigError(errors)
     for p in problems:
-        pulumi.log.warn(p.render(project))
+        if not p.is_error:
+            pulumi.log.warn(p.render(project))
+    if errors := [p.render(project) for p in problems if p.is_error]:
+        raise ConfigError(errors)
     return _stack_config(project, stack, checked.values, checked.pools, node_zones)
 
 

@@ -111,3 +111,9 @@ def test_warnings_never_block_a_stack(on_2026_12_01):
     graph = run_program("dev", {"kubernetesVersion": "1.33"})
     assert graph.error is None and graph.resources
     assert len([w for w in graph.warnings if EXTENDED in w or EXAMPLE_WARNING in w]) == 2
+
+
+def test_a_refused_stack_still_shows_its_warnings(on_2026_12_01):
+    graph = run_program("dev", {"kubernetesVersion": "1.33", "gpuNodeCount": 0}, expect_error=True)
+    assert "gpuNodeCount" in str(graph.error) and graph.resources == []
+    assert [w for w in graph.warnings if EXTENDED in w]
