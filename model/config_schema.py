@@ -255,8 +255,8 @@ class Checked:
 
 def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Checked:
     """Every key of schema(day) read from `raw` (key name -> config string, None when unset) and
-    every rule applied; nothing is skipped because something else failed, so every problem comes
-    back at once."""
+    its rules applied whatever the other keys' found, then the rules over several keys on the
+    values that passed: every problem at once, none twice."""
     values: dict[str, Any] = {}
     ok: dict[str, Any] = {}
     problems: list[Problem] = []
