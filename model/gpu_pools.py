@@ -64,6 +64,16 @@ _node_count = rules.whole_number(*NODE_COUNT)
 _root_volume = rules.whole_number(*ROOT_VOLUME_GIB)
 
 
+def pool_name(key: str, value: Any) -> list[Problem]:
+    """A DNS label of at most 20 characters that is not the partition over every pool."""
+    if not isinstance(value, str) or not _POOL_NAME.match(value):
+        return [error(key, value, "lower-case letters, digits and '-', starting with a letter and "
+                      "ending with a letter or digit, at most 20 characters")]
+    if value == ALL_POOLS_PARTITION:
+        return [error(key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool")]
+    return []
+
+
 def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | None, list[Problem]]:
     at = f"gpuPools[{i}]"
     if not isinstance(entry, dict):
@@ -71,13 +81,7 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
                                        "rootVolumeGiB?}")]
     problems = [error(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
                 for k in entry if k not in _FIELDS]
-    name = entry.get("name")
-    if not isinstance(name, str) or not _POOL_NAME.match(name):
-        problems.append(error(f"{at}.name", name, "lower-case letters, digits and '-', starting with a "
-                              "letter and ending with a letter or digit, at most 20 characters"))
-    elif name == ALL_POOLS_PARTITION:
-        problems.append(error(f"{at}.name", name, f"any name but '{ALL_POOLS_PARTITION}', the partition "
-                              "over every pool"))
+    problems += pool_name(f"{at}.name", entry.get("name"))
     problems += rules.gpu_instance_type(f"{at}.instanceType", entry.get("instanceType"))
     problems += _node_count(f"{at}.nodeCount", entry.get("nodeCount"))
     pool_zone = entry.get("availabilityZone", zone)
@@ -88,7 +92,7 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
         problems += _root_volume(f"{at}.rootVolumeGiB", entry["rootVolumeGiB"])
     if problems:
         return None, problems
-    return GpuPool(name, catalog.lookup(entry["instanceType"]), entry["nodeCount"], pool_zone,
+    return GpuPool(entry["name"], catalog.lookup(entry["instanceType"]), entry["nodeCount"], pool_zone,
                    entry.get("rootVolumeGiB", root_gib), i), []
 
 

@@ -352,3 +352,43 @@ def test_a_refused_default_pool_count_still_lets_the_account_check_its_type():
 
 def test_an_invalid_default_pool_type_gives_no_pool():
     assert gpu_pools.default_pool("m6i.2xlarge", 2, "us-west-2a", 400) == []
+
+
+# Pool rules (model/gpu_pools.py)
+
+POOL = {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}
+
+
+def test_a_dns_label_pool_name_passes():
+    assert gpu_pools.pool_name("gpuPools[0].name", "train-2") == []
+
+
+@pytest.mark.parametrize("name", ["Train", "x-", "a" * 21, 7])
+def test_a_pool_name_that_is_not_a_short_dns_label_is_an_error(name):
+    assert levels(gpu_pools.pool_name("gpuPools[0].name", name)) == [ERROR]
+
+
+def test_the_all_pools_partition_is_not_a_pool_name():
+    (p,) = gpu_pools.pool_name("gpuPools[0].name", gpu_pools.ALL_POOLS_PARTITION)
+    assert "the partition over every pool" in p.message
+
+
+def test_a_valid_pool_list_has_no_problems():
+    pools, problems = gpu_pools.pools_from_config([POOL], "us-west-2a", 400)
+    assert problems == [] and pools[0].root_volume_gib == 400 and pools[0].availability_zone == "us-west-2a"
+
+
+def test_a_second_pool_of_the_same_name_is_an_error_naming_the_first():
+    _, problems = gpu_pools.pools_from_config([POOL, {**POOL, "instanceType": "p5.48xlarge"}], "us-west-2a", 400)
+    assert [(p.key, p.message) for p in problems] == [
+        ("gpuPools[1].name", "a name no other pool has (gpuPools[0] is already 'infer')")]
+
+
+def test_an_unknown_pool_field_is_an_error_listing_the_fields():
+    _, (p,) = gpu_pools.pools_from_config([{**POOL, "zone": "x"}], "us-west-2a", 400)
+    assert p.key == "gpuPools[0].zone" and "availabilityZone" in p.message
+
+
+def test_pool_problems_are_errors():
+    _, problems = gpu_pools.pools_from_config([{"name": "A", "nodeCount": 0}], "us-west-2a", 400)
+    assert levels(problems) == [ERROR, ERROR, ERROR]
