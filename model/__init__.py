@@ -1,3 +1,6 @@
 """The facts the program is built from, with no Pulumi imports: the cluster contract every
-component and tool agrees on (contract.py), the instance catalog (catalog.py) and the GPU pools'
-schema and rules (gpu_pools.py). Components and tools import these, never each other's constants."""
+component and tool agrees on (contract.py), the instance catalog (catalog.py), every version pin
+(versions.py) and EKS's version calendar (eks_versions.py), image reference grammar
+(image_references.py), the GPU pools' schema and rules (gpu_pools.py), and the config schema
+(config_schema.py) with its small rules (rules.py), which return problems with a level
+(problems.py). Components and tools import these, never each other's constants."""

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from model import catalog
+from model import catalog, rules
+from model.problems import Problem, error
 
 # The pool of a stack without gpuPools. Its resources keep their pre-pool names (nodes-gpu,
 # nodes-gpu-lt, nodes-gpu-pg, NodeSet and partition `slinky`), so an upgrade replaces nothing;
@@ -58,69 +59,53 @@ class GpuPool:
         return "gpu" if self.name == DEFAULT_POOL else f"gpu-{self.name}"
 
 
-# (key, value, what is allowed), as stack_config reports it.
-Problem = tuple[str, Any, str]
+_node_count = rules.whole_number(*NODE_COUNT)
+_root_volume = rules.whole_number(*ROOT_VOLUME_GIB)
 
 
-def _whole(value: Any, bounds: tuple[int, int]) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or not bounds[0] <= value <= bounds[1]:
-        return None
-    return value
-
-
-def _instance_type_problem(name: Any) -> str | None:
-    if not isinstance(name, str):
-        return "an EFA-capable NVIDIA GPU instance type name"
-    if catalog.lookup(name) is None:
-        return (f"{catalog.describe_unsupported(name)}; allowed: an EFA-capable NVIDIA GPU type: "
-                f"{', '.join(catalog.efa_gpu_types())}")
-    return None
+def pool_name(key: str, value: Any) -> list[Problem]:
+    """A DNS label of at most 20 characters that is not the partition over every pool."""
+    if not isinstance(value, str) or not _POOL_NAME.match(value):
+        return [error(key, value, "lower-case letters, digits and '-', starting with a letter and "
+                      "ending with a letter or digit, at most 20 characters")]
+    if value == ALL_POOLS_PARTITION:
+        return [error(key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool")]
+    return []
 
 
 def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | None, list[Problem]]:
     at = f"gpuPools[{i}]"
     if not isinstance(entry, dict):
-        return None, [(at, entry, "an object {name, instanceType, nodeCount, availabilityZone?, "
-                                  "rootVolumeGiB?}")]
-    problems: list[Problem] = [(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
-                               for k in entry if k not in _FIELDS]
-    name = entry.get("name")
-    if not isinstance(name, str) or not _POOL_NAME.match(name):
-        problems.append((f"{at}.name", name, "lower-case letters, digits and '-', starting with a "
-                         "letter and ending with a letter or digit, at most 20 characters"))
-    elif name == ALL_POOLS_PARTITION:
-        problems.append((f"{at}.name", name, f"any name but '{ALL_POOLS_PARTITION}', the partition "
-                         "over every pool"))
-    if why := _instance_type_problem(entry.get("instanceType")):
-        problems.append((f"{at}.instanceType", entry.get("instanceType"), why))
-    count = _whole(entry.get("nodeCount"), NODE_COUNT)
-    if count is None:
-        problems.append((f"{at}.nodeCount", entry.get("nodeCount"),
-                         "a whole number from %d to %d" % NODE_COUNT))
+        return None, [error(at, entry, "an object {name, instanceType, nodeCount, availabilityZone?, "
+                                       "rootVolumeGiB?}")]
+    problems = [error(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
+                for k in entry if k not in _FIELDS]
+    problems += pool_name(f"{at}.name", entry.get("name"))
+    problems += rules.gpu_instance_type(f"{at}.instanceType", entry.get("instanceType"))
+    problems += _node_count(f"{at}.nodeCount", entry.get("nodeCount"))
     pool_zone = entry.get("availabilityZone", zone)
     # An unset availabilityZone, which the pools default to, is reported once, as itself.
     if "availabilityZone" in entry and (not isinstance(pool_zone, str) or not pool_zone):
-        problems.append((f"{at}.availabilityZone", pool_zone, "an availability zone name"))
-    gib = _whole(entry.get("rootVolumeGiB", root_gib), ROOT_VOLUME_GIB)
-    if gib is None:
-        problems.append((f"{at}.rootVolumeGiB", entry.get("rootVolumeGiB"),
-                         "a whole number from %d to %d" % ROOT_VOLUME_GIB))
+        problems.append(error(f"{at}.availabilityZone", pool_zone, "an availability zone name"))
+    if "rootVolumeGiB" in entry:
+        problems += _root_volume(f"{at}.rootVolumeGiB", entry["rootVolumeGiB"])
     if problems:
         return None, problems
-    return GpuPool(name, catalog.lookup(entry["instanceType"]), count, pool_zone, gib, i), []
+    return GpuPool(entry["name"], catalog.lookup(entry["instanceType"]), entry["nodeCount"], pool_zone,
+                   entry.get("rootVolumeGiB", root_gib), i), []
 
 
 def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool], list[Problem]]:
     """The pools of a gpuPools value (a list of objects), each field defaulted from the stack's
     availabilityZone and gpuRootVolumeGiB; every problem at once."""
     if not isinstance(raw, list) or not raw:
-        return [], [("gpuPools", raw, "a non-empty list of pools {name, instanceType, nodeCount, "
-                     "availabilityZone?, rootVolumeGiB?}; leave it unset for one pool from "
-                     "gpuInstanceType and gpuNodeCount")]
+        return [], [error("gpuPools", raw, "a non-empty list of pools {name, instanceType, nodeCount, "
+                          "availabilityZone?, rootVolumeGiB?}; leave it unset for one pool from "
+                          "gpuInstanceType and gpuNodeCount")]
     problems: list[Problem] = []
     if len(raw) > MAX_POOLS:
-        problems.append(("gpuPools", f"{len(raw)} pools", f"at most {MAX_POOLS}: EKS allows 30 "
-                         "managed node groups per cluster by default and the core nodes take one"))
+        problems.append(error("gpuPools", f"{len(raw)} pools", f"at most {MAX_POOLS}: EKS allows 30 "
+                              "managed node groups per cluster by default and the core nodes take one"))
     pools = []
     for i, entry in enumerate(raw):
         pool, found = _one_pool(i, entry, zone, root_gib)
@@ -131,11 +116,22 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
     for i, entry in enumerate(raw):
         name = entry.get("name") if isinstance(entry, dict) else None
         if isinstance(name, str) and name in seen:
-            problems.append((f"gpuPools[{i}].name", name, f"a name no other pool has "
-                             f"(gpuPools[{seen[name]}] is already '{name}')"))
+            problems.append(error(f"gpuPools[{i}].name", name, f"a name no other pool has "
+                                  f"(gpuPools[{seen[name]}] is already '{name}')"))
         elif isinstance(name, str):
             seen[name] = i
     return pools, problems
+
+
+def default_pool(instance_type: Any, node_count: Any, zone: str, root_gib: int) -> list[GpuPool]:
+    """The one pool of a stack without gpuPools, once gpuInstanceType is valid (its rules report
+    it otherwise). A count that is refused becomes 0, so that the account checks still look at
+    the type and the AZ but count no nodes."""
+    gpu = catalog.lookup(instance_type) if isinstance(instance_type, str) else None
+    if gpu is None:
+        return []
+    count = node_count if not _node_count("gpuNodeCount", node_count) else 0
+    return [GpuPool(DEFAULT_POOL, gpu, count, zone, root_gib)]
 
 
 # The label that tells the pools' nodes apart where there are several (every GPU node carries

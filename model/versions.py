@@ -1,7 +1,7 @@
 """Every version pin of the program, each written once: the upstream charts and their
 repositories, the Slinky chart <-> Slurm release pairing, the Slurm release the slurmd image is
-built on and its bases, the utility images of the program's own Jobs, the Kubernetes versions EKS
-offers, and the defaults of the version keys of Pulumi.yaml.
+built on and its bases, the utility images of the program's own Jobs, the default Kubernetes
+version, and the defaults of the version keys of Pulumi.yaml.
 
 A Python module rather than a YAML file: the program and the tools import it without a parser,
 a pin can be derived from another (the image tag and the slurmd base from the Slurm release), and
@@ -23,13 +23,8 @@ class Chart:
     version: str
 
 
-# Kubernetes versions EKS offers in late 2026
-# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): standard support
-# 1.34 (until 2026-12-02), 1.35, 1.36; extended support (6x the control-plane price,
-# https://aws.amazon.com/eks/pricing/) 1.32, 1.33. 1.31 left extended support on 2026-11-26.
-EKS_VERSIONS = ("1.32", "1.33", "1.34", "1.35", "1.36")
-EXTENDED_SUPPORT_VERSIONS = ("1.32", "1.33")
-# The newest in standard support: the longest before an upgrade is forced.
+# The default Kubernetes version: the newest EKS offers, the longest in standard support before an
+# upgrade is forced (which versions EKS offers, and until when: model/eks_versions.py).
 KUBERNETES_VERSION = "1.36"
 
 # Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version.

@@ -1,12 +1,15 @@
 """Config mistakes a new user makes in the first hour: a misspelled key, an IPv6 address, the dev
 stack's example SSH key."""
 
+import datetime
+
 import pytest
 import yaml
 
 from components import stack_config
 from conftest import rejected
 from harness import PROJECT_DIR, run_program
+from model import config_schema, rules
 
 OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
 EXAMPLE_WARNING = "sshPublicKey is the example key of Pulumi.dev.yaml"
@@ -14,13 +17,13 @@ EXAMPLE_WARNING = "sshPublicKey is the example key of Pulumi.dev.yaml"
 
 def test_a_misspelled_key_is_refused_with_a_did_you_mean():
     msg = rejected(gpuNodeCont=3)
-    assert "slinky-eks:gpuNodeCont = '3' is not a key of this project" in msg
+    assert "slinky-eks:gpuNodeCont = '3': not a key of this project" in msg
     assert "did you mean slinky-eks:gpuNodeCount?" in msg and "`pulumi config rm gpuNodeCont`" in msg
 
 
 def test_an_unknown_key_without_a_close_match_is_still_refused():
     msg = rejected(colour="blue")
-    assert "slinky-eks:colour = 'blue' is not a key of this project" in msg and "did you mean" not in msg
+    assert "slinky-eks:colour = 'blue': not a key of this project" in msg and "did you mean" not in msg
 
 
 def test_keys_of_other_namespaces_are_left_to_their_providers():
@@ -28,17 +31,17 @@ def test_keys_of_other_namespaces_are_left_to_their_providers():
 
 
 def test_every_declared_key_is_accepted():
-    declared = stack_config._declared_keys()
+    declared = config_schema.project_keys(datetime.date.today())
     given = {f"slinky-eks:{k}": "x" for k in declared}
-    assert declared and stack_config.undeclared_key_problems("slinky-eks", given, declared) == []
+    assert declared and config_schema.undeclared_keys("slinky-eks", given, declared) == []
 
 
 def test_undeclared_secret_values_are_withheld():
-    problems = stack_config.undeclared_key_problems("slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"},
-                                                    ["sshPublicKey"])
-    assert problems == ["slinky-eks:sshPrivateKey = '[secret]' is not a key of this project (Pulumi.yaml "
-                        "declares the keys): did you mean slinky-eks:sshPublicKey? Remove it with "
-                        "`pulumi config rm sshPrivateKey`"]
+    problems = config_schema.undeclared_keys("slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"},
+                                             ["sshPublicKey"])
+    assert [p.render("slinky-eks") for p in problems] == [
+        "slinky-eks:sshPrivateKey = '[secret]': not a key of this project (Pulumi.yaml declares the "
+        "keys): did you mean slinky-eks:sshPublicKey? Remove it with `pulumi config rm sshPrivateKey`"]
 
 
 def test_undeclared_keys_come_back_with_the_other_problems():
@@ -60,7 +63,7 @@ def test_ipv6_anywhere_is_refused_even_when_anywhere_is_allowed():
 
 def test_the_dev_stacks_key_is_the_example_key():
     dev = yaml.safe_load((PROJECT_DIR / "Pulumi.dev.yaml").read_text())["config"]
-    assert dev["slinky-eks:sshPublicKey"].split()[1] == stack_config.EXAMPLE_SSH_KEY
+    assert dev["slinky-eks:sshPublicKey"].split()[1] == rules.EXAMPLE_SSH_KEY
 
 
 def test_the_example_key_warns_at_preview_how_to_set_ones_own():
@@ -80,12 +83,37 @@ def test_ones_own_key_gives_no_warning():
 EXTENDED = "is in EKS extended support"
 
 
+@pytest.fixture
+def on_2026_12_01(monkeypatch):
+    """Read EKS's version calendar as on 2026-12-01: extended support 1.32 and 1.33."""
+    monkeypatch.setattr(stack_config, "today", lambda: datetime.date(2026, 12, 1))
+
+
 @pytest.mark.parametrize("version", ["1.32", "1.33"])
-def test_an_extended_support_kubernetes_version_deploys_with_a_price_warning(version):
+def test_an_extended_support_kubernetes_version_deploys_with_a_price_warning(version, on_2026_12_01):
     graph = run_program("dev", {"kubernetesVersion": version})
     (warning,) = [w for w in graph.warnings if EXTENDED in w]
     assert graph.resources and f"kubernetesVersion {version}" in warning and "1.34, 1.35, 1.36" in warning
 
 
+def test_a_version_leaves_standard_support_on_the_day_the_calendar_says(monkeypatch):
+    monkeypatch.setattr(stack_config, "today", lambda: datetime.date(2026, 12, 3))
+    graph = run_program("dev", {"kubernetesVersion": "1.34"})
+    (warning,) = [w for w in graph.warnings if EXTENDED in w]
+    assert "standard support: 1.35, 1.36" in warning
+
+
 def test_a_standard_support_kubernetes_version_has_no_price_warning(dev):
     assert not [w for w in dev.warnings if EXTENDED in w]
+
+
+def test_warnings_never_block_a_stack(on_2026_12_01):
+    graph = run_program("dev", {"kubernetesVersion": "1.33"})
+    assert graph.error is None and graph.resources
+    assert len([w for w in graph.warnings if EXTENDED in w or EXAMPLE_WARNING in w]) == 2
+
+
+def test_a_refused_stack_still_shows_its_warnings(on_2026_12_01):
+    graph = run_program("dev", {"kubernetesVersion": "1.33", "gpuNodeCount": 0}, expect_error=True)
+    assert "gpuNodeCount" in str(graph.error) and graph.resources == []
+    assert [w for w in graph.warnings if EXTENDED in w]

@@ -1,10 +1,12 @@
 """Every Kubernetes object the program creates directly validates against the upstream OpenAPI
 schema of the configured Kubernetes version."""
+import datetime
+
 import kubernetes_validate
 import pytest
 
 from harness import run_program
-from model.versions import EKS_VERSIONS
+from model import eks_versions
 
 
 def _objects(graph):
@@ -25,7 +27,7 @@ def test_objects_validate_against_the_configured_version(dev):
             pytest.fail(f"{name}: {e.message}")
 
 
-@pytest.mark.parametrize("version", EKS_VERSIONS)
+@pytest.mark.parametrize("version", eks_versions.offered(datetime.date.today()))
 def test_objects_validate_for_every_offered_version(version):
     graph = run_program("dev", {"kubernetesVersion": version})
     for _, obj in _objects(graph):

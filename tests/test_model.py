@@ -54,6 +54,22 @@ def test_the_model_imports_no_pulumi(path):
     assert [m for m, _ in _imports(path) if m.split(".")[0].startswith("pulumi")] == []
 
 
+def outside_the_model(path: pathlib.Path) -> list[str]:
+    """What a model module imports from the program's other packages (the model is their base)."""
+    return [m for m, _ in _imports(path) if m.split(".")[0] in ("components", "tools", "tests", "harness")]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "model").glob("*.py")), ids=lambda p: p.name)
+def test_the_model_imports_nothing_from_components_or_tools(path):
+    assert outside_the_model(path) == []
+
+
+def test_a_model_module_importing_a_component_is_found(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from model import catalog\nfrom components.image_references import registry_host\n")
+    assert outside_the_model(bad) == ["components.image_references"]
+
+
 def test_the_gpu_toleration_tolerates_the_gpu_taint():
     toleration = GPU_TAINT.toleration
     assert (toleration["key"], toleration["effect"], toleration["operator"]) == (GPU_TAINT.key, GPU_TAINT.effect, "Exists")

@@ -1,0 +1,297 @@
+"""The stack's configuration schema: every key with its type, its default (Pulumi.yaml declares the
+same, tests/test_project_file.py holds them together) and the rules that apply to it; then the
+rules that look at several keys at once. `check` reads raw config strings into typed values and
+returns every problem, errors and warnings alike; it never raises and never logs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import difflib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from model import eks_versions, gpu_pools, rules, versions
+from model.image_references import dlc_registry, reference_problem, registry_host
+from model.problems import NOT_SET, Problem, Rule, error
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED = _Required()   # no default: the stack must set the key
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str          # the project's key, or namespace:key for another namespace's (aws:region)
+    type: str          # as Pulumi.yaml declares it: string, integer, boolean or array
+    default: Any = REQUIRED
+    # Applied in order; once one finds an error the later ones (which assume it passed) are skipped.
+    rules: tuple[Rule, ...] = ()
+
+
+def image_reference(key: str, value: Any) -> list[Problem]:
+    why = reference_problem(value)
+    return [error(key, value, why)] if why else []
+
+
+_SLURM_VERSION = r"\d{2}\.\d{2}\.\d+"
+_CHART_VERSION = r"\d+\.\d+\.\d+"
+_IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_PIN = versions.CONFIG_DEFAULTS   # the version keys' defaults: their pins
+_whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.list_of_strings,)
+
+
+def schema(day: datetime.date) -> tuple[Key, ...]:
+    """Every key the program reads. The Kubernetes version's rules read EKS's calendar on `day`."""
+    return (
+        Key("aws:region", "string"),
+        Key("availabilityZone", "string"),
+        Key("kubernetesVersion", "string", _PIN["kubernetesVersion"],
+            (eks_versions.offered_on(day), eks_versions.standard_support_on(day))),
+        # Empty means slinky-eks-<stack>, which the rule checks too.
+        Key("clusterName", "string", "",
+            (rules.matches(r"[a-z][a-z0-9-]{0,37}", "lower-case letters, digits and '-', starting "
+                           "with a letter, at most 38 characters"),)),
+        Key("gpuInstanceType", "string", "g6.12xlarge", (rules.gpu_instance_type,)),
+        Key("gpuNodeCount", "integer", 2, (_whole(*gpu_pools.NODE_COUNT),)),
+        Key("gpuRootVolumeGiB", "integer", 400, (_whole(*gpu_pools.ROOT_VOLUME_GIB),)),
+        Key("gpuPools", "array", []),
+        Key("coreInstanceType", "string", "m6i.2xlarge", (rules.cpu_instance_type,)),
+        Key("coreNodeCount", "integer", 2, (_whole(1, 32),)),
+        Key("sshPublicKey", "string", REQUIRED, (rules.ssh_public_key, rules.not_the_example_ssh_key)),
+        Key("sshAllowedCidrs", "array", REQUIRED, _strings),
+        Key("allowSshFromAnywhere", "boolean", False, _boolean),
+        Key("apiAllowedCidrs", "array", [], _strings),
+        Key("allowApiFromAnywhere", "boolean", False, _boolean),
+        Key("adminRoleArns", "array", [], (rules.list_of_strings, rules.role_arns)),
+        Key("slinkyChartVersion", "string", _PIN["slinkyChartVersion"],
+            (rules.matches(_CHART_VERSION, f"a chart version such as {versions.SLINKY_CHART_VERSION}"),)),
+        Key("slurmVersion", "string", _PIN["slurmVersion"],
+            (rules.matches(_SLURM_VERSION, f"a full Slurm release such as {versions.SLURM_RELEASE} (pinned, so every "
+                           "node runs one build)"),)),
+        Key("certManagerVersion", "string", _PIN["certManagerVersion"],
+            (rules.matches(r"v\d+\.\d+\.\d+", f"a cert-manager chart version such as {versions.CERT_MANAGER.version}"),)),
+        Key("vpcCidr", "string", "10.0.0.0/16", (rules.private_vpc_cidr,)),
+        Key("slurmdImageTag", "string", _PIN["slurmdImageTag"],
+            (rules.matches(_IMAGE_TAG, "a Docker tag (letters, digits, '_', '.', '-'; at most 128)"),)),
+        Key("dlcBaseImage", "string", _PIN["dlcBaseImage"],
+            (image_reference,)),
+        Key("slurmdBaseImage", "string", _PIN["slurmdBaseImage"],
+            (image_reference,)),
+        Key("skipGpuQuotaCheck", "boolean", False, _boolean),
+        Key("buildImageOnPreview", "boolean", False, _boolean),
+        Key("retainSharedData", "boolean", False, _boolean),
+    )
+
+
+def read(key: Key, raw: str | None) -> Any:
+    """The value of a raw config string as the key's type, or the raw string where it is not one
+    (the key's rules then say what is allowed); NOT_SET where a required key has none."""
+    if raw is None:
+        return NOT_SET if key.default is REQUIRED else key.default
+    if key.type == "string":
+        # A blank value is no value, unless blank is the default (clusterName).
+        return NOT_SET if raw.strip() == "" and key.default != "" else raw
+    if key.type == "integer":
+        try:
+            return int(raw.strip(), 10)
+        except ValueError:
+            return raw
+    if key.type == "boolean":
+        return {"true": True, "false": False}.get(raw.strip().lower(), raw)
+    try:  # an array, which the CLI hands over as JSON
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _key_problems(key: Key, raw: str | None, value: Any) -> list[Problem]:
+    if value is NOT_SET:
+        return [error(key.name, NOT_SET, "it is required")]
+    found: list[Problem] = []
+    for rule in key.rules:
+        found += rule(key.name, value)
+        if any(p.is_error for p in found):
+            break
+    if key.type in ("integer", "boolean") and raw is not None:
+        # Say the value as it was given ('2.5', 'yes'), not as it was read.
+        found = [dataclasses.replace(p, value=raw) if p.value == value else p for p in found]
+    return found
+
+
+# Rules over several keys. Each takes the values that passed their own rules (a key whose value
+# was refused is absent, so no value is reported twice) and returns its problems.
+CrossRule = Callable[[Mapping[str, Any]], list[Problem]]
+
+_SSH_IPV6 = ("is an IPv6 block; the login load balancer is IPv4-only, so it would admit nobody: give the "
+             "IPv4 address you connect from as a /32 (`curl -4 https://checkip.amazonaws.com` prints it)")
+
+
+def ssh_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
+    """At least one IPv4 block; 0.0.0.0/0 only with allowSshFromAnywhere."""
+    # The login NLB is IPv4-only: the load balancer controller's ip-address-type defaults to ipv4
+    # and the VPC has no IPv6 block, so an IPv6 source range admits nobody
+    # (https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/guide/service/annotations/#ip-address-type).
+    if "sshAllowedCidrs" not in ok:
+        return []
+    cidrs = ok["sshAllowedCidrs"]
+    if not cidrs:
+        return [error("sshAllowedCidrs", cidrs, "the list is empty: give at least one CIDR that may "
+                      "reach SSH on the login node")]
+    world = None if ok.get("allowSshFromAnywhere") is True else (
+        "opens SSH to the whole internet; set allowSshFromAnywhere=true to allow that on purpose")
+    return [error("sshAllowedCidrs", cidrs, why) for why in rules.cidr_blocks(cidrs, ipv6=_SSH_IPV6, world=world)]
+
+
+def api_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
+    """IPv4 blocks only; 0.0.0.0/0 only with allowApiFromAnywhere. Unset, the SSH blocks, checked
+    as the API endpoint's (an invalid SSH list is reported once, as sshAllowedCidrs)."""
+    # The public endpoint of an IPv4 cluster takes IPv4 blocks only (EKS API reference,
+    # VpcConfigRequest.publicAccessCidrs:
+    # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html).
+    cidrs, defaulted = ok.get("apiAllowedCidrs"), ok.get("apiAllowedCidrs") == []
+    if defaulted:
+        cidrs = ok.get("sshAllowedCidrs") if not ssh_cidrs(ok) else None
+    world = None if ok.get("allowApiFromAnywhere") is True else (
+        "opens the Kubernetes API endpoint to the whole internet; set allowApiFromAnywhere=true to "
+        "allow that on purpose")
+    found = rules.cidr_blocks(cidrs or [], world=world,
+                              ipv6="is IPv6; the API endpoint of this IPv4 cluster takes IPv4 blocks only")
+    if defaulted:
+        found = [why + "; apiAllowedCidrs is unset and defaults to sshAllowedCidrs: set it to the IPv4 "
+                 "blocks `pulumi up` and kubectl run from" for why in found]
+    return [error("apiAllowedCidrs", cidrs, why) for why in found]
+
+
+def _pairings() -> str:
+    return ", ".join(f"{c}.x <-> {s}.x" for c, s in versions.SLINKY_PAIRING.items())
+
+
+def chart_pairs_with_slurm(ok: Mapping[str, Any]) -> list[Problem]:
+    """The Slinky chart's Slurm release (charts-values/versions.yaml slinkyPairing) is slurmVersion's."""
+    chart, slurm = ok.get("slinkyChartVersion"), ok.get("slurmVersion")
+    if chart is None or slurm is None:
+        return []
+    paired = versions.slurm_release_for_chart(chart)
+    if paired is None:
+        return [error("slinkyChartVersion", chart, f"a Slinky chart with a known Slurm pairing: {_pairings()}")]
+    if not slurm.startswith(paired + "."):
+        return [error("slurmVersion", slurm, f"Slinky chart {chart} runs Slurm {paired}.x; the slurmd image "
+                      f"must be built on the same release as slurmctld (pairings: {_pairings()})")]
+    return []
+
+
+def image_tag_names_slurm(ok: Mapping[str, Any]) -> list[Problem]:
+    tag, slurm = ok.get("slurmdImageTag"), ok.get("slurmVersion")
+    if tag is None or slurm is None or tag.startswith(slurm + "-"):
+        return []
+    return [error("slurmdImageTag", tag, f"a tag that starts with the Slurm version '{slurm}-' so the "
+                  f"image and slurmctld pair up (e.g. {slurm}-torch2.9-cu130-mpi)")]
+
+
+def dlc_registry_known(ok: Mapping[str, Any]) -> list[Problem]:
+    dlc, region = ok.get("dlcBaseImage"), ok.get("aws:region")
+    if dlc is None or region is None or registry_host(dlc) is not None or dlc_registry(region) is not None:
+        return []
+    return [error("dlcBaseImage", dlc, f"no Deep Learning Containers registry is known for {region}: give "
+                  "the full reference with its registry host")]
+
+
+def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
+    """The slurmd base image is of slurmVersion, on the flavour the release pairs with
+    (charts-values/versions.yaml slurmdBaseFlavour)."""
+    base, slurm = ok.get("slurmdBaseImage"), ok.get("slurmVersion")
+    if base is None or slurm is None:
+        return []
+    flavour = versions.slurmd_base_flavour(slurm)
+    if flavour and f":{slurm}-{flavour}" not in base.split("@")[0]:
+        return [error("slurmdBaseImage", base, f"a Slinky slurmd image of Slurm {slurm} on {flavour}, the "
+                      "flavour the image's CUDA toolchain builds on "
+                      f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-{flavour})")]
+    if not flavour and f":{slurm}" not in base:
+        return [error("slurmdBaseImage", base, f"a Slinky slurmd image of Slurm {slurm} "
+                      f"(e.g. ghcr.io/slinkyproject/slurmd:{slurm}-ubuntu24.04)")]
+    return []
+
+
+def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
+    """At least the Kubernetes the Slinky operator needs (charts-values/versions.yaml)."""
+    version, minimum = ok.get("kubernetesVersion"), versions.SLINKY_MIN_KUBERNETES
+    if version is None or tuple(map(int, version.split("."))) >= tuple(map(int, minimum.split("."))):
+        return []
+    return [error("kubernetesVersion", version, f"Slinky needs Kubernetes >= {minimum}")]
+
+
+CROSS_RULES: tuple[CrossRule, ...] = (ssh_cidrs, api_cidrs, chart_pairs_with_slurm, image_tag_names_slurm,
+                                      dlc_registry_known, slurmd_base_is_slurm, kubernetes_for_slinky)
+
+
+def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_pools.GpuPool], list[Problem]]:
+    """gpuPools, or the one pool of gpuInstanceType and gpuNodeCount when it is empty. Only pools
+    whose own values are valid come back (the account checks skip the rest)."""
+    zone, root_gib, raw = values["availabilityZone"], values["gpuRootVolumeGiB"], values["gpuPools"]
+    zone = zone if isinstance(zone, str) else ""
+    if isinstance(raw, str):   # not JSON
+        return [], [error("gpuPools", raw, "a list of pools as JSON")]
+    if raw:
+        return gpu_pools.pools_from_config(raw, zone, root_gib)
+    if raw != []:
+        return [], [error("gpuPools", raw, "a list of pools")]
+    return gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib), []
+
+
+@dataclass(frozen=True)
+class Checked:
+    values: dict[str, Any]            # every key's value, defaults applied (clusterName, apiAllowedCidrs)
+    accepted: dict[str, Any]          # the values that passed their own key's rules
+    pools: list[gpu_pools.GpuPool]
+    problems: list[Problem]           # errors and warnings, in schema order
+
+
+def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Checked:
+    """Every key of schema(day) read from `raw` (key name -> config string, None when unset) and
+    its rules applied whatever the other keys' found, then the rules over several keys on the
+    values that passed: every problem at once, none twice."""
+    values: dict[str, Any] = {}
+    ok: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for key in schema(day):
+        values[key.name] = value = read(key, raw.get(key.name))
+        if key.name == "clusterName" and value == "":
+            values[key.name] = value = f"slinky-eks-{stack}"
+        found = _key_problems(key, raw.get(key.name), value)
+        problems += found
+        if not any(p.is_error for p in found):
+            ok[key.name] = value
+    for rule in CROSS_RULES:
+        problems += rule(ok)
+    if values["apiAllowedCidrs"] == []:
+        values["apiAllowedCidrs"] = values["sshAllowedCidrs"] if not ssh_cidrs(ok) else []
+    found_pools, pool_problems = pools(ok, values)
+    return Checked(values, ok, found_pools, problems + pool_problems)
+
+
+def undeclared_keys(project: str, given: Mapping[str, str], declared: list[str]) -> list[Problem]:
+    """Keys under the project's namespace that the schema does not declare (a misspelling the
+    program would otherwise ignore), each with the closest declared key. `given` maps each key to
+    its value as shown (secrets withheld)."""
+    out = []
+    for key in sorted(given):
+        namespace, _, name = key.partition(":")
+        if namespace != project or name in declared:
+            continue
+        close = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        hint = f"did you mean {project}:{close[0]}? " if close else ""
+        out.append(error(key, given[key], f"not a key of this project (Pulumi.yaml declares the keys): "
+                         f"{hint}Remove it with `pulumi config rm {name}`"))
+    return out
+
+
+def project_keys(day: datetime.date) -> list[str]:
+    """The keys of the project's own namespace."""
+    return [k.name for k in schema(day) if ":" not in k.name]
