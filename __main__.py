@@ -20,8 +20,6 @@ from model.contract import (
                             CONTROLLER_CONTAINER,
                             CONTROLLER_POD,
                             SLURM_NAMESPACE,
-                            nodeset_object,
-                            slurm_node_prefix,
 )
 
 config = stack_config.load(Account())
@@ -79,12 +77,10 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     state_storage=[storage.storage_class, storage.ebs_driver],
     after=[slinky.operator, storage.claim, devices.nvidia, devices.efa],
     load_balancer_controller=lbc.release))
-# After the first install and every change to the NodeSet: the operator's rollout finished and
-# every node taking jobs, or `up` fails saying which node is stuck and why.
-waited_for = config.gpu_pools[0].name
+# After the first install and every change to a pool's NodeSet: the operator's rollout finished and
+# every node of the pool taking jobs, or `up` fails saying which node is stuck and why.
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, nodeset=waited_for,
-    nodeset_object=nodeset_object(waited_for), node_prefix=slurm_node_prefix(waited_for),
+    namespace=SLURM_NAMESPACE, namespace_resource=storage.namespace, gpu_pools=config.gpu_pools,
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
     provider=cluster.provider, after=[slurm.release, slurm.login]))
 

@@ -124,13 +124,6 @@ def test_the_chart_renders_three_partitions_into_slurm_conf(two):
         "PartitionName=train Nodes=train MaxTime=UNLIMITED State=UP"]
 
 
-def test_readiness_waits_for_the_first_pools_nodeset(two):
-    # One readiness Job per stack (its RBAC names one NodeSet): with several pools, the first's.
-    command = two.named("slurm-ready-job").inputs["spec"]["template"]["spec"]["containers"][0]["command"]
-    flags = dict(zip(command[3::2], command[4::2], strict=True))
-    assert flags["--nodeset"] == "slurm-worker-infer" and flags["--node-prefix"] == "infer-"
-
-
 # cluster.env per pool
 
 def _staged(graph):
