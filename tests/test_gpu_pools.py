@@ -230,6 +230,17 @@ def test_invalid_pool_names_are_refused(name):
     assert f"gpuPools[0].name = {name!r}" in msg and "lower-case letters, digits and '-'" in msg
 
 
+def test_a_pool_name_that_begins_with_another_pools_name_and_a_dash_is_refused():
+    msg = _refused([{**TWO_POOLS[0], "name": "train-big"}, TWO_POOLS[1]])
+    assert "gpuPools[0].name = 'train-big': a name that does not begin with another pool's name and '-'" in msg
+    assert "gpuPools[1] is 'train'" in msg
+
+
+def test_pool_names_that_merely_share_a_beginning_pass():
+    graph = run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": "trainer"}, TWO_POOLS[1]]})
+    assert {r.name for r in graph.of_type("aws:eks/nodeGroup:NodeGroup")} >= {"nodes-gpu-trainer", "nodes-gpu-train"}
+
+
 def test_the_name_of_the_default_partition_is_refused_as_a_pool_name():
     msg = _refused([{**TWO_POOLS[0], "name": "all"}])
     assert "gpuPools[0].name = 'all'" in msg and "the partition over every pool" in msg
