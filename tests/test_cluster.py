@@ -3,7 +3,7 @@ Kubernetes provider."""
 import pytest
 
 from components.cluster import ADMIN_POLICY
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def test_eks_version_comes_from_config(dev):

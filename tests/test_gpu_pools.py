@@ -5,13 +5,13 @@ per family; outputs listing the pools."""
 import subprocess
 
 import pytest
-from aws_account import DEV
 from dev_graph_snapshot import snapshot
 
 from components import catalog
 from components.preflight import ON_DEMAND_STANDARD
-from harness import run_program
 from model import gpu_pools
+from tools.offline_account import DEV
+from tools.offline_run import run_program
 
 TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
              {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]

@@ -3,8 +3,8 @@ holds no GPU, and the NodeSet's pods find it in the cache."""
 import pytest
 
 from components.chart_versions import versions
-from harness import run_program
 from model.contract import GPU_TOLERATION
+from tools.offline_run import run_program
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from components.catalog import CATALOG
 from components.job_environment import cluster_environment
 from components.job_staging import JOBS_DIR, job_files
-from harness import run_program
+from tools.offline_run import run_program
 
 
 @pytest.fixture(scope="module")

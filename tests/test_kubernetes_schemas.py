@@ -4,7 +4,7 @@ import kubernetes_validate
 import pytest
 
 from components.stack_config import EKS_VERSIONS
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def _objects(graph):

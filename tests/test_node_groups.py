@@ -3,7 +3,7 @@ catalog, root volume, IMDSv2."""
 import pytest
 
 from components import catalog
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def _lt(graph, group):

@@ -1,5 +1,5 @@
 """Stack outputs CI consumes."""
-from harness import is_secret
+from tools.offline_run import is_secret
 
 
 def test_foundation_outputs(dev):

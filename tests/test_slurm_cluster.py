@@ -4,7 +4,7 @@ import base64
 import pytest
 
 from components import catalog
-from harness import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
+from tools.offline_run import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 OCI = "oci://ghcr.io/slinkyproject/charts"

@@ -5,9 +5,9 @@ import copy
 import pytest
 
 from components.slurm_readiness import MODULES, TOOLS, rollout_trigger
-from harness import run_program
 from rollout_fakes import Clock, FakeCluster, nodeset, pod, revision, scontrol_line
 from tools import rollout
+from tools.offline_run import run_program
 
 
 def _job(graph):
