@@ -116,7 +116,7 @@ def release_request(resource) -> dict[str, Any]:
 
 
 def render_graph_release_sources(graph) -> dict[str, list[tuple[str, dict]]]:
-    """render_sources() of every helm Release in a harness Graph, keyed by Helm release name."""
+    """render_sources() of every helm Release in an offline run's Graph (tools/offline_run.py), keyed by Helm release name."""
     version = kube_version(graph)
     out: dict[str, list[tuple[str, dict]]] = {}
     for resource in graph.of_type(RELEASE_TYPE):
