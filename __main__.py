@@ -20,6 +20,7 @@ from model.contract import (
                             CONTROLLER_CONTAINER,
                             CONTROLLER_POD,
                             SLURM_NAMESPACE,
+                            nodeset_object,
 )
 
 config = stack_config.load(Account())
@@ -97,9 +98,11 @@ pulumi.export("sharedFileSystemId", storage.file_system_id)
 pulumi.export("slurmdImage", image.reference)
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
-# What `tools/verify.py` checks the cluster against (with the instance catalog): every pool, and
+# What `tools/verify.py` checks the cluster against (with the instance catalog), and what CI submits
+# to: every pool with its Slurm partition (named after it, slurm_values.partitions) and NodeSet; and
 # the first pool's type and the node count of all pools as before pools existed.
 pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCount": p.node_count,
-                            "availabilityZone": p.availability_zone} for p in config.gpu_pools])
+                            "availabilityZone": p.availability_zone, "partition": p.name,
+                            "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)

@@ -164,14 +164,34 @@ def test_cluster_env_on_a_node_of_no_pool_fails_naming_it(two, tmp_path):
 
 def test_outputs_list_the_pools(two):
     assert two.output("gpuPools") == [
-        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "availabilityZone": "us-west-2a"},
-        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "availabilityZone": "us-west-2a"}]
+        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "availabilityZone": "us-west-2a",
+         "partition": "infer", "nodeSet": "slurm-worker-infer"},
+        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "availabilityZone": "us-west-2a",
+         "partition": "train", "nodeSet": "slurm-worker-train"}]
     assert two.output("gpuNodeCount") == 3
 
 
 def test_the_dev_stack_lists_its_one_pool(dev):
     assert dev.output("gpuPools") == [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2,
-                                       "availabilityZone": "us-west-2a"}]
+                                       "availabilityZone": "us-west-2a", "partition": "slinky",
+                                       "nodeSet": "slurm-worker-slinky"}]
+
+
+def test_each_listed_partition_holds_exactly_its_pools_nodeset(two, values):
+    for pool in two.output("gpuPools"):
+        assert values["partitions"][pool["partition"]]["nodesets"] == [pool["name"]]
+
+
+def test_each_listed_nodeset_is_the_one_its_readiness_job_waits_for(two):
+    for pool in two.output("gpuPools"):
+        command = two.named(f"slurm-ready-job-{pool['name']}").inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+        assert command[command.index("--nodeset") + 1] == pool["nodeSet"]
+
+
+def test_a_pool_listed_in_another_zone_says_so():
+    pools = [TWO_POOLS[0], {**TWO_POOLS[1], "availabilityZone": "us-west-2b"}]
+    listed = run_program("dev", {"gpuPools": pools}).output("gpuPools")
+    assert [p["availabilityZone"] for p in listed] == ["us-west-2a", "us-west-2b"]
 
 
 # Preflight per pool
