@@ -5,7 +5,10 @@ replaced), then until every NodeSet node takes jobs, resuming only what the roll
 `pulumi up` fails with its message otherwise, naming the NodeSet that is not ready.
 
 One Job per pool, each running the one-NodeSet rollout.py on its pool's NodeSet: the single-pool
-stack keeps the Job, its code and its RBAC objects as they were before pools existed. A Job's
+stack keeps the Job, its code and its RBAC objects as they were before pools existed. A pool's
+wait depends on no other pool's: the operator keeps each NodeSet's status and selects its pods by
+that NodeSet's own labels (SlinkyProject/slurm-operator v1.2.1, internal/controller/nodeset/
+nodeset_sync_status.go `syncNodeSetStatus`, selector from `WithWorkerSelectorLabels(nodeset)`). A Job's
 name carries a hash of what the program puts in its NodeSet (image digest, GRES, resources,
 replicas, volumes, placement), so it runs again exactly when the operator has pods to replace in
 that pool, and on the first install."""
@@ -50,7 +53,9 @@ def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
 
 def job_suffix(pool: GpuPool) -> str:
     """The part of a pool's wait Job names that is the pool's: none for the default pool (its
-    pre-pool names, so adding pools beside it re-creates nothing), `-<name>` for every other."""
+    pre-pool names, so adding pools beside it re-creates nothing), `-<name>` for every other.
+    Pool names have at most 20 characters (model/gpu_pools.py): slurm-ready-<pool>-<hash> stays
+    within the 63 characters of the job-name label Kubernetes puts on the Job's pods."""
     return "" if pool.name == DEFAULT_POOL else f"-{pool.name}"
 
 

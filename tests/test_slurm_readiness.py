@@ -218,3 +218,12 @@ def test_with_two_pools_a_wait_fails_naming_the_nodeset_that_is_not_rolled_out(t
         _run_job(two, "slurm-ready-job-train", _pool_view("train", 2, rolled_out=False))
     assert "rollout of NodeSet slurm-worker-train in progress: updated 1/2" in str(e.value)
     assert "infer" not in str(e.value)
+
+
+def test_the_longest_pool_name_keeps_its_job_name_a_valid_label_value():
+    # Kubernetes labels the Job's pods job-name=<name>; a label value has at most 63 characters
+    # (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
+    longest = "p" * 20
+    graph = run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest}, TWO_POOLS[1]]})
+    assert len(_job_name(graph, longest)) <= 63
+    assert not run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest + "p"}]}, expect_error=True).resources
