@@ -21,7 +21,6 @@ from model.contract import (
                             CONTROLLER_POD,
                             SLURM_NAMESPACE,
                             nodeset_object,
-                            slurm_node_prefix,
 )
 
 config = stack_config.load(Account())
@@ -79,12 +78,10 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
     release_depends_on=[*slinky.ready, *storage.ready, *devices.ready],
     login_depends_on=lbc.ready))
-# After the first install and every change to the NodeSet: the operator's rollout finished and
-# every node taking jobs, or `up` fails saying which node is stuck and why.
-waited_for = config.gpu_pools[0].name
+# After the first install and every change to a pool's NodeSet: the operator's rollout finished and
+# every node of the pool taking jobs, or `up` fails saying which node is stuck and why.
 SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, nodeset=waited_for,
-    nodeset_object=nodeset_object(waited_for), node_prefix=slurm_node_prefix(waited_for),
+    namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, gpu_pools=config.gpu_pools,
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
     provider=cluster.provider, job_depends_on=slurm.ready))
 
@@ -108,9 +105,11 @@ pulumi.export("slurmdImage", image.reference)
 # The login NLB's DNS name, and the ssh command line that reaches it.
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
-# What `tools/verify.py` checks the cluster against (with the instance catalog): every pool, and
+# What `tools/verify.py` checks the cluster against (with the instance catalog), and what CI submits
+# to: every pool with its Slurm partition (named after it, slurm_values.partitions) and NodeSet; and
 # the first pool's type and the node count of all pools as before pools existed.
 pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCount": p.node_count,
-                            "availabilityZone": p.availability_zone} for p in config.gpu_pools])
+                            "availabilityZone": p.availability_zone, "partition": p.name,
+                            "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)

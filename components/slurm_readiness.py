@@ -1,12 +1,17 @@
-"""Slurm readiness after every change to the NodeSet's pod template or replicas: a Job that runs
-tools/rollout.py in the cluster. It waits for the operator's rolling update (the `slurm` Helm
-release holds only custom resources, so Helm returns before any pod is replaced), then until
-every NodeSet node takes jobs, resuming only what the rollout left stuck; `pulumi up` fails with
-its message otherwise.
+"""Slurm readiness after every change to a NodeSet's pod template or replicas: a Job that runs
+tools/rollout.py in the cluster. It waits for the operator's rolling update of every GPU pool's
+NodeSet (the `slurm` Helm release holds only custom resources, so Helm returns before any pod is
+replaced), then until every NodeSet node takes jobs, resuming only what the rollout left stuck;
+`pulumi up` fails with its message otherwise, naming the NodeSet that is not ready.
 
-The Job's name carries a hash of what the program puts in the NodeSet (image digest, GRES,
-resources, replicas, volumes, placement), so it runs again exactly when the operator has pods to
-replace, and on the first install."""
+One Job per pool, each running the one-NodeSet rollout.py on its pool's NodeSet: the single-pool
+stack keeps the Job, its code and its RBAC objects as they were before pools existed. A pool's
+wait depends on no other pool's: the operator keeps each NodeSet's status and selects its pods by
+that NodeSet's own labels (SlinkyProject/slurm-operator v1.2.1, internal/controller/nodeset/
+nodeset_sync_status.go `syncNodeSetStatus`, selector from `WithWorkerSelectorLabels(nodeset)`). A Job's
+name carries a hash of what the program puts in its NodeSet (image digest, GRES, resources,
+replicas, volumes, placement), so it runs again exactly when the operator has pods to replace in
+that pool, and on the first install."""
 from __future__ import annotations
 
 import hashlib
@@ -22,14 +27,16 @@ from components.chart_values import base_values
 from components.helm import merge
 from components.jobs_await import job_annotations
 from model import versions
-from model.contract import CORE_LABELS
-from model.gpu_pools import DEFAULT_POOL
+from model.contract import CORE_LABELS, nodeset_object, slurm_node_prefix
+from model.gpu_pools import DEFAULT_POOL, GpuPool
 from tools import rollout
 
 TOOLS = pathlib.Path(__file__).resolve().parent.parent / "tools"
 # What runs in the Job: standard library only, on a plain Python image.
 MODULES = ("__init__.py", "rollout.py", "incluster.py")
 TIMEOUT_SECONDS = 1800
+# The ServiceAccount, Role and RoleBinding share it.
+ACCOUNT = "slurm-rollout-wait"
 
 
 def nodeset_template(release_values: dict, nodeset: str = DEFAULT_POOL) -> dict:
@@ -45,73 +52,109 @@ def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
+def job_suffix(pool: GpuPool) -> str:
+    """The part of a pool's wait Job names that is the pool's: none for the default pool (its
+    pre-pool names, so adding pools beside it re-creates nothing), `-<name>` for every other.
+    Pool names have at most 20 characters (model/gpu_pools.py): slurm-ready-<pool>-<hash> stays
+    within the 63 characters of the job-name label Kubernetes puts on the Job's pods."""
+    return "" if pool.name == DEFAULT_POOL else f"-{pool.name}"
+
+
 @dataclass(frozen=True)
 class SlurmReadinessArgs:
     """Every field is required (no defaults)."""
-    # The slurm namespace's name: the Job, its RBAC and the NodeSet live there.
+    # Where the Slurm release runs; the Job and its RBAC objects are created there.
     namespace: str
     # What the objects in the namespace wait for: the Namespace itself (SharedStorage.namespace_ready),
-    # so its RBAC objects are created in it and deleted before it.
+    # so the RBAC objects are created in it and deleted before it.
     depends_on: Sequence[pulumi.Resource]
-    # The NodeSet waited for: the first GPU pool's (a stack with several pools waits for that one).
-    nodeset: str
-    nodeset_object: str          # the NodeSet's Kubernetes name
-    node_prefix: str             # its Slurm nodes' names
-    slurm_pod: str               # a pod of fixed name with scontrol: the only one exec is allowed into
+    # The GPU pools (StackConfig.gpu_pools: at least one): each pool's NodeSet is waited for by
+    # its own Job, and only those NodeSets can be read.
+    gpu_pools: Sequence[GpuPool]
+    # A pod of fixed name with scontrol (the controller): the only pod exec is allowed into.
+    slurm_pod: str
     slurm_container: str         # that pod's container with scontrol
-    # The Slurm release's computed values (SlurmCluster.release_values): the trigger's source.
+    # The slurm release's values (SlurmCluster.release_values): each pool's NodeSet template is
+    # hashed into its Job's name.
     release_values: pulumi.Input[dict]
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    # What the Job waits for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
+    # What the Jobs wait for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]
 
 
 class SlurmReadiness(pulumi.ComponentResource):
-    trigger: pulumi.Output[str]   # the 12 hex digits in the Job's name (rollout_trigger)
+    """One wait Job per GPU pool, with the RBAC and code they share."""
+    # By pool name, the 12 hex digits in its Job's name (rollout_trigger of its NodeSet): a new
+    # value is a new Job, i.e. one more wait for that pool.
+    triggers: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: SlurmReadinessArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:SlurmReadiness", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                          depends_on=list(args.depends_on))
-        meta = {"name": "slurm-rollout-wait", "namespace": args.namespace}
-        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=k8s_opts)
-        role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=[
+        self._name, self._args = name, args
+        binding = self._access()
+        code = self._code()
+        values = pulumi.Output.from_input(args.release_values)
+        self.triggers = {pool.name: values.apply(lambda v, name=pool.name: rollout_trigger(v, name))
+                         for pool in args.gpu_pools}
+        for pool in args.gpu_pools:
+            self._wait_job(pool, code, binding)
+        self.register_outputs({"triggers": self.triggers})
+
+    def _in_namespace(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
+                                      depends_on=list(self._args.depends_on))
+
+    def _access(self) -> k8s.rbac.v1.RoleBinding:
+        """The Job's identity: `get` on exactly the pools' NodeSets, `list` pods, exec into the
+        one Slurm pod."""
+        args, meta = self._args, {"name": ACCOUNT, "namespace": self._args.namespace}
+        account = k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=meta, opts=self._in_namespace())
+        role = k8s.rbac.v1.Role(f"{self._name}-role", metadata=meta, rules=[
             {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"],
-             "resourceNames": [args.nodeset_object]},
+             "resourceNames": [nodeset_object(pool.name) for pool in args.gpu_pools]},
             # Listing by label selector cannot be narrowed by name.
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
             # scontrol in one pod. A WebSocket exec is a GET, authorized as `get`
             # (kubernetes-client/python#2084); Kubernetes 1.35 also requires `create` for it
             # (feature gate AuthorizePodWebsocketUpgradeCreatePermission).
             {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
-             "resourceNames": [args.slurm_pod]}], opts=k8s_opts)
-        binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-binding", metadata=meta,
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": meta["name"]},
-            subjects=[{"kind": "ServiceAccount", "name": meta["name"], "namespace": args.namespace}],
+             "resourceNames": [args.slurm_pod]}], opts=self._in_namespace())
+        return k8s.rbac.v1.RoleBinding(
+            f"{self._name}-binding", metadata=meta,
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
+            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": args.namespace}],
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[*args.depends_on, account, role]))
+
+    def _code(self) -> k8s.core.v1.ConfigMap:
+        """tools/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
+        change to the code is a new ConfigMap, never an edit under a running Job."""
         code = {m: (TOOLS / m).read_text() for m in MODULES}
         code_hash = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()).hexdigest()
-        module = k8s.core.v1.ConfigMap(
-            f"{name}-code", metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}", "namespace": args.namespace},
-            data=code, immutable=True, opts=k8s_opts)
-        self.trigger = pulumi.Output.from_input(args.release_values).apply(
-            lambda values: rollout_trigger(values, args.nodeset))
-        k8s.batch.v1.Job(
-            f"{name}-job",
-            metadata={"name": self.trigger.apply(lambda h: f"slurm-ready-{h}"), "namespace": args.namespace,
+        return k8s.core.v1.ConfigMap(
+            f"{self._name}-code", metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}",
+                                            "namespace": self._args.namespace},
+            data=code, immutable=True, opts=self._in_namespace())
+
+    def _wait_job(self, pool: GpuPool, code: k8s.core.v1.ConfigMap,
+                  binding: k8s.rbac.v1.RoleBinding) -> k8s.batch.v1.Job:
+        """The pool's Job: `python -m tools.rollout` on its NodeSet, named after its trigger."""
+        args, suffix = self._args, job_suffix(pool)
+        return k8s.batch.v1.Job(
+            f"{self._name}-job{suffix}",
+            metadata={"name": self.triggers[pool.name].apply(lambda h: f"slurm-ready{suffix}-{h}"),
+                      "namespace": args.namespace,
                       # A failed wait is run again by the next `pulumi up`.
                       "annotations": job_annotations(TIMEOUT_SECONDS)},
             spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {
-                "restartPolicy": "Never", "serviceAccountName": meta["name"],
+                "restartPolicy": "Never", "serviceAccountName": ACCOUNT,
                 "nodeSelector": dict(CORE_LABELS),
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534},
                 "containers": [{
                     "name": "wait", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
                     "command": ["python3", "-m", "tools.rollout", "--namespace", args.namespace,
-                                "--nodeset", args.nodeset_object, "--node-prefix", args.node_prefix,
+                                "--nodeset", nodeset_object(pool.name), "--node-prefix", slurm_node_prefix(pool.name),
                                 "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,
                                 "--timeout", str(TIMEOUT_SECONDS - 120),
                                 "--stall-after", str(rollout.STALL_AFTER_SECONDS)],
@@ -119,8 +162,7 @@ class SlurmReadiness(pulumi.ComponentResource):
                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                         "capabilities": {"drop": ["ALL"]}},
                     "volumeMounts": [{"name": "code", "mountPath": "/app/tools", "readOnly": True}]}],
-                "volumes": [{"name": "code", "configMap": {"name": module.metadata.name}}],
+                "volumes": [{"name": "code", "configMap": {"name": code.metadata.name}}],
             }}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[binding, module, *args.job_depends_on]))
-        self.register_outputs({"trigger": self.trigger})
+                                        depends_on=[binding, code, *args.job_depends_on]))

@@ -120,6 +120,15 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
                                   f"(gpuPools[{seen[name]}] is already '{name}')"))
         elif isinstance(name, str):
             seen[name] = i
+    # Pods and Slurm nodes are found by name prefix: slurm-worker-<pool>- and <pool>-<ordinal>. A
+    # pool `a` beside `a-b` would count a-b's pods and nodes as its own (verify, the readiness wait).
+    for name, i in seen.items():
+        for other, j in seen.items():
+            if other != name and name.startswith(f"{other}-"):
+                problems.append(error(f"gpuPools[{i}].name", name, f"a name that does not begin with "
+                                      f"another pool's name and '-' (gpuPools[{j}] is '{other}': its pods "
+                                      f"and Slurm nodes are found by the prefixes slurm-worker-{other}- and "
+                                      f"{other}-)"))
     return pools, problems
 
 

@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from harness import Graph, run_program  # noqa: E402
+from tools.offline_run import Graph, run_program  # noqa: E402
 
 SNAPSHOT = pathlib.Path(__file__).resolve().parent / "data" / "dev-graph.json"
 

@@ -18,9 +18,19 @@ import yaml
 from tools import reference_data
 
 NODESET = "slurm-worker-slinky"
-SELECTOR = f"app.kubernetes.io/instance={NODESET},app.kubernetes.io/name=slurmd"
-OLD_REVISION = f"{NODESET}-5c6d7f8b9a"
-NEW_REVISION = f"{NODESET}-7d9c5b8f6d"
+
+
+def selector(nodeset_name: str = NODESET) -> str:
+    return f"app.kubernetes.io/instance={nodeset_name},app.kubernetes.io/name=slurmd"
+
+
+def revision(nodeset_name: str, suffix: str) -> str:
+    return f"{nodeset_name}-{suffix}"
+
+
+SELECTOR = selector()
+OLD_REVISION = revision(NODESET, "5c6d7f8b9a")
+NEW_REVISION = revision(NODESET, "7d9c5b8f6d")
 STAMP = "[slurm@2026-12-01T20:14:07]"
 
 
@@ -30,23 +40,27 @@ def nodeset_schema() -> dict:
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-def nodeset(generation=3, observed=3, replicas=2, updated=2, ready=2, desired=2, revision=NEW_REVISION) -> dict:
+def nodeset(generation=3, observed=3, replicas=2, updated=2, ready=2, desired=2, revision=NEW_REVISION,
+            name=NODESET) -> dict:
     obj = {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "NodeSet",
-           "metadata": {"name": NODESET, "namespace": "slurm", "generation": generation},
+           "metadata": {"name": name, "namespace": "slurm", "generation": generation},
            "spec": {"controllerRef": {"name": "slurm"}, "replicas": desired},
            "status": {"observedGeneration": observed, "replicas": replicas, "updatedReplicas": updated,
                       "readyReplicas": ready, "availableReplicas": ready, "desired": desired,
-                      "nodeSetHash": revision, "selector": SELECTOR}}
+                      "nodeSetHash": revision, "selector": selector(name)}}
     jsonschema.validate(obj, nodeset_schema())
     return obj
 
 
-def pod(ordinal: int, revision=NEW_REVISION, ready=True, terminating=False, hostname: str = "") -> dict:
+def pod(ordinal: int, revision=NEW_REVISION, ready=True, terminating=False, hostname: str = "",
+        key: str = "slinky") -> dict:
+    """A worker pod of the NodeSet of chart key `key` (slurm-worker-<key>, hostname <key>-<ordinal>)."""
+    name = f"slurm-worker-{key}"
     obj = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": f"{NODESET}-{ordinal}", "namespace": "slurm",
-                        "labels": {"app.kubernetes.io/name": "slurmd", "app.kubernetes.io/instance": NODESET,
+           "metadata": {"name": f"{name}-{ordinal}", "namespace": "slurm",
+                        "labels": {"app.kubernetes.io/name": "slurmd", "app.kubernetes.io/instance": name,
                                    "controller-revision-hash": revision}},
-           "spec": {"hostname": hostname or f"slinky-{ordinal}", "subdomain": "slurm-workers-slurm",
+           "spec": {"hostname": hostname or f"{key}-{ordinal}", "subdomain": "slurm-workers-slurm",
                     "containers": [{"name": "slurmd", "image": "slurmd"}]},
            "status": {"phase": "Running", "conditions": [
                {"type": "Ready", "status": "True" if ready else "False"}]}}
@@ -72,7 +86,8 @@ class FakeCluster:
     after the last it keeps answering the last. A function may replace the script from then on
     (what the operator does after a resume or undrain). Records every scontrol update."""
 
-    def __init__(self, views, on_update=None):
+    def __init__(self, views, on_update=None, nodeset_name=NODESET):
+        self.selector = selector(nodeset_name)
         self.views = list(views)
         self.polls = 0
         self.updates: list[list[str]] = []
@@ -85,7 +100,7 @@ class FakeCluster:
         return self._view[0]
 
     def pods(self, selector):
-        assert selector == SELECTOR
+        assert selector == self.selector
         return self._view[1]
 
     def slurm(self, argv):

@@ -1,12 +1,12 @@
 """What a real account answers, before any resource: zones (Local/Wavelength Zones, zone ids EKS
 refuses, the second AZ by zone id), instance type offerings, the GPU family's vCPU quota, the
 deployer's own role in adminRoleArns; a refused permission is a warning, not a failure."""
-import aws_account
 import pytest
-from aws_account import DEV, NEW, ZoneRecord
 
 from components.preflight import EKS_UNSUPPORTED_ZONE_IDS
-from harness import run_program
+from tools import offline_account
+from tools.offline_account import DEV, NEW, ZoneRecord
+from tools.offline_run import run_program
 
 ZONES_TOKEN = "aws:index/getAvailabilityZones:getAvailabilityZones"
 QUOTA_TOKEN = "aws:servicequotas/getServiceQuota:getServiceQuota"
@@ -27,7 +27,7 @@ def node_zones(graph) -> list[str]:
 
 def test_the_accounts_zone_list_has_local_zones_first_when_unfiltered():
     # The model the next tests rely on: an unfiltered answer is what would have broken the program.
-    names = aws_account.answer(DEV, ZONES_TOKEN, {"state": "available"})["names"]
+    names = offline_account.answer(DEV, ZONES_TOKEN, {"state": "available"})["names"]
     assert names[0] == "us-west-2-lax-1a" and "us-west-2-wl1-las-wlz-1" in names
     assert "us-west-2-den-1a" not in names  # not opted in
 

@@ -3,7 +3,7 @@ whole internet unless asked, and private for the nodes."""
 import pytest
 
 from conftest import rejected
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def _cluster(graph):

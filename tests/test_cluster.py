@@ -3,8 +3,8 @@ Kubernetes provider."""
 import pytest
 
 from components.cluster import ADMIN_POLICY
-from harness import run_program
 from model import versions
+from tools.offline_run import run_program
 
 
 def test_eks_version_comes_from_config(dev):

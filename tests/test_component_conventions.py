@@ -214,10 +214,6 @@ def named_steps_problems(source: str) -> list[str]:
     return out
 
 
-# Being rewritten in issue 17 part C; joins the named-steps rule when that lands.
-NOT_YET_IN_STEPS = {"slurm_readiness.py"}
-
-
 # --- the rules hold on the code -------------------------------------------------------------
 
 def test_every_component_token_is_slinky_eks_group_and_class_name():
@@ -261,7 +257,7 @@ def test_every_component_output_attribute_is_described():
 
 
 def test_every_component_init_reads_as_named_steps():
-    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py")) if path.name not in NOT_YET_IN_STEPS
+    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
             for p in named_steps_problems(path.read_text())] == []
 
 

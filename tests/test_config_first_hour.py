@@ -8,8 +8,8 @@ import yaml
 
 from components import stack_config
 from conftest import rejected
-from harness import PROJECT_DIR, run_program
 from model import config_schema, rules
+from tools.offline_run import PROJECT_DIR, run_program
 
 OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
 EXAMPLE_WARNING = "sshPublicKey is the example key of Pulumi.dev.yaml"

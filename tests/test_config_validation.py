@@ -4,7 +4,7 @@ import pytest
 
 from components.stack_config import ConfigError
 from conftest import rejected
-from harness import run_program
+from tools.offline_run import run_program
 
 PRIVATE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
                "SECRETSECRETSECRET\n-----END OPENSSH PRIVATE KEY-----")

@@ -1,7 +1,7 @@
 """The same config yields identical resource inputs on every run (no perpetual diffs)."""
 import json
 
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def _snapshot(graph):

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from harness import PROJECT_DIR
+from tools.offline_run import PROJECT_DIR
 
 # make test (.venv), verify (outputs.json), plan (plan/), report (results/).
 WRITTEN = [".venv/bin/python", "outputs.json", "plan/graph.json", "plan/values/slurm-release.yaml",

@@ -5,12 +5,12 @@ per family; outputs listing the pools."""
 import subprocess
 
 import pytest
-from aws_account import DEV
 from dev_graph_snapshot import snapshot
 
 from components.preflight import ON_DEMAND_STANDARD
-from harness import run_program
 from model import catalog, gpu_pools
+from tools.offline_account import DEV
+from tools.offline_run import run_program
 
 TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
              {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
@@ -123,13 +123,6 @@ def test_the_chart_renders_three_partitions_into_slurm_conf(two):
         "PartitionName=train Nodes=train MaxTime=UNLIMITED State=UP"]
 
 
-def test_readiness_waits_for_the_first_pools_nodeset(two):
-    # One readiness Job per stack (its RBAC names one NodeSet): with several pools, the first's.
-    command = two.named("slurm-ready-job").inputs["spec"]["template"]["spec"]["containers"][0]["command"]
-    flags = dict(zip(command[3::2], command[4::2], strict=True))
-    assert flags["--nodeset"] == "slurm-worker-infer" and flags["--node-prefix"] == "infer-"
-
-
 # cluster.env per pool
 
 def _staged(graph):
@@ -170,14 +163,34 @@ def test_cluster_env_on_a_node_of_no_pool_fails_naming_it(two, tmp_path):
 
 def test_outputs_list_the_pools(two):
     assert two.output("gpuPools") == [
-        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "availabilityZone": "us-west-2a"},
-        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "availabilityZone": "us-west-2a"}]
+        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "availabilityZone": "us-west-2a",
+         "partition": "infer", "nodeSet": "slurm-worker-infer"},
+        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "availabilityZone": "us-west-2a",
+         "partition": "train", "nodeSet": "slurm-worker-train"}]
     assert two.output("gpuNodeCount") == 3
 
 
 def test_the_dev_stack_lists_its_one_pool(dev):
     assert dev.output("gpuPools") == [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2,
-                                       "availabilityZone": "us-west-2a"}]
+                                       "availabilityZone": "us-west-2a", "partition": "slinky",
+                                       "nodeSet": "slurm-worker-slinky"}]
+
+
+def test_each_listed_partition_holds_exactly_its_pools_nodeset(two, values):
+    for pool in two.output("gpuPools"):
+        assert values["partitions"][pool["partition"]]["nodesets"] == [pool["name"]]
+
+
+def test_each_listed_nodeset_is_the_one_its_readiness_job_waits_for(two):
+    for pool in two.output("gpuPools"):
+        command = two.named(f"slurm-ready-job-{pool['name']}").inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+        assert command[command.index("--nodeset") + 1] == pool["nodeSet"]
+
+
+def test_a_pool_listed_in_another_zone_says_so():
+    pools = [TWO_POOLS[0], {**TWO_POOLS[1], "availabilityZone": "us-west-2b"}]
+    listed = run_program("dev", {"gpuPools": pools}).output("gpuPools")
+    assert [p["availabilityZone"] for p in listed] == ["us-west-2a", "us-west-2b"]
 
 
 # Preflight per pool
@@ -234,6 +247,17 @@ def test_duplicate_pool_names_are_refused():
 def test_invalid_pool_names_are_refused(name):
     msg = _refused([{**TWO_POOLS[0], "name": name}])
     assert f"gpuPools[0].name = {name!r}" in msg and "lower-case letters, digits and '-'" in msg
+
+
+def test_a_pool_name_that_begins_with_another_pools_name_and_a_dash_is_refused():
+    msg = _refused([{**TWO_POOLS[0], "name": "train-big"}, TWO_POOLS[1]])
+    assert "gpuPools[0].name = 'train-big': a name that does not begin with another pool's name and '-'" in msg
+    assert "gpuPools[1] is 'train'" in msg
+
+
+def test_pool_names_that_merely_share_a_beginning_pass():
+    graph = run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": "trainer"}, TWO_POOLS[1]]})
+    assert {r.name for r in graph.of_type("aws:eks/nodeGroup:NodeGroup")} >= {"nodes-gpu-trainer", "nodes-gpu-train"}
 
 
 def test_the_name_of_the_default_partition_is_refused_as_a_pool_name():

@@ -2,9 +2,9 @@
 holds no GPU, and the NodeSet's pods find it in the cache."""
 import pytest
 
-from harness import run_program
 from model import versions
 from model.contract import GPU_TOLERATION
+from tools.offline_run import run_program
 
 
 @pytest.fixture(scope="module")

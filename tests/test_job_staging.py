@@ -6,8 +6,8 @@ import pytest
 
 from components.job_environment import cluster_environment
 from components.job_staging import JOBS_DIR, job_files
-from harness import run_program
 from model.catalog import CATALOG
+from tools.offline_run import run_program
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import datetime
 import kubernetes_validate
 import pytest
 
-from harness import run_program
 from model import eks_versions
+from tools.offline_run import run_program
 
 
 def _objects(graph):

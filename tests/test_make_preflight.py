@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from harness import PROJECT_DIR
+from tools.offline_run import PROJECT_DIR
 
 BASH = shutil.which("bash")
 MAKE = shutil.which("make")

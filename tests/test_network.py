@@ -1,7 +1,7 @@
 """The VPC: two AZs including the GPU AZ, private node subnets, public LB subnets, NAT, LBC tags."""
 import ipaddress
 
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def _subnets(graph, kind):

@@ -2,8 +2,8 @@
 catalog, root volume, IMDSv2."""
 import pytest
 
-from harness import run_program
 from model import catalog
+from tools.offline_run import run_program
 
 
 def _lt(graph, group):

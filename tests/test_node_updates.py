@@ -3,7 +3,7 @@ update strategy terminates a node before launching its replacement (EKS API refe
 NodegroupUpdateConfig: https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html)."""
 import pytest
 
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def terminates_before_launching(group_inputs) -> bool:

@@ -1,7 +1,7 @@
 """Stack outputs CI consumes."""
 import re
 
-from harness import PROJECT_DIR, is_secret
+from tools.offline_run import PROJECT_DIR, is_secret
 
 README = (PROJECT_DIR / "README.md").read_text()
 

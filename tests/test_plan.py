@@ -61,7 +61,7 @@ def test_invalid_config_fails_with_the_config_error(tmp_path, capsys):
 
 
 def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
-    from harness import run_program
+    from tools.offline_run import run_program
     graph = run_program("dev")
     depth = plan.levels(graph)
     level = {r.name: depth[r.urn] for r in graph.resources if r.urn in depth}

@@ -9,8 +9,8 @@ import sys
 import pytest
 import yaml
 
-from harness import PROJECT_DIR, Graph, Resource
 from tools import plan
+from tools.offline_run import PROJECT_DIR, Graph, Resource
 
 STACK = "urn:pulumi:dev::slinky-eks::pulumi:pulumi:Stack::slinky-eks-dev"
 

@@ -2,7 +2,7 @@
 trap on teardown."""
 import re
 
-from harness import PROJECT_DIR
+from tools.offline_run import PROJECT_DIR
 
 README = (PROJECT_DIR / "README.md").read_text()
 

@@ -3,8 +3,8 @@ import base64
 
 import pytest
 
-from harness import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
 from model import catalog, versions
+from tools.offline_run import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 OCI = versions.SLINKY_REPOSITORY

@@ -5,7 +5,9 @@ import copy
 import pytest
 
 from components.slurm_readiness import MODULES, TOOLS, rollout_trigger
-from harness import run_program
+from rollout_fakes import Clock, FakeCluster, nodeset, pod, revision, scontrol_line
+from tools import rollout
+from tools.offline_run import run_program
 
 
 def _job(graph):
@@ -127,3 +129,101 @@ def test_the_job_runs_unprivileged(dev):
 
 def test_verify_outputs_are_exported(dev):
     assert dev.output("gpuInstanceType") == "g6.12xlarge" and dev.output("gpuNodeCount") == 2
+
+
+# Several pools: one Job per pool's NodeSet (the one-NodeSet rollout.py each), one Role naming them.
+TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
+             {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
+
+
+@pytest.fixture(scope="module")
+def two():
+    return run_program("dev", {"gpuPools": TWO_POOLS})
+
+
+def _flags(graph, job):
+    command = graph.named(job).inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+    return dict(zip(command[3::2], command[4::2], strict=True))
+
+
+def test_with_two_pools_each_pools_nodeset_has_its_own_wait_job(two):
+    jobs = sorted(r.name for r in two.of_type("kubernetes:batch/v1:Job") if r.name.startswith("slurm-ready-job"))
+    assert jobs == ["slurm-ready-job-infer", "slurm-ready-job-train"]
+    assert (_flags(two, "slurm-ready-job-infer")["--nodeset"], _flags(two, "slurm-ready-job-infer")["--node-prefix"]) \
+        == ("slurm-worker-infer", "infer-")
+    assert (_flags(two, "slurm-ready-job-train")["--nodeset"], _flags(two, "slurm-ready-job-train")["--node-prefix"]) \
+        == ("slurm-worker-train", "train-")
+
+
+def test_with_two_pools_the_role_reads_exactly_both_nodesets(two):
+    (nodesets, *_) = two.named("slurm-ready-role").inputs["rules"]
+    assert nodesets == {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"],
+                        "resourceNames": ["slurm-worker-infer", "slurm-worker-train"]}
+
+
+def test_with_two_pools_each_job_is_named_after_its_own_nodeset(two):
+    values = _ints(two.named("slurm-release").inputs["values"])
+    for pool in ("infer", "train"):
+        assert _job_name(two, pool) == f"slurm-ready-{pool}-{rollout_trigger(values, pool)}"
+    assert rollout_trigger(values, "infer") != rollout_trigger(values, "train")
+
+
+def _job_name(graph, pool):
+    return graph.named(f"slurm-ready-job-{pool}").inputs["metadata"]["name"]
+
+
+def test_a_change_to_one_pools_nodeset_re_runs_that_pools_wait_only(two):
+    bigger = run_program("dev", {"gpuPools": [TWO_POOLS[0], {**TWO_POOLS[1], "nodeCount": 3}]})
+    assert _job_name(bigger, "train") != _job_name(two, "train")
+    assert _job_name(bigger, "infer") == _job_name(two, "infer")
+
+
+def test_with_two_pools_every_wait_starts_after_the_release(two):
+    for pool in ("infer", "train"):
+        job = two.named(f"slurm-ready-job-{pool}")
+        assert two.depends_on(job, two.named("slurm-release")) and two.depends_on(job, two.named("slurm-ready-binding"))
+
+
+def test_the_pool_named_slinky_keeps_its_job_resource_when_a_pool_is_added(dev):
+    # Its Job runs again all the same: its NodeSet now selects nodes by the pool label too.
+    graph = run_program("dev", {"gpuPools": [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2},
+                                             TWO_POOLS[1]]})
+    assert graph.named("slurm-ready-job").urn == dev.named("slurm-ready-job").urn
+    assert _flags(graph, "slurm-ready-job")["--nodeset"] == "slurm-worker-slinky"
+
+
+def _pool_view(key, nodes, rolled_out=True):
+    """One look at pool `key`'s NodeSet (CRD-valid) and pods; the controller lists both pools' nodes."""
+    name, new, old = f"slurm-worker-{key}", revision(f"slurm-worker-{key}", "7d9c5b8f6d"), \
+        revision(f"slurm-worker-{key}", "5c6d7f8b9a")
+    pods = [pod(i, new if rolled_out or i == 0 else old, key=key) for i in range(nodes)]
+    status = nodeset(name=name, replicas=nodes, updated=nodes if rolled_out else nodes - 1, ready=nodes,
+                     desired=nodes, revision=new)
+    slurm = [scontrol_line(f"{k}-{i}", "IDLE+DYNAMIC_NORM") for k, n in (("infer", 1), ("train", 2)) for i in range(n)]
+    return FakeCluster([(status, pods, slurm)], nodeset_name=name)
+
+
+def _run_job(graph, job, cluster):
+    """What the pool's Job runs: rollout.settle on the NodeSet and prefix its command names."""
+    flags = _flags(graph, job)
+    assert flags["--nodeset"] == cluster.selector.split(",")[0].split("=")[1]
+    clock = Clock()
+    return rollout.settle(cluster, flags["--node-prefix"], 120, poll=10, clock=clock, sleep=clock.sleep,
+                          log=lambda line: None)
+
+
+def test_with_two_pools_a_wait_fails_naming_the_nodeset_that_is_not_rolled_out(two):
+    assert "NodeSet slurm-worker-infer rolled out" in _run_job(two, "slurm-ready-job-infer", _pool_view("infer", 1))
+    with pytest.raises(rollout.RolloutFailed) as e:
+        _run_job(two, "slurm-ready-job-train", _pool_view("train", 2, rolled_out=False))
+    assert "rollout of NodeSet slurm-worker-train in progress: updated 1/2" in str(e.value)
+    assert "infer" not in str(e.value)
+
+
+def test_the_longest_pool_name_keeps_its_job_name_a_valid_label_value():
+    # Kubernetes labels the Job's pods job-name=<name>; a label value has at most 63 characters
+    # (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set).
+    longest = "p" * 20
+    graph = run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest}, TWO_POOLS[1]]})
+    assert len(_job_name(graph, longest)) <= 63
+    assert not run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest + "p"}]}, expect_error=True).resources

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from harness import IMAGE_DIGEST, run_program
 from model import versions
+from tools.offline_run import IMAGE_DIGEST, run_program
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"

@@ -5,7 +5,7 @@ import pathlib
 
 import pytest
 
-from harness import run_program
+from tools.offline_run import run_program
 
 
 def _lb_services(graph):

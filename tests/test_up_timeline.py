@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from harness import run_program
 from tools import bench_timeline as bt
+from tools.offline_run import run_program
 
 P5 = {"gpuInstanceType": "p5.48xlarge"}
 

@@ -23,10 +23,10 @@ from tools import bench_timeline
 
 # Every SDK module a run of the program loads (pulumi_aws and pulumi_kubernetes load theirs
 # lazily): importing exactly these is the floor the program's evaluation is compared with.
-LOADED = ("import sys; sys.path[:0] = ['tests', '.']; from harness import run_program; run_program('dev'); "
+LOADED = ("import sys; sys.path[:0] = ['.']; from tools.offline_run import run_program; run_program('dev'); "
           "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'))))")
-PROGRAM = ("import sys, time; sys.path[:0] = ['tests', '.']; t = time.perf_counter(); "
-           "from harness import run_program; g = run_program('dev'); "
+PROGRAM = ("import sys, time; sys.path[:0] = ['.']; t = time.perf_counter(); "
+           "from tools.offline_run import run_program; g = run_program('dev'); "
            "print(f'{time.perf_counter() - t:.3f} {len(g.resources)}')")
 
 

@@ -104,7 +104,7 @@ def kube_version(graph) -> str:
 def release_request(resource) -> dict[str, Any]:
     """What a registered helm Release asks Helm for: chart (the name, without the repository or
     oci:// path), version, release name, namespace and values (base values merged with the
-    computed ones, as the program passes them; secrets already unwrapped by the harness)."""
+    computed ones, as the program passes them; secrets already unwrapped by tools/offline_run.py)."""
     inputs = resource.inputs
     if inputs.get("skipCrds"):
         raise ChartRenderError(f"{resource.name}: skipCrds is set; rendering assumes Helm installs crds/")
@@ -117,7 +117,7 @@ def release_request(resource) -> dict[str, Any]:
 
 
 def render_graph_release_sources(graph) -> dict[str, list[tuple[str, dict]]]:
-    """render_sources() of every helm Release in a harness Graph, keyed by Helm release name."""
+    """render_sources() of every helm Release in an offline run's Graph (tools/offline_run.py), keyed by Helm release name."""
     version = kube_version(graph)
     out: dict[str, list[tuple[str, dict]]] = {}
     for resource in graph.of_type(RELEASE_TYPE):
@@ -131,6 +131,6 @@ def render_graph_release_sources(graph) -> dict[str, list[tuple[str, dict]]]:
 
 
 def render_graph_releases(graph) -> dict[str, list[dict]]:
-    """The objects of every helm Release registered in a harness Graph, keyed by release name."""
+    """The objects of every helm Release registered in an offline run's Graph (tools/offline_run.py), keyed by release name."""
     return {name: [obj for _, obj in sources]
             for name, sources in render_graph_release_sources(graph).items()}

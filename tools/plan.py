@@ -27,10 +27,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from harness import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
 from tools import chart_render, reference_data  # noqa: E402
+from tools.offline_run import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
 
 REDACTED = "[secret]"
 # What a chart makes up at install time when `lookup` finds nothing (keys, certificates, CA bundles).

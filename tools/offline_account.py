@@ -1,6 +1,8 @@
 """An AWS account as the program's invokes see it: its zones (with opted-in Local and Wavelength
 Zones and a per-account name-to-id mapping), the instance types each zone offers, its vCPU quotas,
-the caller and the permissions it lacks. The mocks answer from it as pulumi-aws 7.51.1 does.
+the caller and the permissions it lacks. The mocks of tools/offline_run.py answer from it as
+pulumi-aws 7.51.1 does: `DEV` for an offline plan and most tests, variants of it for the tests of
+the preflight.
 
 How each invoke answers (the Terraform AWS provider that pulumi-aws 7.51.1 wraps,
 github.com/hashicorp/terraform-provider-aws):

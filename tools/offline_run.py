@@ -4,10 +4,12 @@ resource graph: every registration with its inputs, parent, provider and depende
 What the CLI does and mocks do not (https://www.pulumi.com/docs/iac/concepts/config/,
 https://www.pulumi.com/docs/iac/guides/testing/unit/): Pulumi.yaml defaults are applied
 here, stack values win, `secure:` values get test plaintext. AWS invokes are answered by an
-account model (tests/aws_account.py: zones, offerings, quotas, caller, refused permissions).
+account model (tools/offline_account.py: zones, offerings, quotas, caller, refused permissions).
 Resource references are rewritten to
 URN strings before the mock monitor sees them (a plain MockMonitor rehydrates them on an executor
 thread and fails intermittently with "attached to a different loop").
+
+tools/plan.py is built on this run and the tests assert on the same Graph.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-import aws_account
 import pulumi
 import yaml
 from google.protobuf import json_format, struct_pb2
@@ -29,6 +30,8 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor
 from pulumi.runtime.proto import provider_pb2
 from pulumi.runtime.sync_await import _sync_await
+
+from tools import offline_account
 
 PROJECT_DIR = pathlib.Path(__file__).resolve().parent.parent
 SECRET_SIG = rpc._special_secret_sig
@@ -155,7 +158,7 @@ class RecordingMonitor(MockMonitor):
 class Mocks(pulumi.runtime.Mocks):
     """Inputs come back as outputs, plus what the providers compute and the program reads."""
 
-    def __init__(self, account: aws_account.Account = aws_account.DEV):
+    def __init__(self, account: offline_account.Account = offline_account.DEV):
         self.inputs: dict[tuple[str, str], dict] = {}
         self.calls: list[tuple[str, dict]] = []
         self.account = account
@@ -195,7 +198,7 @@ class Mocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.calls.append((args.token, dict(args.args)))
-        answered = aws_account.answer(self.account, args.token, dict(args.args))
+        answered = offline_account.answer(self.account, args.token, dict(args.args))
         if answered is not None:
             return answered
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
@@ -291,8 +294,8 @@ class _Warnings(logging.Handler):
 
 def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
                 preview: bool = False, expect_error: bool = False,
-                account: aws_account.Account = aws_account.DEV) -> Graph:
-    """Run __main__.py once against `account` (tests/aws_account.py). With expect_error, a
+                account: offline_account.Account = offline_account.DEV) -> Graph:
+    """Run __main__.py once against `account` (tools/offline_account.py). With expect_error, a
     failing program returns its error in the Graph (with whatever it registered before failing)
     instead of raising."""
     cfg = stack_config(stack, overrides)
