@@ -14,7 +14,6 @@ from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
 from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
-from components.slurm_values import slinky_image_tag
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from model.contract import (
                             CONTROLLER_CONTAINER,
@@ -22,6 +21,7 @@ from model.contract import (
                             SLURM_NAMESPACE,
                             nodeset_object,
 )
+from model.slurm_values import slinky_image_tag
 
 config = stack_config.load(Account())
 # EKS needs two AZs; availabilityZone comes first (it holds the NAT gateway), then every GPU

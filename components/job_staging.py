@@ -12,11 +12,11 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.job_environment import environment_files
 from components.jobs_await import job_annotations
 from model import versions
 from model.contract import CORE_LABELS
 from model.gpu_pools import GpuPool
+from model.job_environment import environment_files
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 TARGET = "/shared/jobs"

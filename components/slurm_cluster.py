@@ -10,7 +10,6 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components.helm import chart_release
-from components.slurm_values import SlurmValuesArgs, slurm_values
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
 from model import versions
 from model.contract import (
@@ -25,6 +24,7 @@ from model.contract import (
     STATE_CLAIM,
 )
 from model.gpu_pools import GpuPool
+from model.slurm_values import SlurmValuesArgs, slurm_values
 
 
 @dataclass(frozen=True)

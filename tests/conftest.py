@@ -9,10 +9,10 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from components.job_environment import ENV_FILE, cluster_environment, render  # noqa: E402
 from components.job_staging import job_files  # noqa: E402
 from local_slurm import LocalSlurm, RootMissing  # noqa: E402
 from model.catalog import CATALOG  # noqa: E402
+from model.job_environment import ENV_FILE, cluster_environment, render  # noqa: E402
 from slinky_conf import Release  # noqa: E402
 from tools import reference_data  # noqa: E402
 from tools.offline_run import Graph, run_program  # noqa: E402

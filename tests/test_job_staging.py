@@ -4,9 +4,9 @@ import subprocess
 
 import pytest
 
-from components.job_environment import cluster_environment
 from components.job_staging import JOBS_DIR, job_files
 from model.catalog import CATALOG
+from model.job_environment import cluster_environment
 from tools.offline_run import run_program
 
 

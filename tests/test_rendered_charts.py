@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 import rendered_checks as rc
-from components.slurm_values import gpu_resources, slinky_image_tag
 from model.catalog import lookup
+from model.slurm_values import gpu_resources, slinky_image_tag
 from tools import chart_render, reference_data
 from tools.offline_run import IMAGE_DIGEST, PROJECT_DIR, run_program
 
