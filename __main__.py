@@ -21,7 +21,7 @@ from model.contract import (
                             SLURM_NAMESPACE,
                             nodeset_object,
 )
-from model.slurm_values import slinky_image_tag
+from model.slurm_values import pool_partition, slinky_image_tag
 
 config = stack_config.load(Account())
 # EKS needs two AZs; availabilityZone comes first (it holds the NAT gateway), then every GPU
@@ -106,10 +106,10 @@ pulumi.export("slurmdImage", image.reference)
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
 # What `tools/verify.py` checks the cluster against (with the instance catalog), and what CI submits
-# to: every pool with its Slurm partition (named after it, slurm_values.partitions) and NodeSet; and
+# to: every pool with its Slurm partition and NodeSet; and
 # the first pool's type and the node count of all pools as before pools existed.
 pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCount": p.node_count,
-                            "availabilityZone": p.availability_zone, "partition": p.name,
+                            "availabilityZone": p.availability_zone, "partition": pool_partition(p),
                             "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)

@@ -10,9 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.helm import chart_release
 from model import versions
-from model.contract import CORE_LABELS
-
-OPERATOR_NAMESPACE = "slinky"
+from model.contract import CORE_LABELS, OPERATOR_NAMESPACE
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# Namespaces.
+# Namespaces: the Slurm release's, and the Slinky operator's (its CRDs' webhook lives there).
 SLURM_NAMESPACE = "slurm"
+OPERATOR_NAMESPACE = "slinky"
 
 # Node labels: every core node and every GPU node carries one of these (the node groups set them,
 # every nodeSelector reads them). A GPU pool's own label is in gpu_pools.py.

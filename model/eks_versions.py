@@ -31,9 +31,10 @@ class EksVersion:
 
 
 _d = datetime.date
-# The calendar of the EKS versions page above. 1.36 (EKS release 2026-06-02) is past the page's
-# stored copy; its dates follow the page's 14 + 12 month rule. Add a version here when EKS
-# releases it; one whose extended support has ended is refused without being removed.
+# The release calendar of the EKS versions page above. For 1.36 (on EKS since 2026-06-02) the end
+# dates follow the page's rule of 14 months standard then 12 months extended support. Add a
+# version here when EKS releases it; one whose extended support has ended is refused without
+# being removed.
 CALENDAR = (
     EksVersion("1.32", _d(2026, 3, 23), _d(2027, 3, 23)),
     EksVersion("1.33", _d(2026, 7, 29), _d(2027, 7, 29)),

@@ -7,12 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from model import versions
 from model.catalog import GpuInstanceType
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TOLERATION, LOGINSET, SHARED_MOUNT
 from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
-
-# One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0 for the
-# default pool).
 
 
 @dataclass(frozen=True)
@@ -46,15 +44,20 @@ def gpu_resources(gpu: GpuInstanceType) -> dict:
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 
+def pool_partition(pool: GpuPool) -> str:
+    """The Slurm partition of a pool's own nodes: named after the pool (`sbatch -p <pool>`)."""
+    return pool.name
+
+
 def partitions(pools: Sequence[GpuPool]) -> dict:
     """One partition per pool, named after it; with several pools, the default partition `all`
     over every pool (with one, the pool's own partition is the default)."""
     up = {"MaxTime": "UNLIMITED", "State": "UP"}
     if len(pools) == 1:
         (pool,) = pools
-        return {pool.name: {"enabled": True, "nodesets": [pool.name],
-                            "configMap": {"Default": "YES", **up}}}
-    out = {p.name: {"enabled": True, "nodesets": [p.name], "configMap": dict(up)} for p in pools}
+        return {pool_partition(pool): {"enabled": True, "nodesets": [pool.name],
+                                       "configMap": {"Default": "YES", **up}}}
+    out = {pool_partition(p): {"enabled": True, "nodesets": [p.name], "configMap": dict(up)} for p in pools}
     out[ALL_POOLS_PARTITION] = {"enabled": True, "nodesets": [p.name for p in pools],
                                 "configMap": {"Default": "YES", **up}}
     return out
@@ -87,6 +90,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         }
 
     slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
+    sidecar = {"image": {"repository": versions.SIDECAR_REPOSITORY, "tag": versions.SIDECAR_TAG}}
     return {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
         # cache when the image is there: the pre-pull DaemonSet (image_prepull.py) puts it there.
@@ -102,11 +106,16 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "podSpec": {"nodeSelector": dict(CORE_LABELS)},
             "slurmctld": {"image": dict(slinky_image)},
             "reconfigure": {"image": dict(slinky_image)},
+            "logfile": sidecar,
         },
         "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
                     "slurmrestd": {"image": dict(slinky_image)}},
+        # One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0
+        # for the default pool).
+        "nodesetDefaults": {"logfile": sidecar},
         "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
         "partitions": partitions(a.gpu_pools),
+        "loginsetDefaults": {"initconf": sidecar},
         "loginsets": {LOGINSET: {
             "enabled": True,
             "replicas": 1,

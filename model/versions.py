@@ -59,6 +59,15 @@ EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-devic
 # Chart 1.17.1 is controller v2.17.1.
 AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "1.17.1")
 
+# The Slinky chart's log and init sidecars default to docker.io/library/alpine:latest, a floating
+# tag from a registry with anonymous pull limits: pinned to the ECR Public mirror of the same
+# image. The chart reads controller.logfile (templates/controller/controller-cr.yaml),
+# nodesetDefaults.logfile (nodeset/nodeset-cr.yaml, merged into every nodeset) and
+# loginsetDefaults.initconf (loginset/loginset-cr.yaml) at SlinkyProject/slurm-operator v1.2.1
+# helm/slurm.
+SIDECAR_REPOSITORY = "public.ecr.aws/docker/library/alpine"
+SIDECAR_TAG = "3.23.3"
+
 # Utility images of the program's own Jobs.
 # Copies the jobs onto /shared (the ECR Public mirror of Docker Hub's busybox: no pull limits).
 BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
