@@ -346,6 +346,25 @@ def test_a_config_with_only_warnings_has_no_errors():
     assert levels(checked.problems) == [WARNING, WARNING]
 
 
+def test_a_gpu_instance_type_set_beside_gpu_pools_is_a_warning_that_the_pools_override_it():
+    (p,) = _check(gpuPools=json.dumps([POOL]), gpuInstanceType="p5.48xlarge").problems
+    assert (p.level, p.key, p.value) == (WARNING, "gpuInstanceType", "p5.48xlarge")
+    assert p.message.startswith("gpuInstanceType = 'p5.48xlarge' is ignored: gpuPools overrides it")
+
+
+def test_a_gpu_node_count_set_beside_gpu_pools_is_a_warning_that_the_pools_override_it():
+    (p,) = _check(gpuPools=json.dumps([POOL]), gpuNodeCount="4").problems
+    assert (p.level, p.key) == (WARNING, "gpuNodeCount") and "each pool sets its own nodeCount" in p.message
+
+
+def test_gpu_pools_with_the_overridden_keys_unset_give_no_warning():
+    assert _check(gpuPools=json.dumps([POOL])).problems == []
+
+
+def test_the_overridden_keys_without_gpu_pools_give_no_warning():
+    assert _check(gpuInstanceType="p5.48xlarge", gpuNodeCount="4").problems == []
+
+
 def test_a_refused_default_pool_count_still_lets_the_account_check_its_type():
     (pool,) = gpu_pools.default_pool("g6.12xlarge", 0, "us-west-2a", 400)
     assert pool.node_count == 0 and pool.gpu.name == "g6.12xlarge"
