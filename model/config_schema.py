@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from model import eks_versions, gpu_pools, rules, versions
 from model.image_references import dlc_registry, reference_problem, registry_host
-from model.problems import NOT_SET, Problem, Rule, error
+from model.problems import NOT_SET, Problem, Rule, error, warning
 
 
 class _Required:
@@ -173,7 +173,7 @@ def _pairings() -> str:
 
 
 def chart_pairs_with_slurm(ok: Mapping[str, Any]) -> list[Problem]:
-    """The Slinky chart's Slurm release (charts-values/versions.yaml slinkyPairing) is slurmVersion's."""
+    """The Slinky chart's Slurm release (model/versions.py SLINKY_PAIRING) is slurmVersion's."""
     chart, slurm = ok.get("slinkyChartVersion"), ok.get("slurmVersion")
     if chart is None or slurm is None:
         return []
@@ -204,7 +204,7 @@ def dlc_registry_known(ok: Mapping[str, Any]) -> list[Problem]:
 
 def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     """The slurmd base image is of slurmVersion, on the flavour the release pairs with
-    (charts-values/versions.yaml slurmdBaseFlavour)."""
+    (model/versions.py SLURMD_BASE_FLAVOUR)."""
     base, slurm = ok.get("slurmdBaseImage"), ok.get("slurmVersion")
     if base is None or slurm is None:
         return []
@@ -220,7 +220,7 @@ def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
 
 
 def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
-    """At least the Kubernetes the Slinky operator needs (charts-values/versions.yaml)."""
+    """At least the Kubernetes the Slinky operator needs (model/versions.py SLINKY_MIN_KUBERNETES)."""
     version, minimum = ok.get("kubernetesVersion"), versions.SLINKY_MIN_KUBERNETES
     if version is None or tuple(map(int, version.split("."))) >= tuple(map(int, minimum.split("."))):
         return []
@@ -243,6 +243,21 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
     if raw != []:
         return [], [error("gpuPools", raw, "a list of pools")]
     return gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib), []
+
+
+# The keys that make the one pool of a stack without gpuPools, each with the pool field that
+# replaces it in gpuPools. (availabilityZone and gpuRootVolumeGiB stay the pools' defaults.)
+OVERRIDDEN_BY_POOLS = {"gpuInstanceType": "instanceType", "gpuNodeCount": "nodeCount"}
+
+
+def overridden_by_pools(raw: Mapping[str, str | None], gpu_pools_value: Any) -> list[Problem]:
+    """A warning for each key of OVERRIDDEN_BY_POOLS the stack sets beside a gpuPools list: the
+    program reads each pool's own field instead, so the key's value is ignored."""
+    if not isinstance(gpu_pools_value, list) or not gpu_pools_value:
+        return []
+    return [warning(key, raw[key], f"{key} = {raw[key]!r} is ignored: gpuPools overrides it (each pool "
+                    f"sets its own {field}); remove it with `pulumi config rm {key}`")
+            for key, field in OVERRIDDEN_BY_POOLS.items() if raw.get(key) is not None]
 
 
 @dataclass(frozen=True)
@@ -273,6 +288,7 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     if values["apiAllowedCidrs"] == []:
         values["apiAllowedCidrs"] = values["sshAllowedCidrs"] if not ssh_cidrs(ok) else []
     found_pools, pool_problems = pools(ok, values)
+    pool_problems += overridden_by_pools(raw, values["gpuPools"])
     return Checked(values, ok, found_pools, problems + pool_problems)
 
 

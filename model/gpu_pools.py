@@ -22,6 +22,11 @@ DEFAULT_POOL = "slinky"
 # The Slurm partition over every pool when there are several (the default partition); so no pool
 # may take its name.
 ALL_POOLS_PARTITION = "all"
+# slurm.conf reads `PartitionName=DEFAULT` (compared case-insensitively) as the defaults of the
+# partitions after it, not as a partition: a pool of that name would lose its partition
+# (SchedMD/slurm src/common/read_config.c, _parse_partitionname: xstrcasecmp(value, "DEFAULT"),
+# tag slurm-26-05-3-1). NodeName=DEFAULT is read the same way, but a pool's nodes are <pool>-<n>.
+SLURM_DEFAULTS_NAME = "default"
 # EKS allows 30 managed node groups per cluster by default (EKS user guide, "View and manage
 # Amazon EKS and AWS Fargate service quotas": "Managed node groups per cluster",
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html); the core group takes one.
@@ -64,12 +69,17 @@ _root_volume = rules.whole_number(*ROOT_VOLUME_GIB)
 
 
 def pool_name(key: str, value: Any) -> list[Problem]:
-    """A DNS label of at most 20 characters that is not the partition over every pool."""
+    """A DNS label of at most 20 characters that is neither the partition over every pool nor
+    the name slurm.conf reserves for its defaults."""
     if not isinstance(value, str) or not _POOL_NAME.match(value):
         return [error(key, value, "lower-case letters, digits and '-', starting with a letter and "
                       "ending with a letter or digit, at most 20 characters")]
     if value == ALL_POOLS_PARTITION:
         return [error(key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool")]
+    if value.lower() == SLURM_DEFAULTS_NAME:
+        return [error(key, value, f"any name but '{SLURM_DEFAULTS_NAME}' (in any case): slurm.conf reads "
+                      "PartitionName=DEFAULT as the defaults of the other partitions, so the pool "
+                      "would have no partition")]
     return []
 
 
@@ -122,8 +132,10 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
             seen[name] = i
     # Pods and Slurm nodes are found by name prefix: slurm-worker-<pool>- and <pool>-<ordinal>. A
     # pool `a` beside `a-b` would count a-b's pods and nodes as its own (verify, the readiness wait).
-    for name, i in seen.items():
-        for other, j in seen.items():
+    # Only names that passed the name rule: a refused name is reported once, as itself.
+    valid = {name: i for name, i in seen.items() if not pool_name(f"gpuPools[{i}].name", name)}
+    for name, i in valid.items():
+        for other, j in valid.items():
             if other != name and name.startswith(f"{other}-"):
                 problems.append(error(f"gpuPools[{i}].name", name, f"a name that does not begin with "
                                       f"another pool's name and '-' (gpuPools[{j}] is '{other}': its pods "

@@ -113,6 +113,14 @@ def test_warnings_never_block_a_stack(on_2026_12_01):
     assert len([w for w in graph.warnings if EXTENDED in w or EXAMPLE_WARNING in w]) == 2
 
 
+def test_keys_gpu_pools_override_are_warned_about_and_do_not_block():
+    # Pulumi.dev.yaml sets gpuInstanceType and gpuNodeCount.
+    graph = run_program("dev", {"gpuPools": [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}]})
+    overridden = [w for w in graph.warnings if "is ignored: gpuPools overrides it" in w]
+    assert graph.error is None and graph.resources
+    assert [w.split(" = ")[0] for w in overridden] == ["gpuInstanceType", "gpuNodeCount"]
+
+
 def test_a_refused_stack_still_shows_its_warnings(on_2026_12_01):
     graph = run_program("dev", {"kubernetesVersion": "1.33", "gpuNodeCount": 0}, expect_error=True)
     assert "gpuNodeCount" in str(graph.error) and graph.resources == []

@@ -2,6 +2,7 @@
 one promise each: a good value passes, a bad one comes back as an error or a warning problem.
 Rules return problems; they never raise."""
 import datetime
+import json
 
 import pytest
 
@@ -345,6 +346,25 @@ def test_a_config_with_only_warnings_has_no_errors():
     assert levels(checked.problems) == [WARNING, WARNING]
 
 
+def test_a_gpu_instance_type_set_beside_gpu_pools_is_a_warning_that_the_pools_override_it():
+    (p,) = _check(gpuPools=json.dumps([POOL]), gpuInstanceType="p5.48xlarge").problems
+    assert (p.level, p.key, p.value) == (WARNING, "gpuInstanceType", "p5.48xlarge")
+    assert p.message.startswith("gpuInstanceType = 'p5.48xlarge' is ignored: gpuPools overrides it")
+
+
+def test_a_gpu_node_count_set_beside_gpu_pools_is_a_warning_that_the_pools_override_it():
+    (p,) = _check(gpuPools=json.dumps([POOL]), gpuNodeCount="4").problems
+    assert (p.level, p.key) == (WARNING, "gpuNodeCount") and "each pool sets its own nodeCount" in p.message
+
+
+def test_gpu_pools_with_the_overridden_keys_unset_give_no_warning():
+    assert _check(gpuPools=json.dumps([POOL])).problems == []
+
+
+def test_the_overridden_keys_without_gpu_pools_give_no_warning():
+    assert _check(gpuInstanceType="p5.48xlarge", gpuNodeCount="4").problems == []
+
+
 def test_a_refused_default_pool_count_still_lets_the_account_check_its_type():
     (pool,) = gpu_pools.default_pool("g6.12xlarge", 0, "us-west-2a", 400)
     assert pool.node_count == 0 and pool.gpu.name == "g6.12xlarge"
@@ -371,6 +391,29 @@ def test_a_pool_name_that_is_not_a_short_dns_label_is_an_error(name):
 def test_the_all_pools_partition_is_not_a_pool_name():
     (p,) = gpu_pools.pool_name("gpuPools[0].name", gpu_pools.ALL_POOLS_PARTITION)
     assert "the partition over every pool" in p.message
+
+
+def test_the_name_slurm_reads_as_its_defaults_is_not_a_pool_name():
+    (p,) = gpu_pools.pool_name("gpuPools[0].name", "default")
+    assert (p.level, p.value) == (ERROR, "default") and "PartitionName=DEFAULT" in p.message
+
+
+@pytest.mark.parametrize("name", ["default", "Default", "DEFAULT"])
+def test_default_in_any_case_is_not_a_pool_name(name):
+    assert levels(gpu_pools.pool_name("gpuPools[0].name", name)) == [ERROR]
+
+
+def test_a_pool_named_default_refuses_the_stack_naming_key_value_and_why():
+    pools = json.dumps([POOL, {**POOL, "name": "default"}])
+    (p,) = [p for p in _check(gpuPools=pools).problems if p.is_error]
+    assert p.render("slinky-eks").startswith("slinky-eks:gpuPools[1].name = 'default': any name but 'default'")
+
+
+def test_a_refused_pool_name_is_not_also_reported_as_another_pools_prefix():
+    _, problems = gpu_pools.pools_from_config([{**POOL, "name": "Train"}, {**POOL, "name": "Train-2"},
+                                               {**POOL, "name": "all"}, {**POOL, "name": "all-x"}],
+                                              "us-west-2a", 400)
+    assert [p.key for p in problems] == ["gpuPools[0].name", "gpuPools[1].name", "gpuPools[2].name"]
 
 
 def test_a_valid_pool_list_has_no_problems():
