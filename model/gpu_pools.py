@@ -163,4 +163,9 @@ POOL_LABEL = "slinky-eks/gpu-pool"
 
 def pool_labels(pool: GpuPool, pools: Sequence[GpuPool]) -> dict[str, str]:
     """What selects this pool's nodes beyond role=gpu: nothing when it is the only pool."""
-    return {POOL_LABEL: pool.name} if len(pools) > 1 else {}
+    return labels_of_pool(pool.name, several=len(pools) > 1)
+
+
+def labels_of_pool(name: str, several: bool) -> dict[str, str]:
+    """pool_labels by the pool's name alone (what the gpuPools output gives tools/verify.py)."""
+    return {POOL_LABEL: name} if several else {}

@@ -43,7 +43,7 @@ from model.contract import (
     slurm_node_prefix,
     worker_pod_prefix,
 )
-from model.gpu_pools import DEFAULT_POOL, POOL_LABEL
+from model.gpu_pools import DEFAULT_POOL, labels_of_pool
 from tools import rollout, slurm_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -72,7 +72,7 @@ class Pool:
 
     @property
     def node_selector(self) -> str:
-        return label_selector({**GPU_LABELS, **({POOL_LABEL: self.name} if self.several else {})})
+        return label_selector({**GPU_LABELS, **labels_of_pool(self.name, self.several)})
 
     @property
     def worker_prefix(self) -> str:
