@@ -7,11 +7,10 @@ node group, the NAT gateway and the load balancers live there. Every other pool 
 subnet only, in a slot of its own derived from its zone id (usw2-az4 -> 4), never from the pools'
 order.
 
-The VPC block (vpcCidr) in quarters:
-  1st: the cluster zones' private subnets, one half each (positions 0, 1)
-  2nd: the pool zones' private subnets, one eighth each (zone id number 1-8)
-  3rd: the cluster zones' public subnets, one half each
-  4th: unused
+The VPC block (vpcCidr) in eighths, as before there were pools:
+  eighths 0, 1: the cluster zones' private subnets (positions 0, 1)
+  eighths 4, 5: the cluster zones' public subnets
+  eighths 2, 3, 6, 7, each halved: eight pool-zone slots, for zone id numbers 1-8
 """
 from __future__ import annotations
 
@@ -19,12 +18,14 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-# Eighths of the second quarter. AZ ids end in "-az<number>" (AWS RAM user guide, "Availability
-# Zone IDs for your AWS resources":
+# Pool-zone slots, two in each eighth left over. AZ ids end in "-az<number>" (AWS RAM user guide,
+# "Availability Zone IDs for your AWS resources":
 # https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html); the region with the
-# most AZs, us-east-1, has six (use1-az1 .. use1-az6), so eight slots leave room.
+# most AZs, us-east-1, has six (use1-az1 .. use1-az6,
+# https://aws.amazon.com/about-aws/global-infrastructure/regions_az/), so eight slots leave room.
 POOL_ZONE_SLOTS = 8
 _ZONE_NUMBER = re.compile(r"-az(\d+)$")
+_CLUSTER_PRIVATE, _CLUSTER_PUBLIC, _POOL_EIGHTHS = (0, 1), (4, 5), (2, 3, 6, 7)
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,7 @@ class NodeZone:
 
     @property
     def pool_slot(self) -> int | None:
-        """A pool zone's eighth of the second quarter (zone id number - 1); None when the zone
-        id has no number that fits."""
+        """A pool zone's slot (zone id number - 1); None when the zone id has no number that fits."""
         found = _ZONE_NUMBER.search(self.zone_id)
         slot = int(found.group(1)) - 1 if found else -1
         return slot if 0 <= slot < POOL_ZONE_SLOTS else None
@@ -51,21 +51,27 @@ def order(cluster_zones: tuple[NodeZone, NodeZone], pool_zones: list[NodeZone]) 
     return (*first, *(rest[zone_id] for zone_id in sorted(rest)))
 
 
+def _eighths(vpc_cidr: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=3))
+
+
 def private_cidr(vpc_cidr: str, zone: NodeZone) -> str:
-    quarters = list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=2))
+    """A cluster zone's eighth, or half of a left-over eighth for a pool zone (whose nodes,
+    unlike a cluster zone's, are GPU nodes only: no core nodes)."""
+    eighths = _eighths(vpc_cidr)
     if zone.cluster_position is not None:
-        return str(list(quarters[0].subnets(prefixlen_diff=1))[zone.cluster_position])
-    if zone.pool_slot is None:
+        return str(eighths[_CLUSTER_PRIVATE[zone.cluster_position]])
+    slot = zone.pool_slot
+    if slot is None:
         raise ValueError(f"{zone.name} ({zone.zone_id}) has no pool zone slot")
-    return str(list(quarters[1].subnets(prefixlen_diff=3))[zone.pool_slot])
+    return str(list(eighths[_POOL_EIGHTHS[slot // 2]].subnets(prefixlen_diff=1))[slot % 2])
 
 
 def public_cidr(vpc_cidr: str, zone: NodeZone) -> str:
     """Only the cluster's two zones have a public subnet (NAT gateway, load balancers)."""
     if zone.cluster_position is None:
         raise ValueError(f"{zone.name} is a pool zone: it has no public subnet")
-    quarters = list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=2))
-    return str(list(quarters[2].subnets(prefixlen_diff=1))[zone.cluster_position])
+    return str(_eighths(vpc_cidr)[_CLUSTER_PUBLIC[zone.cluster_position]])
 
 
 def subnet_key(zone: NodeZone) -> str:

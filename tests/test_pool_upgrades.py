@@ -89,13 +89,13 @@ def test_a_pool_in_a_new_zone_adds_only_its_private_subnet_and_mount_target(dev,
 
 
 def test_a_pool_zones_subnet_is_the_slot_of_its_zone_id():
-    # us-west-2c is usw2-az3 and us-west-2d usw2-az4 in the offline account: the 3rd and 4th
-    # eighths of the VPC's second quarter (10.0.64.0/18).
+    # us-west-2c is usw2-az3 and us-west-2d usw2-az4 in the offline account: slots 3 and 4, the
+    # two halves of the VPC's fourth eighth (10.0.96.0/19).
     graph = run_program("dev", {"gpuPools": [DEV_POOL, {**INFER, "availabilityZone": "us-west-2d"},
                                              {**TRAIN, "availabilityZone": "us-west-2c"}]})
     subnets = _subnets(graph)
-    assert subnets["network-private-us-west-2c"] == ("10.0.80.0/21", "us-west-2c")
-    assert subnets["network-private-us-west-2d"] == ("10.0.88.0/21", "us-west-2d")
+    assert subnets["network-private-us-west-2c"] == ("10.0.96.0/20", "us-west-2c")
+    assert subnets["network-private-us-west-2d"] == ("10.0.112.0/20", "us-west-2d")
 
 
 def test_reordering_pools_in_different_zones_changes_no_subnet_or_node_group():
