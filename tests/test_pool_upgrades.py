@@ -35,8 +35,8 @@ CHANGED_BY_A_NEW_POOL = {
 }
 
 
-def _with_pool(zone: str, *, first: dict = DEV_POOL) -> list[dict]:
-    return [first, {**INFER, "availabilityZone": zone}]
+def _with_pool(zone: str) -> list[dict]:
+    return [DEV_POOL, {**INFER, "availabilityZone": zone}]
 
 
 def _subnets(graph) -> dict[str, tuple[str, str]]:
@@ -51,9 +51,16 @@ def _changed(before, after) -> dict[str, set[str]]:
             for urn, inputs in old.items() if urn in new and new[urn] != inputs}
 
 
-@pytest.fixture(scope="module", params=ZONES)
+# The new pool in each zone, and listed before the dev stack's pool in a zone of the cluster's
+# and in a new one.
+UPGRADES = [*((zone, "after") for zone in ZONES), ("us-west-2a", "before"), ("us-west-2d", "before")]
+
+
+@pytest.fixture(scope="module", params=UPGRADES, ids=lambda p: f"{p[1]}-{p[0]}")
 def upgraded(request):
-    return run_program("dev", {"gpuPools": _with_pool(request.param)})
+    zone, where = request.param
+    pools = _with_pool(zone)
+    return run_program("dev", {"gpuPools": pools if where == "after" else pools[::-1]})
 
 
 def test_adding_a_pool_deletes_no_dev_resource(dev, upgraded):
@@ -74,7 +81,7 @@ def test_adding_a_pool_changes_exactly_the_listed_dev_resources(dev, upgraded):
     assert _changed(dev, upgraded) == CHANGED_BY_A_NEW_POOL
 
 
-def test_the_changed_list_is_not_empty_of_meaning(dev):
+def test_the_comparison_of_inputs_sees_a_change_where_there_is_one(dev):
     # The comparison the previous test relies on sees a change where there is one.
     graph = run_program("dev", {"coreNodeCount": 3})
     assert _changed(dev, graph) == {"nodes-core": {"scalingConfig"}}
@@ -104,6 +111,14 @@ def test_reordering_pools_in_different_zones_changes_no_subnet_or_node_group():
     assert _subnets(reordered) == _subnets(graph)
     groups = {r.urn: r.inputs for r in graph.of_type("aws:eks/nodeGroup:NodeGroup")}
     assert {r.urn: r.inputs for r in reordered.of_type("aws:eks/nodeGroup:NodeGroup")} == groups
+
+
+def test_reordering_pools_changes_only_the_order_of_lists_in_slurms_values_and_the_readiness_role():
+    pools = [DEV_POOL, {**INFER, "availabilityZone": "us-west-2d"}, {**TRAIN, "availabilityZone": "us-west-2c"}]
+    graph, reordered = (run_program("dev", {"gpuPools": p}) for p in (pools, pools[::-1]))
+    assert _changed(graph, reordered) == {"slurm-release": {"values"}, "slurm-ready-role": {"rules"}}
+    assert (sorted(reordered.named("slurm-release").inputs["values"]["partitions"]["all"]["nodesets"])
+            == sorted(graph.named("slurm-release").inputs["values"]["partitions"]["all"]["nodesets"]))
 
 
 def test_removing_a_pool_in_another_zone_moves_no_other_subnet():
