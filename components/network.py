@@ -55,7 +55,8 @@ class Network(pulumi.ComponentResource):
         self.private_subnet_by_key = {node_zones.subnet_key(z): private[z.name].id for z in args.zones}
         self.register_outputs({"vpc_id": self.vpc_id, "private_subnet_ids": self.private_subnet_ids,
                                "public_subnet_ids": self.public_subnet_ids,
-                               "private_subnet_by_zone": self.private_subnet_by_zone})
+                               "private_subnet_by_zone": self.private_subnet_by_zone,
+                               "private_subnet_by_key": self.private_subnet_by_key})
 
     def _cluster_tag(self) -> dict[str, str]:
         # The load balancer controller finds subnets by these tags

@@ -1,8 +1,9 @@
 """What must hold in the account before the first resource: the node AZs (the cluster's two, and
-every GPU pool's, each with a subnet slot: model/node_zones.py), the instance types offered there, each GPU family's on-demand vCPU quota (summed over
-the pools in it) and the core nodes', and no duplicate access entry for the
-deployer. Each finding is (key, value, what is allowed) for stack_config's one ConfigError; where
-the account cannot be asked, a warning names the missing permission instead.
+every GPU pool's, each with a subnet slot: model/node_zones.py), the instance types offered there,
+each GPU family's on-demand vCPU quota (summed over the pools in it) and the core nodes', and no
+duplicate access entry for the deployer. Each finding is (key, value, what is allowed) for
+stack_config's one ConfigError; where the account cannot be asked, a warning names the missing
+permission instead.
 """
 from __future__ import annotations
 
