@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 from dev_graph_snapshot import snapshot
 
-from model import node_zones
+from model import node_zones, rules
 from model.node_zones import NodeZone
 from tools.offline_account import DEV, US_WEST_2, ZoneRecord
 from tools.offline_run import run_program
@@ -164,14 +164,23 @@ def test_a_pool_zone_whose_zone_id_has_no_slot_is_refused_naming_its_key():
 
 # The carving itself (model/node_zones.py)
 
-@pytest.mark.parametrize("prefix", range(16, 21))
-def test_every_slot_fits_in_the_vpc_and_no_two_overlap(prefix):
-    vpc = ipaddress.ip_network(f"10.0.0.0/{prefix}")
+# Every VPC block vpcCidr's rule accepts: widening the rule past what the carving fits fails here.
+ACCEPTED_VPCS = [f"10.0.0.0/{p}" for p in range(8, 29) if not rules.private_vpc_cidr("vpcCidr", f"10.0.0.0/{p}")]
+
+
+def test_the_accepted_vpc_blocks_are_slash_16_to_20():
+    assert ACCEPTED_VPCS == [f"10.0.0.0/{p}" for p in range(16, 21)]
+
+
+@pytest.mark.parametrize("cidr", ACCEPTED_VPCS)
+def test_every_slot_fits_in_the_vpc_and_no_two_overlap(cidr):
+    vpc = ipaddress.ip_network(cidr)
     cluster = [NodeZone("a", "x-az1", 0), NodeZone("b", "x-az2", 1)]
     pools = [NodeZone(f"p{n}", f"x-az{n}") for n in range(1, node_zones.POOL_ZONE_SLOTS + 1)]
     nets = ([ipaddress.ip_network(node_zones.private_cidr(str(vpc), z)) for z in cluster + pools]
             + [ipaddress.ip_network(node_zones.public_cidr(str(vpc), z)) for z in cluster])
-    assert all(n.subnet_of(vpc) and n.prefixlen <= 28 for n in nets)  # /28: the smallest VPC subnet
+    # /28 is the smallest IPv4 subnet (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html).
+    assert all(n.subnet_of(vpc) and n.prefixlen <= 28 for n in nets)
     assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1:])
 
 
