@@ -20,12 +20,14 @@ ZONES = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
 
 # The dev resources whose inputs change when a pool is added, and which inputs:
 CHANGED_BY_A_NEW_POOL = {
-    # The slinky pool's nodes get their pool label (EKS applies a label change in place).
+    # The slinky pool's nodes get their pool label, in place (EKS API reference,
+    # UpdateNodegroupConfig: https://docs.aws.amazon.com/eks/latest/APIReference/API_UpdateNodegroupConfig.html).
     "nodes-gpu": {"labels"},
     # The slinky NodeSet selects its pool's label; the new pool's NodeSet and partition, and
     # the default partition `all`, which takes Default=YES from `slinky`.
     "slurm-release": {"values"},
-    # The readiness Job may read the new pool's NodeSet; the Job itself is named by its content.
+    # The readiness Role may read the new pool's NodeSet; the slinky pool's readiness Job is
+    # named by its content.
     "slurm-ready-role": {"rules"},
     "slurm-ready-job": {"metadata"},
     # cluster.env becomes a selector over cluster-<pool>.env; the staged files' ConfigMap and
