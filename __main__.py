@@ -57,7 +57,7 @@ lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
 storage = SharedStorage("storage", SharedStorageArgs(
     cluster_name=config.cluster_name, vpc_id=network.vpc_id,
     cluster_security_group_id=cluster.security_group_id,
-    node_subnet_ids=network.private_subnet_ids, provider=cluster.provider,
+    node_subnet_by_key=network.private_subnet_by_key, provider=cluster.provider,
     depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
     retain_data=config.retain_shared_data))
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image

@@ -22,9 +22,14 @@ class ClusterArgs:
     kubernetes_version: str
     # The VPC the control plane's interfaces go into (Network.vpc_id).
     vpc_id: pulumi.Input[str]
-    # The node subnets (Network.private_subnet_ids); the control plane's interfaces go there too.
+    # The cluster's two AZs' private subnets (Network.private_subnet_ids): the control plane's
+    # interfaces and the core nodes'. Nodes may run in any subnet of the VPC, and subnets added
+    # to a cluster later must lie in the AZs it was created with (EKS user guide, "View Amazon
+    # EKS networking requirements for VPC and subnets":
+    # https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html): a pool AZ added later
+    # stays out of these and leaves the cluster as it is.
     private_subnet_ids: Sequence[pulumi.Input[str]]
-    # The load balancer subnets (Network.public_subnet_ids).
+    # The load balancer subnets, in the same two AZs (Network.public_subnet_ids).
     public_subnet_ids: Sequence[pulumi.Input[str]]
     # IAM roles made cluster admins through access entries, besides the deployer (adminRoleArns).
     admin_role_arns: Sequence[str]

@@ -1,58 +1,62 @@
-"""The VPC: private subnets for nodes, public subnets for load balancers, one NAT gateway."""
+"""The VPC: private subnets for nodes, public subnets for load balancers in the cluster's two
+zones, one NAT gateway; each subnet's block is fixed by its zone (model/node_zones.py)."""
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
 
+from model import node_zones
+from model.node_zones import NodeZone
+
 
 @dataclass(frozen=True)
 class NetworkArgs:
     """Every field is required (no defaults)."""
-    # The VPC's block (vpcCidr), carved into eight equal subnets (subnet_cidrs).
+    # The VPC's block (vpcCidr), carved as model/node_zones.py says.
     cidr: str
-    # One private and one public subnet each. The first (availabilityZone) gets the NAT gateway;
-    # every GPU pool's AZ is among them.
-    zones: Sequence[str]
+    # StackConfig.node_zones: the cluster's two zones (a private and a public subnet each; the
+    # first, availabilityZone, gets the NAT gateway), then the other GPU pools' AZs (a private
+    # subnet each).
+    zones: Sequence[NodeZone]
     # Tags the subnets for the load balancer controller's discovery.
     cluster_name: str
     # Names the S3 gateway endpoint's service.
     region: str
 
 
-def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
-    """Carve the VPC into eight equal blocks: private subnets first (nodes and pod IPs from the
-    VPC CNI need the room), public subnets from the fifth block on."""
-    blocks = list(ipaddress.ip_network(vpc_cidr).subnets(prefixlen_diff=3))
-    return ([str(b) for b in blocks[:zones]], [str(b) for b in blocks[4:4 + zones]])
-
-
 class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]                     # the VPC everything runs in
-    private_subnet_ids: list[pulumi.Output[str]]   # one per zone, in `zones` order: the nodes'
-    public_subnet_ids: list[pulumi.Output[str]]    # one per zone, in `zones` order: load balancers'
+    # The cluster's two zones' private subnets, in `zones` order: the control plane's and the
+    # core nodes'. A pool AZ added later leaves them, and so the cluster and core group, as they are.
+    private_subnet_ids: list[pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]    # the cluster's two zones': load balancers'
     # The private subnet of each zone: a GPU pool's node group has exactly its AZ's.
     private_subnet_by_zone: dict[str, pulumi.Output[str]]
+    # The private subnet of each zone by node_zones.subnet_key: what a resource per node subnet
+    # (an EFS mount target) is named by, so that none is renamed when a pool AZ comes or goes.
+    private_subnet_by_key: dict[str, pulumi.Output[str]]
 
     def __init__(self, name: str, args: NetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:network:Network", name, None, opts)
         self._name, self._args = name, args
         vpc = self._vpc()
-        private_cidrs, public_cidrs = subnet_cidrs(args.cidr, len(args.zones))
-        igw, public = self._public_subnets(vpc, public_cidrs)
+        cluster_zones = [z for z in args.zones if z.cluster_position is not None]
+        igw, public = self._public_subnets(vpc, cluster_zones)
         private_rt = self._private_route_table(vpc, igw, public[0])
-        private = self._private_subnets(vpc, private_rt, private_cidrs)
+        private = self._private_subnets(vpc, private_rt)
         self._s3_endpoint(vpc, private_rt)
         self.vpc_id = vpc.id
-        self.private_subnet_ids = [s.id for s in private]
+        self.private_subnet_ids = [private[z.name].id for z in cluster_zones]
         self.public_subnet_ids = [s.id for s in public]
-        self.private_subnet_by_zone = {zone: s.id for zone, s in zip(args.zones, private, strict=True)}
+        self.private_subnet_by_zone = {z.name: private[z.name].id for z in args.zones}
+        self.private_subnet_by_key = {node_zones.subnet_key(z): private[z.name].id for z in args.zones}
         self.register_outputs({"vpc_id": self.vpc_id, "private_subnet_ids": self.private_subnet_ids,
                                "public_subnet_ids": self.public_subnet_ids,
-                               "private_subnet_by_zone": self.private_subnet_by_zone})
+                               "private_subnet_by_zone": self.private_subnet_by_zone,
+                               "private_subnet_by_key": self.private_subnet_by_key})
 
     def _cluster_tag(self) -> dict[str, str]:
         # The load balancer controller finds subnets by these tags
@@ -65,9 +69,9 @@ class Network(pulumi.ComponentResource):
                            enable_dns_support=True, tags={"Name": f"{name}-vpc"},
                            opts=pulumi.ResourceOptions(parent=self))
 
-    def _public_subnets(self, vpc: aws.ec2.Vpc, cidrs: list[str]) -> tuple[aws.ec2.InternetGateway,
-                                                                            list[aws.ec2.Subnet]]:
-        """The internet gateway and a public subnet per zone routed through it."""
+    def _public_subnets(self, vpc: aws.ec2.Vpc, zones: list[NodeZone]) -> tuple[aws.ec2.InternetGateway,
+                                                                                 list[aws.ec2.Subnet]]:
+        """The internet gateway and a public subnet in each of the cluster's zones routed through it."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": f"{name}-igw"},
                                       opts=child)
@@ -76,7 +80,8 @@ class Network(pulumi.ComponentResource):
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
             tags={"Name": f"{name}-public"}, opts=child)
         public = []
-        for zone, cidr in zip(self._args.zones, cidrs, strict=True):
+        for node_zone in zones:
+            zone, cidr = node_zone.name, node_zones.public_cidr(self._args.cidr, node_zone)
             subnet = aws.ec2.Subnet(
                 f"{name}-public-{zone}", vpc_id=vpc.id, availability_zone=zone, cidr_block=cidr,
                 map_public_ip_on_launch=False,
@@ -101,11 +106,12 @@ class Network(pulumi.ComponentResource):
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
             tags={"Name": f"{name}-private"}, opts=pulumi.ResourceOptions(parent=self))
 
-    def _private_subnets(self, vpc: aws.ec2.Vpc, private_rt: aws.ec2.RouteTable,
-                         cidrs: list[str]) -> list[aws.ec2.Subnet]:
+    def _private_subnets(self, vpc: aws.ec2.Vpc, private_rt: aws.ec2.RouteTable) -> dict[str, aws.ec2.Subnet]:
+        """A private subnet per zone, by zone name."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
-        private = []
-        for zone, cidr in zip(self._args.zones, cidrs, strict=True):
+        private = {}
+        for node_zone in self._args.zones:
+            zone, cidr = node_zone.name, node_zones.private_cidr(self._args.cidr, node_zone)
             subnet = aws.ec2.Subnet(
                 f"{name}-private-{zone}", vpc_id=vpc.id, availability_zone=zone, cidr_block=cidr,
                 tags={"Name": f"{name}-private-{zone}", "kubernetes.io/role/internal-elb": "1",
@@ -113,7 +119,7 @@ class Network(pulumi.ComponentResource):
                 opts=child)
             aws.ec2.RouteTableAssociation(f"{name}-private-{zone}-rt", subnet_id=subnet.id,
                                           route_table_id=private_rt.id, opts=child)
-            private.append(subnet)
+            private[zone] = subnet
         return private
 
     def _s3_endpoint(self, vpc: aws.ec2.Vpc, private_rt: aws.ec2.RouteTable) -> aws.ec2.VpcEndpoint:

@@ -31,7 +31,9 @@ class NodeGroupsArgs:
     depends_on: Sequence[pulumi.Resource]
     # Named on the GPU nodes' EFA interfaces, which would otherwise lose it (see _gpu_pool_group).
     cluster_security_group_id: pulumi.Input[str]
-    # The core group spans every private subnet.
+    # The cluster's two zones' private subnets (Network.private_subnet_ids): the core group's, and
+    # only these, so a pool AZ added later leaves the core group's subnets as they are (a managed
+    # node group's subnets cannot be changed in place: aws/containers-roadmap issue #1338).
     private_subnet_ids: Sequence[pulumi.Input[str]]
     # The private subnet of each AZ (Network.private_subnet_by_zone): each pool gets its AZ's.
     private_subnet_by_zone: Mapping[str, pulumi.Input[str]]

@@ -1,15 +1,18 @@
-"""What must hold in the account before the first resource: the node AZs (every GPU pool's, at
-least two), the instance types offered there, each GPU family's on-demand vCPU quota (summed over
-the pools in it) and the core nodes', and no duplicate access entry for the
-deployer. Each finding is (key, value, what is allowed) for stack_config's one ConfigError; where
-the account cannot be asked, a warning names the missing permission instead.
+"""What must hold in the account before the first resource: the node AZs (the cluster's two, and
+every GPU pool's, each with a subnet slot: model/node_zones.py), the instance types offered there,
+each GPU family's on-demand vCPU quota (summed over the pools in it) and the core nodes', and no
+duplicate access entry for the deployer. Each finding is (key, value, what is allowed) for
+stack_config's one ConfigError; where the account cannot be asked, a warning names the missing
+permission instead.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from components.account import Account, PermissionDenied, Zone
+from model import node_zones
 from model.gpu_pools import GpuPool
+from model.node_zones import NodeZone
 
 # Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
 # user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:
@@ -35,7 +38,7 @@ ON_DEMAND_STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, 
 class Findings:
     problems: list[tuple[str, object, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    node_zones: tuple[str, ...] = ()
+    node_zones: tuple[NodeZone, ...] = ()
 
     def cannot_ask(self, what: str, denied: PermissionDenied) -> None:
         self.warnings.append(f"preflight: could not check {what}: the deployer lacks "
@@ -47,32 +50,26 @@ def eligible_zones(region: str, zones: list[Zone]) -> list[Zone]:
     return [z for z in zones if z.zone_id not in refused]
 
 
-def node_zones(pool_zones: list[Zone], eligible: list[Zone]) -> tuple[Zone, ...]:
-    """The pools' AZs (availabilityZone first), then, while fewer than the two EKS needs, the
-    eligible zone with the lowest zone id: the same physical zone in every account, and the same
-    answer on every run."""
-    taken = {z.zone_id for z in pool_zones}
-    others = sorted((z for z in eligible if z.zone_id not in taken), key=lambda z: z.zone_id)
-    return (*pool_zones, *others[:max(0, 2 - len(pool_zones))])
-
-
-# The VPC is carved into four private and four public subnets (network.py, subnet_cidrs).
-MAX_NODE_ZONES = 4
+def cluster_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, Zone] | None:
+    """availabilityZone, then the eligible zone with the lowest zone id besides it: the same
+    physical zone in every account, the same answer on every run, and nothing the pools say."""
+    others = sorted((z for z in eligible if z.zone_id != gpu_zone.zone_id), key=lambda z: z.zone_id)
+    return (gpu_zone, others[0]) if others else None
 
 
 def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
-          out: Findings) -> list[Zone]:
+          out: Findings) -> tuple[NodeZone, ...]:
     """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
-    zones (or [])."""
+    zones (node_zones.order), or () when they are refused."""
     try:
         found = account.zones(region)
     except PermissionDenied as denied:
         out.problems.append(("aws:region", region, f"a region whose zones the deployer can list "
                              f"(it lacks {denied.action}, which the program needs)"))
-        return []
+        return ()
     if found is None:
         out.problems.append(("aws:region", region, "an AWS region this account can use"))
-        return []
+        return ()
     eligible = eligible_zones(region, found)
     allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
     by_name = {z.name: z for z in found}
@@ -89,21 +86,26 @@ def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool
             out.problems.append((key, name, f"is zone id {by_name[name].zone_id} in this account, "
                                  f"where EKS places no cluster subnets; allowed: {allowed}"))
     if any(name not in by_name or by_name[name] not in eligible for name in keys):
-        return []
-    if len(keys) > MAX_NODE_ZONES:
-        out.problems.append(("gpuPools", ", ".join(keys), f"at most {MAX_NODE_ZONES} availability "
-                             "zones in all (availabilityZone and the pools'): the VPC has room for "
-                             f"{MAX_NODE_ZONES} node subnets"))
-        return []
-    chosen = node_zones([by_name[name] for name in keys], eligible)
-    if len(chosen) < 2:
+        return ()
+    first = cluster_zones(by_name[gpu_zone_name], eligible)
+    if first is None:
         out.problems.append(("aws:region", region, "a region with at least two availability "
                              "zones EKS supports"))
-        return []
-    return list(chosen)
+        return ()
+    chosen = node_zones.order(tuple(NodeZone(z.name, z.zone_id) for z in first),
+                              [NodeZone(by_name[n].name, by_name[n].zone_id) for n in keys])
+    unplaced = [z for z in chosen if z.cluster_position is None and z.pool_slot is None]
+    for zone in unplaced:
+        out.problems.append((keys[zone.name], zone.name, f"is zone id {zone.zone_id}, which has no "
+                             f"subnet slot in the VPC (a pool AZ outside the cluster's two, "
+                             f"{first[0].name} and {first[1].name}, takes the slot of its zone id's "
+                             f"number, 1-{node_zones.POOL_ZONE_SLOTS}); allowed: one of the cluster's "
+                             "two zones, or a zone whose id ends in -az1 .. "
+                             f"-az{node_zones.POOL_ZONE_SLOTS}"))
+    return () if unplaced else chosen
 
 
-def offerings(account: Account, region: str, chosen: list[Zone], pools: list[GpuPool],
+def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools: list[GpuPool],
               core_type: str, out: Findings) -> None:
     names = [z.name for z in chosen]
     zone_ids = {z.name: z.zone_id for z in chosen}
@@ -120,11 +122,14 @@ def offerings(account: Account, region: str, chosen: list[Zone], pools: list[Gpu
                                  f"is not offered in {pool.key('availabilityZone')} {zone} "
                                  f"({zone_ids[zone]}) (offered in: {where}); allowed: a type "
                                  f"offered there, or an availability zone that offers {gpu.name}"))
-    missing = [f"{z.name} ({z.zone_id})" for z in chosen if z.name not in offered[core_type]]
+    # The core group runs in the cluster's two zones only (node_groups.py).
+    core_zones = [z for z in chosen if z.cluster_position is not None]
+    missing = [f"{z.name} ({z.zone_id})" for z in core_zones if z.name not in offered[core_type]]
     if missing:
         out.problems.append(("coreInstanceType", core_type,
                              f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
-                             f"type offered in every node AZ ({', '.join(names)})"))
+                             f"type offered in both of the cluster's AZs "
+                             f"({', '.join(z.name for z in core_zones)})"))
 
 
 def quota(account: Account, region: str, pools: list[GpuPool], out: Findings) -> None:
@@ -214,7 +219,7 @@ def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], co
     whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
     out = Findings()
     chosen = zones(account, region, gpu_zone, pools, out)
-    out.node_zones = tuple(z.name for z in chosen)
+    out.node_zones = chosen
     if chosen and pools and core_type:
         offerings(account, region, chosen, pools, core_type, out)
     if chosen and pools and not skip_quota:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
@@ -29,8 +29,9 @@ class SharedStorageArgs:
     cluster_security_group_id: pulumi.Input[str]
     # Every AZ with nodes needs a mount target, the GPU AZ at least, or mounts time out
     # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html; kubernetes-sigs/aws-efs-csi-driver
-    # issue #228).
-    node_subnet_ids: Sequence[pulumi.Input[str]]
+    # issue #228). Each node subnet by the key its mount target is named by
+    # (Network.private_subnet_by_key): a pool AZ added or removed renames no other mount target.
+    node_subnet_by_key: Mapping[str, pulumi.Input[str]]
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the CSI drivers wait for: the core nodes their controllers run on (Deployments: created
@@ -107,9 +108,9 @@ class SharedStorage(pulumi.ComponentResource):
             tags={"Name": f"{args.cluster_name}-shared"},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_data))
         mount_targets = [
-            aws.efs.MountTarget(f"{name}-efs-mt-{i}", file_system_id=fs.id, subnet_id=subnet,
+            aws.efs.MountTarget(f"{name}-efs-mt-{key}", file_system_id=fs.id, subnet_id=subnet,
                                 security_groups=[nfs.id], opts=child)
-            for i, subnet in enumerate(args.node_subnet_ids)]
+            for key, subnet in args.node_subnet_by_key.items()]
         return fs, mount_targets
 
     def _slurm_namespace(self) -> k8s.core.v1.Namespace:

@@ -15,6 +15,7 @@ import pulumi
 from components import preflight
 from components.account import Account
 from model import config_schema, gpu_pools
+from model.node_zones import NodeZone
 from model.problems import Problem, error, warning
 
 
@@ -33,7 +34,9 @@ class StackConfig:
     stack: str
     region: str
     availability_zone: str
-    node_zones: tuple[str, ...]   # availabilityZone first, the pools' AZs, then a second AZ if needed
+    # The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
+    # (model/node_zones.py).
+    node_zones: tuple[NodeZone, ...]
     kubernetes_version: str
     cluster_name: str
     # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
@@ -88,7 +91,7 @@ def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
     return raw
 
 
-def _preflight(account: Account, checked: config_schema.Checked) -> tuple[tuple[str, ...], list[Problem]]:
+def _preflight(account: Account, checked: config_schema.Checked) -> tuple[tuple[NodeZone, ...], list[Problem]]:
     """Ask the account what it must allow (components/preflight.py): zones, instance type
     offerings, the GPU quotas, the deployer. Values already refused are left out ("", 0 and []
     skip a check)."""
@@ -121,7 +124,7 @@ def load(account: Account) -> StackConfig:
 
 
 def _stack_config(project: str, stack: str, v: dict[str, Any], pools: list[gpu_pools.GpuPool],
-                  node_zones: tuple[str, ...]) -> StackConfig:
+                  node_zones: tuple[NodeZone, ...]) -> StackConfig:
     return StackConfig(
         project=project, stack=stack, region=v["aws:region"], availability_zone=v["availabilityZone"],
         node_zones=node_zones, kubernetes_version=v["kubernetesVersion"], cluster_name=v["clusterName"],

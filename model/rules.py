@@ -109,7 +109,8 @@ def private_vpc_cidr(key: str, value: Any) -> list[Problem]:
         net = ipaddress.IPv4Network(value, strict=True)
     except ValueError:
         return [error(key, value, allowed)]
-    # Subnets are carved as /(prefix+3): a /20 VPC still leaves /23 subnets for pod IPs (VPC CNI).
+    # Subnets are carved as /(prefix+3), a pool AZ's as /(prefix+4) (model/node_zones.py): a /20
+    # VPC still leaves /23 and /24 subnets for pod IPs (VPC CNI).
     if not net.is_private or not 16 <= net.prefixlen <= 20:
         return [error(key, value, allowed)]
     return []

@@ -73,7 +73,7 @@ def test_a_pool_in_another_zone_gets_that_zones_subnet_and_the_vpc_a_subnet_ther
     assert graph.named("nodes-gpu-train").inputs["subnetIds"] == ["network-private-us-west-2d-id"]
     assert graph.named("nodes-gpu-infer").inputs["subnetIds"] == ["network-private-us-west-2a-id"]
     private = [s.inputs["availabilityZone"] for s in graph.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name]
-    assert private == ["us-west-2a", "us-west-2d"]  # the pools' zones are the two EKS needs
+    assert private == ["us-west-2a", "us-west-2b", "us-west-2d"]  # the cluster's two zones stay
 
 
 def test_every_pool_is_tainted_and_labelled_with_its_pool(two):
@@ -228,12 +228,14 @@ def test_pools_of_different_families_count_against_their_own_quotas(two):
     assert codes == ["L-417A185B", "L-DB2E81BA"]
 
 
-def test_more_zones_than_the_vpc_has_subnets_for_are_refused():
+def test_pools_in_every_zone_of_the_region_with_the_most_zones_each_get_a_subnet():
+    # us-east-1 has six AZs; us-east-1e is use1-az3 in this account, where EKS places none.
     pools = [{"name": f"p{z}", "instanceType": "g6.12xlarge", "nodeCount": 1, "availabilityZone": f"us-east-1{z}"}
              for z in "abcdf"]
-    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a",
-                                "gpuPools": pools}, expect_error=True)
-    assert "at most 4 availability zones" in str(graph.error) and graph.resources == []
+    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a", "gpuPools": pools})
+    private = {s.inputs["availabilityZone"]: s.inputs["cidrBlock"]
+               for s in graph.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name}
+    assert sorted(private) == [f"us-east-1{z}" for z in "abcdf"] and len(set(private.values())) == 5
 
 
 # Config errors
