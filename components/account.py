@@ -25,6 +25,9 @@ _ACTION = re.compile(r"not authorized to perform: ([a-z0-9-]+:[A-Za-z0-9]+)")
 class Zone:
     name: str      # per account: us-west-2a is a different data centre in another account
     zone_id: str   # the same physical zone in every account (usw2-az1)
+    # EC2 reports it `available` now (not impaired, unavailable or constrained): a fact of the
+    # moment, which never decides where subnets go, only whether to warn.
+    available: bool = True
 
 
 # Why the account could not be asked, by the error code in the provider's message (EC2 API error
@@ -78,24 +81,29 @@ class Account:
     """The deploying account, asked through pulumi-aws invokes."""
 
     def zones(self, region: str) -> list[Zone] | None:
-        """The region's standard availability zones, or None for a region the account cannot use.
+        """The region's standard availability zones in every state, each marked with whether it
+        is `available` now, or None for a region the account cannot use.
 
         Without a filter DescribeAvailabilityZones also returns the Local and Wavelength Zones the
         account opted in to, and their names sort first (us-west-2-lax-1a < us-west-2a); EKS takes
-        neither. zone-type is a DescribeAvailabilityZones filter
+        neither. zone-type and state are DescribeAvailabilityZones filters
         (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html).
+        Every state, because the cluster's zones are chosen from this list: a zone impaired for an
+        hour must not move the cluster's subnets on the next `up`.
         """
+        standard = [{"name": "zone-type", "values": ["availability-zone"]}]
         try:
             found = _ask("ec2:DescribeAvailabilityZones", lambda: aws.get_availability_zones(
-                state="available", region=region,
-                filters=[{"name": "zone-type", "values": ["availability-zone"]}]))
+                region=region, filters=standard))
+            available = _ask("ec2:DescribeAvailabilityZones", lambda: aws.get_availability_zones(
+                state="available", region=region, filters=standard))
         except PermissionDenied:
             raise
         except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
             if _REGION_UNUSABLE.search(str(e)):
                 return None
             raise _unreachable(f"the zones of {region}", e) from e
-        return [Zone(n, i) for n, i in zip(found.names, found.zone_ids, strict=True)]
+        return [Zone(n, i, n in available.names) for n, i in zip(found.names, found.zone_ids, strict=True)]
 
     def offered(self, region: str, instance_types: Sequence[str],
                 zone_names: Sequence[str]) -> dict[str, set[str]]:

@@ -94,6 +94,11 @@ def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool
         return ()
     chosen = node_zones.order(tuple(NodeZone(z.name, z.zone_id) for z in first),
                               [NodeZone(by_name[n].name, by_name[n].zone_id) for n in keys])
+    for zone in (by_name[z.name] for z in chosen if not by_name[z.name].available):
+        role = keys.get(zone.name, "the cluster's second zone")
+        out.warnings.append(f"{zone.name} ({zone.zone_id}), {role}, "
+                            "is not reported available by EC2 now (DescribeAvailabilityZones state): "
+                            "nodes there may fail to launch until it is")
     unplaced = [z for z in chosen if z.cluster_position is None and z.pool_slot is None]
     for zone in unplaced:
         out.problems.append((keys[zone.name], zone.name, f"is zone id {zone.zone_id}, which has no "

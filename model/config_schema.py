@@ -250,14 +250,19 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
 OVERRIDDEN_BY_POOLS = {"gpuInstanceType": "instanceType", "gpuNodeCount": "nodeCount"}
 
 
-def overridden_by_pools(raw: Mapping[str, str | None], gpu_pools_value: Any) -> list[Problem]:
-    """A warning for each key of OVERRIDDEN_BY_POOLS the stack sets beside a gpuPools list: the
-    program reads each pool's own field instead, so the key's value is ignored."""
-    if not isinstance(gpu_pools_value, list) or not gpu_pools_value:
+def overridden_by_pools(values: Mapping[str, Any], defaults: Mapping[str, Any],
+                        raw: Mapping[str, str | None]) -> list[Problem]:
+    """A warning for each key of OVERRIDDEN_BY_POOLS set to other than its default beside a
+    gpuPools list: the program reads each pool's own field instead, so the value is ignored. Set
+    or not, the key always has a value: the CLI hands the program Pulumi.yaml's default for a key
+    the stack leaves unset (pulumi/pulumi pkg/workspace/config.go, mergeConfig),
+    so only a value other than the default can be the stack's own."""
+    if not isinstance(values["gpuPools"], list) or not values["gpuPools"]:
         return []
     return [warning(key, raw[key], f"{key} = {raw[key]!r} is ignored: gpuPools overrides it (each pool "
                     f"sets its own {field}); remove it with `pulumi config rm {key}`")
-            for key, field in OVERRIDDEN_BY_POOLS.items() if raw.get(key) is not None]
+            for key, field in OVERRIDDEN_BY_POOLS.items()
+            if raw.get(key) is not None and values[key] != defaults[key]]
 
 
 @dataclass(frozen=True)
@@ -275,7 +280,8 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     values: dict[str, Any] = {}
     ok: dict[str, Any] = {}
     problems: list[Problem] = []
-    for key in schema(day):
+    keys = schema(day)
+    for key in keys:
         values[key.name] = value = read(key, raw.get(key.name))
         if key.name == "clusterName" and value == "":
             values[key.name] = value = f"slinky-eks-{stack}"
@@ -288,7 +294,7 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     if values["apiAllowedCidrs"] == []:
         values["apiAllowedCidrs"] = values["sshAllowedCidrs"] if not ssh_cidrs(ok) else []
     found_pools, pool_problems = pools(ok, values)
-    pool_problems += overridden_by_pools(raw, values["gpuPools"])
+    pool_problems += overridden_by_pools(values, {k.name: k.default for k in keys}, raw)
     return Checked(values, ok, found_pools, problems + pool_problems)
 
 

@@ -25,7 +25,8 @@ ALL_POOLS_PARTITION = "all"
 # slurm.conf reads `PartitionName=DEFAULT` (compared case-insensitively) as the defaults of the
 # partitions after it, not as a partition: a pool of that name would lose its partition
 # (SchedMD/slurm src/common/read_config.c, _parse_partitionname: xstrcasecmp(value, "DEFAULT"),
-# tag slurm-26-05-3-1). NodeName=DEFAULT is read the same way, but a pool's nodes are <pool>-<n>.
+# tag slurm-26-05-2-1). Pool names are lower-case (pool_name), so only `default`
+# reaches it. NodeName=DEFAULT is read the same way, but a pool's nodes are <pool>-<n>.
 SLURM_DEFAULTS_NAME = "default"
 # EKS allows 30 managed node groups per cluster by default (EKS user guide, "View and manage
 # Amazon EKS and AWS Fargate service quotas": "Managed node groups per cluster",
@@ -76,8 +77,8 @@ def pool_name(key: str, value: Any) -> list[Problem]:
                       "ending with a letter or digit, at most 20 characters")]
     if value == ALL_POOLS_PARTITION:
         return [error(key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool")]
-    if value.lower() == SLURM_DEFAULTS_NAME:
-        return [error(key, value, f"any name but '{SLURM_DEFAULTS_NAME}' (in any case): slurm.conf reads "
+    if value == SLURM_DEFAULTS_NAME:
+        return [error(key, value, f"any name but '{SLURM_DEFAULTS_NAME}': slurm.conf reads "
                       "PartitionName=DEFAULT as the defaults of the other partitions, so the pool "
                       "would have no partition")]
     return []

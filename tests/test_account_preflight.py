@@ -34,8 +34,30 @@ def test_the_accounts_zone_list_has_local_zones_first_when_unfiltered():
 
 def test_node_zones_are_never_local_or_wavelength_zones(dev):
     assert node_zones(dev) == ["us-west-2a", "us-west-2b"]
-    (args,) = [a for t, a in dev.calls if t == ZONES_TOKEN]
-    assert {"name": "zone-type", "values": ["availability-zone"]} in args["filters"]
+    asked = [a for t, a in dev.calls if t == ZONES_TOKEN]
+    assert asked and all({"name": "zone-type", "values": ["availability-zone"]} in a["filters"] for a in asked)
+
+
+def _with_state(zone_id: str, state: str) -> list[ZoneRecord]:
+    return [ZoneRecord(z.name, z.zone_id, z.zone_type, z.opt_in_status, state if z.zone_id == zone_id else z.state)
+            for z in DEV.zones["us-west-2"]]
+
+
+def test_an_impaired_zone_does_not_move_the_clusters_zones():
+    # EC2 reports a zone's state of the moment (available, information, impaired, unavailable,
+    # constrained: API_AvailabilityZone in the EC2 API reference); the subnets must not follow it.
+    graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")}))
+    assert graph.error is None and node_zones(graph) == ["us-west-2a", "us-west-2b"]
+
+
+def test_an_impaired_node_zone_is_a_warning_naming_it():
+    graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")}))
+    (said,) = [w for w in graph.warnings if "not reported available" in w]
+    assert "us-west-2b (usw2-az1), the cluster's second zone" in said
+
+
+def test_available_node_zones_give_no_zone_warning(dev):
+    assert not [w for w in dev.warnings if "not reported available" in w]
 
 
 @pytest.mark.parametrize("zone", ["us-west-2-lax-1a", "us-west-2-wl1-las-wlz-1"])

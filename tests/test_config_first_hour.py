@@ -113,12 +113,23 @@ def test_warnings_never_block_a_stack(on_2026_12_01):
     assert len([w for w in graph.warnings if EXTENDED in w or EXAMPLE_WARNING in w]) == 2
 
 
+INFER_POOL = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}]
+
+
+def _overridden(graph) -> list[str]:
+    return [w.split(" = ")[0] for w in graph.warnings if "is ignored: gpuPools overrides it" in w]
+
+
 def test_keys_gpu_pools_override_are_warned_about_and_do_not_block():
-    # Pulumi.dev.yaml sets gpuInstanceType and gpuNodeCount.
-    graph = run_program("dev", {"gpuPools": [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}]})
-    overridden = [w for w in graph.warnings if "is ignored: gpuPools overrides it" in w]
+    graph = run_program("dev", {"gpuPools": INFER_POOL, "gpuInstanceType": "p5.48xlarge", "gpuNodeCount": 4})
     assert graph.error is None and graph.resources
-    assert [w.split(" = ")[0] for w in overridden] == ["gpuInstanceType", "gpuNodeCount"]
+    assert _overridden(graph) == ["gpuInstanceType", "gpuNodeCount"]
+
+
+def test_keys_gpu_pools_override_at_their_defaults_give_no_warning():
+    # Pulumi.dev.yaml sets both at their Pulumi.yaml defaults, which is also what the CLI hands
+    # over for a stack that leaves them unset: nothing to warn about, nothing a user could remove.
+    assert _overridden(run_program("dev", {"gpuPools": INFER_POOL})) == []
 
 
 def test_a_refused_stack_still_shows_its_warnings(on_2026_12_01):

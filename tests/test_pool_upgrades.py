@@ -97,6 +97,17 @@ def test_a_pool_in_a_new_zone_adds_only_its_private_subnet_and_mount_target(dev,
                      "nodes-gpu-infer", "nodes-gpu-infer-lt", "nodes-gpu-infer-pg", "slurm-ready-job-infer"}
 
 
+def test_a_pool_zones_subnet_routes_through_the_nat_and_holds_a_mount_target(dev):
+    # Its GPU nodes pull images and reach EKS through the NAT gateway, and mount /shared from EFS
+    # through a mount target in their own AZ (one per AZ: https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html).
+    # Under the mocks a resource's id is "<name>-id" (tools/offline_run.py).
+    graph = run_program("dev", {"gpuPools": _with_pool("us-west-2d")})
+    association = graph.named("network-private-us-west-2d-rt").inputs
+    assert (association["subnetId"], association["routeTableId"]) == ("network-private-us-west-2d-id", "network-private-id")
+    assert graph.named("network-private").inputs["routes"][0]["natGatewayId"] == "network-nat-id"
+    assert graph.named("storage-efs-mt-us-west-2d").inputs["subnetId"] == "network-private-us-west-2d-id"
+
+
 def test_a_pool_zones_subnet_is_the_slot_of_its_zone_id():
     # us-west-2c is usw2-az3 and us-west-2d usw2-az4 in the offline account: slots 3 and 4, the
     # two halves of the VPC's fourth eighth (10.0.96.0/19).
@@ -194,6 +205,8 @@ def test_the_cluster_zones_keep_the_blocks_they_had_before_pools():
     assert [node_zones.public_cidr("10.0.0.0/16", z) for z in (first, second)] == eighths[4:6]
 
 
+# usw2-lax1-az1, a Local Zone's id, would take slot 0: the zone-type filter of Account.zones keeps
+# Local Zones out before any slot is given.
 @pytest.mark.parametrize("zone_id", ["usw2-az0", "usw2-az9", "usw2-lax1"])
 def test_a_zone_id_without_a_number_in_range_has_no_slot(zone_id):
     zone = NodeZone("z", zone_id)
