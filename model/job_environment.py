@@ -25,8 +25,9 @@ MPI_LAUNCH_ENVIRONMENT = {
 }
 
 
-def pool_env_file(pool: GpuPool) -> str:
-    return f"cluster-{pool.name}.env"
+def pool_env_file(pool_name: str) -> str:
+    """A pool's own environment file (with several pools); cluster.env's selector names it too."""
+    return f"cluster-{pool_name}.env"
 
 
 def environment_files(pools: Sequence[GpuPool]) -> dict[str, str]:
@@ -34,7 +35,7 @@ def environment_files(pools: Sequence[GpuPool]) -> dict[str, str]:
     for several, one per pool and a cluster.env that sources the one of its node."""
     if len(pools) == 1:
         return {ENV_FILE: render(cluster_environment(pools[0].gpu))}
-    files = {pool_env_file(p): render(cluster_environment(p.gpu)) for p in pools}
+    files = {pool_env_file(p.name): render(cluster_environment(p.gpu)) for p in pools}
     files[ENV_FILE] = select_by_node(pools)
     return files
 
@@ -81,7 +82,7 @@ def select_by_node(pools: Sequence[GpuPool]) -> str:
         'slinky_eks_pool=${slinky_eks_node%-*}',
         "# shellcheck source=/dev/null",
         'case $slinky_eks_pools in',
-        '  *" $slinky_eks_pool "*) source "${JOBS_DIR:-/shared/jobs}/cluster-$slinky_eks_pool.env" ;;',
+        f'  *" $slinky_eks_pool "*) source "${{JOBS_DIR:-/shared/jobs}}/{pool_env_file("$slinky_eks_pool")}" ;;',
         f'  *) echo "cluster.env: node $slinky_eks_node is in no GPU pool ({names})" >&2; return 1 ;;',
         "esac", ""])
 
