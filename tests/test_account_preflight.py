@@ -45,7 +45,8 @@ def _with_state(zone_id: str, state: str) -> list[ZoneRecord]:
 
 def test_an_impaired_zone_does_not_move_the_clusters_zones():
     # EC2 reports a zone's state of the moment (available, information, impaired, unavailable,
-    # constrained: API_AvailabilityZone in the EC2 API reference); the subnets must not follow it.
+    # constrained: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AvailabilityZone.html);
+    # the subnets must not follow it.
     graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")}))
     assert graph.error is None and node_zones(graph) == ["us-west-2a", "us-west-2b"]
 
