@@ -41,9 +41,9 @@ $(CUDA)/.installed: requirements-cuda.txt $(VENV)/.installed
 	touch $@
 
 # Root filesystems for the test clusters' Slurm (sid 26.05, trixie 24.11 + PMIx), rebuilt only
-# when tests/build-slurm-roots.sh or a package list changes.
+# when tests/slurm/build-roots.sh or a package list changes.
 slurm-roots:
-	bash tests/build-slurm-roots.sh
+	bash tests/slurm/build-roots.sh
 
 test: $(VENV)/.installed $(CUDA)/.installed slurm-roots
 	$(VENV)/bin/python -m ruff check .

@@ -1,8 +1,6 @@
 """slinky-eks: an empty AWS account to a GPU Slurm cluster on EKS, in one `pulumi up`."""
 import pulumi
 
-from components import stack_config
-from components.account import Account
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
@@ -22,6 +20,8 @@ from model.contract import (
                             nodeset_object,
 )
 from model.slurm_values import pool_partition, slinky_image_tag
+from stack import config as stack_config
+from stack.account import Account
 
 config = stack_config.load(Account())
 # EKS needs two AZs; availabilityZone comes first (it holds the NAT gateway), then every GPU
@@ -89,7 +89,7 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
-# Stack outputs; the README's Outputs table lists each (tests/test_outputs.py holds them equal).
+# Stack outputs; the README's Outputs table lists each (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
 # Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.

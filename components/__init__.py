@@ -17,7 +17,7 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `jobs`: what users run, staged onto /shared (JobStaging)
 
 A token is part of every URN under it: renaming a group or a class replaces resources, so a new
-component joins an existing group where one fits (tests/test_component_conventions.py).
+component joins an existing group where one fits (tests/repo/test_component_conventions.py).
 
 What to wait for
 ----------------

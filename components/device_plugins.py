@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.helm import pinned_release
+from components._parts.helm import pinned_release
 from model import versions
 from model.contract import GPU_LABELS, GPU_TOLERATION
 

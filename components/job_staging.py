@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.jobs_await import job_annotations
+from components._parts.jobs_await import job_annotations
 from model import versions
 from model.contract import CORE_LABELS
 from model.gpu_pools import GpuPool

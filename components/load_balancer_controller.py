@@ -9,9 +9,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.helm import pinned_release
-from components.load_balancer_policy import POLICY
-from components.pod_identity import ServiceAccountRef, pod_identity_role
+from components._parts.helm import pinned_release
+from components._parts.load_balancer_policy import POLICY
+from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
 from model import versions
 from model.contract import CORE_LABELS
 

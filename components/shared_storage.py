@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.pod_identity import ServiceAccountRef, pod_identity_role
+from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
 from model.contract import GP3, SLURM_NAMESPACE
 
 SHARED_PV = "slurm-shared"

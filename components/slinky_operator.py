@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.helm import chart_release
+from components._parts.helm import chart_release
 from model import versions
 from model.contract import CORE_LABELS, OPERATOR_NAMESPACE
 

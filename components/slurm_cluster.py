@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from components.helm import chart_release
+from components._parts.helm import chart_release
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
 from model import versions
 from model.contract import (

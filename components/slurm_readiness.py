@@ -1,5 +1,5 @@
 """Slurm readiness after every change to a NodeSet's pod template or replicas: a Job that runs
-tools/rollout.py in the cluster. It waits for the operator's rolling update of every GPU pool's
+cluster_programs/rollout.py in the cluster. It waits for the operator's rolling update of every GPU pool's
 NodeSet (the `slurm` Helm release holds only custom resources, so Helm returns before any pod is
 replaced), then until every NodeSet node takes jobs, resuming only what the rollout left stuck;
 `pulumi up` fails with its message otherwise, naming the NodeSet that is not ready.
@@ -23,17 +23,31 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.chart_values import base_values
-from components.helm import merge
-from components.jobs_await import job_annotations
+import cluster_programs
+from cluster_programs import rollout
+from components._parts.chart_values import base_values
+from components._parts.helm import merge
+from components._parts.jobs_await import job_annotations
 from model import versions
 from model.contract import CORE_LABELS, nodeset_object, slurm_node_prefix
 from model.gpu_pools import DEFAULT_POOL, GpuPool
-from tools import rollout
 
-TOOLS = pathlib.Path(__file__).resolve().parent.parent / "tools"
-# What runs in the Job: standard library only, on a plain Python image.
-MODULES = ("__init__.py", "rollout.py", "incluster.py")
+PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
+# What runs in the Job, from cluster_programs/: standard library only, on a plain Python image.
+MODULES = ("rollout.py", "incluster.py")
+# In the Job the modules form the package `tools` (mounted at /app/tools, run as
+# `python -m tools.rollout`; rollout.main imports `tools.incluster`), with this __init__.py: the
+# layout and bytes the first release shipped, kept so that the ConfigMap, named by the hash of its
+# contents, and the Job that mounts it are not replaced on upgrade
+# (docs/decisions/in-cluster-programs.md).
+POD_PACKAGE = "tools"
+POD_PACKAGE_INIT = ('"""Day-two tools: verify the cluster from the stack outputs, resume stuck nodes, turn job output\n'
+                    'into reports, and plan the resource graph offline."""\n')
+
+
+def shipped_code() -> dict[str, str]:
+    """The ConfigMap's files: the pod-side package's __init__.py and the modules, by file name."""
+    return {"__init__.py": POD_PACKAGE_INIT, **{m: (PROGRAMS / m).read_text() for m in MODULES}}
 TIMEOUT_SECONDS = 1800
 # The ServiceAccount, Role and RoleBinding share it.
 ACCOUNT = "slurm-rollout-wait"
@@ -128,9 +142,9 @@ class SlurmReadiness(pulumi.ComponentResource):
                                         depends_on=[*args.depends_on, account, role]))
 
     def _code(self) -> k8s.core.v1.ConfigMap:
-        """tools/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
+        """cluster_programs/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
         change to the code is a new ConfigMap, never an edit under a running Job."""
-        code = {m: (TOOLS / m).read_text() for m in MODULES}
+        code = shipped_code()
         code_hash = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()).hexdigest()
         return k8s.core.v1.ConfigMap(
             f"{self._name}-code", metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}",
@@ -153,7 +167,7 @@ class SlurmReadiness(pulumi.ComponentResource):
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534},
                 "containers": [{
                     "name": "wait", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
-                    "command": ["python3", "-m", "tools.rollout", "--namespace", args.namespace,
+                    "command": ["python3", "-m", f"{POD_PACKAGE}.rollout", "--namespace", args.namespace,
                                 "--nodeset", nodeset_object(pool.name), "--node-prefix", slurm_node_prefix(pool.name),
                                 "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,
                                 "--timeout", str(TIMEOUT_SECONDS - 120),
@@ -161,7 +175,7 @@ class SlurmReadiness(pulumi.ComponentResource):
                     "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                         "capabilities": {"drop": ["ALL"]}},
-                    "volumeMounts": [{"name": "code", "mountPath": "/app/tools", "readOnly": True}]}],
+                    "volumeMounts": [{"name": "code", "mountPath": f"/app/{POD_PACKAGE}", "readOnly": True}]}],
                 "volumes": [{"name": "code", "configMap": {"name": code.metadata.name}}],
             }}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,

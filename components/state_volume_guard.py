@@ -4,7 +4,7 @@ Pulumi deletes the state claim and waits only for the claim object; the EBS CSI 
 the volume behind it afterwards. Deleted right after the claim, the driver, its StorageClass or
 the nodes could leave that volume behind (and billed). The guard is a one-replica Deployment the
 claim depends on, so Pulumi deletes it after the claim and before the driver and the nodes; its
-pod (tools/state_volume_guard.py) ends only once no PersistentVolume is bound to the claim.
+pod (cluster_programs/state_volume_guard.py) ends only once no PersistentVolume is bound to the claim.
 The delete waits for that pod: pulumi-kubernetes deletes with foreground propagation by default
 and waits for the object to go (pulumi/pulumi-kubernetes provider/pkg/await/await.go, Deletion;
 provider/pkg/metadata/overrides.go, DeletionPropagation; v4.x), and the garbage collector deletes
@@ -19,11 +19,12 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.jobs_await import TIMEOUT
+import cluster_programs
+from components._parts.jobs_await import TIMEOUT
 from model import versions
 from model.contract import CORE_LABELS
 
-SCRIPT = pathlib.Path(__file__).resolve().parent.parent / "tools" / "state_volume_guard.py"
+SCRIPT = pathlib.Path(cluster_programs.__file__).resolve().parent / "state_volume_guard.py"
 GUARD = "slurm-state-volume-guard"
 # EBS detaches in seconds to a minute and deletes in seconds; ten minutes is generous, and past
 # it destroy goes on rather than hanging.

@@ -1,5 +1,5 @@
 """The stack's configuration schema: every key with its type, its default (Pulumi.yaml declares the
-same, tests/test_project_file.py holds them together) and the rules that apply to it; then the
+same, tests/repo/test_project_file.py holds them together) and the rules that apply to it; then the
 rules that look at several keys at once. `check` reads raw config strings into typed values and
 returns every problem, errors and warnings alike; it never raises and never logs.
 """

@@ -1,7 +1,7 @@
 """The Slurm release's computed values: what depends on the stack's config and on other resources
 (chart_release merges them over the reviewed base, charts-values/slurm.yaml). Pure functions;
 tests walk the release's values against chart 1.2.1's defaults and check what the chart renders
-from them (tests/test_rendered_charts.py)."""
+from them (tests/charts/test_rendered_charts.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -6,7 +6,7 @@ version, and the defaults of the version keys of Pulumi.yaml.
 A Python module rather than a YAML file: the program and the tools import it without a parser,
 a pin can be derived from another (the image tag and the slurmd base from the Slurm release), and
 image/build-image.sh reads it with nothing but python3 (`python3 -m model.versions <key>`).
-Pulumi.yaml and image/Dockerfile cannot read it; tests/test_versions.py fails until their
+Pulumi.yaml and image/Dockerfile cannot read it; tests/unit/model/test_versions.py fails until their
 defaults equal the pins here.
 """
 from __future__ import annotations
@@ -71,7 +71,7 @@ SIDECAR_TAG = "3.23.3"
 # Utility images of the program's own Jobs.
 # Copies the jobs onto /shared (the ECR Public mirror of Docker Hub's busybox: no pull limits).
 BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
-# Runs tools/state_volume_guard.py and, after every NodeSet change, tools/rollout.py (standard
+# Runs cluster_programs/state_volume_guard.py and, after every NodeSet change, cluster_programs/rollout.py (standard
 # library only); the ECR Public mirror of Docker Hub's python image.
 PYTHON_IMAGE = "public.ecr.aws/docker/library/python:3.13.1-slim"
 # Keeps the slurmd pre-pull pod (and so its cached image) on each GPU node; by digest, the

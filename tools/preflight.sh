@@ -52,7 +52,7 @@ if [[ -z ${PULUMI_CONFIG_PASSPHRASE:-} && -z ${PULUMI_CONFIG_PASSPHRASE_FILE:-} 
 fi
 
 # The API endpoint's allowed blocks: apiAllowedCidrs, or the IPv4 blocks of sshAllowedCidrs when it
-# is empty (components/stack_config.py). The project name is Pulumi.yaml's.
+# is empty (stack/config.py). The project name is Pulumi.yaml's.
 stack=${STACK:-dev}
 stack_file=Pulumi.$stack.yaml
 ipv4='^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$'

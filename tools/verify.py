@@ -9,7 +9,7 @@ with the catalog's GRES (never (null)); nvidia-smi lists the catalog's GPUs; fi_
 efa provider. Once: controller, restapi and login pods Running; srun offers pmix; the login
 endpoint accepts TCP on 22.
 --fix first waits for each pool's NodeSet rollout and resumes only what it left stuck (the
-same tools/rollout.py `pulumi up` runs).
+same cluster_programs/rollout.py `pulumi up` runs).
 
 Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missing, not JSON, masked
 (written without --show-secrets) or lacks an output; 3 the Kubernetes API cannot be reached or
@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+from cluster_programs import rollout
 from model.catalog import CATALOG, GpuInstanceType
 from model.contract import (
     CONTROLLER_CONTAINER,
@@ -44,7 +45,7 @@ from model.contract import (
     worker_pod_prefix,
 )
 from model.gpu_pools import DEFAULT_POOL, labels_of_pool
-from tools import rollout, slurm_state
+from tools import slurm_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 WRITE_OUTPUTS = "pulumi stack output --json --show-secrets > outputs.json"

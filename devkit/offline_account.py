@@ -1,0 +1,241 @@
+"""An AWS account as the program's invokes see it: its zones (with opted-in Local and Wavelength
+Zones and a per-account name-to-id mapping), the instance types each zone offers, its vCPU quotas,
+the caller and the permissions it lacks. The mocks of devkit/offline_run.py answer from it as
+pulumi-aws 7.51.1 does: `DEV` for an offline plan and most tests, variants of it for the tests of
+the preflight.
+
+How each invoke answers (the Terraform AWS provider that pulumi-aws 7.51.1 wraps,
+github.com/hashicorp/terraform-provider-aws):
+- aws:index/getAvailabilityZones: internal/service/ec2/ec2_availability_zones_data_source.go
+  sends `state` as the EC2 filter `state` plus the custom filters, sorts by zone name, then drops
+  exclude_names/exclude_zone_ids. EC2 DescribeAvailabilityZones
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeAvailabilityZones.html)
+  returns, without AllAvailabilityZones, every zone the account may use: the standard AZs and the
+  Local/Wavelength Zones it opted in to.
+- aws:ec2/getInstanceTypeOfferings: ec2_instance_type_offerings_data_source.go returns parallel
+  lists instanceTypes/locations/locationTypes, one entry per offering (DescribeInstanceTypeOfferings,
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html:
+  the location is the zone name for `availability-zone`, the zone id for `availability-zone-id`).
+- aws:ec2/getInstanceType: ec2_instance_type_data_source.go asks DescribeInstanceTypes for the one
+  type (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypes.html) and
+  sets its id to the type name and default_vcpus from VCpuInfo.DefaultVCpus, the count the vCPU
+  quotas use (https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
+- aws:servicequotas/getServiceQuota: internal/service/servicequotas/service_quota_data_source.go
+  reads the AWS default (GetAWSDefaultServiceQuota), then the applied value (GetServiceQuota) when
+  the account has one.
+- aws:iam/getSessionContext: internal/service/iam/session_context_data_source.go: for an
+  sts assumed-role ARN it looks the role up (iam:GetRole) and returns its ARN, with its path, as
+  issuerArn; any other ARN comes back as its own issuer.
+- A call that fails for another reason (expired credentials, throttling, an opt-in region not
+  enabled) carries the EC2 error code (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/
+  errors-overview.html) in the SDK's "operation error ..." text.
+- A refused call: the provider's error carries the AWS message, which names the action
+  ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
+  https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
+"""
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field, replace
+
+from model.catalog import efa_gpu_types, lookup
+
+
+@dataclass(frozen=True)
+class ZoneRecord:
+    name: str
+    zone_id: str
+    zone_type: str = "availability-zone"         # or local-zone, wavelength-zone
+    opt_in_status: str = "opt-in-not-required"   # or opted-in, not-opted-in
+    state: str = "available"
+
+    @property
+    def group_name(self) -> str:
+        # A standard AZ's group is its region, a Local Zone's e.g. us-west-2-lax-1, a Wavelength
+        # Zone's e.g. us-west-2-wl1.
+        if self.zone_type == "wavelength-zone":
+            return self.name.split("-wl1-")[0] + "-wl1"
+        return self.name[:-1]
+
+
+@dataclass(frozen=True)
+class Account:
+    account_id: str
+    caller_arn: str
+    role_paths: dict[str, str]                   # role name -> path, as iam:GetRole answers
+    zones: dict[str, list[ZoneRecord]]           # region -> zones
+    offerings: dict[str, frozenset[str]]         # zone id -> instance types offered there
+    quotas: dict[str, float]                     # ec2 quota code -> applied value
+    quota_defaults: dict[str, float]
+    denied: frozenset[str] = field(default_factory=frozenset)   # IAM actions refused
+    # Opt-in regions (https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html)
+    # this account has not enabled: EC2 answers OptInRequired there.
+    regions_not_enabled: frozenset[str] = frozenset()
+    failure: tuple[int, str, str] | None = None  # every EC2 call fails: (status, code, message)
+
+    def but(self, **changes) -> "Account":
+        return replace(self, **changes)
+
+
+_ALL_GPU = frozenset(efa_gpu_types())
+# DefaultVCpus of the CPU types (Amazon EC2 instance type specifications, general purpose:
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html).
+_CPU_VCPUS = {"m6i.2xlarge": 8, "m6i.4xlarge": 16, "m7i.2xlarge": 8}
+_CPU = frozenset(_CPU_VCPUS)
+
+# us-west-2 as one account sees it: zone names map to ids per account
+# (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html); an opted-in Local
+# Zone (Los Angeles) and Wavelength Zone (Las Vegas), one Local Zone not opted in.
+US_WEST_2 = [
+    ZoneRecord("us-west-2a", "usw2-az2"), ZoneRecord("us-west-2b", "usw2-az1"),
+    ZoneRecord("us-west-2c", "usw2-az3"), ZoneRecord("us-west-2d", "usw2-az4"),
+    ZoneRecord("us-west-2-lax-1a", "usw2-lax1-az1", "local-zone", "opted-in"),
+    ZoneRecord("us-west-2-lax-1b", "usw2-lax1-az2", "local-zone", "opted-in"),
+    ZoneRecord("us-west-2-den-1a", "usw2-den1-az1", "local-zone", "not-opted-in"),
+    ZoneRecord("us-west-2-wl1-las-wlz-1", "usw2-wl1-las-wlz1", "wavelength-zone", "opted-in"),
+]
+# us-east-1 with use1-az3 (where EKS places no control plane) behind us-east-1e in this account.
+US_EAST_1 = [
+    ZoneRecord("us-east-1a", "use1-az4"), ZoneRecord("us-east-1b", "use1-az6"),
+    ZoneRecord("us-east-1c", "use1-az1"), ZoneRecord("us-east-1d", "use1-az2"),
+    ZoneRecord("us-east-1e", "use1-az3"), ZoneRecord("us-east-1f", "use1-az5"),
+    ZoneRecord("us-east-1-bos-1a", "use1-bos1-az1", "local-zone", "opted-in"),
+]
+# ap-east-1 (Hong Kong): its DLC registry is another account than most regions'.
+AP_EAST_1 = [ZoneRecord("ap-east-1a", "ape1-az1"), ZoneRecord("ap-east-1b", "ape1-az2"),
+             ZoneRecord("ap-east-1c", "ape1-az3")]
+
+# What each zone offers is this fixture's choice, not a copy of AWS's current tables.
+# A well-provisioned account: every EFA GPU type in the first two AZs of each region; p5 not in
+# usw2-az3, g6.12xlarge not in usw2-az4; m7i.2xlarge only in usw2-az2 and usw2-az4; quotas raised.
+DEV = Account(
+    account_id="123456789012",
+    caller_arn="arn:aws:sts::123456789012:assumed-role/platform-deployer/ci-session",
+    role_paths={"platform-deployer": "/", "AWSReservedSSO_Admin_0123456789abcdef":
+                "/aws-reserved/sso.amazonaws.com/"},
+    zones={"us-west-2": US_WEST_2, "us-east-1": US_EAST_1, "ap-east-1": AP_EAST_1},
+    offerings={
+        "usw2-az1": _ALL_GPU | _CPU - {"m7i.2xlarge"},
+        "usw2-az2": _ALL_GPU | _CPU,
+        "usw2-az3": _ALL_GPU - {"p5.48xlarge"} | _CPU - {"m7i.2xlarge"},
+        "usw2-az4": _ALL_GPU - {"g6.12xlarge"} | _CPU,
+        **{z: _ALL_GPU | _CPU for z in ("use1-az1", "use1-az2", "use1-az4", "use1-az5", "use1-az6")},
+        "use1-az3": _CPU,
+        **{z: frozenset({"g5.12xlarge"}) | _CPU for z in ("ape1-az1", "ape1-az2", "ape1-az3")},
+        "usw2-lax1-az1": _CPU, "usw2-lax1-az2": _CPU, "use1-bos1-az1": _CPU,
+    },
+    quotas={"L-DB2E81BA": 768.0, "L-417A185B": 768.0, "L-1216C47A": 640.0},
+    # This fixture's values where nothing was requested: below two g6.12xlarge (96 vCPUs) and one
+    # p5.48xlarge (192), as new accounts often are (AWS sets new accounts' values per account).
+    # The standard quota's default covers the dev core group (3 x m6i.2xlarge during an update = 24)
+    # but not 3 x m6i.4xlarge (48).
+    quota_defaults={"L-DB2E81BA": 64.0, "L-417A185B": 0.0, "L-1216C47A": 32.0},
+)
+# A new account: default quotas only.
+NEW = DEV.but(quotas={})
+
+
+def denied_message(account: Account, action: str) -> str:
+    return (f"operation error: https response error StatusCode: 403, api error AccessDenied: "
+            f"User: {account.caller_arn} is not authorized to perform: {action} because no "
+            f"identity-based policy allows the {action} action")
+
+
+def api_error(operation: str, status: int, code: str, message: str) -> str:
+    """The provider's text for a failed EC2 call, as the AWS SDK for Go v2 words it."""
+    return (f"operation error EC2: {operation}, https response error StatusCode: {status}, "
+            f"RequestID: 00000000-0000-0000-0000-000000000000, api error {code}: {message}")
+
+
+def _zone_filter(z: ZoneRecord, name: str, values: list[str]) -> bool:
+    attr = {"state": z.state, "zone-type": z.zone_type, "opt-in-status": z.opt_in_status,
+            "zone-name": z.name, "zone-id": z.zone_id, "group-name": z.group_name}
+    if name not in attr:
+        raise ValueError(f"the mock does not model the zone filter {name!r}")
+    return any(fnmatch.fnmatchcase(attr[name], v) for v in values)
+
+
+def answer(account: Account, token: str, args: dict):
+    """The invoke's result dict, or (result, failures) as the provider fails it; None when the
+    token is not one the account answers."""
+    def refuse(action):
+        return {}, [("", denied_message(account, action))]
+
+    region = args.get("region") or "us-west-2"
+    ec2_operation = {"aws:index/getAvailabilityZones:getAvailabilityZones": "DescribeAvailabilityZones",
+                     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+                         "DescribeInstanceTypeOfferings",
+                     "aws:ec2/getInstanceType:getInstanceType": "DescribeInstanceTypes"}.get(token)
+    if ec2_operation and account.failure:
+        return {}, [("", api_error(ec2_operation, *account.failure))]
+    if ec2_operation and region in account.regions_not_enabled:
+        return {}, [("", api_error(ec2_operation, 401, "OptInRequired", "You are not subscribed "
+                                   "to this service. Please go to http://aws.amazon.com to subscribe."))]
+    if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+        if "ec2:DescribeAvailabilityZones" in account.denied:
+            return refuse("ec2:DescribeAvailabilityZones")
+        if region not in account.zones:  # as the provider answers an invalid region
+            return {}, [("region", f"invalid AWS Region: {region}")]
+        filters = [{"name": "state", "values": [args["state"]]}] if args.get("state") else []
+        filters += args.get("filters") or []
+        zones = [z for z in account.zones[region]
+                 if (args.get("allAvailabilityZones") or z.opt_in_status != "not-opted-in")
+                 and all(_zone_filter(z, f["name"], f["values"]) for f in filters)]
+        zones = sorted(zones, key=lambda z: z.name)
+        zones = [z for z in zones if z.name not in (args.get("excludeNames") or [])
+                 and z.zone_id not in (args.get("excludeZoneIds") or [])]
+        return {"names": [z.name for z in zones], "zoneIds": [z.zone_id for z in zones],
+                "groupNames": sorted({z.group_name for z in zones}), "id": region, "region": region}
+    if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+        if "ec2:DescribeInstanceTypeOfferings" in account.denied:
+            return refuse("ec2:DescribeInstanceTypeOfferings")
+        location_type = args.get("locationType") or "region"
+        rows = []
+        for z in account.zones.get(region, []):
+            for t in sorted(account.offerings.get(z.zone_id, ())):
+                location = {"availability-zone": z.name, "availability-zone-id": z.zone_id,
+                            "region": region}[location_type]
+                rows.append((t, location))
+        rows = sorted(set(rows))
+        for f in args.get("filters") or []:
+            col = {"instance-type": 0, "location": 1}[f["name"]]
+            rows = [r for r in rows if any(fnmatch.fnmatchcase(r[col], v) for v in f["values"])]
+        return {"instanceTypes": [r[0] for r in rows], "locations": [r[1] for r in rows],
+                "locationTypes": [location_type] * len(rows), "id": region, "region": region}
+    if token == "aws:ec2/getInstanceType:getInstanceType":
+        if "ec2:DescribeInstanceTypes" in account.denied:
+            return refuse("ec2:DescribeInstanceTypes")
+        name = args["instanceType"]
+        gpu = lookup(name)
+        vcpus = gpu.vcpus if gpu else _CPU_VCPUS.get(name)
+        if vcpus is None:  # DescribeInstanceTypes refuses an unknown type name
+            return {}, [("", api_error("DescribeInstanceTypes", 400, "InvalidInstanceType",
+                                       f"The following supplied instance types do not exist: [{name}]"))]
+        return {"instanceType": name, "defaultVcpus": vcpus, "id": name, "region": region}
+    if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
+        for action in ("servicequotas:GetAWSDefaultServiceQuota", "servicequotas:GetServiceQuota"):
+            if action in account.denied:
+                return refuse(action)
+        code = args["quotaCode"]
+        value = account.quotas.get(code, account.quota_defaults[code])
+        return {"quotaCode": code, "serviceCode": args["serviceCode"], "value": value,
+                "defaultValue": account.quota_defaults[code], "adjustable": True,
+                "globalQuota": False, "id": f"arn:aws:servicequotas:{region}:{account.account_id}:ec2/{code}",
+                "region": region}
+    if token == "aws:index/getCallerIdentity:getCallerIdentity":
+        return {"accountId": account.account_id, "arn": account.caller_arn,
+                "userId": "AROAEXAMPLEROLEID:ci-session", "id": account.account_id}
+    if token == "aws:iam/getSessionContext:getSessionContext":
+        arn = args["arn"]
+        resource = arn.split(":", 5)[5]
+        if not (arn.split(":")[2] == "sts" and resource.startswith("assumed-role/")):
+            return {"arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "",
+                    "sessionName": "", "id": arn}
+        if "iam:GetRole" in account.denied:
+            return refuse("iam:GetRole")
+        role, session = resource.split("/")[-2:]
+        partition, acct = arn.split(":")[1], arn.split(":")[4]
+        path = account.role_paths[role]
+        return {"arn": arn, "issuerArn": f"arn:{partition}:iam::{acct}:role{path}{role}",
+                "issuerId": "AROAEXAMPLEROLEID", "issuerName": role, "sessionName": session, "id": arn}
+    return None

@@ -1,0 +1,141 @@
+"""The stack's configuration, read once into a typed, immutable, validated object.
+
+The schema and its rules are in model/config_schema.py; here the raw values are read from
+pulumi.Config, every error comes back in one ConfigError naming the key, the value and what is
+allowed, before any resource is registered, and every warning goes to the deployer's log.
+"""
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from model import config_schema, gpu_pools
+from model.node_zones import NodeZone
+from model.problems import Problem, error, warning
+from stack import preflight
+from stack.account import Account
+
+
+class ConfigError(pulumi.RunError):
+    """Invalid stack configuration; Pulumi prints the message without a stack trace."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid stack configuration (%d problem%s):\n  - %s" % (
+            len(problems), "" if len(problems) == 1 else "s", "\n  - ".join(problems)))
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    project: str
+    stack: str
+    region: str
+    availability_zone: str
+    # The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
+    # (model/node_zones.py).
+    node_zones: tuple[NodeZone, ...]
+    kubernetes_version: str
+    cluster_name: str
+    # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
+    gpu_pools: tuple[gpu_pools.GpuPool, ...]
+    core_instance_type: str
+    core_node_count: int
+    ssh_public_key: str
+    ssh_allowed_cidrs: tuple[str, ...]
+    allow_ssh_from_anywhere: bool
+    admin_role_arns: tuple[str, ...]
+    slinky_chart_version: str
+    slurm_version: str
+    cert_manager_version: str
+    vpc_cidr: str
+    slurmd_image_tag: str
+    dlc_base_image: str
+    slurmd_base_image: str
+    build_image_on_preview: bool
+    retain_shared_data: bool
+    api_allowed_cidrs: tuple[str, ...]
+    allow_api_from_anywhere: bool
+
+    @property
+    def gpu_node_count(self) -> int:
+        """Slurm workers in all pools."""
+        return sum(p.node_count for p in self.gpu_pools)
+
+
+def _given_keys() -> dict[str, str]:
+    """Every config key the program was given, with its value (secrets withheld): the CLI's
+    language host passes them as the JSON map PULUMI_CONFIG, mocks and the automation API set them
+    directly (pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py at v3.272.0: get_config reads
+    both)."""
+    from pulumi.runtime import config as runtime_config
+    given = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    return {k: "[secret]" if runtime_config.is_config_secret(k) else str(v) for k, v in given.items()}
+
+
+def today() -> datetime.date:
+    """The day EKS's version calendar is read at (model/eks_versions.py): the day of the run."""
+    return datetime.date.today()
+
+
+def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
+    """Each key's config string as the CLI hands it over (None when unset)."""
+    configs: dict[str, pulumi.Config] = {}
+    raw = {}
+    for key in keys:
+        namespace, _, name = key.name.rpartition(":")
+        cfg = configs.setdefault(namespace, pulumi.Config(namespace or None))
+        raw[key.name] = cfg.get(name)
+    return raw
+
+
+def _preflight(account: Account, checked: config_schema.Checked) -> tuple[tuple[NodeZone, ...], list[Problem]]:
+    """Ask the account what it must allow (stack/preflight.py): zones, instance type
+    offerings, the GPU quotas, the deployer. Values already refused are left out ("", 0 and []
+    skip a check)."""
+    ok = checked.accepted
+    if "aws:region" not in ok or "availabilityZone" not in ok:
+        return (), []
+    found = preflight.check(account, ok["aws:region"], ok["availabilityZone"], checked.pools,
+                            ok.get("coreInstanceType", ""), ok.get("adminRoleArns", []),
+                            ok.get("skipGpuQuotaCheck", False), core_count=ok.get("coreNodeCount", 0))
+    return found.node_zones, ([error(key, value, allowed) for key, value, allowed in found.problems] +
+                              [warning("aws:region", ok["aws:region"], w) for w in found.warnings])
+
+
+def load(account: Account) -> StackConfig:
+    """Read the stack's configuration, apply the schema's rules, then ask the account what it
+    must allow. Every warning is logged; any error refuses the stack, all of them at once."""
+    project, stack = pulumi.get_project(), pulumi.get_stack()
+    day = today()
+    keys = list(config_schema.schema(day))
+    checked = config_schema.check(_raw(keys), stack, day)
+    node_zones, found = _preflight(account, checked)
+    problems = checked.problems + found
+    problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
+    for p in problems:
+        if not p.is_error:
+            pulumi.log.warn(p.render(project))
+    if errors := [p.render(project) for p in problems if p.is_error]:
+        raise ConfigError(errors)
+    return _stack_config(project, stack, checked.values, checked.pools, node_zones)
+
+
+def _stack_config(project: str, stack: str, v: dict[str, Any], pools: list[gpu_pools.GpuPool],
+                  node_zones: tuple[NodeZone, ...]) -> StackConfig:
+    return StackConfig(
+        project=project, stack=stack, region=v["aws:region"], availability_zone=v["availabilityZone"],
+        node_zones=node_zones, kubernetes_version=v["kubernetesVersion"], cluster_name=v["clusterName"],
+        gpu_pools=tuple(pools), core_instance_type=v["coreInstanceType"],
+        core_node_count=v["coreNodeCount"], ssh_public_key=v["sshPublicKey"].strip(),
+        ssh_allowed_cidrs=tuple(c.strip() for c in v["sshAllowedCidrs"]),
+        allow_ssh_from_anywhere=v["allowSshFromAnywhere"], admin_role_arns=tuple(v["adminRoleArns"]),
+        slinky_chart_version=v["slinkyChartVersion"], slurm_version=v["slurmVersion"],
+        cert_manager_version=v["certManagerVersion"], vpc_cidr=v["vpcCidr"],
+        slurmd_image_tag=v["slurmdImageTag"], dlc_base_image=v["dlcBaseImage"],
+        slurmd_base_image=v["slurmdBaseImage"], build_image_on_preview=v["buildImageOnPreview"],
+        retain_shared_data=v["retainSharedData"],
+        api_allowed_cidrs=tuple(c.strip() for c in v["apiAllowedCidrs"]),
+        allow_api_from_anywhere=v["allowApiFromAnywhere"])

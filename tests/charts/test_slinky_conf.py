@@ -1,0 +1,60 @@
+"""The test cluster's Slurm configuration is the one the Slinky operator v1.2.1 builds from the
+release the chart renders from the program's values (slinky_conf.py cites the operator's sources)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.support.slinky_conf import Release, merged_config, slurmd_conf
+
+
+@pytest.fixture(scope="module")
+def release(rendered) -> Release:
+    return Release.from_documents(rendered["slurm"])
+
+
+def test_slurm_conf_has_the_operators_auth_and_configless_keys(release):
+    lines = release.slurm_conf().splitlines()
+    for line in ("AuthType=auth/slurm", "CredType=cred/slurm", "AuthAltTypes=auth/jwt", "AuthInfo=use_client_ids",
+                 "SlurmctldParameters=enable_configless,reconfig_on_restart", "SlurmctldPort=6817",
+                 "SlurmdPort=6818", "SlurmctldHost=slurm-0(slurm.slurm)", "ClusterName=slurm_slurm"):
+        assert line in lines, line
+
+
+def test_slurm_conf_declares_the_rendered_nodeset_and_the_programs_extra_config(release):
+    conf = release.slurm_conf()
+    assert "### NODESET & PARTITION ###\nNodeSet=slinky Feature=slinky\n" in conf
+    extra = conf.split("### EXTRA CONFIG ###\n", 1)[1]
+    assert "GresTypes=gpu" in extra and "ReturnToService=2" in extra
+    assert "PartitionName=slinky Nodes=slinky" in extra
+
+
+def test_gres_conf_is_the_rendered_config_file(release):
+    assert release.config_files["gres.conf"].strip() == "AutoDetect=nvidia"
+
+
+def test_slurmd_conf_is_the_nodesets_features_and_gres(release):
+    assert slurmd_conf(release.nodesets[0]) == "Features=slinky Gres=gpu:nvidia_l4:4"
+
+
+def test_a_slurmctld_parameter_in_the_extra_config_is_merged_with_the_operators():
+    merged = merged_config("SlurmctldParameters=idle_on_node_suspend\n",
+                           {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"]})
+    assert merged == ["SlurmctldParameters=enable_configless,idle_on_node_suspend,reconfig_on_restart"]
+
+
+def test_keys_the_extra_config_does_not_set_are_not_merged():
+    assert merged_config("GresTypes=gpu\n", {"SlurmctldParameters": ["enable_configless"]}) == []
+
+
+def test_a_malformed_nodeset_extra_conf_item_is_refused(release):
+    nodeset = copy.deepcopy(release.nodesets[0])
+    nodeset["spec"]["extraConf"] = "Gres"
+    with pytest.raises(ValueError, match="malformed NodeSet extraConf item 'Gres'"):
+        slurmd_conf(nodeset)
+
+
+def test_a_release_without_one_controller_is_refused(release):
+    with pytest.raises(ValueError, match="expected one Controller"):
+        Release.from_documents([d for d in [release.controller, *release.nodesets] if d["kind"] != "Controller"])

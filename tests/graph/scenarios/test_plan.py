@@ -1,0 +1,122 @@
+"""devkit/plan.py: the offline plan a pull request is reviewed with."""
+import copy
+import json
+import pathlib
+
+import pytest
+import yaml
+
+from devkit import plan
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan")
+    assert plan.main(["--stack", "dev", "--out", str(out)]) == 0
+    return out
+
+
+def test_graph_lists_every_resource_with_its_dependencies(planned):
+    graph = json.loads((planned / "graph.json").read_text())
+    by_name = {r["name"]: r for r in graph["resources"]}
+    assert "slinky-operator" in by_name["slurm-release"]["dependsOn"]
+    assert "cluster-k8s" in by_name["slurm-release"]["dependsOn"]  # the provider edge
+    assert by_name["cluster-eks"]["inputs"]["version"] == "1.36"
+
+
+def test_secrets_are_redacted(planned):
+    graph = json.loads((planned / "graph.json").read_text())
+    by_name = {r["name"]: r for r in graph["resources"]}
+    assert by_name["slurm-slurm-key"]["inputs"]["data"] == plan.REDACTED
+    assert by_name["slurmd-build"]["inputs"]["registries"] == plan.REDACTED
+    assert graph["outputs"]["kubeconfig"] == plan.REDACTED
+    assert "token-for-" not in (planned / "graph.json").read_text()
+
+
+def test_values_of_every_helm_release_are_written(planned):
+    files = sorted(p.name for p in (planned / "values").iterdir())
+    assert files == ["devices-efa.yaml", "devices-nvidia.yaml", "lbc-release.yaml", "slinky-cert-manager.yaml",
+                     "slinky-crds.yaml", "slinky-operator.yaml", "slurm-release.yaml"]
+    values = yaml.safe_load((planned / "values/slurm-release.yaml").read_text())
+    assert values["nodesets"]["slinky"]["extraConfMap"]["Gres"] == ["gpu:nvidia_l4:4"]
+
+
+def test_picture_and_mermaid_are_written(planned):
+    assert (planned / "graph.png").read_bytes().startswith(PNG)
+    mermaid = (planned / "graph.mmd").read_text()
+    assert mermaid.startswith("flowchart LR") and "cluster-eks" in mermaid and "-->" in mermaid
+
+
+def test_config_overrides_are_planned(tmp_path):
+    assert plan.main(["--out", str(tmp_path), "--set", "gpuInstanceType=p5.48xlarge"]) == 0
+    values = yaml.safe_load((tmp_path / "values/slurm-release.yaml").read_text())
+    assert values["nodesets"]["slinky"]["extraConfMap"]["Gres"] == ["gpu:nvidia_h100_80gb_hbm3:8"]
+
+
+def test_invalid_config_fails_with_the_config_error(tmp_path, capsys):
+    assert plan.main(["--out", str(tmp_path), "--set", "gpuNodeCount=0"]) == 1
+    assert "slinky-eks:gpuNodeCount = '0'" in capsys.readouterr().err
+
+
+def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
+    from devkit.offline_run import run_program
+    graph = run_program("dev")
+    depth = plan.levels(graph)
+    level = {r.name: depth[r.urn] for r in graph.resources if r.urn in depth}
+    assert level["slurmd-build"] < level["cluster-eks"] < level["nodes-gpu"] < level["slurm-release"]
+
+
+def test_manifests_of_every_release_are_written(planned):
+    files = sorted(p.name for p in (planned / "manifests").iterdir())
+    assert files == ["aws-efa-k8s-device-plugin.yaml", "aws-load-balancer-controller.yaml", "cert-manager.yaml",
+                     "nvidia-device-plugin.yaml", "slurm-operator-crds.yaml", "slurm-operator.yaml", "slurm.yaml"]
+    text = (planned / "manifests/slurm.yaml").read_text()
+    assert text.startswith("# slurm 1.2.1 (release slurm, namespace slurm), rendered with the values in "
+                           "values/slurm-release.yaml\n")
+    nodeset = next(o for o in yaml.safe_load_all(text) if o and o["kind"] == "NodeSet")
+    assert nodeset["spec"]["extraConf"] == "Gres=gpu:nvidia_l4:4"
+
+
+def test_two_plans_of_the_same_config_are_byte_identical(planned, tmp_path):
+    assert plan.main(["--stack", "dev", "--out", str(tmp_path)]) == 0
+    first = {p.relative_to(planned): p.read_bytes() for p in sorted(planned.rglob("*")) if p.is_file()}
+    second = {p.relative_to(tmp_path): p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file()}
+    assert pathlib.Path("manifests/slurm.yaml") in first
+    assert first.keys() == second.keys()
+    assert [str(p) for p in first if first[p] != second[p]] == []
+
+
+def test_what_a_chart_generates_at_random_reads_as_generated(planned):
+    objects = [o for o in yaml.safe_load_all((planned / "manifests/aws-load-balancer-controller.yaml").read_text()) if o]
+    tls = next(o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "aws-load-balancer-tls")
+    assert set(tls["data"].values()) == {plan.GENERATED}
+    webhooks = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
+    assert webhooks and {w["clientConfig"]["caBundle"] for o in webhooks for w in o["webhooks"]} == {plan.GENERATED}
+
+
+def test_only_values_that_differ_between_renders_become_generated():
+    first = {"data": {"tls.crt": "a", "ca": "c"}, "items": [1, "x"]}
+    second = {"data": {"tls.crt": "b", "ca": "c"}, "items": [1, "y"]}
+    assert plan._generated_as_marker(first, second, "") == {
+        "data": {"tls.crt": plan.GENERATED, "ca": "c"}, "items": [1, plan.GENERATED]}
+    with pytest.raises(plan.chart_render.ChartRenderError, match="differ in shape"):
+        plan._generated_as_marker({"a": [1]}, {"a": [1, 2]}, "")
+
+
+def test_manifests_of_a_release_with_secret_values_are_redacted(dev, tmp_path):
+    secret = copy.copy(dev.named("slurm-release"))
+    secret.secret_inputs = {"values"}
+    graph = copy.copy(dev)
+    graph.resources = [secret if r.name == "slurm-release" else r for r in dev.resources]
+    plan.write_manifests(graph, tmp_path, plan.stable_manifests(graph))
+    text = (tmp_path / "manifests/slurm.yaml").read_text()
+    assert plan.REDACTED in text and "NodeSet" not in text
+
+
+def test_missing_reference_data_fails_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SLINKY_EKS_REF", str(tmp_path / "nowhere"))
+    assert plan.main(["--out", str(tmp_path / "plan")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot render the manifests" in err and "nowhere" in err

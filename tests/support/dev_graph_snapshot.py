@@ -1,0 +1,25 @@
+"""Writes tests/data/dev-graph.json: the dev stack's resource URNs and inputs as the program
+registers them. Generated once from the single-GPU-type program (before gpuPools, issue 17) and
+checked in, so tests/graph/scenarios/test_dev_graph_stable.py can prove the pools change replaced nothing.
+
+Regenerate only for a change that is meant to alter the dev stack's graph:
+    .venv/bin/python -m tests.support.dev_graph_snapshot
+"""
+from __future__ import annotations
+
+import json
+
+from devkit.offline_run import Graph, run_program
+from tests.support.paths import DATA
+
+SNAPSHOT = DATA / "dev-graph.json"
+
+
+def snapshot(graph: Graph) -> dict[str, dict]:
+    """URN -> inputs (JSON-normalised) of every registered resource."""
+    return json.loads(json.dumps({r.urn: r.inputs for r in graph.resources}, sort_keys=True, default=str))
+
+
+if __name__ == "__main__":
+    SNAPSHOT.write_text(json.dumps(snapshot(run_program("dev")), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {SNAPSHOT}")

@@ -1,0 +1,422 @@
+"""A real Slurm cluster on this machine shaped the way the Slinky operator v1.2.1 runs it, for the
+job tests: slurmctld with the slurm.conf the operator generates from the rendered release
+(slinky_conf.py), workers started as the NodeSet's pods start them (`slurmd -Z --conf-server
+<controller service> --conf '<Features/Gres of the NodeSet>'`, configless), a login side that is
+configless too (sackd, as the LoginSet's pods run it), auth/slurm with one shared key.
+
+The daemons run in a Debian root filesystem (tests/slurm/build-roots.sh; the host's Debian 12 glibc
+is too old for Slurm 26.05), each in its own UTS and mount namespace: its pod's hostname, a private
+/etc/hosts, /etc/slurm holding only the key (configs come from slurmctld), its own spool, log and
+/run, and on workers NVIDIA's procfs/sysfs entries and /dev/nvidiaN devices for the instance
+type's GPUs, so Slurm's gpu/nvidia plugin autodetects them (nvidia_gpus()).
+
+The jobs' Python is the host's: the repository (with its .venv) and the interpreter's prefix
+(pyenv's CPython) are bind-mounted at the same paths; the interpreter, built on the host's glibc
+2.36, runs on the root's newer glibc (glibc keeps old symbol versions), and the root carries the
+few shared libraries it links (tests/slurm/roots/sid.packages). Each pod has its own /tmp with
+pytest's temporary tree shared into it, so job output under tmp_path is where the tests read it.
+
+One deviation from the pods, forced by one network namespace for all daemons: each slurmd gets its
+own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
+Only the processes started here are stopped, by PID.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from tests.support.paths import REPO
+from tests.support.slinky_conf import (
+    ETC_DIR,
+    LOG_DIR,
+    PRESTOP_REASON,
+    SLURMCTLD_PORT,
+    SLURMCTLD_SPOOL,
+    SLURMD_PORT,
+    SLURMD_SPOOL,
+    Release,
+    nodeset_name,
+    slurmd_conf,
+)
+
+ROOTS = REPO / "build" / "slurm-roots"
+# What the root's Debian packages need so the host interpreter imports ssl, ctypes, sqlite3, ...
+_HOST_PATHS = (str(REPO), sys.base_prefix)
+
+
+# The sandbox has cgroup v1 only (no cgroup2 at /sys/fs/cgroup): the operator's cgroup.conf
+# (cgroup/v2) makes slurmd exit. v1 with the device constraint the GPU nodes need; the operator's
+# slurm.conf names no TaskPlugin, and without task/cgroup ConstrainDevices is never applied.
+SANDBOX_CGROUP_CONF = "CgroupPlugin=cgroup/v1\nConstrainDevices=yes\n"
+SANDBOX_EXTRA_CONF = "TaskPlugin=task/cgroup"
+
+
+class RootMissing(RuntimeError):
+    pass
+
+
+def slurm_root(suite: str) -> pathlib.Path:
+    root = ROOTS / suite
+    if not (root / ".slinky-stamp").exists():
+        raise RootMissing(f"no Slurm root filesystem at {root}: `make test` builds it "
+                          f"(tests/slurm/build-roots.sh)")
+    return root
+
+
+# NVIDIA's kernel module exposes one directory per GPU, named by PCI bus id, whose `information`
+# file carries "Model:", "GPU UUID:" and "Device Minor:" lines (NVIDIA/open-gpu-kernel-modules,
+# kernel-open/nvidia/nv-procfs.c); Slurm 26.05's gpu/nvidia plugin reads exactly these three
+# lines and each GPU's local_cpulist under /sys/bus/pci/drivers/nvidia/<bus id>/
+# (SchedMD/slurm, src/plugins/gpu/nvidia/gpu_nvidia.c, tag slurm-26-05-3-1).
+NVIDIA_MAJOR = 195
+
+
+def gpu_bus_id(index: int) -> str:
+    return f"0000:{0x30 + index:02x}:00.0"
+
+
+def write_nvidia_driver_files(base: pathlib.Path, model: str, count: int, cpus: str) -> None:
+    """base/proc-driver is mounted over /proc/driver, base/pci-drivers over /sys/bus/pci/drivers."""
+    for i in range(count):
+        gpu = base / "proc-driver/nvidia/gpus" / gpu_bus_id(i)
+        gpu.mkdir(parents=True, exist_ok=True)
+        (gpu / "information").write_text(
+            f"Model: \t\t {model}\n"
+            f"IRQ:   \t\t {100 + i}\n"
+            f"GPU UUID: \t GPU-{i:08x}-0000-4000-8000-{os.getpid():012x}\n"
+            f"Video BIOS: \t 95.04.00.00.01\n"
+            f"Bus Type: \t PCIe\n"
+            f"DMA Size: \t 47 bits\n"
+            f"DMA Mask: \t 0x7fffffffffff\n"
+            f"Bus Location: \t {gpu_bus_id(i)}\n"
+            f"Device Minor: \t {i}\n"
+            f"GPU Excluded:\t No\n")
+        pci = base / "pci-drivers/nvidia" / gpu_bus_id(i)
+        pci.mkdir(parents=True, exist_ok=True)
+        (pci / "local_cpulist").write_text(f"{cpus}\n")
+
+
+@dataclass(frozen=True)
+class GresProbe:
+    detected: list[str]     # per GPU, the type name gpu/nvidia derived from its model
+    configured: list[str]   # per GPU, the type slurmd settled on for the node's GRES
+    output: str
+
+
+@dataclass
+class Daemon:
+    name: str
+    proc: subprocess.Popen
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+def _stop(proc: subprocess.Popen, timeout: float = 15) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+class LocalSlurm:
+    """Controller, workers <nodeset>-0.. and one login, from a rendered release."""
+
+    def __init__(self, workdir: pathlib.Path, release: Release, gpu_model: str, gpus: int,
+                 workers: int = 2, suite: str = "sid", cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
+                 extra_conf: str = SANDBOX_EXTRA_CONF):
+        self.dir = workdir
+        self.release = release
+        self.fs = slurm_root(suite)
+        self.gpu_model, self.gpus = gpu_model, gpus
+        self.nodeset = sorted(release.nodesets, key=lambda n: n["metadata"]["name"])[0]
+        self.nodes = [f"{nodeset_name(self.nodeset)}-{i}" for i in range(workers)]
+        self.cgroup_conf = cgroup_conf
+        self.extra_conf = extra_conf
+        self.controller: Daemon | None = None
+        self.login: Daemon | None = None
+        self.workers: dict[str, Daemon] = {}
+        self._generation: dict[str, int] = {}
+        # pytest's per-user base (/tmp/pytest-of-<user>) when the cluster lives under /tmp.
+        tmp = pathlib.Path("/tmp")
+        self.shared_tmp = tmp / workdir.relative_to(tmp).parts[0] if workdir.is_relative_to(tmp) else workdir
+
+    # -- files -------------------------------------------------------------------------------
+
+    def _uid(self, user: str) -> int:
+        for line in (self.fs / "etc/passwd").read_text().splitlines():
+            fields = line.split(":")
+            if fields[0] == user:
+                return int(fields[2])
+        raise KeyError(f"no user {user} in {self.fs}/etc/passwd")
+
+    def _prepare(self) -> None:
+        d = self.dir
+        slurm_uid = self._uid("slurm")
+        for sub in ("etc-controller", "etc-node", "state", "log-controller", "log-login"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        key, jwt = os.urandom(1024), os.urandom(32)
+        # The operator mounts the same slurm.key into every pod; the controller also gets jwt.key.
+        for etc, owner in (("etc-controller", slurm_uid), ("etc-node", 0)):
+            (d / etc / "slurm.key").write_bytes(key)
+            os.chown(d / etc / "slurm.key", owner, owner)
+            (d / etc / "slurm.key").chmod(0o600)
+        (d / "etc-controller/jwt.key").write_bytes(jwt)
+        os.chown(d / "etc-controller/jwt.key", slurm_uid, slurm_uid)
+        (d / "etc-controller/jwt.key").chmod(0o600)
+        conf = self.release.slurm_conf()
+        if self.extra_conf:
+            conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
+        (d / "etc-controller/slurm.conf").write_text(conf)
+        files = dict(self.release.config_files)
+        cgroup = self.cgroup_conf or self.release.cgroup_conf()
+        if cgroup:
+            files["cgroup.conf"] = cgroup
+        for name, text in files.items():
+            (d / "etc-controller" / name).write_text(text)
+        state = d / "state"
+        for p in (state, d / "log-controller"):
+            os.chown(p, slurm_uid, slurm_uid)
+        # Every pod resolves every other by name (the cluster's DNS).
+        hosts = ["127.0.0.1 localhost", f"127.0.0.1 {self.release.primary_host} {self.release.service_host}",
+                 "127.0.0.1 login"]
+        hosts += [f"127.0.1.{i + 1} {n}" for i, n in enumerate(self.nodes)]
+        (d / "hosts").write_text("\n".join(hosts) + "\n")
+        for path in (*_HOST_PATHS, str(state.parent)):
+            (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
+            (self.fs / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        (self.fs / "etc/hosts").touch()
+
+    def _mounts(self, hostname: str, etc: str, spool: tuple[str, str] | None, log: str,
+                gpu_dir: pathlib.Path | None) -> str:
+        """A shell script (host tools) that builds a pod's view of the root, then chroots."""
+        r = shlex.quote(str(self.fs))
+        d = self.dir
+        lines = ["set -e",
+                 f"mount --rbind /proc {r}/proc", f"mount --rbind /sys {r}/sys",
+                 f"mount -t tmpfs -o mode=755 tmpfs {r}/dev"]
+        for dev in ("null", "zero", "full", "random", "urandom", "tty"):
+            lines += [f"touch {r}/dev/{dev}", f"mount --bind /dev/{dev} {r}/dev/{dev}"]
+        lines += [f"mkdir {r}/dev/pts {r}/dev/shm", f"mount --bind /dev/pts {r}/dev/pts",
+                  f"mount -t tmpfs -o mode=1777 tmpfs {r}/dev/shm",
+                  f"ln -s /proc/self/fd {r}/dev/fd", f"ln -s /proc/self/fd/0 {r}/dev/stdin",
+                  f"ln -s /proc/self/fd/1 {r}/dev/stdout", f"ln -s /proc/self/fd/2 {r}/dev/stderr",
+                  f"mount -t tmpfs -o mode=755 tmpfs {r}/run", f"mkdir {r}/run/slurm",
+                  # A pod's own /tmp (PMIx puts per-step directories there), with the test's
+                  # temporary tree shared at its path: job scripts, outputs, this cluster's files.
+                  f"mount -t tmpfs -o mode=1777 tmpfs {r}/tmp",
+                  f"mkdir -p {r}{self.shared_tmp}", f"mount --bind {self.shared_tmp} {r}{self.shared_tmp}"]
+        for path in _HOST_PATHS:  # mkdir: a checkout under /tmp lies inside the pod's fresh /tmp
+            lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}"]
+        lines += [f"mount --bind {d}/{etc} {r}{ETC_DIR}", f"mount --bind {d}/hosts {r}/etc/hosts",
+                  f"mount --bind {log} {r}{LOG_DIR}"]
+        if spool is not None:
+            lines.append(f"mount --bind {spool[0]} {r}{spool[1]}")
+        if gpu_dir is not None:
+            lines += [f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
+                      f"mount --bind {gpu_dir}/pci-drivers {r}/sys/bus/pci/drivers"]
+            lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(self.gpus)]
+            lines.append(f"mknod -m 666 {r}/dev/nvidiactl c {NVIDIA_MAJOR} 255")
+        lines.append(f"hostname {hostname}")
+        return "\n".join(lines)
+
+    def _spawn(self, name: str, script: str, argv: list[str], logfile: pathlib.Path) -> Daemon:
+        cmd = f"{script}\nexec chroot {shlex.quote(str(self.fs))} {shlex.join(argv)}"
+        out = open(logfile, "ab")
+        proc = subprocess.Popen(["unshare", "--uts", "--mount", "--propagation", "private", "--",
+                                 "sh", "-c", cmd], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=_daemon_env())
+        out.close()
+        return Daemon(name, proc)
+
+    # -- daemons -----------------------------------------------------------------------------
+
+    def start(self) -> "LocalSlurm":
+        """Start everything, or stop what did start and raise: never leave a daemon behind."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "LocalSlurm":
+        self._prepare()
+        d = self.dir
+        self.controller = self._spawn(
+            "slurmctld",
+            self._mounts(self.release.primary_host, "etc-controller", (str(d / "state"), SLURMCTLD_SPOOL),
+                         str(d / "log-controller"), None),
+            ["slurmctld", "-D"], d / "slurmctld.stdout")
+        self._wait_for(lambda: (d / "log-controller/slurmctld.log").exists() and
+                       "started on cluster" in (d / "log-controller/slurmctld.log").read_text(errors="replace"),
+                       60, "slurmctld to start", lambda: self._exited(self.controller))
+        self.login = self._spawn(
+            "sackd",
+            self._mounts("login", "etc-node", None, str(d / "log-login"), None),
+            ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
+            d / "sackd.stdout")
+        self._wait_for(lambda: self._login_ready(), 60, "sackd to fetch the configs")
+        for node in self.nodes:
+            self.start_slurmd(node)
+        self.wait_for_states({n: "idle" for n in self.nodes}, 90)
+        return self
+
+    @staticmethod
+    def _exited(daemon: Daemon) -> str:
+        code = daemon.proc.poll()
+        return "" if code is None else f"({daemon.name} exited with {code})"
+
+    def _login_ready(self) -> bool:
+        if self.login.proc.poll() is not None:
+            raise RuntimeError(f"sackd exited:\n{self.logs()}")
+        return self.run(["sinfo", "-h"]).returncode == 0
+
+    def slurmd_argv(self, node: str) -> list[str]:
+        """The NodeSet pod's slurmd command line, plus the per-node Port."""
+        port = SLURMD_PORT + (self.nodes.index(node) + 1) * 10  # sackd has SlurmdPort
+        return ["slurmd", "-D", "-Z", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}",
+                "--conf", f"{slurmd_conf(self.nodeset)} Port={port}"]
+
+    def start_slurmd(self, node: str) -> Daemon:
+        """A new pod for `node`: fresh spool, log and /run, the same hostname and GPUs."""
+        gen = self._generation[node] = self._generation.get(node, -1) + 1
+        pod = self.dir / f"{node}.{gen}"
+        for sub in ("spool", "log"):
+            (pod / sub).mkdir(parents=True, exist_ok=True)
+        write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
+        daemon = self._spawn(node, self._mounts(node, "etc-node", (str(pod / "spool"), SLURMD_SPOOL),
+                                                str(pod / "log"), pod / "gpu"),
+                             self.slurmd_argv(node), pod / "slurmd.stdout")
+        self.workers[node] = daemon
+        return daemon
+
+    def stop_slurmd(self, node: str) -> None:
+        _stop(self.workers.pop(node).proc)
+
+    def prestop(self, node: str) -> subprocess.CompletedProcess:
+        """The NodeSet pod's preStop hook, run in that pod (its hostname, its configless cache)."""
+        hook = f"scontrol update nodename=$(hostname) state=down reason='{PRESTOP_REASON}';"
+        return self._enter(self.workers[node].pid, ["/usr/bin/sh", "-c", hook])
+
+    def replace_pod(self, node: str) -> Daemon:
+        """What a rolling update does to one worker: preStop, slurmd stopped, a new pod started."""
+        self.prestop(node)
+        self.stop_slurmd(node)
+        return self.start_slurmd(node)
+
+    def stop(self) -> None:
+        for daemon in [*self.workers.values(), self.login, self.controller]:
+            if daemon is not None:
+                _stop(daemon.proc)
+        self.workers.clear()
+
+    def autodetect_gres(self, model: str, count: int, node_gres: str) -> GresProbe:
+        """Slurm's own GPU detection on a pod whose GPUs are `count` x `model`, with the release's
+        gres.conf and the node line `Gres=<node_gres>`: `slurmd -G` (detect, print, exit)."""
+        probe = self.dir / f"probe-{len(list(self.dir.glob('probe-*')))}"
+        etc = probe / "etc"
+        etc.mkdir(parents=True)
+        (etc / "slurm.key").write_bytes(os.urandom(1024))
+        (etc / "slurm.key").chmod(0o600)
+        (etc / "gres.conf").write_text(self.release.config_files["gres.conf"])
+        (etc / "slurm.conf").write_text(
+            "ClusterName=probe\nSlurmctldHost=probe\nAuthType=auth/slurm\nCredType=cred/slurm\n"
+            f"GresTypes=gpu\nNodeName=probe CPUs={os.cpu_count()} Gres={node_gres}\n")
+        (probe / "log").mkdir()
+        if not (self.dir / "hosts").exists():
+            (self.dir / "hosts").write_text("127.0.0.1 localhost probe\n")
+        (self.fs / "etc/hosts").touch()
+        write_nvidia_driver_files(probe / "gpu", model, count, f"0-{os.cpu_count() - 1}")
+        saved, self.gpus = self.gpus, count
+        try:
+            script = self._mounts("probe", str(etc.relative_to(self.dir)), None, str(probe / "log"), probe / "gpu")
+        finally:
+            self.gpus = saved
+        # -vvv: gpu/nvidia logs, at debug2, the name it derived from each GPU's model.
+        result = subprocess.run(["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
+                                 f"{script}\nexec chroot {shlex.quote(str(self.fs))} slurmd -G -vvv"],
+                                capture_output=True, text=True, timeout=60, env=_daemon_env())
+        out = result.stdout + result.stderr
+        return GresProbe(re.findall(r"gpu/nvidia: _set_basic_info: Name: (\S+)", out),
+                         re.findall(r"Gres Name=gpu Type=(\S+) ", out), out)
+
+    # -- clients -----------------------------------------------------------------------------
+
+    def _enter(self, pid: int, argv: list[str], cwd: pathlib.Path | str | None = None,
+               env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+        chdir = f"--chdir={cwd}" if cwd else "--chdir=/"
+        return subprocess.run(["nsenter", "-t", str(pid), "--mount", "--uts", "--root", "--",
+                               "/usr/bin/env", chdir, *argv], env={**_daemon_env(), **(env or {})},
+                              capture_output=True, text=True, timeout=timeout)
+
+    def run(self, argv: list[str], cwd: pathlib.Path | str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        """A command on the login pod (configless client commands, the tools' scripts)."""
+        return self._enter(self.login.pid, argv, cwd, env, timeout)
+
+    def states(self) -> dict[str, str]:
+        out = self.run(["sinfo", "-h", "-N", "-o", "%N %T"]).stdout.split()
+        return dict(zip(out[::2], out[1::2], strict=True))
+
+    def wait_for_states(self, wanted: dict[str, str], timeout: float = 60) -> dict[str, str]:
+        def reached() -> bool:
+            if dead := [d.name for d in self.workers.values() if d.proc.poll() is not None]:
+                raise RuntimeError(f"slurmd of {dead} exited:\n{self.logs()}")
+            return all(self.states().get(n) == s for n, s in wanted.items())
+        self._wait_for(reached, timeout, f"node states {wanted}", lambda: f"last: {self.states()}")
+        return self.states()
+
+    def _wait_for(self, check, timeout: float, what: str, detail=lambda: "") -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if check():
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"timed out after {timeout} s waiting for {what} {detail()}\n{self.logs()}")
+
+    def logs(self) -> str:
+        out = []
+        for f in sorted(self.dir.rglob("*.log")) + sorted(self.dir.rglob("*.stdout")):
+            out.append(f"--- {f.relative_to(self.dir)}\n" +
+                       "\n".join(f.read_text(errors="replace").splitlines()[-15:]))
+        return "\n".join(out)
+
+    def sbatch(self, script: pathlib.Path, workdir: pathlib.Path, env: dict[str, str],
+               timeout: float = 300) -> tuple[str, str, str]:
+        """Submit from the login pod, poll until the job ends; return (state, exit code, output)."""
+        submitted = self.run(["sbatch", "--parsable", str(script)], cwd=workdir, env=env)
+        if submitted.returncode != 0:
+            raise RuntimeError(f"sbatch failed: {submitted.stderr}")
+        job = submitted.stdout.strip().split(";")[0]
+        deadline = time.time() + timeout
+        info, state = "", "PENDING"
+        while time.time() < deadline:
+            info = self.run(["scontrol", "show", "job", "-o", job]).stdout
+            state = re.search(r"JobState=(\S+)", info).group(1)
+            if state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+                break
+            time.sleep(0.5)
+        else:
+            self.run(["scancel", job])
+            raise TimeoutError(f"job {job} still {state} after {timeout} s\n{self.logs()}")
+        stdout = pathlib.Path(re.search(r"StdOut=(\S+)", info).group(1))
+        output = stdout.read_text(errors="replace") if stdout.exists() else f"(no output file {stdout})"
+        return state, re.search(r"ExitCode=(\S+)", info).group(1), output
+
+
+def _daemon_env() -> dict[str, str]:
+    """The caller's environment without anything that would point Slurm at a config file."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_"))}

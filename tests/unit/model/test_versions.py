@@ -1,0 +1,200 @@
+"""Every version pin is written once, in model/versions.py: the files that cannot read it
+(Pulumi.yaml, image/Dockerfile) are checked against it, and image/build-image.sh reads it."""
+import ast
+import datetime
+import os
+import pathlib
+import re
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from model import eks_versions, versions
+from model.image_references import dlc_registry
+from tests.support.paths import REPO
+
+ROOT = REPO
+# Keys whose value is a version or a versioned image reference (buildImageOnPreview is a switch).
+_VERSION_KEY = re.compile(r"(Version|Image|ImageTag)$")
+
+
+def _project_config() -> dict:
+    return yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+
+
+def project_default_problems(config: dict) -> list[str]:
+    """Where Pulumi.yaml's `config` declarations disagree with the model: a version key without a
+    pin, a pin without a key, a default that is not the pin."""
+    declared = {k for k in config if _VERSION_KEY.search(k)}
+    problems = [f"{k}: a version key the model has no pin for" for k in sorted(declared - set(versions.CONFIG_DEFAULTS))]
+    for key, pin in versions.CONFIG_DEFAULTS.items():
+        if key not in config:
+            problems.append(f"{key}: pinned in the model but not declared")
+        elif str(config[key].get("default")) != pin:
+            problems.append(f"{key}: default {config[key].get('default')!r}, the model pins {pin!r}")
+    return problems
+
+
+def dockerfile_default_problems(text: str) -> list[str]:
+    """Where the Dockerfile's ARG defaults disagree with the model. Its DLC default is the DLC
+    reference in us-west-2's DLC registry: a build without --build-arg needs a registry host."""
+    args = dict(re.findall(r"^ARG (\w+)=(\S+)$", text, re.M))
+    expected = {"DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
+                "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE, "SLURM_VERSION": versions.SLURM_RELEASE}
+    return [f"ARG {name}={args.get(name)!r}, the model pins {value!r}"
+            for name, value in expected.items() if args.get(name) != value]
+
+
+def test_every_version_default_of_the_project_file_is_the_models_pin():
+    assert project_default_problems(_project_config()) == []
+
+
+@pytest.mark.parametrize("key", sorted(versions.CONFIG_DEFAULTS))
+def test_a_project_default_that_differs_from_the_pin_is_found(key):
+    config = _project_config()
+    config[key] = {**config[key], "default": "0.0.1"}
+    assert project_default_problems(config) == [
+        f"{key}: default '0.0.1', the model pins {versions.CONFIG_DEFAULTS[key]!r}"]
+
+
+def test_a_version_key_without_a_pin_is_found():
+    config = {**_project_config(), "pmixVersion": {"type": "string", "default": "5.0.1"}}
+    assert project_default_problems(config) == ["pmixVersion: a version key the model has no pin for"]
+
+
+def test_the_dockerfile_arg_defaults_are_the_models_pins():
+    assert dockerfile_default_problems((ROOT / "image/Dockerfile").read_text()) == []
+
+
+@pytest.mark.parametrize("arg", ["DLC_IMAGE", "SLURMD_IMAGE", "SLURM_VERSION"])
+def test_a_dockerfile_default_that_differs_from_the_pin_is_found(arg):
+    text = re.sub(rf"^ARG {arg}=.*$", f"ARG {arg}=stale", (ROOT / "image/Dockerfile").read_text(), flags=re.M)
+    assert len(dockerfile_default_problems(text)) == 1
+
+
+def test_the_image_tag_and_slurmd_base_carry_the_slurm_release():
+    # Written once: the tag and the base are derived from the release, not retyped.
+    assert versions.SLURMD_IMAGE_TAG.startswith(versions.SLURM_RELEASE + "-")
+    assert versions.SLURMD_BASE_IMAGE.endswith(f":{versions.SLURM_RELEASE}-ubuntu24.04")
+
+
+def test_the_slurm_release_pairs_with_the_pinned_slinky_chart():
+    paired = versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)
+    assert paired and versions.SLURM_RELEASE.startswith(paired + ".")
+    assert versions.slurm_release_for_chart("1.3.0") is None
+
+
+def test_the_default_kubernetes_version_is_in_eks_standard_support_today():
+    # Today, not a fixed day: this fails the day the default needs a bump.
+    assert versions.KUBERNETES_VERSION in eks_versions.in_standard_support(datetime.date.today())
+
+
+def release_literals(path: pathlib.Path) -> list[int]:
+    """Lines of a Python file whose code (not a docstring or comment) spells the Slurm release."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and re.search(rf"(?<![\d.]){re.escape(versions.SLURM_RELEASE)}(?![\d])", node.value)]
+
+
+def test_the_program_and_tools_spell_the_slurm_release_only_in_the_model():
+    # The rest reads model/versions.py (Pulumi.yaml and the Dockerfile, which cannot, are checked
+    # above; image/build-image.sh reads it). Tests and docs may quote it.
+    sources = [*ROOT.glob("*.py"), *(ROOT / "components").glob("*.py"), *(ROOT / "model").glob("*.py"),
+               *(ROOT / "tools").glob("*.py")]
+    spelled = {str(p.relative_to(ROOT)) for p in sources if release_literals(p)}
+    assert spelled == {"model/versions.py"}
+
+
+def test_a_retyped_slurm_release_is_found(tmp_path):
+    source = tmp_path / "component.py"
+    source.write_text(f'"""Built on {versions.SLURM_RELEASE}."""\n# {versions.SLURM_RELEASE}\n'
+                      f'TAG = "{versions.SLURM_RELEASE}-torch"\nOTHER = "1{versions.SLURM_RELEASE}"\n')
+    assert release_literals(source) == [3]
+
+
+def _versions_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "model.versions", *args], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_the_versions_reader_prints_a_keys_default():
+    result = _versions_cli("slurmVersion")
+    assert (result.returncode, result.stdout) == (0, versions.SLURM_RELEASE + "\n")
+
+
+@pytest.mark.parametrize("args", [(), ("slurmversion",), ("slurmVersion", "extra")])
+def test_the_versions_reader_refuses_a_wrong_key_in_one_line(args):
+    result = _versions_cli(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and "slurmVersion" in result.stderr
+
+
+# Stand-ins for the two commands image/build-image.sh runs, answering as the AWS CLI does for the
+# calls it makes: `sts get-caller-identity --query Account --output text` prints the account id
+# (https://docs.aws.amazon.com/cli/latest/reference/sts/get-caller-identity.html); `ecr
+# get-login-password` prints a token (.../reference/ecr/get-login-password.html);
+# `describe-repositories` exits 0 for an existing repository; `describe-images --query
+# 'imageDetails[0].imageDigest' --output text` prints the digest (.../reference/ecr/describe-images.html).
+# docker records its arguments.
+_FAKE_AWS = """#!/bin/sh
+case "$1 $2" in
+  "sts get-caller-identity") echo 123456789012 ;;
+  "ecr get-login-password") echo token ;;
+  "ecr describe-images") echo sha256:%s ;;
+esac
+""" % ("ab" * 32)
+_FAKE_DOCKER = """#!/bin/sh
+cat >/dev/null
+echo "$*" >> "$DOCKER_LOG"
+"""
+
+
+def _build_args(script: pathlib.Path, tmp_path: pathlib.Path, *args: str) -> dict[str, str]:
+    """The --build-arg values the script hands `docker buildx build`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("aws", _FAKE_AWS), ("docker", _FAKE_DOCKER)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(stat.S_IRWXU)
+    log = tmp_path / "docker.log"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DOCKER_LOG": str(log)}
+    result = subprocess.run(["bash", str(script), "--region", "us-west-2", *args], env=env, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    (build,) = [line for line in log.read_text().splitlines() if line.startswith("buildx build")]
+    return dict(re.findall(r"--build-arg (\w+)=(\S+)", build))
+
+
+def build_arg_problems(args: dict[str, str]) -> list[str]:
+    expected = {"DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
+                "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE, "SLURM_VERSION": versions.SLURM_RELEASE}
+    return [f"{k}={args.get(k)!r}, the model pins {v!r}" for k, v in expected.items() if args.get(k) != v]
+
+
+def test_the_build_script_builds_the_models_pins(tmp_path):
+    assert build_arg_problems(_build_args(ROOT / "image/build-image.sh", tmp_path)) == []
+
+
+def test_the_build_script_uses_a_dlc_reference_with_a_registry_host_as_given(tmp_path):
+    other = f"871362719292.dkr.ecr.ap-east-1.amazonaws.com/{versions.DLC_IMAGE}"
+    assert _build_args(ROOT / "image/build-image.sh", tmp_path, "--dlc-image", other)["DLC_IMAGE"] == other
+
+
+def test_a_build_script_that_retypes_a_pin_is_found(tmp_path):
+    # The script as it was before it read the model, with a release the model has moved past.
+    script = tmp_path / "image" / "build-image.sh"
+    script.parent.mkdir()
+    text = (ROOT / "image/build-image.sh").read_text()
+    script.write_text(text.replace("SLURM_VERSION=$(pin slurmVersion)", 'SLURM_VERSION="26.05.1"')
+                          .replace("TAG=$(pin slurmdImageTag)", 'TAG="26.05.1-torch2.9-cu130-mpi"'))
+    shutil.copytree(ROOT / "model", tmp_path / "model")
+    assert build_arg_problems(_build_args(script, tmp_path)) == [
+        f"SLURM_VERSION='26.05.1', the model pins {versions.SLURM_RELEASE!r}"]
