@@ -17,7 +17,7 @@ def readme_problems(text: str) -> list[str]:
     for block in MARKED:
         if not re.search(rf"<!-- {block}[^>]*-->\n.*?\n<!-- /{block} -->", text, re.S):
             found.append(f"no <!-- {block} --> ... <!-- /{block} --> block")
-    if not re.search(r"^Measured on a fresh clone", text, re.M):
+    if "\n\nMeasured on a fresh clone" not in text:
         found.append("no paragraph starting 'Measured on a fresh clone'")
     found += [f"no link to {page}" for page in PAGES if f"]({page})" not in text]
     return found
@@ -32,7 +32,8 @@ def test_a_long_readme_or_one_without_its_tables_or_links_is_found():
     assert readme_problems(text + "x\n" * MAX_LINES) == [f"{len(text.splitlines()) + MAX_LINES} lines, more than 300"]
     assert readme_problems(text.replace("<!-- /outputs-table -->", "")) == [
         "no <!-- outputs-table --> ... <!-- /outputs-table --> block"]
-    assert readme_problems(text.replace("Measured on a fresh clone", "On a fresh clone")) == [
-        "no paragraph starting 'Measured on a fresh clone'"]
+    for changed in ("On a fresh clone", "test.\nMeasured on a fresh clone"):
+        assert readme_problems(text.replace("test.\n\nMeasured on a fresh clone", changed)) == [
+            "no paragraph starting 'Measured on a fresh clone'"]
     assert readme_problems(text.replace("](docs/extending.md)", "](docs/extend.md)")) == [
         "no link to docs/extending.md"]
