@@ -7,6 +7,8 @@ import re
 from tests.support.paths import REPO
 
 DECISIONS = REPO / "docs" / "decisions"
+# The index of the decisions; every other file there is one decision.
+INDEX = DECISIONS / "README.md"
 SECTIONS = ("## Context", "## Decision", "## Consequences", "## Sources")
 # The code that may point at a decision: every first-party Python file.
 _CODE = ("__main__.py", "stack", "components", "cluster_programs", "model", "tools", "devkit", "tests")
@@ -36,10 +38,28 @@ def _code_files() -> list[pathlib.Path]:
     return files
 
 
+def decisions() -> list[pathlib.Path]:
+    return sorted(d for d in DECISIONS.glob("*.md") if d != INDEX)
+
+
+def unlisted(index: str, names: list[str]) -> list[str]:
+    """Decisions the index does not link to."""
+    return [n for n in names if f"]({n})" not in index]
+
+
 def test_every_decision_has_context_decision_consequences_and_sources():
-    decisions = sorted(DECISIONS.glob("*.md"))
-    assert len(decisions) >= 6
-    assert [(d.name, missing_sections(d.read_text())) for d in decisions if missing_sections(d.read_text())] == []
+    decisions_ = decisions()
+    assert len(decisions_) >= 6
+    assert [(d.name, missing_sections(d.read_text())) for d in decisions_ if missing_sections(d.read_text())] == []
+
+
+def test_the_index_links_every_decision():
+    assert unlisted(INDEX.read_text(), [d.name for d in decisions()]) == []
+
+
+def test_a_decision_the_index_leaves_out_is_found():
+    index = INDEX.read_text().replace("](imds-hop-limit.md)", "]()")
+    assert unlisted(index, [d.name for d in decisions()]) == ["imds-hop-limit.md"]
 
 
 def test_a_decision_without_its_sources_or_out_of_order_is_found():
