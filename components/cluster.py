@@ -87,9 +87,8 @@ class Cluster(pulumi.ComponentResource):
             endpoint_public_access=True,
             public_access_cidrs=list(args.api_allowed_cidrs),
             endpoint_private_access=True,
-            # API mode: no aws-auth ConfigMap; the creator (the deployer) is bootstrapped as
-            # cluster admin and further admins are access entries (pulumi/pulumi-eks v4.4.0
-            # docs/authentication-mode-migration.md; nodejs/eks/cluster/cluster.ts).
+            # API mode: the deployer is bootstrapped as admin, other admins are access entries
+            # (docs/decisions/cluster-access-entries.md).
             authentication_mode=eks.AuthenticationMode.API,
             access_entries=self._access_entries(),
             skip_default_node_group=True,
@@ -98,11 +97,9 @@ class Cluster(pulumi.ComponentResource):
             # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, security group step;
             # https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html).
             skip_default_security_groups=True,
-            # EKS installs vpc-cni, kube-proxy and CoreDNS itself at creation, so all are in place
-            # before any node joins. vpc-cni and kube-proxy become managed add-ons right away
-            # (DaemonSets: fine without nodes). The CoreDNS add-on is a Deployment: created before
-            # nodes it sits DEGRADED until the create times out (pulumi-eks #1819, #1525), so
-            # node_groups.py adopts the running CoreDNS as a managed add-on once core nodes are up.
+            # EKS bootstraps vpc-cni, kube-proxy and CoreDNS before any node joins; the first two
+            # become managed add-ons now, CoreDNS only once core nodes run it (node_groups.py;
+            # docs/decisions/coredns-adoption.md).
             bootstrap_self_managed_addons=True,
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             vpc_cni_options=eks.VpcCniOptionsArgs(),

@@ -45,23 +45,8 @@ class NodeGroupsArgs:
     core_node_count: int
 
 
-# IMDSv2 with a hop limit of 1: the token answer dies at the node's own network namespace, so
-# a pod on the pod network cannot take the node role (EKS best practices, "Restrict access to
-# the instance profile assigned to the worker node":
-# https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html).
-# What on these nodes needs IMDS, and why hop limit 1 is enough for each:
-# - VPC CNI (aws-node), the Pod Identity agent, the EFS CSI node pods and the EFA device plugin
-#   run with hostNetwork: true (aws/amazon-vpc-cni-k8s charts/aws-vpc-cni/templates/daemonset.yaml;
-#   aws/eks-pod-identity-agent charts/eks-pod-identity-agent/templates/daemonset.yaml;
-#   kubernetes-sigs/aws-efs-csi-driver charts/aws-efs-csi-driver/templates/node-daemonset.yaml;
-#   aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 templates/daemonset.yaml): one hop.
-# - The EBS CSI node pods are on the pod network, and fall back to the Kubernetes API (the Node
-#   object) for instance id, zone and type when IMDS does not answer (kubernetes-sigs/
-#   aws-ebs-csi-driver pkg/cloud/metadata/metadata.go, NewMetadataService).
-# - The load balancer controller would read region and VPC from IMDS; it is given both
-#   (load_balancer_controller.py; chart 1.17.1 values.yaml, `region`/`vpcId`).
-# - Pods get AWS credentials from the Pod Identity agent (169.254.170.23), never from IMDS; the
-#   NVIDIA device plugin, Slurm and the jobs call no AWS API.
+# IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
+# these nodes reads IMDS, and why one hop is enough for each: docs/decisions/imds-hop-limit.md.
 IMDS_HOP_LIMIT = 1
 
 
@@ -175,13 +160,9 @@ class NodeGroups(pulumi.ComponentResource):
                                 taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
 
     def _coredns(self) -> aws.eks.Addon:
-        # CoreDNS as a managed add-on once the core nodes can run it (see cluster.py). Nothing
-        # waits for the adoption: the CoreDNS EKS bootstrapped already serves once the core nodes
-        # are up, and the adoption rolls it replica by replica. `preserve` leaves CoreDNS running
-        # when the add-on is deleted, so on destroy DNS serves the controllers still cleaning up
-        # (the load balancer controller resolving the ELB API) until the cluster itself goes
-        # (EKS DeleteAddon `preserve`:
-        # https://docs.aws.amazon.com/eks/latest/APIReference/API_DeleteAddon.html).
+        # The bootstrapped CoreDNS adopted as a managed add-on once the core nodes can run it;
+        # nothing waits for it, and `preserve` keeps DNS serving through destroy
+        # (docs/decisions/coredns-adoption.md).
         return aws.eks.Addon(
             f"{self._name}-coredns", cluster_name=self._args.cluster_name, addon_name="coredns",
             resolve_conflicts_on_create="OVERWRITE", preserve=True,

@@ -126,7 +126,7 @@ class SharedStorage(pulumi.ComponentResource):
             f"{name}-shared-pv",
             metadata={"name": SHARED_PV},
             spec={"capacity": {"storage": SHARED_CAPACITY}, "accessModes": ["ReadWriteMany"],
-                  # Deleting the claim never deletes the data (README: teardown).
+                  # Deleting the claim never deletes the data (docs/operations.md, Teardown).
                   "persistentVolumeReclaimPolicy": "Retain",
                   "storageClassName": "", "volumeMode": "Filesystem",
                   # Reserved for our claim, so no other claim can take it.

@@ -4,14 +4,8 @@ NodeSet (the `slurm` Helm release holds only custom resources, so Helm returns b
 replaced), then until every NodeSet node takes jobs, resuming only what the rollout left stuck;
 `pulumi up` fails with its message otherwise, naming the NodeSet that is not ready.
 
-One Job per pool, each running the one-NodeSet rollout.py on its pool's NodeSet: the single-pool
-stack keeps the Job, its code and its RBAC objects as they were before pools existed. A pool's
-wait depends on no other pool's: the operator keeps each NodeSet's status and selects its pods by
-that NodeSet's own labels (SlinkyProject/slurm-operator v1.2.1, internal/controller/nodeset/
-nodeset_sync_status.go `syncNodeSetStatus`, selector from `WithWorkerSelectorLabels(nodeset)`). A Job's
-name carries a hash of what the program puts in its NodeSet (image digest, GRES, resources,
-replicas, volumes, placement), so it runs again exactly when the operator has pods to replace in
-that pool, and on the first install."""
+One Job per pool, named by a hash of its NodeSet, so each runs again exactly when the operator
+has pods to replace in that pool (docs/decisions/readiness-job-per-pool.md)."""
 from __future__ import annotations
 
 import hashlib

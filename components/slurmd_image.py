@@ -58,10 +58,9 @@ class SlurmdImage(pulumi.ComponentResource):
         return aws.ecr.Repository(
             f"{self._name}-repo", name=self._args.repository_name,
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
-            # Mutable: docker-build pushes every tag again on any diff of the Image (its Update
-            # is a full Create: pulumi-docker-build v0.0.22 provider/internal/image.go), and ECR
-            # refuses a push to an existing immutable tag even with the same digest
-            # (aws/containers-roadmap#2179). Nodes run the image by digest, never by tag.
+            # Mutable: docker-build pushes every tag again on any diff of the Image, which ECR
+            # refuses for an existing immutable tag; nodes run the image by digest, never by tag
+            # (docs/decisions/mutable-image-tags.md).
             image_tag_mutability="MUTABLE",
             encryption_configurations=[aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="AES256")],
             # Teardown leaves nothing behind: a repository holding images cannot be deleted otherwise.

@@ -1,15 +1,7 @@
-"""The guard that makes `pulumi destroy` wait for the Slurm controller's EBS volume itself.
-
-Pulumi deletes the state claim and waits only for the claim object; the EBS CSI driver deletes
-the volume behind it afterwards. Deleted right after the claim, the driver, its StorageClass or
-the nodes could leave that volume behind (and billed). The guard is a one-replica Deployment the
-claim depends on, so Pulumi deletes it after the claim and before the driver and the nodes; its
-pod (cluster_programs/state_volume_guard.py) ends only once no PersistentVolume is bound to the claim.
-The delete waits for that pod: pulumi-kubernetes deletes with foreground propagation by default
-and waits for the object to go (pulumi/pulumi-kubernetes provider/pkg/await/await.go, Deletion;
-provider/pkg/metadata/overrides.go, DeletionPropagation; v4.x), and the garbage collector deletes
-the ReplicaSet in foreground too, so the Deployment goes only after its pod has ended
-(kubernetes/kubernetes pkg/controller/garbagecollector/garbagecollector.go, attemptToDeleteItem)."""
+"""The guard that makes `pulumi destroy` wait for the Slurm controller's EBS volume itself: a
+Deployment the state claim depends on, deleted after the claim and before the EBS CSI driver and
+the nodes, whose pod (cluster_programs/state_volume_guard.py) ends only once the claim's volume is
+gone. Why the delete waits for that pod: docs/decisions/state-volume-guard.md."""
 from __future__ import annotations
 
 import pathlib

@@ -286,26 +286,26 @@ def test_other_admin_roles_get_their_access_entry():
     assert [e["principalArn"] for e in entries.values()] == ["arn:aws:iam::123456789012:role/researchers"]
 
 
-# The README's "What your account needs"
+# "What your account needs" in docs/operations.md (the README links there)
 
-def _readme_section() -> str:
-    text = (REPO / "README.md").read_text()
+def _account_needs_section() -> str:
+    text = (REPO / "docs/operations.md").read_text()
     start = text.index("## What your account needs")
     return " ".join(text[start:text.index("\n## ", start + 1)].split())
 
 
-def test_the_readme_names_every_permission_the_preflight_asks_for():
+def test_the_docs_name_every_permission_the_preflight_asks_for():
     import re
     source = (REPO / "stack/account.py").read_text()
     actions = set(re.findall(r'_ask\("([a-z0-9-]+:[A-Za-z]+)"', source))
     assert len(actions) == 5
-    section = _readme_section()
+    section = _account_needs_section()
     assert [a for a in sorted(actions) if f"`{a}`" not in section] == []
 
 
-def test_the_readme_names_the_quotas_and_the_opt_out():
+def test_the_docs_name_the_quotas_and_the_opt_out():
     from model.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
-    section = _readme_section()
+    section = _account_needs_section()
     for code, name in (ON_DEMAND_G_AND_VT, ON_DEMAND_P):
         assert f"`{code}`" in section and name in section
     assert "skipGpuQuotaCheck" in section

@@ -26,7 +26,7 @@ def test_repository_scans_on_push(dev):
 
 def test_repository_accepts_a_second_push_of_a_tag(dev):
     # docker-build pushes every tag again on any diff of the Image; an immutable tag would fail
-    # the second `pulumi up` (README: "Why the tags are mutable").
+    # the second `pulumi up` (docs/decisions/mutable-image-tags.md).
     repo = dev.named("slurmd-repo").inputs
     assert repo["imageTagMutability"] == "MUTABLE"
     assert "imageTagMutabilityExclusionFilters" not in repo

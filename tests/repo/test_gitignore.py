@@ -1,4 +1,4 @@
-"""What the README's commands write into the checkout stays out of `git status`."""
+"""What the commands of the README and docs/ write into the checkout stays out of `git status`."""
 import shutil
 import subprocess
 

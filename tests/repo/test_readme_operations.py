@@ -1,20 +1,20 @@
-"""The README's operator notes: what an `up` that replaces nodes needs first, and the API-CIDR
-trap on teardown."""
+"""The operator notes (docs/operations.md): what an `up` that replaces nodes needs first, and the
+API-CIDR trap on teardown."""
 import re
 
 from devkit.offline_run import PROJECT_DIR
 
-README = (PROJECT_DIR / "README.md").read_text()
+OPERATIONS = (PROJECT_DIR / "docs/operations.md").read_text()
 
 
 def section(title: str) -> str:
-    start = README.index(title)
-    end = re.compile(r"^#{2,3} ", re.M).search(README, start + len(title))
-    return " ".join(README[start:end.start() if end else None].split())
+    start = OPERATIONS.index(title)
+    end = re.compile(r"^#{2,3} ", re.M).search(OPERATIONS, start + len(title))
+    return " ".join(OPERATIONS[start:end.start() if end else None].split())
 
 
 def test_the_upgrade_note_says_to_drain_slurm_before_a_launch_template_change():
-    note = section("### Upgrading: changes that replace every node")
+    note = section("## Upgrading: changes that replace every node")
     assert "launch template" in note and "IMDS hop limit 1" in note
     assert "`MINIMAL`" in note and "terminates a GPU node *before* its replacement" in note
     assert re.search(r"scontrol update nodename=\S+ state=drain", note)
@@ -27,4 +27,5 @@ def test_the_teardown_section_names_the_api_cidr_trap():
 
 
 def test_the_section_reader_stops_at_the_next_heading():
-    assert "## Layout" not in section("## Teardown")
+    upgrading = section("## Upgrading: changes that replace every node")
+    assert "`make up`" in upgrading and "## Teardown" not in upgrading and "make destroy" not in upgrading

@@ -1,7 +1,7 @@
 """Upgrading the dev stack by adding, reordering or removing GPU pools: no dev resource is deleted,
 no existing subnet moves, the core node group and the EKS cluster keep their subnets (a managed
 node group's subnets cannot be changed in place, aws/containers-roadmap issue #1338), and exactly
-the resources listed in CHANGED_BY_A_NEW_POOL update (the README's "How to add a pool")."""
+the resources listed in CHANGED_BY_A_NEW_POOL update (docs/extending.md, "How to add a pool")."""
 import ipaddress
 
 import pytest
