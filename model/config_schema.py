@@ -97,7 +97,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("kubernetesVersion", "string", _PIN["kubernetesVersion"],
             (eks_versions.offered_on(day), eks_versions.standard_support_on(day)), attr="kubernetes_version",
             description="EKS Kubernetes version (one EKS offers; Slinky needs >= 1.29).",
-            doc="One EKS offers on the day of the run (`model/eks_versions.py`: 1.32-1.36); one in extended "
+            doc="Offered on the day of the run (`model/eks_versions.py`: 1.32-1.36); one in extended "
                 "support (six times the control-plane price: 1.32 and 1.33 on 2026-12-01, 1.34 from "
                 "2026-12-03) deploys with a warning.",
             on_change="in place: EKS upgrades the control plane (one minor version per `up`); the node groups "
@@ -113,12 +113,13 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("gpuInstanceType", "string", "g6.12xlarge", (rules.gpu_instance_type,), attr=None,
             description="EFA-capable NVIDIA GPU instance type of the Slurm workers (see model/catalog.py); used "
                         "when gpuPools is empty.",
-            doc="Any EFA-capable NVIDIA type of the catalog: the type of the one pool `slinky`.",
+            doc="The type of the one pool `slinky`.",
             on_change=f"{_REPLACES} the GPU node group of pool `slinky` (new nodes of the new type; drain first, "
                       "see [Upgrading](#upgrading-changes-that-replace-every-node)) and rolls its NodeSet (its "
                       "GRES, GPU and EFA requests); ignored beside gpuPools"),
         Key("gpuNodeCount", "integer", 2, (_whole(*gpu_pools.NODE_COUNT),), attr=None,
             description="Number of GPU nodes, one Slurm worker (slurmd pod) each; used when gpuPools is empty.",
+            doc="The node count of the one pool `slinky`.",
             on_change="in place: resizes the node group and the NodeSet of pool `slinky` (a removed node's jobs "
                       "are killed: drain it first); ignored beside gpuPools"),
         Key("gpuRootVolumeGiB", "integer", 400, (_whole(*gpu_pools.ROOT_VOLUME_GIB),), attr=None,

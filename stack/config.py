@@ -31,7 +31,7 @@ class ConfigError(pulumi.RunError):
 @dataclass(frozen=True)
 class StackConfig:
     """The fields are the schema's attributes (config_schema.Key.attr) and the two derived below;
-    `load` fills them from the schema, no field by hand (tests/unit/model/test_config_keys.py
+    `load` fills them from the schema, no field by hand (tests/graph/test_stack_config.py
     holds the fields to the schema)."""
     region: str
     availability_zone: str
