@@ -80,6 +80,11 @@ _PIN = versions.CONFIG_DEFAULTS   # the version keys' defaults: their pins
 _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.list_of_strings,)
 
 
+# on_change is read off the components: a node group's instance type and subnets force a new
+# node group, a new launch template version is a rolling UpdateNodegroupVersion, and the scaling
+# config an in-place UpdateNodegroupConfig (hashicorp/terraform-provider-aws, which pulumi-aws
+# bridges: internal/service/eks/node_group.go at commit b11fc0fdd2efcc87bbff031692818008455bd048,
+# instance_types and subnet_ids ForceNew, resourceNodeGroupUpdate).
 def schema(day: datetime.date) -> tuple[Key, ...]:
     """Every key the program reads. The Kubernetes version's rules read EKS's calendar on `day`."""
     return (
@@ -152,13 +157,14 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("sshPublicKey", "string", REQUIRED, (rules.ssh_public_key, rules.not_the_example_ssh_key),
             attr="ssh_public_key",
             description="OpenSSH public key authorised for root on the login node.",
-            on_change="in place: the Slurm release's values; the operator restarts the login pod"),
+            on_change="in place: the Slurm release's values set the LoginSet's rootSshAuthorizedKeys (slurm "
+                      "chart 1.2.1 templates/loginset/loginset-cr.yaml), which the operator reconciles"),
         Key("sshAllowedCidrs", "array", REQUIRED, _strings, items="string", attr="ssh_allowed_cidrs",
             description="IPv4 CIDR blocks that may reach SSH (port 22) on the login load balancer (IPv4-only; "
                         "IPv6 blocks are refused).",
             doc="Dev: the documentation range 203.0.113.10/32.",
-            on_change="in place: the login Service's source ranges, which the load balancer controller sets on "
-                      "the NLB's security group"),
+            on_change="in place: the login Service's loadBalancerSourceRanges, which the load balancer "
+                      "controller applies to the NLB's security group rules"),
         Key("allowSshFromAnywhere", "boolean", False, _boolean, attr=None,
             description="Must be true for sshAllowedCidrs to contain 0.0.0.0/0.",
             on_change=_RULES_ONLY),
@@ -184,8 +190,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="Version of the Slinky charts (slurm-operator-crds, slurm-operator, slurm).",
             doc=f"Pairs with Slurm {versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)}.x "
                 "(`model/versions.py`).",
-            on_change="in place: upgrades the three Helm releases; the operator rolls what their new values "
-                      "change (with slurmVersion, which must pair)"),
+            on_change="in place: upgrades the three Helm releases (CRDs, operator, Slurm cluster); change "
+                      "slurmVersion with it in the same `up`, as they must pair"),
         Key("slurmVersion", "string", _PIN["slurmVersion"],
             (rules.matches(_SLURM_VERSION, f"a full Slurm release such as {versions.SLURM_RELEASE} (pinned, so every "
                            "node runs one build)"),), attr="slurm_version",
