@@ -89,7 +89,7 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
-# Stack outputs; the README's Outputs table lists each (tests/graph/test_outputs.py holds them equal).
+# Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
 # Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.

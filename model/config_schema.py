@@ -1,5 +1,6 @@
-"""The stack's configuration schema: every key with its type, its default (Pulumi.yaml declares the
-same, tests/repo/test_project_file.py holds them together) and the rules that apply to it; then the
+"""The stack's configuration schema: every key, declared once, with its type, its default, the
+rules that apply to it, its description and what changing it does (Pulumi.yaml's `config:` block
+and the README's table are generated from it: `python -m devkit.project_docs`); then the
 rules that look at several keys at once. `check` reads raw config strings into typed values and
 returns every problem, errors and warnings alike; it never raises and never logs.
 """
@@ -9,7 +10,7 @@ import dataclasses
 import datetime
 import difflib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from model import eks_versions, gpu_pools, rules, versions
@@ -27,11 +28,44 @@ REQUIRED = _Required()   # no default: the stack must set the key
 
 @dataclass(frozen=True)
 class Key:
+    """A key, declared here once: Pulumi.yaml's `config:` block and the README's table are written
+    from it (`python -m devkit.project_docs`), and StackConfig (stack/config.py) is built from it."""
     name: str          # the project's key, or namespace:key for another namespace's (aws:region)
     type: str          # as Pulumi.yaml declares it: string, integer, boolean or array
     default: Any = REQUIRED
     # Applied in order; once one finds an error the later ones (which assume it passed) are skipped.
     rules: tuple[Rule, ...] = ()
+    # The one line Pulumi.yaml carries (`pulumi config` and the Pulumi Cloud console show it).
+    description: str = field(kw_only=True)
+    # The StackConfig attribute the key's value fills; None for a key only the rules and the
+    # preflight read, or one folded into StackConfig.gpu_pools.
+    attr: str | None = field(kw_only=True)
+    # What an `up` does to a running stack when the value changes (the README's table says it).
+    on_change: str = field(kw_only=True)
+    # An array's item type, as Pulumi.yaml declares it (`items: {type: ...}`).
+    items: str | None = field(default=None, kw_only=True)
+    # What the default stands for where it is a placeholder ("" or []), in the README's table.
+    unset_means: str = field(default="", kw_only=True)
+    # Facts for the README's table beyond the description.
+    doc: str = field(default="", kw_only=True)
+
+    def __post_init__(self) -> None:
+        # A key declared half is refused where it is declared, not found later in a stale doc.
+        if self.type not in _TYPES:
+            raise ValueError(f"key {self.name}: type {self.type!r}; allowed: {', '.join(_TYPES)}")
+        if (self.type == "array") != (self.items is not None):
+            raise ValueError(f"key {self.name}: items {self.items!r}; allowed: an item type for an array "
+                             "key, none for any other")
+        for what in ("description", "on_change"):
+            if not getattr(self, what).strip():
+                raise ValueError(f"key {self.name}: {what} {getattr(self, what)!r}; allowed: a sentence")
+
+
+_TYPES = ("string", "integer", "boolean", "array")   # the types Pulumi.yaml's config declares
+_REPLACES = "replaces"
+_REBUILDS = ("rebuilds the slurmd image: a new digest, so the NodeSet rolls every slurmd pod (the GPU "
+             "nodes stay)")
+_RULES_ONLY = "nothing: only the rules read it"
 
 
 def image_reference(key: str, value: Any) -> list[Problem]:
@@ -46,46 +80,162 @@ _PIN = versions.CONFIG_DEFAULTS   # the version keys' defaults: their pins
 _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.list_of_strings,)
 
 
+# on_change is read off the components: a node group's instance type and subnets force a new
+# node group, a new launch template version is a rolling UpdateNodegroupVersion, and the scaling
+# config an in-place UpdateNodegroupConfig (hashicorp/terraform-provider-aws, which pulumi-aws
+# bridges: internal/service/eks/node_group.go at commit b11fc0fdd2efcc87bbff031692818008455bd048,
+# instance_types and subnet_ids ForceNew, resourceNodeGroupUpdate).
 def schema(day: datetime.date) -> tuple[Key, ...]:
     """Every key the program reads. The Kubernetes version's rules read EKS's calendar on `day`."""
     return (
-        Key("aws:region", "string"),
-        Key("availabilityZone", "string"),
+        Key("aws:region", "string", attr="region",
+            description="AWS region of every resource; dev: us-west-2.",
+            on_change=f"{_REPLACES} everything: every resource is regional; deploy a new stack instead"),
+        Key("availabilityZone", "string", attr="availability_zone",
+            description="The AZ of the EFA GPU nodes (EFA does not cross AZs), and of every GPU pool that names "
+                        "none; it holds the NAT gateway. Must be in aws:region.",
+            doc="A standard AZ of the region whose zone id EKS accepts (see [What your account needs]"
+                "(#what-your-account-needs)).",
+            on_change=f"{_REPLACES} the cluster's first zone: its subnets, NAT gateway and EFS mount target, and "
+                      "the node groups in them (the core nodes and every pool that names no zone); deploy a new "
+                      "stack instead"),
         Key("kubernetesVersion", "string", _PIN["kubernetesVersion"],
-            (eks_versions.offered_on(day), eks_versions.standard_support_on(day))),
+            (eks_versions.offered_on(day), eks_versions.standard_support_on(day)), attr="kubernetes_version",
+            description="EKS Kubernetes version (one EKS offers; Slinky needs >= 1.29).",
+            doc="Offered on the day of the run (`model/eks_versions.py`: 1.32-1.36); one in extended "
+                "support (six times the control-plane price: 1.32 and 1.33 on 2026-12-01, 1.34 from "
+                "2026-12-03) deploys with a warning.",
+            on_change="in place: EKS upgrades the control plane (one minor version per `up`); the node groups "
+                      "set no version and keep theirs"),
         # Empty means slinky-eks-<stack>, which the rule checks too.
         Key("clusterName", "string", "",
             (rules.matches(r"[a-z][a-z0-9-]{0,37}", "lower-case letters, digits and '-', starting "
-                           "with a letter, at most 38 characters"),)),
-        Key("gpuInstanceType", "string", "g6.12xlarge", (rules.gpu_instance_type,)),
-        Key("gpuNodeCount", "integer", 2, (_whole(*gpu_pools.NODE_COUNT),)),
-        Key("gpuRootVolumeGiB", "integer", 400, (_whole(*gpu_pools.ROOT_VOLUME_GIB),)),
-        Key("gpuPools", "array", []),
-        Key("coreInstanceType", "string", "m6i.2xlarge", (rules.cpu_instance_type,)),
-        Key("coreNodeCount", "integer", 2, (_whole(1, 32),)),
-        Key("sshPublicKey", "string", REQUIRED, (rules.ssh_public_key, rules.not_the_example_ssh_key)),
-        Key("sshAllowedCidrs", "array", REQUIRED, _strings),
-        Key("allowSshFromAnywhere", "boolean", False, _boolean),
-        Key("apiAllowedCidrs", "array", [], _strings),
-        Key("allowApiFromAnywhere", "boolean", False, _boolean),
-        Key("adminRoleArns", "array", [], (rules.list_of_strings, rules.role_arns)),
+                           "with a letter, at most 38 characters"),), attr="cluster_name",
+            unset_means="`slinky-eks-<stack>`",
+            description="EKS cluster name; empty means slinky-eks-<stack>.",
+            on_change=f"{_REPLACES} the EKS cluster and everything on it (node groups, add-ons, Helm releases) "
+                      "and the ECR repository `<clusterName>/slurmd`, whose image is built again"),
+        Key("gpuInstanceType", "string", "g6.12xlarge", (rules.gpu_instance_type,), attr=None,
+            description="EFA-capable NVIDIA GPU instance type of the Slurm workers (see model/catalog.py); used "
+                        "when gpuPools is empty.",
+            doc="The type of the one pool `slinky`.",
+            on_change=f"{_REPLACES} the GPU node group of pool `slinky` (new nodes of the new type; drain first, "
+                      "see [Upgrading](#upgrading-changes-that-replace-every-node)) and rolls its NodeSet (its "
+                      "GRES, GPU and EFA requests); ignored beside gpuPools"),
+        Key("gpuNodeCount", "integer", 2, (_whole(*gpu_pools.NODE_COUNT),), attr=None,
+            description="Number of GPU nodes, one Slurm worker (slurmd pod) each; used when gpuPools is empty.",
+            doc="The node count of the one pool `slinky`.",
+            on_change="in place: resizes the node group and the NodeSet of pool `slinky` (a removed node's jobs "
+                      "are killed: drain it first); ignored beside gpuPools"),
+        Key("gpuRootVolumeGiB", "integer", 400, (_whole(*gpu_pools.ROOT_VOLUME_GIB),), attr=None,
+            description="Root volume of each GPU node (gp3), unless its pool sets rootVolumeGiB; holds the "
+                        "multi-GB slurmd image.",
+            on_change="rolls the GPU nodes of every pool without its own rootVolumeGiB through a new launch "
+                      "template version: EKS terminates each before its replacement exists, so drain first (see "
+                      "[Upgrading](#upgrading-changes-that-replace-every-node))"),
+        Key("gpuPools", "array", [], items="object", attr=None,
+            unset_means="one pool `slinky` from the three keys above",
+            description="Several kinds of GPU node, each a Slurm partition named after it: a list of {name, "
+                        "instanceType, nodeCount, availabilityZone?, rootVolumeGiB?} (AZ and root volume default "
+                        "to availabilityZone and gpuRootVolumeGiB). Empty means one pool named slinky of "
+                        "gpuInstanceType x gpuNodeCount; with several, the default partition 'all' spans every "
+                        "pool.",
+            doc="Each pool is its own node group, placement group, NodeSet and Slurm partition `<name>` (see "
+                "[GPU pools](#gpu-pools)).",
+            on_change="an added pool creates its own resources and a removed pool deletes them (drain its "
+                      "partition first: see How to add a pool and How to remove a pool in "
+                      "[Extending](#extending)); within a pool, as the key its field defaults from: "
+                      "instanceType replaces its node group, nodeCount resizes it, rootVolumeGiB rolls its "
+                      "nodes, availabilityZone replaces it"),
+        Key("coreInstanceType", "string", "m6i.2xlarge", (rules.cpu_instance_type,), attr="core_instance_type",
+            description="CPU instance type of the core nodes (slurmctld, restapi, login, operators, controllers).",
+            on_change=f"{_REPLACES} the core node group: every controller, slurmctld and the login pod move to "
+                      "the new nodes"),
+        Key("coreNodeCount", "integer", 2, (_whole(1, 32),), attr="core_node_count",
+            description="Number of core nodes.",
+            on_change="in place: resizes the core node group"),
+        Key("sshPublicKey", "string", REQUIRED, (rules.ssh_public_key, rules.not_the_example_ssh_key),
+            attr="ssh_public_key",
+            description="OpenSSH public key authorised for root on the login node.",
+            on_change="in place: the Slurm release's values set the LoginSet's rootSshAuthorizedKeys (slurm "
+                      "chart 1.2.1 templates/loginset/loginset-cr.yaml), which the operator reconciles"),
+        Key("sshAllowedCidrs", "array", REQUIRED, _strings, items="string", attr="ssh_allowed_cidrs",
+            description="IPv4 CIDR blocks that may reach SSH (port 22) on the login load balancer (IPv4-only; "
+                        "IPv6 blocks are refused).",
+            doc="Dev: the documentation range 203.0.113.10/32.",
+            on_change="in place: the login Service's loadBalancerSourceRanges, which the load balancer "
+                      "controller applies to the NLB's security group rules"),
+        Key("allowSshFromAnywhere", "boolean", False, _boolean, attr=None,
+            description="Must be true for sshAllowedCidrs to contain 0.0.0.0/0.",
+            on_change=_RULES_ONLY),
+        Key("apiAllowedCidrs", "array", [], _strings, items="string", attr="api_allowed_cidrs",
+            unset_means="the IPv4 blocks of `sshAllowedCidrs`",
+            description="IPv4 CIDR blocks that may reach the EKS public API endpoint (pulumi up and kubectl "
+                        "must run from inside them); empty means the IPv4 blocks of sshAllowedCidrs. Nodes use "
+                        "the private endpoint.",
+            on_change="in place: the cluster's public access CIDRs; run that `up` from inside both the old and "
+                      "the new blocks"),
+        Key("allowApiFromAnywhere", "boolean", False, _boolean, attr=None,
+            description="Must be true for apiAllowedCidrs (or the sshAllowedCidrs it defaults to) to contain "
+                        "0.0.0.0/0.",
+            on_change=_RULES_ONLY),
+        Key("adminRoleArns", "array", [], (rules.list_of_strings, rules.role_arns), items="string",
+            attr="admin_role_arns",
+            description="Extra IAM role ARNs granted cluster admin (the deployer is admin already).",
+            doc="Never the deployer's own role.",
+            on_change="in place: an access entry added or deleted per role"),
         Key("slinkyChartVersion", "string", _PIN["slinkyChartVersion"],
-            (rules.matches(_CHART_VERSION, f"a chart version such as {versions.SLINKY_CHART_VERSION}"),)),
+            (rules.matches(_CHART_VERSION, f"a chart version such as {versions.SLINKY_CHART_VERSION}"),),
+            attr="slinky_chart_version",
+            description="Version of the Slinky charts (slurm-operator-crds, slurm-operator, slurm).",
+            doc=f"Pairs with Slurm {versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)}.x "
+                "(`model/versions.py`).",
+            on_change="in place: upgrades the three Helm releases (CRDs, operator, Slurm cluster); change "
+                      "slurmVersion with it in the same `up`, as they must pair"),
         Key("slurmVersion", "string", _PIN["slurmVersion"],
             (rules.matches(_SLURM_VERSION, f"a full Slurm release such as {versions.SLURM_RELEASE} (pinned, so every "
-                           "node runs one build)"),)),
+                           "node runs one build)"),), attr="slurm_version",
+            description="Full Slurm release of the slurmd image; must pair with slinkyChartVersion.",
+            on_change=_REBUILDS),
         Key("certManagerVersion", "string", _PIN["certManagerVersion"],
-            (rules.matches(r"v\d+\.\d+\.\d+", f"a cert-manager chart version such as {versions.CERT_MANAGER.version}"),)),
-        Key("vpcCidr", "string", "10.0.0.0/16", (rules.private_vpc_cidr,)),
+            (rules.matches(r"v\d+\.\d+\.\d+", f"a cert-manager chart version such as {versions.CERT_MANAGER.version}"),),
+            attr="cert_manager_version",
+            description="cert-manager chart version.",
+            on_change="in place: upgrades the cert-manager Helm release"),
+        Key("vpcCidr", "string", "10.0.0.0/16", (rules.private_vpc_cidr,), attr="vpc_cidr",
+            description="IPv4 CIDR of the VPC (/16 to /20).",
+            doc="A private block, in eighths: the cluster's two AZs take one private and one public eighth each, "
+                "a pool AZ outside them half an eighth, by its zone id (`model/node_zones.py`).",
+            on_change=f"{_REPLACES} the VPC and everything in it: subnets, NAT gateway, the EKS cluster with its "
+                      "node groups and everything on it, the EFS mount targets (the file system and its data "
+                      "stay); deploy a new stack instead"),
         Key("slurmdImageTag", "string", _PIN["slurmdImageTag"],
-            (rules.matches(_IMAGE_TAG, "a Docker tag (letters, digits, '_', '.', '-'; at most 128)"),)),
+            (rules.matches(_IMAGE_TAG, "a Docker tag (letters, digits, '_', '.', '-'; at most 128)"),),
+            attr="slurmd_image_tag",
+            description="Tag of the custom slurmd image pushed to ECR; starts with slurmVersion.",
+            on_change="pushes the image under the new tag and rolls every slurmd pod (the NodeSet names the "
+                      "tag beside the digest)"),
         Key("dlcBaseImage", "string", _PIN["dlcBaseImage"],
-            (image_reference,)),
+            (image_reference,), attr="dlc_base_image",
+            description="AWS Deep Learning Container the accelerator stack is harvested from; without a registry "
+                        "host it is pulled from the DLC registry of aws:region.",
+            on_change=_REBUILDS),
         Key("slurmdBaseImage", "string", _PIN["slurmdBaseImage"],
-            (image_reference,)),
-        Key("skipGpuQuotaCheck", "boolean", False, _boolean),
-        Key("buildImageOnPreview", "boolean", False, _boolean),
-        Key("retainSharedData", "boolean", False, _boolean),
+            (image_reference,), attr="slurmd_base_image",
+            description="Slinky slurmd image of slurmVersion on the flavour the Slurm release pairs with "
+                        "(model/versions.py SLURMD_BASE_FLAVOUR), the base of the final stage.",
+            on_change=f"{_REBUILDS}; its tag is also the tag of the Slinky controller, restapi and login images, "
+                      "whose pods restart when it changes"),
+        Key("skipGpuQuotaCheck", "boolean", False, _boolean, attr=None,
+            description="Skip the preflight check that the on-demand vCPU quota of the GPU family covers "
+                        "gpuNodeCount nodes (e.g. while an increase is pending).",
+            on_change="nothing: only the preflight reads it"),
+        Key("buildImageOnPreview", "boolean", False, _boolean, attr="build_image_on_preview",
+            description="Build the slurmd image during pulumi preview too (needs Docker where preview runs).",
+            on_change="nothing on `up`: only `pulumi preview` builds differently"),
+        Key("retainSharedData", "boolean", False, _boolean, attr="retain_shared_data",
+            description="Keep the EFS file system behind /shared (and its data) when the stack is destroyed.",
+            on_change="in place, in the stack's state only: the next `destroy` keeps or deletes the file system"),
     )
 
 

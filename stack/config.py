@@ -30,22 +30,18 @@ class ConfigError(pulumi.RunError):
 
 @dataclass(frozen=True)
 class StackConfig:
-    project: str
-    stack: str
+    """The fields are the schema's attributes (config_schema.Key.attr) and the two derived below;
+    `load` fills them from the schema, no field by hand (tests/graph/test_stack_config.py
+    holds the fields to the schema)."""
     region: str
     availability_zone: str
-    # The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
-    # (model/node_zones.py).
-    node_zones: tuple[NodeZone, ...]
     kubernetes_version: str
     cluster_name: str
-    # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
-    gpu_pools: tuple[gpu_pools.GpuPool, ...]
     core_instance_type: str
     core_node_count: int
     ssh_public_key: str
     ssh_allowed_cidrs: tuple[str, ...]
-    allow_ssh_from_anywhere: bool
+    api_allowed_cidrs: tuple[str, ...]
     admin_role_arns: tuple[str, ...]
     slinky_chart_version: str
     slurm_version: str
@@ -56,8 +52,11 @@ class StackConfig:
     slurmd_base_image: str
     build_image_on_preview: bool
     retain_shared_data: bool
-    api_allowed_cidrs: tuple[str, ...]
-    allow_api_from_anywhere: bool
+    # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
+    # (model/node_zones.py).
+    node_zones: tuple[NodeZone, ...]
+    # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
+    gpu_pools: tuple[gpu_pools.GpuPool, ...]
 
     @property
     def gpu_node_count(self) -> int:
@@ -120,22 +119,18 @@ def load(account: Account) -> StackConfig:
             pulumi.log.warn(p.render(project))
     if errors := [p.render(project) for p in problems if p.is_error]:
         raise ConfigError(errors)
-    return _stack_config(project, stack, checked.values, checked.pools, node_zones)
+    return StackConfig(**{key.attr: held(checked.values[key.name]) for key in keys if key.attr},
+                       node_zones=node_zones, gpu_pools=tuple(checked.pools))
 
 
-def _stack_config(project: str, stack: str, v: dict[str, Any], pools: list[gpu_pools.GpuPool],
-                  node_zones: tuple[NodeZone, ...]) -> StackConfig:
-    return StackConfig(
-        project=project, stack=stack, region=v["aws:region"], availability_zone=v["availabilityZone"],
-        node_zones=node_zones, kubernetes_version=v["kubernetesVersion"], cluster_name=v["clusterName"],
-        gpu_pools=tuple(pools), core_instance_type=v["coreInstanceType"],
-        core_node_count=v["coreNodeCount"], ssh_public_key=v["sshPublicKey"].strip(),
-        ssh_allowed_cidrs=tuple(c.strip() for c in v["sshAllowedCidrs"]),
-        allow_ssh_from_anywhere=v["allowSshFromAnywhere"], admin_role_arns=tuple(v["adminRoleArns"]),
-        slinky_chart_version=v["slinkyChartVersion"], slurm_version=v["slurmVersion"],
-        cert_manager_version=v["certManagerVersion"], vpc_cidr=v["vpcCidr"],
-        slurmd_image_tag=v["slurmdImageTag"], dlc_base_image=v["dlcBaseImage"],
-        slurmd_base_image=v["slurmdBaseImage"], build_image_on_preview=v["buildImageOnPreview"],
-        retain_shared_data=v["retainSharedData"],
-        api_allowed_cidrs=tuple(c.strip() for c in v["apiAllowedCidrs"]),
-        allow_api_from_anywhere=v["allowApiFromAnywhere"])
+DERIVED = ("node_zones", "gpu_pools")   # StackConfig's fields no single key fills
+
+
+def held(value: Any) -> Any:
+    """A checked value as StackConfig holds it: strings without surrounding blanks (a pasted
+    sshPublicKey's newline), arrays as tuples of such strings; integers and booleans as they are."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return tuple(held(v) for v in value)
+    return value

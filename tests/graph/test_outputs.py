@@ -1,23 +1,7 @@
-"""Stack outputs CI consumes."""
-import re
-
-from devkit.offline_run import PROJECT_DIR, is_secret
-
-README = (PROJECT_DIR / "README.md").read_text()
-
-
-def outputs_table(readme: str) -> set[str]:
-    """The output names in the first column of the README's "## Outputs" table."""
-    section = readme[readme.index("\n## Outputs\n") + len("\n## Outputs\n"):]
-    end = re.search(r"^## ", section, re.M)
-    rows = [line for line in section[:end.start() if end else None].splitlines() if line.startswith("| `")]
-    return {name for row in rows for name in re.findall(r"`([A-Za-z]+)`", row.split("|")[1])}
-
-
-def table_differences(readme: str, exports: set[str]) -> list[str]:
-    table = outputs_table(readme)
-    return ([f"exported, not in the README: {n}" for n in sorted(exports - table)]
-            + [f"in the README, not exported: {n}" for n in sorted(table - exports)])
+"""Stack outputs CI consumes, exported exactly as model/outputs.py declares them (the README's
+outputs table is written from that table: tests/repo/test_project_docs.py)."""
+from devkit.offline_run import is_secret
+from model.outputs import OUTPUTS, Output, export_differences
 
 
 def test_foundation_outputs(dev):
@@ -32,15 +16,20 @@ def test_kubeconfig_is_a_secret_output(dev):
     assert '"kind": "Config"' in dev.output("kubeconfig")
 
 
-def test_the_readme_outputs_table_lists_exactly_the_stack_outputs(dev):
-    assert table_differences(README, set(dev.stack_outputs)) == []
+def test_the_dev_stack_exports_exactly_the_declared_outputs(dev):
+    assert export_differences(set(dev.stack_outputs)) == []
 
 
-def test_the_outputs_table_check_catches_an_export_missing_from_the_readme(dev):
-    without_vpc = "\n".join(line for line in README.splitlines() if not line.startswith("| `vpcId`"))
-    assert table_differences(without_vpc, set(dev.stack_outputs)) == ["exported, not in the README: vpcId"]
+def test_an_export_the_table_lacks_is_found(dev):
+    without_vpc = tuple(o for o in OUTPUTS if o.name != "vpcId")
+    assert export_differences(set(dev.stack_outputs), without_vpc) == ["exported, not in model/outputs.py: vpcId"]
 
 
-def test_the_outputs_table_check_catches_a_readme_row_no_longer_exported(dev):
+def test_a_declared_output_no_longer_exported_is_found(dev):
     exports = set(dev.stack_outputs) - {"sshCommand"}
-    assert table_differences(README, exports) == ["in the README, not exported: sshCommand"]
+    assert export_differences(exports) == ["in model/outputs.py, not exported: sshCommand"]
+
+
+def test_a_declared_output_the_program_never_exported_is_found(dev):
+    extra = (*OUTPUTS, Output("loginAddress", "an output nobody exports"))
+    assert export_differences(set(dev.stack_outputs), extra) == ["in model/outputs.py, not exported: loginAddress"]

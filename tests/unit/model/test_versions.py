@@ -1,5 +1,6 @@
-"""Every version pin is written once, in model/versions.py: the files that cannot read it
-(Pulumi.yaml, image/Dockerfile) are checked against it, and image/build-image.sh reads it."""
+"""Every version pin is written once, in model/versions.py: the key table's version defaults
+(which Pulumi.yaml's are written from: tests/repo/test_project_docs.py) and image/Dockerfile, which
+cannot read it, are checked against it, and image/build-image.sh reads it."""
 import ast
 import datetime
 import os
@@ -11,9 +12,8 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
-from model import eks_versions, versions
+from model import config_schema, eks_versions, versions
 from model.image_references import dlc_registry
 from tests.support.paths import REPO
 
@@ -23,12 +23,14 @@ _VERSION_KEY = re.compile(r"(Version|Image|ImageTag)$")
 
 
 def _project_config() -> dict:
-    return yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+    """The key table's project keys as Pulumi.yaml declares them: name -> {type, default}."""
+    return {k.name: {"type": k.type, "default": k.default}
+            for k in config_schema.schema(datetime.date.today()) if ":" not in k.name}
 
 
 def project_default_problems(config: dict) -> list[str]:
-    """Where Pulumi.yaml's `config` declarations disagree with the model: a version key without a
-    pin, a pin without a key, a default that is not the pin."""
+    """Where the key table's declarations disagree with the pins: a version key without a pin, a
+    pin without a key, a default that is not the pin."""
     declared = {k for k in config if _VERSION_KEY.search(k)}
     problems = [f"{k}: a version key the model has no pin for" for k in sorted(declared - set(versions.CONFIG_DEFAULTS))]
     for key, pin in versions.CONFIG_DEFAULTS.items():
@@ -49,7 +51,7 @@ def dockerfile_default_problems(text: str) -> list[str]:
             for name, value in expected.items() if args.get(name) != value]
 
 
-def test_every_version_default_of_the_project_file_is_the_models_pin():
+def test_every_version_default_of_the_key_table_is_the_models_pin():
     assert project_default_problems(_project_config()) == []
 
 
@@ -105,7 +107,7 @@ def release_literals(path: pathlib.Path) -> list[int]:
 
 
 def test_the_program_and_tools_spell_the_slurm_release_only_in_the_model():
-    # The rest reads model/versions.py (Pulumi.yaml and the Dockerfile, which cannot, are checked
+    # The rest reads model/versions.py (the key table's defaults and the Dockerfile are checked
     # above; image/build-image.sh reads it). Tests and docs may quote it.
     sources = [*ROOT.glob("*.py"), *(ROOT / "components").glob("*.py"), *(ROOT / "model").glob("*.py"),
                *(ROOT / "tools").glob("*.py")]

@@ -1,0 +1,41 @@
+"""The stack's outputs, declared once: the name __main__.py exports each under and what it is.
+tests/graph/test_outputs.py holds the dev stack's exports to this table, and the README's outputs
+table is written from it (`python -m devkit.project_docs`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str          # as `pulumi stack output <name>` reads it
+    description: str
+
+
+OUTPUTS: tuple[Output, ...] = (
+    Output("clusterName", "EKS cluster name, for `aws eks update-kubeconfig --name`"),
+    Output("kubeconfig", "admin kubeconfig (secret; `pulumi stack output kubeconfig --show-secrets`): what "
+                         "`tools/verify.py` reaches the cluster with"),
+    Output("region", "AWS region"),
+    Output("vpcId", "VPC id: the VPC everything runs in"),
+    Output("gpuAvailabilityZone", "`availabilityZone`: the NAT gateway's AZ, and the AZ of every GPU pool that "
+                                  "names none"),
+    Output("sharedFileSystemId", "the EFS file system behind /shared (kept on destroy when `retainSharedData`)"),
+    Output("slurmdImage", "the pushed slurmd image, pinned by digest (`<repo>@sha256:...`): exactly what every "
+                          "slurmd runs"),
+    Output("loginHostname", "the login NLB's DNS name (waited for until AWS assigns it)"),
+    Output("sshCommand", "`ssh root@<loginHostname>`"),
+    Output("gpuPools", "every GPU pool: `name`, `instanceType`, `nodeCount`, `availabilityZone`, its Slurm "
+                       "`partition` and its `nodeSet` (the NodeSet object); what `tools/verify.py` checks the "
+                       "cluster against, pool by pool; a CI job that submits to one pool reads its `partition` "
+                       "here for `sbatch -p`"),
+    Output("gpuInstanceType", "the first pool's instance type (as before pools existed)"),
+    Output("gpuNodeCount", "the node count of all pools together (as before pools existed)"),
+)
+
+
+def export_differences(exports: set[str], table: tuple[Output, ...] = OUTPUTS) -> list[str]:
+    """Where a stack's exports and the table differ, one line per name."""
+    names = {o.name for o in table}
+    return ([f"exported, not in model/outputs.py: {n}" for n in sorted(exports - names)]
+            + [f"in model/outputs.py, not exported: {n}" for n in sorted(names - exports)])
