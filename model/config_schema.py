@@ -120,7 +120,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
                         "when gpuPools is empty.",
             doc="The type of the one pool `slinky`.",
             on_change=f"{_REPLACES} the GPU node group of pool `slinky` (new nodes of the new type; drain first, "
-                      "see [Upgrading](#upgrading-changes-that-replace-every-node)) and rolls its NodeSet (its "
+                      "see [Upgrading](docs/operations.md#upgrading-changes-that-replace-every-node)) and rolls its NodeSet (its "
                       "GRES, GPU and EFA requests); ignored beside gpuPools"),
         Key("gpuNodeCount", "integer", 2, (_whole(*gpu_pools.NODE_COUNT),), attr=None,
             description="Number of GPU nodes, one Slurm worker (slurmd pod) each; used when gpuPools is empty.",
@@ -132,7 +132,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
                         "multi-GB slurmd image.",
             on_change="rolls the GPU nodes of every pool without its own rootVolumeGiB through a new launch "
                       "template version: EKS terminates each before its replacement exists, so drain first (see "
-                      "[Upgrading](#upgrading-changes-that-replace-every-node))"),
+                      "[Upgrading](docs/operations.md#upgrading-changes-that-replace-every-node))"),
         Key("gpuPools", "array", [], items="object", attr=None,
             unset_means="one pool `slinky` from the three keys above",
             description="Several kinds of GPU node, each a Slurm partition named after it: a list of {name, "
@@ -143,8 +143,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             doc="Each pool is its own node group, placement group, NodeSet and Slurm partition `<name>` (see "
                 "[GPU pools](#gpu-pools)).",
             on_change="an added pool creates its own resources and a removed pool deletes them (drain its "
-                      "partition first: see How to add a pool and How to remove a pool in "
-                      "[Extending](#extending)); within a pool, as the key its field defaults from: "
+                      "partition first: see [How to add a pool](docs/extending.md#how-to-add-a-pool) and "
+                      "[How to remove a pool](docs/extending.md#how-to-remove-a-pool)); within a pool, as the "
+                      "key its field defaults from: "
                       "instanceType replaces its node group, nodeCount resizes it, rootVolumeGiB rolls its "
                       "nodes, availabilityZone replaces it"),
         Key("coreInstanceType", "string", "m6i.2xlarge", (rules.cpu_instance_type,), attr="core_instance_type",
