@@ -36,7 +36,9 @@ from model.contract import (
     CONTROLLER_CONTAINER,
     CONTROLLER_POD,
     CONTROLLER_POD_PREFIX,
+    EFA_RESOURCE,
     GPU_LABELS,
+    GPU_RESOURCE,
     LOGIN_POD_PREFIX,
     RESTAPI_POD_PREFIX,
     SLURM_NAMESPACE,
@@ -143,7 +145,7 @@ def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
     """Each GPU node advertises the catalog's GPUs and EFA interfaces: the device plugins run
     there (a plugin that never tolerated the taint advertises nothing)."""
     gpu, workers = pool.gpu, pool.nodes
-    want = {"nvidia.com/gpu": str(gpu.gpus), "vpc.amazonaws.com/efa": str(gpu.efa_interfaces)}
+    want = {GPU_RESOURCE: str(gpu.gpus), EFA_RESOURCE: str(gpu.efa_interfaces)}
     seen = [f"{n.name}: " + ", ".join(f"{k}={n.allocatable.get(k, '0')}" for k in want) for n in nodes]
     ok = len(nodes) == workers and all(all(n.allocatable.get(k) == v for k, v in want.items()) for n in nodes)
     return Check(pool.named("GPU nodes advertise GPUs and EFA"), ok,
