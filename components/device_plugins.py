@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from model import versions
-from model.contract import GPU_LABELS, GPU_TOLERATION
+from model.contract import GPU_LABELS, GPU_TOLERATION, SYSTEM_NAMESPACE
 
 
 def gpu_placement() -> dict:
@@ -50,7 +50,7 @@ class DevicePlugins(pulumi.ComponentResource):
 
     def _nvidia(self) -> k8s.helm.v3.Release:
         return pinned_release(
-            f"{self._name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace="kube-system",
+            f"{self._name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace=SYSTEM_NAMESPACE,
             # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
             # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.18.2
             # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
@@ -63,5 +63,6 @@ class DevicePlugins(pulumi.ComponentResource):
 
     def _efa(self) -> k8s.helm.v3.Release:
         return pinned_release(
-            f"{self._name}-efa", versions.EFA_DEVICE_PLUGIN, namespace="kube-system", values=gpu_placement(),
+            f"{self._name}-efa", versions.EFA_DEVICE_PLUGIN, namespace=SYSTEM_NAMESPACE,
+            values=gpu_placement(),
             parent=self, provider=self._args.provider, depends_on=self._args.depends_on)

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components._parts import jobs_await
 from model import versions
 from model.contract import GPU_LABELS, GPU_TOLERATION
 
@@ -54,7 +55,7 @@ class ImagePrePull(pulumi.ComponentResource):
         return k8s.apps.v1.DaemonSet(
             f"{self._name}-ds",
             metadata={"name": NAME, "namespace": args.namespace, "labels": labels,
-                      "annotations": {"pulumi.com/timeoutSeconds": str(TIMEOUT_SECONDS)}},
+                      "annotations": {jobs_await.TIMEOUT: str(TIMEOUT_SECONDS)}},
             spec={
                 "selector": {"matchLabels": labels},
                 # A new digest is pulled on every node at once, not node after node.

@@ -14,12 +14,12 @@ import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
 from model import versions
-from model.contract import CORE_LABELS
+from model.contract import CORE_LABELS, SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS, SHARED_MOUNT
 from model.gpu_pools import GpuPool
 from model.job_environment import environment_files
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
-TARGET = "/shared/jobs"
+TARGET = SHARED_JOBS
 # A copy of a few hundred KB; the deadline covers a busybox pull onto a fresh node and a slow
 # first EFS mount.
 DEADLINE_SECONDS = 600
@@ -83,7 +83,7 @@ class JobStaging(pulumi.ComponentResource):
                   f"d={TARGET}/$(echo \"$f\" | sed 's|__|/|g'); mkdir -p \"$(dirname \"$d\")\"; "
                   f"cp \"$f\" \"$d.tmp\"; mv \"$d.tmp\" \"$d\"; done; "
                   f"chmod +x {TARGET}/*.sbatch {TARGET}/*.sh {TARGET}/lib/*.sh 2>/dev/null || true; "
-                  f"mkdir -p /shared/logs /shared/hf-cache; ls -l {TARGET}")
+                  f"mkdir -p {SHARED_LOGS} {SHARED_HF_CACHE}; ls -l {TARGET}")
         return k8s.batch.v1.Job(
             f"{self._name}-copy",
             metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace,
@@ -93,7 +93,7 @@ class JobStaging(pulumi.ComponentResource):
                 "nodeSelector": dict(CORE_LABELS),
                 "containers": [{"name": "copy", "image": versions.BUSYBOX_IMAGE, "command": ["sh", "-c", script],
                                 "volumeMounts": [{"name": "staged", "mountPath": "/staged"},
-                                                 {"name": "shared", "mountPath": "/shared"}]}],
+                                                 {"name": "shared", "mountPath": SHARED_MOUNT}]}],
                 "volumes": [{"name": "staged", "configMap": {"name": bundle.metadata.name}},
                             {"name": "shared", "persistentVolumeClaim": {"claimName": args.shared_claim}}],
             }}},

@@ -13,9 +13,9 @@ from components._parts.helm import pinned_release
 from components._parts.load_balancer_policy import POLICY
 from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
 from model import versions
-from model.contract import CORE_LABELS
+from model.contract import CORE_LABELS, SYSTEM_NAMESPACE
 
-NAMESPACE = "kube-system"
+NAMESPACE = SYSTEM_NAMESPACE
 SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 

@@ -10,7 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
-from model.contract import GP3, SLURM_NAMESPACE
+from model.contract import GP3, SLURM_NAMESPACE, SYSTEM_NAMESPACE
 
 SHARED_PV = "slurm-shared"
 SHARED_PVC = "shared"
@@ -73,8 +73,8 @@ class SharedStorage(pulumi.ComponentResource):
 
     def _csi_driver(self, short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
         name, args = self._name, self._args
-        # EKS installs the CSI add-ons into kube-system.
-        role = pod_identity_role(f"{name}-{short}", ServiceAccountRef(args.cluster_name, "kube-system", account),
+        # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
+        role = pod_identity_role(f"{name}-{short}", ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, account),
                                  [policy], parent=self)
         return aws.eks.Addon(
             f"{name}-{short}", cluster_name=args.cluster_name, addon_name=addon,

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from components._parts import jobs_await
 from components._parts.helm import chart_release
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
 from model import versions
@@ -144,7 +145,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 # Pulumi waits for the NLB's hostname and a Ready login pod behind it
                 # (pulumi-kubernetes provider/pkg/await/service.go): the NLB is provisioned while
                 # the release installs, so the wait covers the release's own timeout.
-                "pulumi.com/timeoutSeconds": "1500"}},
+                jobs_await.TIMEOUT: "1500"}},
             spec={"type": "LoadBalancer", "loadBalancerClass": NLB_CLASS,
                   # The controller turns these into the NLB security group's only SSH rules.
                   "loadBalancerSourceRanges": list(args.ssh_allowed_cidrs),

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 
 # The same mock run of the real program that the tests and the offline plan use.
-from devkit.plan import Graph, _edges, _nodes, run_program
+from devkit.plan import Graph, direct_dependencies, engine_resources, run_program
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def _image_digest(graph: Graph) -> str:
 
 
 def model(graph: Graph) -> Timeline:
-    nodes = _nodes(graph)
+    nodes = engine_resources(graph)
     by_urn = {r.urn: r for r in graph.resources}
     children: dict[str, list[str]] = {}
     for r in graph.resources:
@@ -108,7 +108,7 @@ def model(graph: Graph) -> Timeline:
         return set().union(*(expand(c) for c in children.get(urn, [])))
 
     edges = {u: set().union(*(expand(d) for d in ds)) if ds else set()
-             for u, ds in _edges(graph).items() if u in nodes}
+             for u, ds in direct_dependencies(graph).items() if u in nodes}
 
     @functools.cache
     def ancestors(urn: str) -> frozenset[str]:

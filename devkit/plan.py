@@ -48,7 +48,7 @@ def integers(value):
     return value
 
 
-def _edges(graph: Graph) -> dict[str, set[str]]:
+def direct_dependencies(graph: Graph) -> dict[str, set[str]]:
     """Direct dependencies by URN: explicit, through inputs, and the provider."""
     urns = {r.urn for r in graph.resources}
     out = {}
@@ -62,7 +62,7 @@ def _edges(graph: Graph) -> dict[str, set[str]]:
 
 def to_json(graph: Graph) -> dict:
     by_urn = {r.urn: r.name for r in graph.resources}
-    edges = _edges(graph)
+    edges = direct_dependencies(graph)
     resources = []
     for r in sorted(graph.resources, key=lambda r: r.urn):
         inputs = {k: (REDACTED if k in r.secret_inputs else integers(v)) for k, v in sorted(r.inputs.items())}
@@ -74,7 +74,7 @@ def to_json(graph: Graph) -> dict:
     return {"resources": resources, "outputs": outputs, "counts": counts(graph)}
 
 
-def _nodes(graph: Graph) -> set[str]:
+def engine_resources(graph: Graph) -> set[str]:
     """What the engine creates: custom resources and remote components (the EKS cluster), not
     this program's own grouping components."""
     return {r.urn for r in graph.resources if r.custom or r.remote}
@@ -82,8 +82,8 @@ def _nodes(graph: Graph) -> set[str]:
 
 def levels(graph: Graph) -> dict[str, int]:
     """Longest-path depth of each custom resource: what `pulumi up` can do side by side."""
-    edges = _edges(graph)
-    custom = _nodes(graph)
+    edges = direct_dependencies(graph)
+    custom = engine_resources(graph)
     depth: dict[str, int] = {}
 
     def visit(urn: str, seen: tuple = ()) -> int:
@@ -100,10 +100,10 @@ def levels(graph: Graph) -> dict[str, int]:
 def to_mermaid(graph: Graph) -> str:
     names = {r.urn: r.name for r in graph.resources}
     ids = {r.urn: f"r{i}" for i, r in enumerate(sorted(graph.resources, key=lambda r: r.urn))}
-    edges = _edges(graph)
+    edges = direct_dependencies(graph)
     lines = ["flowchart LR"]
     children = defaultdict(list)
-    nodes = _nodes(graph)
+    nodes = engine_resources(graph)
     for r in sorted(graph.resources, key=lambda r: r.urn):  # URNs are unique: the same order every run
         if r.urn in nodes:
             children[r.parent].append(r)
@@ -153,8 +153,8 @@ def counts(graph: Graph) -> dict[str, int]:
 def reduced_edges(graph: Graph) -> dict[str, set[str]]:
     """Dependencies between drawn nodes without the ones another path already implies (a
     transitive reduction): the picture shows order, graph.json keeps every edge."""
-    nodes = _nodes(graph)
-    direct = {u: {d for d in deps if d in nodes} for u, deps in _edges(graph).items() if u in nodes}
+    nodes = engine_resources(graph)
+    direct = {u: {d for d in deps if d in nodes} for u, deps in direct_dependencies(graph).items() if u in nodes}
     reach: dict[str, set[str]] = {}
 
     def below(urn: str) -> set[str]:

@@ -8,6 +8,16 @@ from dataclasses import dataclass
 # Namespaces: the Slurm release's, and the Slinky operator's (its CRDs' webhook lives there).
 SLURM_NAMESPACE = "slurm"
 OPERATOR_NAMESPACE = "slinky"
+# Where EKS installs its add-ons (the CSI drivers' service accounts are there), and where the
+# program installs the cluster-wide services: the device plugins, the load balancer controller.
+SYSTEM_NAMESPACE = "kube-system"
+
+# The extended resources a GPU node advertises and slurmd requests: NVIDIA's device plugin
+# advertises the GPUs (Kubernetes docs, "Schedule GPUs":
+# https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/), the EFA device plugin the EFA
+# interfaces (aws/eks-charts stable/aws-efa-k8s-device-plugin/templates/NOTES.txt, chart v0.5.30).
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
 
 # Node labels: every core node and every GPU node carries one of these (the node groups set them,
 # every nodeSelector reads them). A GPU pool's own label is in gpu_pools.py.
@@ -38,8 +48,10 @@ class Taint:
 
 
 # Keeps everything but GPU work off the GPU nodes; every pod meant for them (slurmd, the device
-# plugins, the image pre-pull) carries its toleration.
-GPU_TAINT = Taint("nvidia.com/gpu", "true", "NoSchedule")
+# plugins, the image pre-pull) carries its toleration. Its key is the GPU resource's name, which
+# the NVIDIA device plugin's chart tolerates by default (NVIDIA/k8s-device-plugin v0.18.2
+# deployments/helm/nvidia-device-plugin/values.yaml, tolerations).
+GPU_TAINT = Taint(GPU_RESOURCE, "true", "NoSchedule")
 GPU_TOLERATION = GPU_TAINT.toleration
 
 # Storage: the default StorageClass (the controller's state volume binds to it).
@@ -59,7 +71,20 @@ LOGIN_SERVICE = "slurm-login-nlb"
 SLURM_KEY_SECRET = "slurm-auth-slurm"
 JWT_KEY_SECRET = "slurm-auth-jwt"
 STATE_CLAIM = "slurm-controller-state"
+
+# The shared volume (EFS: components/shared_storage.py) where every Slurm pod and the staging Job
+# mount it, and the layout on it: the staged jobs/ and cluster.env (components/job_staging.py),
+# the jobs' logs (their #SBATCH --output), the Hugging Face cache (cluster.env's HF_HOME), the
+# nccl-tests build (jobs/lib/job-env.sh NCCL_TESTS_DIR) and the fine-tune's adapters (jobs/train.py
+# OUTPUT_DIR). The files under jobs/ are shipped as they are and spell these paths themselves;
+# tests/repo/test_escaped_facts.py holds them to this list.
 SHARED_MOUNT = "/shared"
+SHARED_JOBS = f"{SHARED_MOUNT}/jobs"
+SHARED_LOGS = f"{SHARED_MOUNT}/logs"
+SHARED_HF_CACHE = f"{SHARED_MOUNT}/hf-cache"
+SHARED_NCCL_TESTS = f"{SHARED_MOUNT}/nccl-tests"
+SHARED_LORA_OUT = f"{SHARED_MOUNT}/lora-out"
+SHARED_LAYOUT = (SHARED_MOUNT, SHARED_JOBS, SHARED_LOGS, SHARED_HF_CACHE, SHARED_NCCL_TESTS, SHARED_LORA_OUT)
 
 # Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator v1.2.1
 # helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-<role>, then

@@ -8,6 +8,7 @@ import shlex
 from typing import Sequence
 
 from model.catalog import GpuInstanceType
+from model.contract import SHARED_HF_CACHE, SHARED_JOBS
 from model.gpu_pools import GpuPool
 
 ENV_FILE = "cluster.env"
@@ -72,7 +73,7 @@ def select_by_node(pools: Sequence[GpuPool]) -> str:
         'slinky_eks_pool=${slinky_eks_node%-*}',
         "# shellcheck source=/dev/null",
         'case $slinky_eks_pools in',
-        f'  *" $slinky_eks_pool "*) source "${{JOBS_DIR:-/shared/jobs}}/{pool_env_file("$slinky_eks_pool")}" ;;',
+        f'  *" $slinky_eks_pool "*) source "${{JOBS_DIR:-{SHARED_JOBS}}}/{pool_env_file("$slinky_eks_pool")}" ;;',
         f'  *) echo "cluster.env: node $slinky_eks_node is in no GPU pool ({names})" >&2; return 1 ;;',
         "esac", ""])
 
@@ -85,7 +86,7 @@ def cluster_environment(gpu: GpuInstanceType) -> dict[str, str]:
         # Jobs fail when NCCL did not select the EFA provider (silent TCP fallback).
         "EXPECT_EFA": "1",
         "EFA_LINE_RATE_GBPS": str(gpu.network_gbps),
-        "HF_HOME": "/shared/hf-cache",
+        "HF_HOME": SHARED_HF_CACHE,
     }
     env.update(MPI_LAUNCH_ENVIRONMENT)
     env.update(gpu.nccl_environment)

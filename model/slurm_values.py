@@ -9,7 +9,15 @@ from typing import Sequence
 
 from model import versions
 from model.catalog import GpuInstanceType
-from model.contract import CORE_LABELS, GPU_LABELS, GPU_TOLERATION, LOGINSET, SHARED_MOUNT
+from model.contract import (
+    CORE_LABELS,
+    EFA_RESOURCE,
+    GPU_LABELS,
+    GPU_RESOURCE,
+    GPU_TOLERATION,
+    LOGINSET,
+    SHARED_MOUNT,
+)
 from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 
 
@@ -40,7 +48,7 @@ def gpu_resources(gpu: GpuInstanceType) -> dict:
     # A pod that does not request the EFA devices sees no /dev/infiniband and NCCL falls back to
     # sockets (https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html): every
     # EFA interface of the node goes to its one slurmd.
-    amounts = {"nvidia.com/gpu": gpu.gpus, "vpc.amazonaws.com/efa": gpu.efa_interfaces}
+    amounts = {GPU_RESOURCE: gpu.gpus, EFA_RESOURCE: gpu.efa_interfaces}
     return {"limits": dict(amounts), "requests": dict(amounts)}
 
 

@@ -1,16 +1,18 @@
 """What the AWS account answers before anything is created: its availability zones, the instance
 types each zone offers, an instance type's vCPUs, its on-demand vCPU quotas and who is deploying.
-One pulumi-aws invoke each; a refused call comes back as PermissionDenied naming the IAM action it
-needed.
+One pulumi-aws invoke each, answering the model's Account protocol (model/preflight.py, whose
+Zone and PermissionDenied it returns and raises); a refused call comes back as PermissionDenied
+naming the IAM action it needed, and an account that cannot be asked at all as AccountUnreachable.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 import pulumi
 import pulumi_aws as aws
+
+from model.preflight import PermissionDenied, Zone
 
 T = TypeVar("T")
 
@@ -19,15 +21,6 @@ T = TypeVar("T")
 # UnauthorizedOperation, most other services AccessDenied(Exception).
 _DENIED = re.compile(r"AccessDenied|UnauthorizedOperation|not authorized to perform")
 _ACTION = re.compile(r"not authorized to perform: ([a-z0-9-]+:[A-Za-z0-9]+)")
-
-
-@dataclass(frozen=True)
-class Zone:
-    name: str      # per account: us-west-2a is a different data centre in another account
-    zone_id: str   # the same physical zone in every account (usw2-az1)
-    # EC2 reports it `available` now (not impaired, unavailable or constrained): a fact of the
-    # moment, which never decides where subnets go, only whether to warn.
-    available: bool = True
 
 
 # Why the account could not be asked, by the error code in the provider's message (EC2 API error
@@ -61,12 +54,6 @@ def _unreachable(what: str, error: Exception) -> AccountUnreachable:
                               "and `aws sts get-caller-identity`)")
 
 
-class PermissionDenied(Exception):
-    def __init__(self, action: str):
-        super().__init__(action)
-        self.action = action
-
-
 def _ask(action: str, call: Callable[[], T]) -> T:
     try:
         return call()
@@ -78,7 +65,7 @@ def _ask(action: str, call: Callable[[], T]) -> T:
 
 
 class Account:
-    """The deploying account, asked through pulumi-aws invokes."""
+    """The deploying account, asked through pulumi-aws invokes (model.preflight.Account)."""
 
     def zones(self, region: str) -> list[Zone] | None:
         """The region's standard availability zones in every state, each marked with whether it

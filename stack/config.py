@@ -12,10 +12,9 @@ from typing import Any
 
 import pulumi
 
-from model import config_schema, gpu_pools
+from model import config_schema, gpu_pools, preflight
 from model.node_zones import NodeZone
-from model.problems import Problem, error, warning
-from stack import preflight
+from model.problems import Problem
 from stack.account import Account
 
 
@@ -90,8 +89,9 @@ def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
     return raw
 
 
-def _preflight(account: Account, checked: config_schema.Checked) -> tuple[tuple[NodeZone, ...], list[Problem]]:
-    """Ask the account what it must allow (stack/preflight.py): zones, instance type
+def _preflight(account: preflight.Account,
+               checked: config_schema.Checked) -> tuple[tuple[NodeZone, ...], list[Problem]]:
+    """Ask the account what it must allow (model/preflight.py): zones, instance type
     offerings, the GPU quotas, the deployer. Values already refused are left out ("", 0 and []
     skip a check)."""
     ok = checked.accepted
@@ -100,8 +100,7 @@ def _preflight(account: Account, checked: config_schema.Checked) -> tuple[tuple[
     found = preflight.check(account, ok["aws:region"], ok["availabilityZone"], checked.pools,
                             ok.get("coreInstanceType", ""), ok.get("adminRoleArns", []),
                             ok.get("skipGpuQuotaCheck", False), core_count=ok.get("coreNodeCount", 0))
-    return found.node_zones, ([error(key, value, allowed) for key, value, allowed in found.problems] +
-                              [warning("aws:region", ok["aws:region"], w) for w in found.warnings])
+    return found.node_zones, found.problems
 
 
 def load(account: Account) -> StackConfig:

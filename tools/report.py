@@ -24,6 +24,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from model.catalog import CATALOG  # noqa: E402
+from model.contract import SHARED_LOGS  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "jobs" / "lib"))
 import nccl_tests  # noqa: E402  (the parser the nccl-tests jobs exit with)
@@ -149,8 +150,8 @@ def finetune_report(log: pathlib.Path, out: pathlib.Path) -> bool:
 def _unreadable(log: pathlib.Path) -> str | None:
     """Why a log cannot be reported on, or None."""
     if not log.exists():
-        return ("no such file; the jobs write /shared/logs/<name>-<jobid>.out on the cluster: copy it here "
-                "(e.g. scp root@<loginHostname>:/shared/logs/<file> .)")
+        return (f"no such file; the jobs write {SHARED_LOGS}/<name>-<jobid>.out on the cluster: copy it here "
+                f"(e.g. scp root@<loginHostname>:{SHARED_LOGS}/<file> .)")
     if not log.is_file():
         return "not a file; give the job's log file"
     try:

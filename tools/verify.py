@@ -4,8 +4,9 @@
     python -m tools.verify outputs.json [--json] [--fix]
 
 Checks, per GPU pool (the gpuPools output): every GPU node advertises the catalog's GPUs and EFA
-interfaces (device plugins); every worker pod Running, on distinct nodes; every Slurm node idle
-with the catalog's GRES (never (null)); nvidia-smi lists the catalog's GPUs; fi_info reports the
+interfaces (device plugins); every worker pod Running, on distinct nodes; every Slurm node taking
+jobs (the readiness Job's rule, cluster_programs/rollout.py) with the catalog's GRES (never
+(null)); nvidia-smi lists the catalog's GPUs; fi_info reports the
 efa provider. Once: controller, restapi and login pods Running; srun offers pmix; the login
 endpoint accepts TCP on 22.
 --fix first waits for each pool's NodeSet rollout and resumes only what it left stuck (the
@@ -35,7 +36,9 @@ from model.contract import (
     CONTROLLER_CONTAINER,
     CONTROLLER_POD,
     CONTROLLER_POD_PREFIX,
+    EFA_RESOURCE,
     GPU_LABELS,
+    GPU_RESOURCE,
     LOGIN_POD_PREFIX,
     RESTAPI_POD_PREFIX,
     SLURM_NAMESPACE,
@@ -45,7 +48,7 @@ from model.contract import (
     worker_pod_prefix,
 )
 from model.gpu_pools import DEFAULT_POOL, labels_of_pool
-from tools import slurm_state
+from tools import command_output
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 WRITE_OUTPUTS = "pulumi stack output --json --show-secrets > outputs.json"
@@ -142,7 +145,7 @@ def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
     """Each GPU node advertises the catalog's GPUs and EFA interfaces: the device plugins run
     there (a plugin that never tolerated the taint advertises nothing)."""
     gpu, workers = pool.gpu, pool.nodes
-    want = {"nvidia.com/gpu": str(gpu.gpus), "vpc.amazonaws.com/efa": str(gpu.efa_interfaces)}
+    want = {GPU_RESOURCE: str(gpu.gpus), EFA_RESOURCE: str(gpu.efa_interfaces)}
     seen = [f"{n.name}: " + ", ".join(f"{k}={n.allocatable.get(k, '0')}" for k in want) for n in nodes]
     ok = len(nodes) == workers and all(all(n.allocatable.get(k) == v for k, v in want.items()) for n in nodes)
     return Check(pool.named("GPU nodes advertise GPUs and EFA"), ok,
@@ -150,38 +153,44 @@ def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
                  + ("; " + "; ".join(seen) if seen else ""))
 
 
-def check_slurm_nodes(sinfo: str, pool: Pool) -> Check:
-    """The pool's Slurm nodes (named <pool>-<ordinal> after its NodeSet)."""
+def check_slurm_nodes(scontrol: str, pool: Pool) -> Check:
+    """The pool's Slurm nodes (named <pool>-<ordinal> after its NodeSet) take jobs and carry the
+    catalog's GRES. Whether a node takes jobs, or is stuck, is the readiness Job's own rule
+    (cluster_programs/rollout.py SlurmNode.usable and .stuck, over scontrol's State=BASE+FLAG...):
+    a node running a job (MIXED, ALLOCATED, COMPLETING) takes jobs, a powered-down one is not
+    stuck."""
     gpu, workers = pool.gpu, pool.nodes
-    nodes = [n for n in slurm_state.parse_sinfo(sinfo) if n.name.rsplit("-", 1)[0] == pool.name]
-    bad = [f"{n.name} {n.state} {n.gres}" for n in nodes if not (n.state == "idle" and n.gres_plain == gpu.gres)]
+    nodes = [n for n in rollout.parse_scontrol(scontrol) if n.name.rsplit("-", 1)[0] == pool.name]
+    gres = command_output.gres_by_node(scontrol)
+    bad = [f"{n.describe()} Gres={gres.get(n.name, '(null)')}" for n in nodes
+           if not (n.usable and command_output.without_sockets(gres.get(n.name, "(null)")) == gpu.gres)]
     ok = len(nodes) == workers and not bad
-    detail = f"{len(nodes)} of {workers} nodes; want idle with {gpu.gres}"
+    detail = f"{len(nodes)} of {workers} nodes; want each taking jobs with {gpu.gres}"
     if bad:
         detail += "; wrong: " + "; ".join(bad)
-        if any("(null)" in b for b in bad):
+        if any("Gres=(null)" in b for b in bad):
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
-        if stuck := slurm_state.nodes_to_resume(nodes):
+        if stuck := sorted(n.name for n in nodes if n.stuck):
             detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
                        "left stuck and names the rest)")
-    return Check(pool.named("slurm nodes idle with GRES"), ok, detail)
+    return Check(pool.named("slurm nodes take jobs with GRES"), ok, detail)
 
 
 def check_gpus(worker: str, output: str, gpu: GpuInstanceType) -> Check:
-    models = slurm_state.parse_gpu_list(output)
+    models = command_output.parse_gpu_list(output)
     ok = len(models) == gpu.gpus and all(m == gpu.gpu_model for m in models)
     return Check(f"{worker} GPUs", ok, f"{len(models)}x {', '.join(sorted(set(models))) or '-'}; "
                                       f"want {gpu.gpus}x {gpu.gpu_model}")
 
 
 def check_efa(worker: str, output: str) -> Check:
-    ok = slurm_state.efa_provider_listed(output)
+    ok = command_output.efa_provider_listed(output)
     return Check(f"{worker} EFA provider", ok,
                  "provider: efa" if ok else "fi_info -p efa lists no efa provider: " + output.strip()[-200:])
 
 
 def check_pmix(output: str) -> Check:
-    types = slurm_state.mpi_types(output)
+    types = command_output.mpi_types(output)
     return Check("srun offers pmix", "pmix" in types, "MPI types: " + (", ".join(types) or output.strip()))
 
 
@@ -247,8 +256,8 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
     if fix:
         checks += [fix_rollout(api, pool.name, pool.named("rollout settled (--fix)"), sleep=sleep) for pool in pools]
     if login:
-        _, sinfo = api.exec(NAMESPACE, login, CONTAINERS["login"], ["sinfo", "-N", "-h", "-o", "%N %T %G"])
-        checks += [check_slurm_nodes(sinfo, pool) for pool in pools]
+        _, scontrol = api.exec(NAMESPACE, login, CONTAINERS["login"], ["scontrol", "-o", "show", "node"])
+        checks += [check_slurm_nodes(scontrol, pool) for pool in pools]
         _, mpi = api.exec(NAMESPACE, login, CONTAINERS["login"], ["srun", "--mpi=list"])
         checks.append(check_pmix(mpi))
     for pool in pools:

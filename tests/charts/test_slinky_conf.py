@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from model.contract import CONTROLLER_POD
 from tests.support.slinky_conf import Release, merged_config, slurmd_conf
 
 
@@ -18,8 +19,17 @@ def test_slurm_conf_has_the_operators_auth_and_configless_keys(release):
     lines = release.slurm_conf().splitlines()
     for line in ("AuthType=auth/slurm", "CredType=cred/slurm", "AuthAltTypes=auth/jwt", "AuthInfo=use_client_ids",
                  "SlurmctldParameters=enable_configless,reconfig_on_restart", "SlurmctldPort=6817",
-                 "SlurmdPort=6818", "SlurmctldHost=slurm-0(slurm.slurm)", "ClusterName=slurm_slurm"):
+                 "SlurmdPort=6818", "SlurmctldHost=slurm-controller-0(slurm-controller.slurm)",
+                 "ClusterName=slurm_slurm"):
         assert line in lines, line
+
+
+def test_the_controller_is_named_as_the_operator_names_it(release):
+    # SlinkyProject/slurm-operator v1.2.1 api/v1beta1/controller_keys.go: Key() is
+    # <name>-controller, PrimaryName() its pod <Key>-0, ServiceFQDNShort() <Key>.<namespace>; the
+    # pod is the one model/contract.py execs scontrol in (verify --fix).
+    assert (release.primary_host, release.service_host) == ("slurm-controller-0", "slurm-controller.slurm")
+    assert release.primary_host == CONTROLLER_POD
 
 
 def test_slurm_conf_declares_the_rendered_nodeset_and_the_programs_extra_config(release):

@@ -6,7 +6,7 @@ import pytest
 from devkit import offline_account
 from devkit.offline_account import DEV, NEW, ZoneRecord
 from devkit.offline_run import run_program
-from stack.preflight import EKS_UNSUPPORTED_ZONE_IDS
+from model.preflight import EKS_UNSUPPORTED_ZONE_IDS
 from tests.support.paths import REPO
 
 ZONES_TOKEN = "aws:index/getAvailabilityZones:getAvailabilityZones"
@@ -160,6 +160,17 @@ def test_a_refused_permission_is_a_warning_naming_it(action):
                         account=DEV.but(denied=frozenset({action})))
     assert graph.error is None and graph.resources
     assert any(action in w and "preflight: could not check" in w for w in graph.warnings)
+
+
+def test_refused_offerings_warn_for_the_gpu_type_and_for_the_core_type_each():
+    # Each warning is filed under the key whose check it skips (model/preflight.py); the unit
+    # tests (tests/unit/model/test_preflight.py) read the keys, the deployer reads these lines.
+    graph = run_program("dev", account=DEV.but(denied=frozenset({"ec2:DescribeInstanceTypeOfferings"})))
+    assert graph.error is None
+    assert [w.split(": the deployer lacks")[0] for w in graph.warnings if "could not check that" in w] == [
+        "preflight: could not check that gpuInstanceType g6.12xlarge is offered in availabilityZone us-west-2a",
+        "preflight: could not check that coreInstanceType m6i.2xlarge is offered in the cluster's AZs "
+        "(us-west-2a, us-west-2b)"]
 
 
 def test_a_deployer_that_may_not_list_zones_is_refused_naming_the_permission():

@@ -9,7 +9,7 @@ import pytest
 from devkit.offline_account import DEV
 from devkit.offline_run import run_program
 from model import catalog, gpu_pools
-from stack.preflight import ON_DEMAND_STANDARD
+from model.preflight import ON_DEMAND_STANDARD
 from tests.support.dev_graph_snapshot import snapshot
 
 TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},

@@ -68,3 +68,26 @@ def test_a_module_that_imports_from_tests_is_caught(source, why):
 
 def test_imports_of_the_model_and_tools_pass():
     assert dependencies_on_tests("from model.contract import RELEASE\nfrom cluster_programs import rollout\nimport pulumi\n") == []
+
+
+# The program's own packages: what one of them imports from another is that module's public API.
+FIRST_PARTY = frozenset({"stack", "components", "model", "cluster_programs", "tools", "devkit"})
+
+
+def private_imports(source: str) -> list[str]:
+    """Each `from <first-party module> import _name`: a private name used outside its module."""
+    return [f"line {node.lineno}: {alias.name} from {node.module}" for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+            and node.module.split(".")[0] in FIRST_PARTY
+            for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__")]
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = {str(p.relative_to(PROJECT_DIR)): why for p in _modules() if (why := private_imports(p.read_text()))}
+    assert found == {}
+
+
+def test_a_private_name_imported_from_another_module_is_caught():
+    source = ("from devkit.plan import Graph, _edges, run_program\nfrom helm_python import _native\n"
+              "from __future__ import annotations\n")
+    assert private_imports(source) == ["line 1: _edges from devkit.plan"]

@@ -55,13 +55,18 @@ def test_the_model_imports_no_pulumi(path):
     assert [m for m, _ in _imports(path) if m.split(".")[0].startswith("pulumi")] == []
 
 
+# The program's other packages, each built on the model: the stack's adapters (stack/account.py
+# answers model/preflight.py's Account), the components, the operator's tools, the devkit.
+_ABOVE_THE_MODEL = ("stack", "components", "cluster_programs", "tools", "devkit", "tests")
+
+
 def outside_the_model(path: pathlib.Path) -> list[str]:
     """What a model module imports from the program's other packages (the model is their base)."""
-    return [m for m, _ in _imports(path) if m.split(".")[0] in ("components", "tools", "tests")]
+    return [m for m, _ in _imports(path) if m.split(".")[0] in _ABOVE_THE_MODEL]
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "model").glob("*.py")), ids=lambda p: p.name)
-def test_the_model_imports_nothing_from_components_or_tools(path):
+def test_the_model_imports_nothing_from_the_packages_above_it(path):
     assert outside_the_model(path) == []
 
 
@@ -69,6 +74,13 @@ def test_a_model_module_importing_a_component_is_found(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from model import catalog\nfrom components.image_references import registry_host\n")
     assert outside_the_model(bad) == ["components.image_references"]
+
+
+def test_a_model_module_importing_the_stacks_account_adapter_is_found(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from model.problems import error\nfrom stack.account import PermissionDenied\n"
+                   "import devkit.offline_account\n")
+    assert outside_the_model(bad) == ["stack.account", "devkit.offline_account"]
 
 
 def test_the_gpu_toleration_tolerates_the_gpu_taint():

@@ -12,9 +12,10 @@ import time
 
 import pytest
 
+from cluster_programs import rollout
 from tests.support.paths import REPO
 from tests.support.slurm_cluster import running_cluster
-from tools import slurm_state
+from tools import command_output
 
 ROOT = REPO
 pytestmark = pytest.mark.slurm
@@ -69,7 +70,7 @@ def test_finetune_two_nodes_two_processes_writes_adapters(slurm, staged, cpu_mod
 def test_verify_parses_mpi_list_of_slurm_26_05(slurm):
     """Debian's 26.05 build carries no mpi/pmix plugin (test_pmix.py covers PMIx on 24.11)."""
     listed = slurm.run(["srun", "--mpi=list"])
-    assert slurm_state.mpi_types(listed.stdout + listed.stderr) == ["none", "cray_shasta", "pmi2"], listed.stdout
+    assert command_output.mpi_types(listed.stdout + listed.stderr) == ["none", "cray_shasta", "pmi2"], listed.stdout
 
 
 def test_cluster_runs_slurm_26_05(slurm):
@@ -130,14 +131,19 @@ def test_every_script_passes_shellcheck():
 # preStop hook sets the node DOWN, the pod's slurmd stops, a new pod starts `slurmd -Z` under the same
 # name. The state strings are what Slurm 26.05.5 printed here.
 
-def _sinfo(slurm):
-    return slurm_state.parse_sinfo(slurm.run(["sinfo", "-N", "-h", "-o", "%N %T %G"]).stdout)
+def _nodes(slurm) -> list[rollout.SlurmNode]:
+    """The nodes as verify and the readiness Job read them (rollout.parse_scontrol)."""
+    return rollout.parse_scontrol(slurm.run(["scontrol", "-o", "show", "node"]).stdout)
+
+
+def _stuck(slurm) -> list[str]:
+    return [n.name for n in _nodes(slurm) if n.stuck]
 
 
 def _all_idle(slurm, timeout=60):
     """Node states change asynchronously (a finished step leaves a node COMPLETING for a moment)."""
     deadline = time.time() + timeout
-    while (states := [n.state for n in _sinfo(slurm)]) != ["idle", "idle"] and time.time() < deadline:
+    while (states := list(slurm.states().values())) != ["idle", "idle"] and time.time() < deadline:
         time.sleep(0.5)
     return states
 
@@ -152,8 +158,8 @@ def test_prestop_leaves_the_node_down_with_the_operator_reason_until_the_new_pod
     record = _scontrol_node(slurm, "slinky-1")
     assert "State=DOWN+DYNAMIC_NORM " in record, record
     assert re.search(r"Reason=slurm-operator: Pod is terminating \[root@[\dT:-]+\]$", record.strip()), record
-    assert {n.name: n.state for n in _sinfo(slurm)} == {"slinky-0": "idle", "slinky-1": "down"}
-    assert slurm_state.nodes_to_resume(_sinfo(slurm)) == ["slinky-1"]
+    assert slurm.states() == {"slinky-0": "idle", "slinky-1": "down"}
+    assert _stuck(slurm) == ["slinky-1"]
     slurm.stop_slurmd("slinky-1")
     assert "State=DOWN+DYNAMIC_NORM " in _scontrol_node(slurm, "slinky-1")
     slurm.start_slurmd("slinky-1")
@@ -161,7 +167,7 @@ def test_prestop_leaves_the_node_down_with_the_operator_reason_until_the_new_pod
     slurm.wait_for_states({"slinky-0": "idle", "slinky-1": "idle"}, 30)
     record = _scontrol_node(slurm, "slinky-1")
     assert "State=IDLE+DYNAMIC_NORM " in record and "Reason=" not in record, record
-    assert slurm_state.nodes_to_resume(_sinfo(slurm)) == []
+    assert _stuck(slurm) == [] and all(n.usable for n in _nodes(slurm))
 
 
 def test_a_replaced_pod_takes_jobs_again(slurm):

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.paths import DATA
 from tests.support.slurm_cluster import running_cluster
-from tools import slurm_state
+from tools import command_output
 
 pytestmark = pytest.mark.slurm
 SOURCE = DATA / "mpi_ranks.c"
@@ -45,7 +45,7 @@ def test_srun_lists_pmix(pmix_cluster):
     listed = pmix_cluster.run(["srun", "--mpi=list"])
     text = listed.stdout + listed.stderr
     # 24.11.5 prints the types, then "specific pmix plugin versions available: pmix_v5".
-    assert "pmix" in slurm_state.mpi_types(text), text
+    assert "pmix" in command_output.mpi_types(text), text
     assert re.search(r"^specific pmix plugin versions available: .*\bpmix_v5\b", text, re.M), text
 
 

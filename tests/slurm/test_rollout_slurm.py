@@ -14,6 +14,7 @@ from cluster_programs import rollout
 from tests.support.local_slurm import LocalSlurm
 from tests.support.rollout_fakes import OLD_REVISION, nodeset, pod
 from tests.support.slurm_cluster import running_cluster
+from tools import verify
 
 pytestmark = pytest.mark.slurm
 PRESTOP = "slurm-operator: Pod is terminating"
@@ -189,3 +190,31 @@ def test_return_to_service_2_returns_a_down_only_node_while_its_old_slurmd_answe
     # while the old slurmd answers, so the rollout wait trusts no node while a pod terminates.
     slurm.prestop("slinky-1")
     assert _until(slurm, "slinky-1", lambda n: n.usable, timeout=30).usable
+
+
+# verify's Slurm node check reads the nodes with this model (tools/verify.py check_slurm_nodes):
+# on real Slurm it takes a busy node as taking jobs and names a drained one stuck, as the rollout does.
+
+def _verify_nodes(slurm):
+    (pool,) = verify.pools_of({"gpuInstanceType": "g6.12xlarge", "gpuNodeCount": len(NODES)})
+    return verify.check_slurm_nodes(slurm.run(["scontrol", "-o", "show", "node"]).stdout, pool)
+
+
+def test_verify_takes_a_node_running_a_job_as_taking_jobs(slurm):
+    job = slurm.run(["sbatch", "--parsable", "-w", "slinky-0", "-o", "/dev/null", "--wrap", "sleep 120"])
+    assert job.returncode == 0, job.stderr
+    try:
+        busy = _until(slurm, "slinky-0", lambda n: n.base in ("ALLOCATED", "MIXED"))
+        assert busy.base in ("ALLOCATED", "MIXED") and busy.usable, busy.describe()
+        check = _verify_nodes(slurm)
+        # sinfo shows this node `allocated` or `mixed`, which the rule verify had took as wrong.
+        assert check.ok, check.detail
+    finally:
+        slurm.run(["scancel", job.stdout.strip()])
+
+
+def test_verify_names_a_drained_node_stuck_as_the_rollout_does(slurm):
+    _scontrol(slurm, "nodename=slinky-1", "state=drain", "reason=maintenance: bad DIMM")
+    drained = _until(slurm, "slinky-1", lambda n: "DRAIN" in n.flags)
+    check = _verify_nodes(slurm)
+    assert drained.stuck and not check.ok and "DOWN/DRAIN: slinky-1;" in check.detail, check.detail

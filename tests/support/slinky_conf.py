@@ -12,7 +12,11 @@ Read from SlinkyProject/slurm-operator at tag v1.2.1:
 - internal/builder/workerbuilder/worker_app.go: slurmdArgs/slurmdConfArgs (`-Z --conf-server
   host:port --conf 'Features=<nodeset> <extraConf items>'`, keys title-cased, sorted) and the
   preStop hook that sets the node DOWN.
-- api/v1beta1/controller_keys.go: ClusterName (<namespace>_<name> unless set), PrimaryName (<name>-0).
+- api/v1beta1/controller_keys.go: ClusterName (<namespace>_<name> unless set); Key (the
+  controller's StatefulSet and Service, <name>-controller), PrimaryName (its pod, Key + "-0") and
+  ServiceFQDNShort (<Key>.<namespace>, internal/utils/domainname/domainname.go FqdnShort), which
+  controller_config.go joins into SlurmctldHost=<PrimaryName>(<ServiceFQDNShort>) and
+  common/common.go ConfiglessArgs makes every slurmd's and sackd's `--conf-server`.
 """
 from __future__ import annotations
 
@@ -110,14 +114,20 @@ class Release:
         return "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n"
 
     @property
+    def controller_key(self) -> str:
+        """The controller's StatefulSet and Service name (Key): <name>-controller."""
+        return f"{self.controller['metadata']['name']}-controller"
+
+    @property
     def primary_host(self) -> str:
-        """slurmctld's pod hostname (PrimaryName)."""
-        return f"{self.controller['metadata']['name']}-0"
+        """slurmctld's pod hostname (PrimaryName): the StatefulSet's one pod, <Key>-0."""
+        return f"{self.controller_key}-0"
 
     @property
     def service_host(self) -> str:
-        """The controller Service's short FQDN <name>.<namespace>: workers' and logins' conf server."""
-        return f"{self.controller['metadata']['name']}.{self.controller['metadata']['namespace']}"
+        """The controller Service's short FQDN <Key>.<namespace> (ServiceFQDNShort): workers' and
+        logins' conf server."""
+        return f"{self.controller_key}.{self.controller['metadata']['namespace']}"
 
     def slurm_conf(self) -> str:
         """slurm.conf as buildSlurmConf writes it (no accounting, no prolog/epilog scripts, metrics

@@ -96,7 +96,7 @@ def test_picture_is_1600_pixels_wide(planned):
 
 
 def test_every_box_has_a_distinct_label(dev):
-    labels = [f"{r.name} {plan.short_type(r.type)}" for r in dev.resources if r.urn in plan._nodes(dev)]
+    labels = [f"{r.name} {plan.short_type(r.type)}" for r in dev.resources if r.urn in plan.engine_resources(dev)]
     assert len(labels) == len(set(labels))
     assert "network-nat aws ec2.Eip" in labels and "network-nat aws ec2.NatGateway" in labels
 

@@ -1,16 +1,18 @@
-"""tools/verify.py and tools/slurm_state.py: parsing real command outputs, and the checks
-against a fake Kubernetes API."""
+"""tools/verify.py and tools/command_output.py: parsing real command outputs, and the checks
+against a fake Kubernetes API. A Slurm node's state is judged by the readiness Job's model
+(cluster_programs/rollout.py SlurmNode), never by a rule of verify's own."""
 import json
 
 import pytest
 
+from cluster_programs import rollout
 from tests.support.rollout_fakes import nodeset, pod, scontrol_line
-from tools import slurm_state, verify
+from tools import command_output, verify
 from tools.verify import Check, Node, Pod
 
-# The walkthrough's own lines (Step 2 and "Where did my slurm.conf go?").
+# The walkthrough's own line (Step 2 and "Where did my slurm.conf go?").
 WALKTHROUGH_SCONTROL = "NodeName=slinky-0  Gres=gpu:nvidia_l4:4(S:0)  CfgTRES=cpu=48,mem=186130M,billing=48"
-SINFO_OK = "slinky-0 idle gpu:nvidia_l4:4(S:0)\nslinky-1 idle gpu:nvidia_l4:4(S:0)\n"
+SCONTROL_OK = "\n".join(scontrol_line(f"slinky-{i}", "IDLE+DYNAMIC_NORM") for i in (0, 1)) + "\n"
 NVIDIA_SMI = "".join(f"GPU {i}: NVIDIA L4 (UUID: GPU-{i}b3c51e2-6a7d-4f3e-9c1a-0d2e3f4a5b6c)\n" for i in range(4))
 FI_INFO_EFA = ("provider: efa\n    fabric: efa\n    domain: rdmap0s31-rdm\n    version: 122.0\n"
                "    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\n")
@@ -22,41 +24,100 @@ OUTPUTS = {"gpuInstanceType": "g6.12xlarge", "gpuNodeCount": 2,
 
 
 def test_walkthrough_scontrol_line_parses():
-    (node,) = slurm_state.parse_scontrol_nodes(WALKTHROUGH_SCONTROL + " State=IDLE+DYNAMIC_NORM")
-    assert node.name == "slinky-0" and node.gres_plain == "gpu:nvidia_l4:4" and node.state == "idle+dynamic_norm"
+    text = WALKTHROUGH_SCONTROL + " State=IDLE+DYNAMIC_NORM"
+    (node,) = rollout.parse_scontrol(text)
+    assert (node.name, node.state, node.usable) == ("slinky-0", "IDLE+DYNAMIC_NORM", True)
+    assert {n: command_output.without_sockets(g) for n, g in command_output.gres_by_node(text).items()} == \
+        {"slinky-0": "gpu:nvidia_l4:4"}
 
 
-def test_nodes_left_down_after_an_image_change_need_resuming():
-    text = ("NodeName=slinky-0 Arch=x86_64 CoresPerSocket=24\n   State=DOWN+DYNAMIC_NORM ThreadsPerCore=2\n"
-            "   Gres=gpu:nvidia_l4:4(S:0)\n\nNodeName=slinky-1 Arch=x86_64\n   State=IDLE+DRAIN+DYNAMIC_NORM\n"
-            "   Reason=slurm-operator: Pod is terminating\n\nNodeName=slinky-2 Arch=x86_64\n   State=IDLE+DYNAMIC_NORM\n")
-    assert slurm_state.nodes_to_resume(slurm_state.parse_scontrol_nodes(text)) == ["slinky-0", "slinky-1"]
+def test_a_record_without_gres_is_null_gres():
+    assert command_output.gres_by_node("NodeName=slinky-0 State=IDLE+DYNAMIC_NORM\n"
+                                       + scontrol_line("slinky-1", "IDLE", gres="(null)")) == \
+        {"slinky-0": "(null)", "slinky-1": "(null)"}
 
 
-@pytest.mark.parametrize("state,resume", [("idle", False), ("mixed", False), ("allocated", False),
-                                          ("down*", True), ("drained", True), ("draining", True),
-                                          ("idle+drain", True), ("down+dynamic_norm", True), ("unknown*", False)])
-def test_nodes_that_need_resuming(state, resume):
-    assert slurm_state.SlurmNode("slinky-0", state, "gpu:nvidia_l4:4").needs_resume == resume
+def test_the_socket_suffix_of_a_two_socket_gres_is_dropped():
+    assert command_output.without_sockets("gpu:nvidia_h100_80gb_hbm3:8(S:0-1)") == "gpu:nvidia_h100_80gb_hbm3:8"
 
 
-def test_sinfo_with_gres_parses():
-    nodes = slurm_state.parse_sinfo(SINFO_OK)
-    assert [n.gres_plain for n in nodes] == ["gpu:nvidia_l4:4"] * 2
+def slurm_nodes_check(*states: str) -> Check:
+    """verify's Slurm node check over slinky-0, slinky-1, ... in these scontrol states."""
+    text = "\n".join(scontrol_line(f"slinky-{i}", s) for i, s in enumerate(states))
+    (pool,) = verify.pools_of({**OUTPUTS, "gpuNodeCount": len(states)})
+    return verify.check_slurm_nodes(text, pool)
+
+
+# State strings as Slurm 26.05 prints them (base, then the flags in the order of its flag table:
+# SchedMD/slurm src/common/slurm_protocol_defs.c node_state_flags[] and node_state_string_complete,
+# tag slurm-26-05-3-1). The first group is where tools/command_output.py's rule (sinfo %T exactly
+# "idle"; stuck when the state contains "down" or "drain") and rollout.py's disagreed: a node
+# running a job, finishing one or planned for one takes jobs; the power-saving flags POWER_DOWN,
+# POWERING_DOWN and POWERED_DOWN contain "DOWN" but are not stuck, and no resume is theirs.
+DISAGREED = ["MIXED+DYNAMIC_NORM", "ALLOCATED+DYNAMIC_NORM", "IDLE+COMPLETING+DYNAMIC_NORM",
+             "ALLOCATED+COMPLETING+DYNAMIC_NORM", "IDLE+DYNAMIC_NORM+PLANNED",
+             "IDLE+DYNAMIC_NORM+POWERED_DOWN", "IDLE+DYNAMIC_NORM+POWERING_DOWN", "IDLE+CLOUD+POWER_DOWN"]
+AGREED = ["IDLE+DYNAMIC_NORM", "IDLE", "DOWN+DYNAMIC_NORM", "DOWN+DYNAMIC_NORM+NOT_RESPONDING",
+          "IDLE+DRAIN+DYNAMIC_NORM", "MIXED+DRAIN+DYNAMIC_NORM", "IDLE+DYNAMIC_NORM+NOT_RESPONDING",
+          "IDLE+DYNAMIC_NORM+MAINTENANCE", "IDLE+FAIL", "UNKNOWN", "FUTURE+DYNAMIC_FUTURE"]
+
+
+def verify_judges(state: str) -> tuple[bool, bool]:
+    """(takes jobs, named stuck) as verify's check says it of slinky-1 in `state`."""
+    check = slurm_nodes_check("IDLE+DYNAMIC_NORM", state)
+    return check.ok, "DOWN/DRAIN: slinky-1;" in check.detail
+
+
+def rollout_judges(state: str) -> tuple[bool, bool]:
+    (node,) = rollout.parse_scontrol(scontrol_line("slinky-1", state))
+    return node.usable, node.stuck
+
+
+def substring_rule_judges(state: str) -> tuple[bool, bool]:
+    """The rule verify had (tools/command_output.py, deleted): only an idle node passes (sinfo's
+    `idle` is IDLE with no flag but DYNAMIC_NORM), and a state containing down or drain is stuck."""
+    return state in ("IDLE", "IDLE+DYNAMIC_NORM"), "down" in state.lower() or "drain" in state.lower()
+
+
+def disagreements(judges) -> list[str]:
+    return [s for s in DISAGREED + AGREED if judges(s) != rollout_judges(s)]
+
+
+def test_verify_judges_every_slurm_node_state_as_the_rollout_does():
+    assert disagreements(verify_judges) == []
+
+
+def test_the_substring_rule_disagreed_with_the_rollout_on_exactly_those_states():
+    # The failing case of the test above: a rule of verify's own is caught, state by state.
+    assert disagreements(substring_rule_judges) == DISAGREED
+
+
+@pytest.mark.parametrize("state, judged", [
+    ("MIXED+DYNAMIC_NORM", (True, False)), ("IDLE+COMPLETING+DYNAMIC_NORM", (True, False)),
+    ("IDLE+DYNAMIC_NORM+POWERED_DOWN", (False, False)), ("IDLE+DRAIN+DYNAMIC_NORM", (False, True)),
+    ("DOWN+DYNAMIC_NORM", (False, True))])
+def test_states_the_rules_disagreed_on_are_judged_as_slurm_means_them(state, judged):
+    # Pinned apart from the rollout, so that the comparison cannot pass with both models wrong.
+    assert verify_judges(state) == judged
+
+
+def test_nodes_left_down_after_an_image_change_are_named_stuck():
+    check = slurm_nodes_check("DOWN+DYNAMIC_NORM", "IDLE+DRAIN+DYNAMIC_NORM", "IDLE+DYNAMIC_NORM")
+    assert not check.ok and "DOWN/DRAIN: slinky-0,slinky-1;" in check.detail
 
 
 def test_gpu_list_parses():
-    assert slurm_state.parse_gpu_list(NVIDIA_SMI) == ["NVIDIA L4"] * 4
+    assert command_output.parse_gpu_list(NVIDIA_SMI) == ["NVIDIA L4"] * 4
 
 
 def test_efa_provider_detected_and_missing():
-    assert slurm_state.efa_provider_listed(FI_INFO_EFA)
-    assert not slurm_state.efa_provider_listed(FI_INFO_NONE)
+    assert command_output.efa_provider_listed(FI_INFO_EFA)
+    assert not command_output.efa_provider_listed(FI_INFO_NONE)
 
 
 def test_mpi_list_parses():
-    assert "pmix" in slurm_state.mpi_types(MPI_LIST)
-    assert "pmix" not in slurm_state.mpi_types("MPI plugin types are...\n\tnone\n\tpmi2\n")
+    assert "pmix" in command_output.mpi_types(MPI_LIST)
+    assert "pmix" not in command_output.mpi_types("MPI plugin types are...\n\tnone\n\tpmi2\n")
 
 
 class FakeCluster:
@@ -70,10 +131,8 @@ class FakeCluster:
             Pod("slurm-controller-0", "Running", "core-a"), Pod("slurm-restapi-6d9f", "Running", "core-b"),
             Pod("slurm-login-slinky-7c8d", "Running", "core-a"),
             Pod("slurm-worker-slinky-0", "Running", "gpu-a"), Pod("slurm-worker-slinky-1", "Running", "gpu-b")]
-        self.answers = {"sinfo": SINFO_OK, "srun": MPI_LIST, "nvidia-smi": NVIDIA_SMI,
-                        "/opt/amazon/efa/bin/fi_info": FI_INFO_EFA,
-                        "scontrol": "\n".join(scontrol_line(f"slinky-{i}", "IDLE+DYNAMIC_NORM") for i in (0, 1)),
-                        **(answers or {})}
+        self.answers = {"srun": MPI_LIST, "nvidia-smi": NVIDIA_SMI, "/opt/amazon/efa/bin/fi_info": FI_INFO_EFA,
+                        "scontrol": SCONTROL_OK, **(answers or {})}
         self.execs = []
         self.commands = []
 
@@ -119,22 +178,24 @@ def test_healthy_cluster_passes_every_check():
 def test_checks_run_in_the_right_containers():
     cluster = FakeCluster()
     verify.verify(OUTPUTS, cluster, connect=_ssh_ok)
-    assert ("slurm-login-slinky-7c8d", "login", "sinfo") in cluster.execs
+    assert ("slurm-login-slinky-7c8d", "login", "scontrol") in cluster.execs
     assert ("slurm-worker-slinky-1", "slurmd", "nvidia-smi") in cluster.execs
 
 
+NULL_GRES = "\n".join(scontrol_line(f"slinky-{i}", "IDLE+DYNAMIC_NORM", gres="(null)") for i in (0, 1))
+
+
 def test_null_gres_fails_and_names_the_trap():
-    checks = verify.verify(OUTPUTS, FakeCluster(answers={"sinfo": "slinky-0 idle (null)\nslinky-1 idle (null)\n"}),
-                           connect=_ssh_ok)
-    check = _named(checks, "slurm nodes idle with GRES")
+    checks = verify.verify(OUTPUTS, FakeCluster(answers={"scontrol": NULL_GRES}), connect=_ssh_ok)
+    check = _named(checks, "slurm nodes take jobs with GRES")
     assert not check.ok and "GresTypes" in check.detail
 
 
 def test_down_node_fails():
-    checks = verify.verify(OUTPUTS, FakeCluster(answers={"sinfo": "slinky-0 down* gpu:nvidia_l4:4\nslinky-1 idle gpu:nvidia_l4:4\n"}),
-                           connect=_ssh_ok)
-    assert _failed(checks) == ["slurm nodes idle with GRES"]
-    assert "`verify --fix` resumes those a rollout left stuck" in _named(checks, "slurm nodes idle with GRES").detail
+    down = scontrol_line("slinky-0", "DOWN+DYNAMIC_NORM+NOT_RESPONDING") + "\n" + scontrol_line("slinky-1", "IDLE+DYNAMIC_NORM")
+    checks = verify.verify(OUTPUTS, FakeCluster(answers={"scontrol": down}), connect=_ssh_ok)
+    assert _failed(checks) == ["slurm nodes take jobs with GRES"]
+    assert "`verify --fix` resumes those a rollout left stuck" in _named(checks, "slurm nodes take jobs with GRES").detail
 
 
 def test_workers_on_one_node_fail():
@@ -207,9 +268,9 @@ def test_unreachable_login_endpoint_fails():
 def test_cli_json_output_and_exit_status(tmp_path, capsys, monkeypatch):
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(OUTPUTS))
-    cluster = FakeCluster(answers={"sinfo": "slinky-0 idle (null)\nslinky-1 idle (null)\n"})
+    cluster = FakeCluster(answers={"scontrol": NULL_GRES})
     monkeypatch.setattr(verify, "check_login_port", _ssh_ok)  # no network in tests
     assert verify.main([str(path), "--json"], api=cluster) == 1
     result = json.loads(capsys.readouterr().out)
-    assert result["passed"] is False and any(c["name"] == "slurm nodes idle with GRES" and not c["ok"]
+    assert result["passed"] is False and any(c["name"] == "slurm nodes take jobs with GRES" and not c["ok"]
                                              for c in result["checks"])

@@ -11,19 +11,18 @@ OUTPUTS = {"gpuInstanceType": "g6e.12xlarge", "gpuNodeCount": 3, "kubeconfig": "
            "loginHostname": "k8s-slurm-login-0123.elb.us-west-2.amazonaws.com",
            "gpuPools": [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
                         {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]}
-# sinfo -N lists a node once per partition: infer-0 is in `infer` and in `all`.
-SINFO = ("infer-0 idle gpu:nvidia_l40s:4(S:0)\ninfer-0 idle gpu:nvidia_l40s:4(S:0)\n"
-         "train-0 idle gpu:nvidia_h100_80gb_hbm3:8(S:0-1)\ntrain-1 idle gpu:nvidia_h100_80gb_hbm3:8(S:0-1)\n")
 SMI = {"infer": "".join(f"GPU {i}: NVIDIA L40S (UUID: GPU-{i})\n" for i in range(4)),
        "train": "".join(f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i})\n" for i in range(8))}
 FI_INFO = "provider: efa\n    fabric: efa\n"
 MPI = "MPI plugin types are...\n\tpmix\n\tnone\n"
 
 
-# The NodeSets as the operator reports them (rollout_fakes: CRD-valid), one per pool; the
-# controller's scontrol lists both pools' nodes.
+# The NodeSets as the operator reports them (rollout_fakes: CRD-valid), one per pool; scontrol
+# (in the controller for --fix, in the login pod for the node check) lists both pools' nodes.
 NODES = {"infer": 1, "train": 2}
-SCONTROL = "\n".join(scontrol_line(f"{k}-{i}", "IDLE+DYNAMIC_NORM") for k, n in NODES.items() for i in range(n))
+GRES = {"infer": "gpu:nvidia_l40s:4(S:0)", "train": "gpu:nvidia_h100_80gb_hbm3:8(S:0-1)"}
+SCONTROL = "\n".join(scontrol_line(f"{k}-{i}", "IDLE+DYNAMIC_NORM", gres=GRES[k])
+                      for k, n in NODES.items() for i in range(n)) + "\n"
 
 
 def _revision(pool):
@@ -31,8 +30,8 @@ def _revision(pool):
 
 
 class TwoPools:
-    def __init__(self, sinfo=SINFO, train_efa="32", train_updated=2):
-        self.sinfo = sinfo
+    def __init__(self, scontrol=SCONTROL, train_efa="32", train_updated=2):
+        self.scontrol = scontrol
         self.updated = {"infer": 1, "train": train_updated}
         self.nodesets_read = []
         self.by_selector = {
@@ -52,7 +51,7 @@ class TwoPools:
         return self.by_selector[label_selector]
 
     def exec(self, namespace, pod, container, command):
-        answers = {"sinfo": self.sinfo, "srun": MPI, "/opt/amazon/efa/bin/fi_info": FI_INFO, "scontrol": SCONTROL}
+        answers = {"srun": MPI, "/opt/amazon/efa/bin/fi_info": FI_INFO, "scontrol": self.scontrol}
         if command[0] == "nvidia-smi":
             return 0, SMI[pod.split("-")[2]]
         return 0, answers[command[0]]
@@ -78,7 +77,7 @@ def test_a_healthy_two_pool_cluster_passes_every_check_per_pool():
     names = {c.name for c in checks}
     for pool in ("infer", "train"):
         assert {f"GPU nodes advertise GPUs and EFA ({pool})", f"worker pods Running ({pool})",
-                f"slurm nodes idle with GRES ({pool})"} <= names
+                f"slurm nodes take jobs with GRES ({pool})"} <= names
 
 
 def test_each_pools_nodes_are_found_by_its_pool_label():
@@ -93,8 +92,8 @@ def test_a_pool_whose_nodes_lack_its_types_efa_interfaces_fails_alone():
 
 
 def test_a_pool_with_a_missing_slurm_node_fails_alone():
-    checks = verify.verify(OUTPUTS, TwoPools(sinfo=SINFO.rsplit("train-1", 1)[0]), connect=_ssh_ok)
-    assert [c.name for c in checks if not c.ok] == ["slurm nodes idle with GRES (train)"]
+    checks = verify.verify(OUTPUTS, TwoPools(scontrol=SCONTROL.rsplit("NodeName=train-1", 1)[0]), connect=_ssh_ok)
+    assert [c.name for c in checks if not c.ok] == ["slurm nodes take jobs with GRES (train)"]
 
 
 def test_fix_settles_each_pools_nodeset_rollout():

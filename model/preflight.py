@@ -1,0 +1,301 @@
+"""What must hold in the account before the first resource: the node AZs (the cluster's two, and
+every GPU pool's, each with a subnet slot: model/node_zones.py), the instance types offered there,
+each GPU family's on-demand vCPU quota (summed over the pools in it) and the core nodes', and no
+duplicate access entry for the deployer.
+
+Pure: the account is asked through the Account protocol (stack/account.py answers it with
+pulumi-aws invokes, devkit's mocks answer those invokes), and every finding is a Problem filed
+under the config key it is about: a pool's AZ or instance type under that pool's key
+(GpuPool.key), aws:region only for what is the region's. Where the account refuses a question,
+the check is skipped with a warning under the keys it would have checked, naming the missing
+permission.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from model import node_zones
+from model.gpu_pools import GpuPool
+from model.node_zones import NodeZone
+from model.problems import Problem, error, warning
+
+# Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
+# user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:
+# https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html
+EKS_UNSUPPORTED_ZONE_IDS = {
+    "us-east-1": {"use1-az3"},
+    "us-west-1": {"usw1-az2"},
+    "ca-central-1": {"cac1-az3"},
+}
+
+# How to ask for more (Service Quotas user guide, "Requesting a quota increase"):
+# https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html
+_QUOTA_REQUEST = ("aws service-quotas request-service-quota-increase --region {region} "
+                  "--service-code ec2 --quota-code {code} --desired-value {needed}")
+
+# The quota the core nodes (M, C, R, ... types) count against (EC2 "On-Demand Instance quotas":
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
+ON_DEMAND_STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances")
+
+
+@dataclass(frozen=True)
+class Zone:
+    name: str      # per account: us-west-2a is a different data centre in another account
+    zone_id: str   # the same physical zone in every account (usw2-az1)
+    # EC2 reports it `available` now (not impaired, unavailable or constrained): a fact of the
+    # moment, which never decides where subnets go, only whether to warn.
+    available: bool = True
+
+
+class PermissionDenied(Exception):
+    """The account refused a question; `action` is the IAM action the deployer lacks."""
+
+    def __init__(self, action: str):
+        super().__init__(action)
+        self.action = action
+
+
+class Account(Protocol):
+    """The questions the preflight asks the deploying account. A refused call raises
+    PermissionDenied naming the IAM action it needed."""
+
+    def zones(self, region: str) -> list[Zone] | None:
+        """The region's standard availability zones in every state (no Local or Wavelength
+        Zones), or None for a region the account cannot use."""
+
+    def offered(self, region: str, instance_types: Sequence[str],
+                zone_names: Sequence[str]) -> dict[str, set[str]]:
+        """For each instance type, the zones (names) among zone_names that offer it."""
+
+    def vcpus(self, region: str, instance_type: str) -> int:
+        """The instance type's default vCPU count, as the vCPU quotas count it."""
+
+    def ec2_quota(self, region: str, quota_code: str) -> float:
+        """The applied value of an EC2 quota (the AWS default where none was requested)."""
+
+    def deployer_role_arn(self) -> str | None:
+        """The IAM role behind the caller's session, or None when the caller is no assumed role."""
+
+
+@dataclass(frozen=True)
+class Findings:
+    # The cluster's two zones, then the other pool AZs by zone id (node_zones.order); () when the
+    # zones are refused.
+    node_zones: tuple[NodeZone, ...]
+    problems: list[Problem]
+
+
+def _cannot_ask(key: str, value: object, what: str, denied: PermissionDenied) -> Problem:
+    return warning(key, value, f"preflight: could not check {what}: the deployer lacks "
+                   f"{denied.action}; the check is skipped")
+
+
+def eligible_zones(region: str, zones: list[Zone]) -> list[Zone]:
+    refused = EKS_UNSUPPORTED_ZONE_IDS.get(region, set())
+    return [z for z in zones if z.zone_id not in refused]
+
+
+def cluster_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, Zone] | None:
+    """availabilityZone, then the eligible zone with the lowest zone id besides it: the same
+    physical zone in every account, the same answer on every run, and nothing the pools say."""
+    others = sorted((z for z in eligible if z.zone_id != gpu_zone.zone_id), key=lambda z: z.zone_id)
+    return (gpu_zone, others[0]) if others else None
+
+
+def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
+          out: list[Problem]) -> tuple[NodeZone, ...]:
+    """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
+    zones (node_zones.order), or () when they are refused."""
+    try:
+        found = account.zones(region)
+    except PermissionDenied as denied:
+        out.append(error("aws:region", region, f"a region whose zones the deployer can list "
+                         f"(it lacks {denied.action}, which the program needs)"))
+        return ()
+    if found is None:
+        out.append(error("aws:region", region, "an AWS region this account can use"))
+        return ()
+    eligible = eligible_zones(region, found)
+    allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
+    by_name = {z.name: z for z in found}
+    # Each zone is reported once, under the first key that names it.
+    keys = {gpu_zone_name: "availabilityZone"}
+    for pool in pools:
+        keys.setdefault(pool.availability_zone, pool.key("availabilityZone"))
+    for name, key in keys.items():
+        if name not in by_name:
+            out.append(error(key, name, f"an availability zone of {region}, not a Local or "
+                             f"Wavelength Zone (EKS takes neither): "
+                             f"{', '.join(z.name for z in eligible)}"))
+        elif by_name[name] not in eligible:
+            out.append(error(key, name, f"is zone id {by_name[name].zone_id} in this account, "
+                             f"where EKS places no cluster subnets; allowed: {allowed}"))
+    if any(name not in by_name or by_name[name] not in eligible for name in keys):
+        return ()
+    first = cluster_zones(by_name[gpu_zone_name], eligible)
+    if first is None:
+        out.append(error("aws:region", region, "a region with at least two availability "
+                         "zones EKS supports"))
+        return ()
+    chosen = node_zones.order(tuple(NodeZone(z.name, z.zone_id) for z in first),
+                              [NodeZone(by_name[n].name, by_name[n].zone_id) for n in keys])
+    for zone in (by_name[z.name] for z in chosen if not by_name[z.name].available):
+        # A zone a key names is that key's; the cluster's second zone is no key's but the
+        # region's, chosen from its zones (cluster_zones).
+        key, value = (keys[zone.name], zone.name) if zone.name in keys else ("aws:region", region)
+        role = keys.get(zone.name, "the cluster's second zone")
+        out.append(warning(key, value, f"{zone.name} ({zone.zone_id}), {role}, is not reported "
+                           "available by EC2 now (DescribeAvailabilityZones state): nodes there "
+                           "may fail to launch until it is"))
+    unplaced = [z for z in chosen if z.cluster_position is None and z.pool_slot is None]
+    for zone in unplaced:
+        out.append(error(keys[zone.name], zone.name, f"is zone id {zone.zone_id}, which has no "
+                         f"subnet slot in the VPC (a pool AZ outside the cluster's two, "
+                         f"{first[0].name} and {first[1].name}, takes the slot of its zone id's "
+                         f"number, 1-{node_zones.POOL_ZONE_SLOTS}); allowed: one of the cluster's "
+                         "two zones, or a zone whose id ends in -az1 .. "
+                         f"-az{node_zones.POOL_ZONE_SLOTS}"))
+    return () if unplaced else chosen
+
+
+def _pools_key(pools: list[GpuPool], field: str) -> tuple[str, object]:
+    """Where a finding about `field` of every pool at once is filed: the one pool's own key for a
+    stack without gpuPools (gpuInstanceType, gpuNodeCount), else gpuPools with the pools' names."""
+    if len(pools) == 1 and pools[0].index is None:
+        pool = pools[0]
+        return pool.key(field), {"instanceType": pool.gpu.name, "nodeCount": pool.node_count}[field]
+    return "gpuPools", [p.name for p in pools]
+
+
+def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools: list[GpuPool],
+              core_type: str, out: list[Problem]) -> None:
+    names = [z.name for z in chosen]
+    zone_ids = {z.name: z.zone_id for z in chosen}
+    # The core group runs in the cluster's two zones only (components/node_groups.py).
+    core_zones = [z for z in chosen if z.cluster_position is not None]
+    try:
+        offered = account.offered(region, [*dict.fromkeys(p.gpu.name for p in pools), core_type], names)
+    except PermissionDenied as denied:
+        key, value = _pools_key(pools, "instanceType")
+        where = ("gpuPools' instance types are offered in their availability zones" if key == "gpuPools"
+                 else f"{key} {value} is offered in availabilityZone {pools[0].availability_zone}")
+        out.append(_cannot_ask(key, value, f"that {where}", denied))
+        out.append(_cannot_ask("coreInstanceType", core_type, f"that coreInstanceType {core_type} is "
+                               f"offered in the cluster's AZs ({', '.join(z.name for z in core_zones)})",
+                               denied))
+        return
+    for pool in pools:
+        zone, gpu = pool.availability_zone, pool.gpu
+        if zone not in offered[gpu.name]:
+            where = ", ".join(sorted(offered[gpu.name])) or "no node AZ"
+            out.append(error(pool.key("instanceType"), gpu.name,
+                             f"is not offered in {pool.key('availabilityZone')} {zone} "
+                             f"({zone_ids[zone]}) (offered in: {where}); allowed: a type "
+                             f"offered there, or an availability zone that offers {gpu.name}"))
+    missing = [f"{z.name} ({z.zone_id})" for z in core_zones if z.name not in offered[core_type]]
+    if missing:
+        out.append(error("coreInstanceType", core_type,
+                         f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
+                         f"type offered in both of the cluster's AZs "
+                         f"({', '.join(z.name for z in core_zones)})"))
+
+
+def quota(account: Account, region: str, pools: list[GpuPool], out: list[Problem]) -> None:
+    """Each on-demand vCPU quota against the sum of the pools that count against it."""
+    families: dict[tuple[str, str], list[GpuPool]] = {}
+    for pool in pools:
+        if pool.node_count >= 1:  # a count already refused is not checked again
+            families.setdefault(pool.gpu.on_demand_quota, []).append(pool)
+    for (code, quota_name), counted in families.items():
+        needed = sum(p.gpu.vcpus * p.node_count for p in counted)
+        key, value = _pools_key(counted, "nodeCount")
+        try:
+            have = account.ec2_quota(region, code)
+        except PermissionDenied as denied:
+            out.append(_cannot_ask(key, value, f"the {quota_name} quota ({code})", denied))
+            continue
+        if have >= needed:
+            continue
+        how = ("request an increase: " + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)
+               + " (or set skipGpuQuotaCheck=true to skip this check)")
+        if key != "gpuPools":
+            (pool,) = counted
+            out.append(error(key, value,
+                             f"{pool.node_count} x {pool.gpu.name} need {needed} vCPUs of the quota "
+                             f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                             f"{int(have) // pool.gpu.vcpus} GPU nodes at most, or " + how))
+        else:
+            parts = " + ".join(f"{p.name}: {p.node_count} x {p.gpu.name}" for p in counted)
+            out.append(error(key, value,
+                             f"{parts} need {needed} vCPUs of the quota '{quota_name}' ({code}) "
+                             f"in {region}, which is {have:g}; allowed: fewer nodes in these "
+                             "pools, or " + how))
+
+
+def core_quota(account: Account, region: str, core_type: str, count: int, out: list[Problem]) -> None:
+    """The core group keeps the managed node group's default rolling update, which launches a new
+    node before it terminates an old one (EKS API NodegroupUpdateConfig, maxUnavailable 1:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html), so an
+    update needs one node more than coreNodeCount."""
+    code, quota_name = ON_DEMAND_STANDARD
+    try:
+        vcpus = account.vcpus(region, core_type)
+        have = account.ec2_quota(region, code)
+    except PermissionDenied as denied:
+        out.append(_cannot_ask("coreNodeCount", count,
+                               f"the {quota_name} quota ({code}) for the core nodes", denied))
+        return
+    needed = vcpus * (count + 1)
+    if have < needed:
+        out.append(error("coreNodeCount", count,
+                         f"{count} x {core_type} ({vcpus} vCPUs each), plus the one more a "
+                         f"rolling update launches, need {needed} vCPUs of the quota "
+                         f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                         f"{max(int(have) // vcpus - 1, 0)} core nodes at most, a smaller "
+                         "coreInstanceType, or request an increase: "
+                         + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)))
+
+
+def deployer_not_admin(account: Account, admin_role_arns: list[str], out: list[Problem]) -> None:
+    """The deployer is the cluster creator and already has an access entry; EKS refuses a second
+    one for the same principal (EKS user guide, access entries:
+    https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html)."""
+    if not admin_role_arns:
+        return
+    try:
+        deployer = account.deployer_role_arn()
+    except PermissionDenied as denied:
+        out.append(_cannot_ask("adminRoleArns", admin_role_arns,
+                               "adminRoleArns against the deployer's own role", denied))
+        return
+    if deployer is None:
+        return
+    for arn in admin_role_arns:
+        # Role names are unique in an account whatever their path: compare account and name.
+        if _account_and_name(arn) == _account_and_name(deployer):
+            out.append(error("adminRoleArns", arn,
+                             f"is the deployer's own role ({deployer}), which EKS already "
+                             "made cluster admin as the cluster creator; a second access "
+                             "entry for it is refused: remove it from the list"))
+
+
+def _account_and_name(role_arn: str) -> tuple[str, str]:
+    parts = role_arn.split(":", 5)
+    return parts[4], parts[5].rsplit("/", 1)[-1]
+
+
+def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], core_type: str,
+          admin_role_arns: list[str], skip_quota: bool, core_count: int = 0) -> Findings:
+    """Every finding at once; `pools` holds only pools whose own values are valid, and a check
+    whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
+    out: list[Problem] = []
+    chosen = zones(account, region, gpu_zone, pools, out)
+    if chosen and pools and core_type:
+        offerings(account, region, chosen, pools, core_type, out)
+    if chosen and pools and not skip_quota:
+        quota(account, region, pools, out)
+    if chosen and core_type and core_count >= 1:
+        core_quota(account, region, core_type, core_count, out)
+    deployer_not_admin(account, admin_role_arns, out)
+    return Findings(chosen, out)
