@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from model import eks_versions, gpu_pools, rules, versions
+from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
 from model.problems import NOT_SET, Problem, Rule, error, warning
 
@@ -235,7 +236,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="Build the slurmd image during pulumi preview too (needs Docker where preview runs).",
             on_change="nothing on `up`: only `pulumi preview` builds differently"),
         Key("retainSharedData", "boolean", False, _boolean, attr="retain_shared_data",
-            description="Keep the EFS file system behind /shared (and its data) when the stack is destroyed.",
+            description=f"Keep the EFS file system behind {SHARED_MOUNT} (and its data) when the stack is destroyed.",
             on_change="in place, in the stack's state only: the next `destroy` keeps or deletes the file system"),
     )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.contract import SHARED_MOUNT
+
 
 @dataclass(frozen=True)
 class Output:
@@ -20,7 +22,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("vpcId", "VPC id: the VPC everything runs in"),
     Output("gpuAvailabilityZone", "`availabilityZone`: the NAT gateway's AZ, and the AZ of every GPU pool that "
                                   "names none"),
-    Output("sharedFileSystemId", "the EFS file system behind /shared (kept on destroy when `retainSharedData`)"),
+    Output("sharedFileSystemId", f"the EFS file system behind {SHARED_MOUNT} (kept on destroy when "
+                                 "`retainSharedData`)"),
     Output("slurmdImage", "the pushed slurmd image, pinned by digest (`<repo>@sha256:...`): exactly what every "
                           "slurmd runs"),
     Output("loginHostname", "the login NLB's DNS name (waited for until AWS assigns it)"),
