@@ -16,24 +16,31 @@
 # .venv must stay at the checkout's .venv path: Pulumi.yaml's runtime virtualenv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Inputs by their path in the checkout, so that every checkout computes the same key.
+self=devkit/$(basename "$0")
 cache=${SLINKY_EKS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slinky-eks}
 python=${PYTHON:-python3}
 pip_flags=(--quiet --disable-pip-version-check)
 
 key_of() {
-  { for f in "$@" "$0"; do echo "== $f"; cat "$f"; done
+  { for f in "$@" "$self"; do echo "== $f"; cat "$f"; done
     "$python" -c 'import platform, sys; print(sys.version, platform.machine(), sys.base_prefix)'
   } | sha256sum | cut -c1-16
 }
 
-# link NAME DIR: NAME in the checkout becomes a link to DIR. A directory an older `make test` left
-# there (it holds that make's .installed marker) is replaced; anything else is left to its owner.
+# linkable NAME: NAME in the checkout may become a link: absent, a link, or a directory an older
+# `make test` left there (it holds that make's .installed marker). Anything else is its owner's.
+linkable() {
+  if [ -d "$1" ] && [ ! -L "$1" ] && [ ! -e "$1/.installed" ]; then
+    echo "FAILED: $1 is a directory make test did not write (no $1/.installed); move it away" \
+         "so that $1 can link to the cache in $cache" >&2
+    exit 1
+  fi
+}
+
+# link NAME DIR: NAME becomes a link to DIR, replacing what linkable allowed.
 link() {
   if [ -d "$1" ] && [ ! -L "$1" ]; then
-    if [ ! -e "$1/.installed" ]; then
-      echo "FAILED: $1 is a directory make test did not write; move it away to use $2" >&2
-      exit 1
-    fi
     rm -rf "$1"
   fi
   ln -sfn "$2" "$1"
@@ -74,9 +81,11 @@ cuda() {
 }
 
 case ${1:-} in
-  venv) build venv "$(key_of requirements.txt requirements-dev.txt image/finetune-requirements.txt)" venv
+  venv) linkable .venv
+        build venv "$(key_of requirements.txt requirements-dev.txt image/finetune-requirements.txt)" venv
         link .venv "$dir" ;;
   cuda) [ -x .venv/bin/python ] || { echo "FAILED: cuda needs .venv first (cached_install.sh venv)" >&2; exit 1; }
+        linkable .cuda
         build cuda "$(key_of requirements-cuda.txt)" cuda
         link .cuda "$dir" ;;
   *) echo "usage: $0 venv|cuda (got '${1:-}')" >&2; exit 2 ;;
