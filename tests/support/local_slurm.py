@@ -48,7 +48,12 @@ from tests.support.slinky_conf import (
 
 ROOTS = REPO / "build" / "slurm-roots"
 # What the root's Debian packages need so the host interpreter imports ssl, ctypes, sqlite3, ...
-_HOST_PATHS = (str(REPO), sys.base_prefix)
+# .venv and .cuda are links into a cache outside the checkout (devkit/cached_install.sh): their
+# targets are mounted at their own paths too, so the links resolve inside a pod.
+_HOST_PATHS = tuple(dict.fromkeys(
+    [str(REPO), sys.base_prefix,
+     *(os.path.realpath(REPO / link) for link in (".venv", ".cuda") if (REPO / link).is_symlink()
+       and (REPO / link).exists())]))
 
 
 # The sandbox has cgroup v1 only (no cgroup2 at /sys/fs/cgroup): the operator's cgroup.conf

@@ -40,17 +40,19 @@ def test_a_repeated_configuration_is_not_run_again(monkeypatch):
     assert runs == []
 
 
-@pytest.mark.parametrize("change", [
-    {"overrides": {"clusterName": "recorded-other"}},
-    {"preview": True},
-    {"account": offline_account.DEV.but(quotas={**offline_account.DEV.quotas, "L-DB2E81BA": 1000.0})},
+@pytest.mark.parametrize("name, change", [
+    ("recorded-overrides", {"overrides": {"clusterName": "recorded-other"}}),
+    ("recorded-preview", {"preview": True}),
+    ("recorded-account",
+     {"account": offline_account.DEV.but(quotas={**offline_account.DEV.quotas, "L-DB2E81BA": 1000.0})}),
 ])
-def test_what_decides_the_graph_makes_a_new_run(monkeypatch, change):
-    run_program("dev")
+def test_what_decides_the_graph_makes_a_new_run(monkeypatch, name, change):
+    # A cluster name of this test's own: no other test in the process has run either configuration.
+    run_program("dev", {"clusterName": name})
     runs = []
     real = offline_run._run_program
     monkeypatch.setattr(offline_run, "_run_program", lambda *a: runs.append(a) or real(*a))
-    run_program("dev", **{"overrides": None, **change})
+    run_program("dev", **{"overrides": {"clusterName": name}, **change})
     assert len(runs) == 1
 
 
