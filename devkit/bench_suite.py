@@ -5,8 +5,9 @@
 A fresh run clones REV (default HEAD of this checkout) into a new directory beside the reference
 data's directory (../shared/ref from the clone, as devkit/reference_data.py looks for it; --beside
 puts the clones elsewhere) and runs
-`make TARGET` there; the clone is deleted afterwards. The warm runs run `make TARGET` again, N
-times, in one more clone, deleted at the end. The caches outside the checkout (.venv, .cuda and the
+`make TARGET` there; each clone is deleted afterwards. The warm runs run `make TARGET` again, N
+times, in the last fresh clone (in a new clone, after one run to warm it, with --fresh 0 or
+--cold-cache), deleted at the end. The caches outside the checkout (.venv, .cuda and the
 Slurm roots: devkit/cached_install.sh, tests/slurm/build-roots.sh) are the user's, so a fresh run
 measures a new clone on a machine that has run the tests before; --cold-cache gives the fresh runs
 an empty cache each (a new machine, less pip's wheel cache). Prints median and range of each kind
@@ -89,28 +90,34 @@ def main(argv: list[str] | None = None) -> int:
     bench = Path(tempfile.mkdtemp(prefix="bench-suite-logs-"))
     fresh: list[float] = []
     warm: list[float] = []
-    for i in range(args.fresh):
-        clone = Path(tempfile.mkdtemp(prefix="bench-suite-fresh-", dir=beside))
-        env = dict(os.environ)
-        if args.cold_cache:
-            env["SLINKY_EKS_CACHE"] = str(bench / f"cache-{i}")
-        try:
-            _clone(args.source, rev, clone)
-            fresh.append(_make(clone, args.target, bench / f"fresh-{i}.log", env))
-        finally:
-            shutil.rmtree(clone, ignore_errors=True)
+    clone = None
+    try:
+        for i in range(args.fresh):
+            if clone is not None:
+                shutil.rmtree(clone, ignore_errors=True)
+            clone = Path(tempfile.mkdtemp(prefix="bench-suite-", dir=beside))
+            env = dict(os.environ)
             if args.cold_cache:
-                shutil.rmtree(bench / f"cache-{i}", ignore_errors=True)
-        print(f"fresh {i + 1}/{args.fresh}: {fresh[-1]:.0f} s", file=sys.stderr)
-    if args.warm:
-        clone = Path(tempfile.mkdtemp(prefix="bench-suite-warm-", dir=beside))
-        try:
-            _clone(args.source, rev, clone)
-            _make(clone, args.target, bench / "warm-first.log", dict(os.environ))  # makes it warm
+                env["SLINKY_EKS_CACHE"] = str(bench / f"cache-{i}")
+            try:
+                _clone(args.source, rev, clone)
+                fresh.append(_make(clone, args.target, bench / f"fresh-{i}.log", env))
+            finally:
+                if args.cold_cache:
+                    shutil.rmtree(bench / f"cache-{i}", ignore_errors=True)
+            print(f"fresh {i + 1}/{args.fresh}: {fresh[-1]:.0f} s", file=sys.stderr)
+        if args.warm:
+            # The last fresh clone is warm now, but not with a cold cache, which is gone.
+            if clone is None or args.cold_cache:
+                if clone is not None:
+                    shutil.rmtree(clone, ignore_errors=True)
+                clone = _clone(args.source, rev, Path(tempfile.mkdtemp(prefix="bench-suite-", dir=beside)))
+                _make(clone, args.target, bench / "warm-up.log", dict(os.environ))
             for i in range(args.warm):
                 warm.append(_make(clone, args.target, bench / f"warm-{i}.log", dict(os.environ)))
                 print(f"warm {i + 1}/{args.warm}: {warm[-1]:.0f} s", file=sys.stderr)
-        finally:
+    finally:
+        if clone is not None:
             shutil.rmtree(clone, ignore_errors=True)
     print(f"`make {args.target}` at {rev[:12]}, {os.cpu_count()} CPUs, "
           f"{'empty' if args.cold_cache else 'existing'} cache for fresh clones (logs: {bench})\n")

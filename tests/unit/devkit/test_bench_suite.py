@@ -38,8 +38,8 @@ def test_fresh_and_warm_runs_of_the_commit_asked_for(source, tmp_path, capsys):
                              "--target", "bench", "--beside", str(clones)]) == 0
     lines = ran.read_text().splitlines()
     dirs, markers = lines[::2], lines[1::2]
-    assert markers == ["first"] * 5                      # 2 fresh, 1 to warm up, 2 warm
-    assert len(set(dirs)) == 3 and len(set(dirs[2:])) == 1   # the warm runs share one clone
+    assert markers == ["first"] * 4                      # 2 fresh, 2 warm
+    assert len(set(dirs)) == 2 and set(dirs[2:]) == {dirs[1]}   # the warm runs: in the last fresh clone
     assert list(clones.iterdir()) == []                   # every clone deleted
     out = capsys.readouterr().out
     assert "| fresh clone | 2 |" in out and "| warm | 2 |" in out and first[:12] in out
@@ -66,3 +66,12 @@ def test_bad_arguments_name_the_option_and_what_is_allowed(argv, message, capsys
 def test_the_table_gives_median_and_range():
     assert bench_suite.table([300.0, 350.4, 320.0], []).splitlines()[2:] == [
         "| fresh clone | 3 | 320 s | 300-350 s |", "| warm | 0 | - | - |"]
+
+
+@needs_tools
+def test_warm_runs_alone_warm_a_clone_first(source, tmp_path, capsys):
+    repo, _, ran = source
+    assert bench_suite.main(["--source", str(repo), "--fresh", "0", "--warm", "1", "--target", "bench",
+                             "--beside", str(tmp_path)]) == 0
+    assert ran.read_text().splitlines()[1::2] == ["second", "second"]   # HEAD: one to warm up, one measured
+    assert "| fresh clone | 0 | - | - |" in capsys.readouterr().out
