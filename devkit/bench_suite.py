@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warm", type=int, default=3, metavar="N")
     p.add_argument("--target", default="test", help="the make target (default test)")
     p.add_argument("--cold-cache", action="store_true", help="an empty cache for each fresh run")
+    p.add_argument("--logs", type=Path, default=None, help="where each run's log goes (default: a new temporary directory)")
     p.add_argument("--beside", type=Path, default=None,
                    help="where the clones go (default: the directory holding ../shared)")
     args = p.parse_args(argv)
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"no reference data directory at {shared}: the clones look for ../shared/ref beside them")
     if not beside.is_dir():
         p.error(f"--beside {beside}: not a directory")
-    bench = Path(tempfile.mkdtemp(prefix="bench-suite-logs-"))
+    bench = args.logs or Path(tempfile.mkdtemp(prefix="bench-suite-logs-"))
+    bench.mkdir(parents=True, exist_ok=True)
     fresh: list[float] = []
     warm: list[float] = []
     clone = None

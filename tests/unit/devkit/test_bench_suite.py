@@ -35,7 +35,7 @@ def test_fresh_and_warm_runs_of_the_commit_asked_for(source, tmp_path, capsys):
     clones = tmp_path / "clones"
     clones.mkdir()
     assert bench_suite.main(["--source", str(repo), "--commit", first, "--fresh", "2", "--warm", "2",
-                             "--target", "bench", "--beside", str(clones)]) == 0
+                             "--target", "bench", "--beside", str(clones), "--logs", str(tmp_path / "logs")]) == 0
     lines = ran.read_text().splitlines()
     dirs, markers = lines[::2], lines[1::2]
     assert markers == ["first"] * 4                      # 2 fresh, 2 warm
@@ -50,7 +50,7 @@ def test_a_failing_target_stops_the_benchmark_naming_it(source, tmp_path):
     repo, _, _ = source
     with pytest.raises(SystemExit, match="make broken in .* exited with 2"):
         bench_suite.main(["--source", str(repo), "--fresh", "1", "--warm", "0", "--target", "broken",
-                          "--beside", str(tmp_path)])
+                          "--beside", str(tmp_path), "--logs", str(tmp_path / "logs")])
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -59,7 +59,7 @@ def test_a_failing_target_stops_the_benchmark_naming_it(source, tmp_path):
 ])
 def test_bad_arguments_name_the_option_and_what_is_allowed(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit):
-        bench_suite.main([*argv, "--beside", str(tmp_path)])
+        bench_suite.main([*argv, "--beside", str(tmp_path), "--logs", str(tmp_path / "logs")])
     assert message in capsys.readouterr().err
 
 
@@ -72,6 +72,6 @@ def test_the_table_gives_median_and_range():
 def test_warm_runs_alone_warm_a_clone_first(source, tmp_path, capsys):
     repo, _, ran = source
     assert bench_suite.main(["--source", str(repo), "--fresh", "0", "--warm", "1", "--target", "bench",
-                             "--beside", str(tmp_path)]) == 0
+                             "--beside", str(tmp_path), "--logs", str(tmp_path / "logs")]) == 0
     assert ran.read_text().splitlines()[1::2] == ["second", "second"]   # HEAD: one to warm up, one measured
     assert "| fresh clone | 0 | - | - |" in capsys.readouterr().out
