@@ -2,12 +2,14 @@
 at a time on one of them (tests/conftest.py pytest_collection_modifyitems): that holds only while
 every test module that starts a cluster carries the slurm mark the hook groups by."""
 import ast
+import os
 import pathlib
 
 import pytest
 
 from devkit.offline_run import PROJECT_DIR
 from tests.conftest import SLURM_GROUP, pytest_collection_modifyitems
+from tests.support.local_slurm import ClusterBusy, hold_cluster_lock
 
 TESTS = PROJECT_DIR / "tests"
 # What starts a cluster: tests/support/local_slurm.py's LocalSlurm, slurm_cluster.py's running_cluster.
@@ -61,3 +63,17 @@ def test_the_tests_directory_is_where_the_modules_are():
     # The scan above finds nothing when pointed at the wrong directory; it must see the cluster tests.
     assert any(unmarked_cluster_module(p.read_text().replace("pytestmark", "unmarked"))
                for p in pathlib.Path(TESTS, "slurm").glob("test_*.py"))
+
+
+def test_a_second_cluster_waits_for_the_first_and_names_it(tmp_path):
+    """Clusters of other checkouts and sessions on this machine: one at a time (local_slurm.py
+    CLUSTER_LOCK), the one waiting too long told who holds it."""
+    lock = tmp_path / "cluster.lock"
+    first = hold_cluster_lock(tmp_path / "first", lock=lock)
+    try:
+        with pytest.raises(ClusterBusy, match=f"held {lock} for over 1 s .*{tmp_path / 'first'}"):
+            hold_cluster_lock(tmp_path / "second", wait_s=1, lock=lock)
+    finally:
+        os.close(first)
+    second = hold_cluster_lock(tmp_path / "second", wait_s=1, lock=lock)
+    os.close(second)
