@@ -1,5 +1,6 @@
 # The commands of the README:
 #   make test      install everything the tests need, then run every test
+#   make test-fast the same without the real-cluster tests (-m "not slurm") and their root filesystems
 #   make preview   `pulumi preview` on the dev stack
 #   make up        `pulumi up` on the dev stack
 #   make destroy   `pulumi destroy` on the dev stack
@@ -21,7 +22,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 endif
 PREFLIGHT = STACK=$(STACK) ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
 
-.PHONY: test up preview destroy slurm-roots
+.PHONY: test test-fast environment up preview destroy slurm-roots
 
 # What `pulumi up` runs the program with (Pulumi.yaml: runtime virtualenv .venv).
 $(VENV)/.runtime: requirements.txt
@@ -29,25 +30,29 @@ $(VENV)/.runtime: requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.runtime requirements-dev.txt image/finetune-requirements.txt
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-dev.txt
-	touch $@
+# .venv and .cuda are links into a cache outside the checkout, keyed by their inputs (requirement
+# files, interpreter): a new clone or worktree reuses them (devkit/cached_install.sh).
+environment:
+	PYTHON=$(PYTHON) bash devkit/cached_install.sh venv
+	PYTHON=$(PYTHON) bash devkit/cached_install.sh cuda
 
-# nvcc's profile looks for its libraries in lib64, the toolkit's name; the wheels use lib.
-$(CUDA)/.installed: requirements-cuda.txt $(VENV)/.installed
-	rm -rf $(CUDA)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps --target $(CUDA) -r requirements-cuda.txt
-	ln -s lib $(CUDA)/nvidia/cu13/lib64
-	touch $@
-
-# Root filesystems for the test clusters' Slurm (sid 26.05, trixie 24.11 + PMIx), rebuilt only
-# when tests/slurm/build-roots.sh or a package list changes.
+# Root filesystems for the test clusters' Slurm (sid 26.05, trixie 24.11 + PMIx), in the same
+# cache, rebuilt only when tests/slurm/build-roots.sh or a package list changes.
 slurm-roots:
 	bash tests/slurm/build-roots.sh
 
-test: $(VENV)/.installed $(CUDA)/.installed slurm-roots
+# pytest-xdist workers (-n: a number, or auto = one per CPU); the real-cluster tests run one
+# cluster at a time on one of them (tests/conftest.py, --dist loadgroup).
+JOBS ?= auto
+PYTEST = $(VENV)/bin/python -m pytest -n $(JOBS) --dist loadgroup
+
+test: environment slurm-roots
 	$(VENV)/bin/python -m ruff check .
-	$(VENV)/bin/python -m pytest
+	$(PYTEST)
+
+test-fast: environment
+	$(VENV)/bin/python -m ruff check .
+	$(PYTEST) -m "not slurm"
 
 up:
 	@$(PREFLIGHT) up

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
+import importlib
 import json
 import logging
 import pathlib
@@ -292,13 +294,46 @@ class _Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+# The graphs this process has recorded, by what decides them: the config the CLI would hand the
+# program, preview, expect_error, the calendar day stack/config.py reads (tests move it with
+# monkeypatch) and the account. The program reads nothing else that changes within a process:
+# no environment variables, no clock but today(), the repository's files as checked out.
+# The test suite runs many tests on one configuration (about 0.7 s a run); each gets a copy.
+_RECORDED: dict[tuple, list[tuple[offline_account.Account, Graph]]] = {}
+
+
+def _recorded_key(stack: str, cfg: dict[str, str], preview: bool, expect_error: bool) -> tuple:
+    if str(PROJECT_DIR) not in sys.path:
+        sys.path.insert(0, str(PROJECT_DIR))
+    today = importlib.import_module("stack.config").today()
+    return (stack, tuple(sorted(cfg.items())), preview, expect_error, today)
+
+
+def _copy(graph: Graph) -> Graph:
+    """A copy no caller can change the recorded graph through; the error is shared (a test reads
+    its message and type, and a deep copy of an exception drops its traceback and cause)."""
+    return copy.deepcopy(graph, {} if graph.error is None else {id(graph.error): graph.error})
+
+
 def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
                 preview: bool = False, expect_error: bool = False,
                 account: offline_account.Account = offline_account.DEV) -> Graph:
     """Run __main__.py once against `account` (devkit/offline_account.py). With expect_error, a
     failing program returns its error in the Graph (with whatever it registered before failing)
-    instead of raising."""
+    instead of raising. A configuration this process already ran returns a copy of that graph
+    (_RECORDED); a run that raises is never kept."""
     cfg = stack_config(stack, overrides)
+    key = _recorded_key(stack, cfg, preview, expect_error)
+    for seen, graph in _RECORDED.get(key, []):
+        if seen == account:
+            return _copy(graph)
+    graph = _run_program(stack, cfg, preview, expect_error, account)
+    _RECORDED.setdefault(key, []).append((account, graph))
+    return _copy(graph)
+
+
+def _run_program(stack: str, cfg: dict[str, str], preview: bool, expect_error: bool,
+                 account: offline_account.Account) -> Graph:
     project = _yaml(PROJECT_DIR / "Pulumi.yaml")["name"]
     mocks = Mocks(account)
     monitor = RecordingMonitor(mocks)

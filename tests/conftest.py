@@ -11,6 +11,9 @@ from devkit.offline_run import Graph, run_program
 from model.job_environment import ENV_FILE, cluster_environment, render
 from tests.support.slurm_cluster import WALKTHROUGH
 
+# The xdist group of the real-cluster tests (pytest_collection_modifyitems).
+SLURM_GROUP = "slurm-clusters"
+
 
 @pytest.fixture(scope="session")
 def dev() -> Graph:
@@ -32,6 +35,19 @@ def rendered(dev) -> dict[str, list[dict]]:
     """Every helm Release of the dev stack rendered from its reference chart, by release name."""
     from devkit.chart_render import render_graph_releases
     return render_graph_releases(dev)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Under pytest-xdist (make test: -n, --dist loadgroup) every real-cluster test runs on one
+    worker, one cluster at a time: the clusters share one network namespace (slurmctld and
+    slurmd listen on the fixed ports of tests/support/slinky_conf.py), one root filesystem per
+    suite, and cgroup v1 directories named by node (slurm_<node> under each controller), all of
+    which two clusters started at once would claim both. tryfirst: xdist reads the group in its
+    own collection hook (pytest-dev/pytest-xdist, src/xdist/remote.py, tag v3.8.0)."""
+    for item in items:
+        if item.get_closest_marker("slurm") is not None:
+            item.add_marker(pytest.mark.xdist_group(SLURM_GROUP))
 
 
 def pytest_report_header(config) -> list[str]:

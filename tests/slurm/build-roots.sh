@@ -3,13 +3,17 @@
 # with Slurm 26.05 (what the cluster runs) and trixie with Slurm 24.11 + PMIx + OpenMPI. Both need
 # a newer glibc than this machine's Debian 12, hence whole roots rather than host packages.
 #
-# Usage: build-slurm-roots.sh [DIR]   (default build/slurm-roots)
-# Each root is rebuilt only when its package list or this script changed: a stamp inside holds the
-# hash of both. Built into a temporary directory and renamed, so an interrupted build never leaves
-# a half root behind a valid stamp.
+# Usage: build-roots.sh [DIR]   (default build/slurm-roots, where tests/support/local_slurm.py looks)
+# The roots live outside the checkout, so every clone and worktree shares them: in
+# $SLINKY_EKS_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/slinky-eks)/slurm-roots/<suite>-<key>,
+# the key the hash of its package list and this script (the stamp inside holds all of it), and
+# DIR/<suite> links there. A changed input makes a new key. One build per key at a time (flock on
+# <suite>-<key>.lock). Built into a temporary directory and renamed, so an interrupted build never
+# leaves a half root behind a valid stamp.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../build/slurm-roots}
+cache=${SLINKY_EKS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slinky-eks}/slurm-roots
 # The mirror is a dated snapshot whose Release file has expired.
 mirror=${SLURM_ROOT_MIRROR:-http://deb.debian.org/debian}
 
@@ -18,35 +22,45 @@ if ! command -v mmdebstrap >/dev/null; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null
 fi
-mkdir -p "$out"
+mkdir -p "$out" "$cache"
 
 for list in "$here"/roots/*.packages; do
   suite=$(basename "$list" .packages)
-  root=$out/$suite
   stamp=$(cat "$0" "$list" | sha256sum | cut -d' ' -f1)
+  key=$suite-${stamp:0:16}
+  root=$cache/$key
+  exec 9>"$cache/$key.lock"
+  flock 9
   if [ "$(cat "$root/.slinky-stamp" 2>/dev/null)" = "$stamp" ]; then
-    echo "Slurm root $suite up to date"
-    continue
-  fi
-  packages=$(grep -v '^#' "$list" | grep -v '^$' | paste -sd, -)
-  work=$out/.$suite.new
-  log=$out/$suite.log
-  rm -rf "$work"
-  start=$(date +%s)
-  if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
-       --include="$packages" "$suite" "$work" "$mirror" >"$log" 2>&1; then
+    echo "Slurm root $suite up to date ($root)"
+  else
+    packages=$(grep -v '^#' "$list" | grep -v '^$' | paste -sd, -)
+    work=$cache/.$key.new
+    log=$cache/$key.log
     rm -rf "$work"
-    missing=$(grep -oE "Version '[^']+' for '[^']+' was not found" "$log" | sort -u | paste -sd';' - || true)
-    if [ -n "$missing" ]; then
-      echo "FAILED: $suite root: the mirror no longer has the pinned package ($missing); see $list" >&2
-    else
-      echo "FAILED: mmdebstrap $suite (log: $log):" >&2
-      tail -5 "$log" >&2
+    start=$(date +%s)
+    if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
+         --include="$packages" "$suite" "$work" "$mirror" >"$log" 2>&1; then
+      rm -rf "$work"
+      missing=$(grep -oE "Version '[^']+' for '[^']+' was not found" "$log" | sort -u | paste -sd';' - || true)
+      if [ -n "$missing" ]; then
+        echo "FAILED: $suite root: the mirror no longer has the pinned package ($missing); see $list" >&2
+      else
+        echo "FAILED: mmdebstrap $suite (log: $log):" >&2
+        tail -5 "$log" >&2
+      fi
+      exit 1
     fi
-    exit 1
+    echo "$stamp" >"$work/.slinky-stamp"
+    rm -rf "$root"
+    mv "$work" "$root"
+    echo "Slurm root $suite built in $(($(date +%s) - start)) s ($root)"
   fi
-  echo "$stamp" >"$work/.slinky-stamp"
-  rm -rf "$root"
-  mv "$work" "$root"
-  echo "Slurm root $suite built in $(($(date +%s) - start)) s"
+  flock -u 9
+  exec 9>&-
+  # A root an older version of this script built in place is replaced by the link.
+  if [ -d "$out/$suite" ] && [ ! -L "$out/$suite" ]; then
+    rm -rf "${out:?}/$suite"
+  fi
+  ln -sfn "$root" "$out/$suite"
 done

@@ -22,6 +22,7 @@ Only the processes started here are stopped, by PID.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import re
@@ -48,7 +49,12 @@ from tests.support.slinky_conf import (
 
 ROOTS = REPO / "build" / "slurm-roots"
 # What the root's Debian packages need so the host interpreter imports ssl, ctypes, sqlite3, ...
-_HOST_PATHS = (str(REPO), sys.base_prefix)
+# .venv and .cuda are links into a cache outside the checkout (devkit/cached_install.sh): their
+# targets are mounted at their own paths too, so the links resolve inside a pod.
+_HOST_PATHS = tuple(dict.fromkeys(
+    [str(REPO), sys.base_prefix,
+     *(os.path.realpath(REPO / link) for link in (".venv", ".cuda") if (REPO / link).is_symlink()
+       and (REPO / link).exists())]))
 
 
 # The sandbox has cgroup v1 only (no cgroup2 at /sys/fs/cgroup): the operator's cgroup.conf
@@ -60,6 +66,41 @@ SANDBOX_EXTRA_CONF = "TaskPlugin=task/cgroup"
 
 class RootMissing(RuntimeError):
     pass
+
+
+# One cluster at a time on this machine, whichever checkout or test session starts it: every
+# cluster's daemons listen on the same fixed ports in the host's one network namespace
+# (slinky_conf.py SLURMCTLD_PORT, SLURMD_PORT + 10 n), and task/cgroup puts their jobs under one
+# cgroup v1 hierarchy by job id, which each cluster numbers from 1. A second cluster waits for
+# the first to stop (make test's xdist workers keep this session's on one worker already:
+# tests/conftest.py).
+CLUSTER_LOCK = pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "slinky-eks-local-slurm.lock"
+CLUSTER_LOCK_WAIT_S = 900
+
+
+class ClusterBusy(RuntimeError):
+    pass
+
+
+def hold_cluster_lock(workdir: pathlib.Path, wait_s: float = CLUSTER_LOCK_WAIT_S, lock=CLUSTER_LOCK) -> int:
+    """The lock's file descriptor once this process holds it (released by closing it, or when the
+    process ends); ClusterBusy naming the holder after wait_s."""
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+                os.close(fd)
+                raise ClusterBusy(f"another test cluster has held {lock} for over {wait_s:.0f} s "
+                                  f"({holder or 'holder unknown'}); only one runs at a time") from None
+            time.sleep(1)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}, {workdir}\n".encode(), 0)
+    return fd
 
 
 def slurm_root(suite: str) -> pathlib.Path:
@@ -149,6 +190,7 @@ class LocalSlurm:
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
         self._generation: dict[str, int] = {}
+        self._lock: int | None = None
         # pytest's per-user base (/tmp/pytest-of-<user>) when the cluster lives under /tmp.
         tmp = pathlib.Path("/tmp")
         self.shared_tmp = tmp / workdir.relative_to(tmp).parts[0] if workdir.is_relative_to(tmp) else workdir
@@ -253,6 +295,7 @@ class LocalSlurm:
             raise
 
     def _start(self) -> "LocalSlurm":
+        self._lock = hold_cluster_lock(self.dir)
         self._prepare()
         d = self.dir
         self.controller = self._spawn(
@@ -322,6 +365,9 @@ class LocalSlurm:
             if daemon is not None:
                 _stop(daemon.proc)
         self.workers.clear()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def autodetect_gres(self, model: str, count: int, node_gres: str) -> GresProbe:
         """Slurm's own GPU detection on a pod whose GPUs are `count` x `model`, with the release's

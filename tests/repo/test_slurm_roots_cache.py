@@ -1,0 +1,82 @@
+"""tests/slurm/build-roots.sh with a recording mmdebstrap: each root is built once per key into the
+cache outside the checkout and linked at DIR/<suite>; a changed package list makes a new key; a
+failed build leaves no root behind a link; a root an older script built in place is replaced."""
+import os
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+from devkit.offline_run import PROJECT_DIR
+
+SCRIPT = PROJECT_DIR / "tests/slurm/build-roots.sh"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="build-roots.sh refuses to run without root")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """The script and its package lists, a recording mmdebstrap on PATH, an empty cache."""
+    here = tmp_path / "tests/slurm"
+    shutil.copytree(PROJECT_DIR / "tests/slurm/roots", here / "roots")
+    shutil.copy(SCRIPT, here / "build-roots.sh")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mmdebstrap").write_text(textwrap.dedent("""\
+        #!/bin/bash
+        # ... SUITE TARGET MIRROR: a root with one file, or MMDEBSTRAP_EXIT.
+        target=${@: -2:1}
+        echo "$target" >> "$RECORD"
+        [ "${MMDEBSTRAP_EXIT:-0}" = 0 ] || { mkdir -p "$target/half"; exit "$MMDEBSTRAP_EXIT"; }
+        mkdir -p "$target/etc" && echo built > "$target/etc/os-release"
+        """))
+    (bin_dir / "mmdebstrap").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLINKY_EKS_CACHE": str(tmp_path / "cache"),
+           "RECORD": str(tmp_path / "record")}
+    return here, tmp_path / "out", env, tmp_path / "record"
+
+
+def build(here, out, env, **extra) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(here / "build-roots.sh"), str(out)], env={**env, **extra},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_each_root_is_built_once_into_the_cache_and_linked(tree):
+    here, out, env, record = tree
+    first = build(here, out, env)
+    assert first.returncode == 0, first.stderr
+    links = {p.name: os.readlink(p) for p in out.iterdir()}
+    assert set(links) == {"sid", "trixie"} and all("/cache/slurm-roots/" in t for t in links.values())
+    assert (out / "sid/.slinky-stamp").exists() and (out / "sid/etc/os-release").read_text() == "built\n"
+    assert len(record.read_text().splitlines()) == 2
+    again = build(here, out, env)
+    assert again.returncode == 0 and again.stdout.count("up to date") == 2
+    assert len(record.read_text().splitlines()) == 2
+
+
+def test_a_changed_package_list_makes_a_new_key(tree):
+    here, out, env, record = tree
+    assert build(here, out, env).returncode == 0
+    before, trixie = os.readlink(out / "sid"), os.readlink(out / "trixie")
+    with open(here / "roots/sid.packages", "a") as f:
+        f.write("# a changed list\n")
+    assert build(here, out, env).returncode == 0
+    assert os.readlink(out / "sid") != before and os.readlink(out / "trixie") == trixie
+    assert len(record.read_text().splitlines()) == 3
+
+
+def test_a_failed_build_leaves_no_root_and_no_link(tree):
+    here, out, env, _ = tree
+    failed = build(here, out, env, MMDEBSTRAP_EXIT="1")
+    assert failed.returncode == 1 and "FAILED: mmdebstrap" in failed.stderr
+    assert not (out / "sid").exists()
+    assert not [p for p in (here.parent.parent / "cache/slurm-roots").iterdir() if p.is_dir()]
+
+
+def test_a_root_built_in_place_by_an_older_script_becomes_a_link(tree):
+    here, out, env, _ = tree
+    (out / "sid").mkdir(parents=True)
+    (out / "sid/.slinky-stamp").write_text("an older stamp\n")
+    assert build(here, out, env).returncode == 0
+    assert (out / "sid").is_symlink()
