@@ -42,9 +42,9 @@ slurm-roots:
 	bash tests/slurm/build-roots.sh
 
 # pytest-xdist workers (-n: a number, or auto = one per CPU); the real-cluster tests run one
-# cluster at a time on one of them (tests/conftest.py, --dist loadgroup).
+# cluster at a time on one of them (tests/support/scheduling.py, through tests/conftest.py).
 JOBS ?= auto
-PYTEST = $(VENV)/bin/python -m pytest -n $(JOBS) --dist loadgroup
+PYTEST = $(VENV)/bin/python -m pytest -n $(JOBS)
 
 test: environment slurm-roots
 	$(VENV)/bin/python -m ruff check .

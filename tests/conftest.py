@@ -9,10 +9,8 @@ from components.job_staging import job_files
 from devkit import reference_data
 from devkit.offline_run import Graph, run_program
 from model.job_environment import ENV_FILE, cluster_environment, render
+from tests.support.scheduling import ClusterTestsOnOneWorker, cluster_tests_first
 from tests.support.slurm_cluster import WALKTHROUGH
-
-# The xdist group of the real-cluster tests (pytest_collection_modifyitems).
-SLURM_GROUP = "slurm-clusters"
 
 
 @pytest.fixture(scope="session")
@@ -37,17 +35,16 @@ def rendered(dev) -> dict[str, list[dict]]:
     return render_graph_releases(dev)
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items) -> None:
-    """Under pytest-xdist (make test: -n, --dist loadgroup) every real-cluster test runs on one
-    worker, one cluster at a time: the clusters share one network namespace (slurmctld and
-    slurmd listen on the fixed ports of tests/support/slinky_conf.py), one root filesystem per
-    suite, and cgroup v1 directories named by node (slurm_<node> under each controller), all of
-    which two clusters started at once would claim both. tryfirst: xdist reads the group in its
-    own collection hook (pytest-dev/pytest-xdist, src/xdist/remote.py, tag v3.8.0)."""
-    for item in items:
-        if item.get_closest_marker("slurm") is not None:
-            item.add_marker(pytest.mark.xdist_group(SLURM_GROUP))
+    """The real-cluster tests first (tests/support/scheduling.py), with or without workers."""
+    items[:] = cluster_tests_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under pytest-xdist (make test: -n) the real-cluster tests run on one worker, one cluster at
+    a time (tests/support/scheduling.py)."""
+    return ClusterTestsOnOneWorker(config, log)
 
 
 def pytest_report_header(config) -> list[str]:

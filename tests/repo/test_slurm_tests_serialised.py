@@ -1,6 +1,7 @@
 """make test runs the suite on several pytest-xdist workers, and the real-cluster tests one cluster
-at a time on one of them (tests/conftest.py pytest_collection_modifyitems): that holds only while
-every test module that starts a cluster carries the slurm mark the hook groups by."""
+at a time on one of them (tests/support/scheduling.py): that holds only while every test module
+that starts a cluster carries the slurm mark and every slurm-marked module lives in tests/slurm/,
+the folder the scheduler groups by."""
 import ast
 import os
 import pathlib
@@ -8,8 +9,8 @@ import pathlib
 import pytest
 
 from devkit.offline_run import PROJECT_DIR
-from tests.conftest import SLURM_GROUP, pytest_collection_modifyitems
 from tests.support.local_slurm import ClusterBusy, hold_cluster_lock
+from tests.support.scheduling import CLUSTER_TESTS, ClusterTestsOnOneWorker, cluster_tests_first, work_unit
 
 TESTS = PROJECT_DIR / "tests"
 # What starts a cluster: tests/support/local_slurm.py's LocalSlurm, slurm_cluster.py's running_cluster.
@@ -39,24 +40,44 @@ def test_an_unmarked_cluster_module_is_found():
     assert not unmarked_cluster_module("from tests.support.slurm_cluster import WALKTHROUGH\n")
 
 
-class _Item:
-    """What the hook reads and writes of a pytest item."""
-
-    def __init__(self, *marks: pytest.MarkDecorator):
-        self.marks = [m.mark for m in marks]
-
-    def get_closest_marker(self, name: str):
-        return next((m for m in self.marks if m.name == name), None)
-
-    def add_marker(self, marker: pytest.MarkDecorator) -> None:
-        self.marks.append(marker.mark)
+def marked_slurm(source: str) -> bool:
+    """Whether a test module carries the slurm mark, on the module or on a test (in code, not in
+    a string)."""
+    return any(isinstance(n, ast.Attribute) and ast.unparse(n) == "pytest.mark.slurm" for n in ast.walk(ast.parse(source)))
 
 
-def test_cluster_tests_share_one_xdist_group_and_the_rest_none():
-    cluster, offline = _Item(pytest.mark.slurm), _Item()
-    pytest_collection_modifyitems(None, [cluster, offline])
-    assert cluster.get_closest_marker("xdist_group").args == (SLURM_GROUP,)
-    assert offline.get_closest_marker("xdist_group") is None
+def test_every_slurm_marked_module_lives_in_the_folder_the_scheduler_groups():
+    outside = [str(p.relative_to(PROJECT_DIR)) for p in sorted(TESTS.rglob("test_*.py"))
+               if marked_slurm(p.read_text()) and not str(p.relative_to(PROJECT_DIR)).startswith(CLUSTER_TESTS)]
+    assert outside == [], f"{outside} are marked slurm outside {CLUSTER_TESTS}: two workers could start clusters"
+
+
+def test_a_slurm_marked_module_elsewhere_is_found():
+    assert marked_slurm("import pytest\npytestmark = pytest.mark.slurm\n")
+    assert marked_slurm("import pytest\n@pytest.mark.slurm\ndef test_x():\n    pass\n")
+    assert not marked_slurm("import pytest\ndef test_x():\n    pass\n")
+    assert not marked_slurm("SOURCE = 'pytestmark = pytest.mark.slurm'\n")
+
+
+def test_every_cluster_test_is_in_one_unit_of_work_and_every_other_test_alone():
+    units = {work_unit(n) for n in ("tests/slurm/test_jobs.py::test_sanity_job_passes",
+                                    "tests/slurm/test_pmix.py::test_srun_lists_pmix[x]")}
+    assert units == {CLUSTER_TESTS}
+    assert work_unit("tests/graph/test_cluster.py::test_a") == "tests/graph/test_cluster.py::test_a"
+    assert work_unit("tests/unit/model/test_slurm.py::t") != CLUSTER_TESTS   # a name, not the folder
+
+
+def test_the_scheduler_splits_by_that_unit():
+    assert ClusterTestsOnOneWorker._split_scope(None, "tests/slurm/test_jobs.py::t") == CLUSTER_TESTS
+    assert ClusterTestsOnOneWorker._split_scope(None, "tests/charts/test_a.py::t") == "tests/charts/test_a.py::t"
+
+
+def test_the_cluster_tests_are_scheduled_first_each_part_in_collection_order():
+    ids = ["tests/charts/a.py::t", "tests/slurm/test_jobs.py::t1", "tests/graph/b.py::t",
+           "tests/slurm/test_pmix.py::t2", "tests/unit/c.py::t"]
+    assert cluster_tests_first(ids, nodeid=str) == [
+        "tests/slurm/test_jobs.py::t1", "tests/slurm/test_pmix.py::t2",
+        "tests/charts/a.py::t", "tests/graph/b.py::t", "tests/unit/c.py::t"]
 
 
 def test_the_tests_directory_is_where_the_modules_are():

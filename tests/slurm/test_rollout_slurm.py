@@ -180,8 +180,8 @@ def test_an_old_pod_still_running_keeps_the_wait_going(slurm):
 def test_return_to_service_2_keeps_the_rollouts_drain_while_the_old_slurmd_answers(slurm):
     _scontrol(slurm, "nodename=slinky-1", "state=drain", OPERATOR_DRAIN)
     slurm.prestop("slinky-1")
-    # Longer than a DOWN-only node takes to return (the next test).
-    node = _until(slurm, "slinky-1", lambda n: n.usable, timeout=30)
+    # Ten times as long as a DOWN-only node takes to return (the next test: about a second).
+    node = _until(slurm, "slinky-1", lambda n: n.usable, timeout=10)
     assert "DRAIN" in node.flags and not node.usable, node.describe()
 
 

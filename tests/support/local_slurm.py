@@ -76,6 +76,21 @@ class RootMissing(RuntimeError):
 # tests/conftest.py).
 CLUSTER_LOCK = pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "slinky-eks-local-slurm.lock"
 CLUSTER_LOCK_WAIT_S = 900
+# The niceness the cluster's processes run at (-20 highest .. 19; root may lower it): they are the
+# critical path of a parallel `make test`.
+CLUSTER_PRIORITY = -10
+
+
+def _raise_session_priority(pid: int) -> None:
+    """Each daemon leads a session of its own, and with autogroup scheduling (Linux
+    kernel/sched/autogroup.c, /proc/sys/kernel/sched_autogroup_enabled) a session's processes share
+    one CPU weight whatever their niceness: the weight is the autogroup's, set through
+    /proc/<pid>/autogroup (proc(5), "/proc/pid/autogroup"). Without autogroup there is no such file,
+    and the niceness the daemon inherited (LocalSlurm._start) is what counts."""
+    try:
+        pathlib.Path(f"/proc/{pid}/autogroup").write_text(str(CLUSTER_PRIORITY))
+    except OSError:
+        pass
 
 
 class ClusterBusy(RuntimeError):
@@ -191,6 +206,7 @@ class LocalSlurm:
         self.workers: dict[str, Daemon] = {}
         self._generation: dict[str, int] = {}
         self._lock: int | None = None
+        self._priority: int | None = None
         # pytest's per-user base (/tmp/pytest-of-<user>) when the cluster lives under /tmp.
         tmp = pathlib.Path("/tmp")
         self.shared_tmp = tmp / workdir.relative_to(tmp).parts[0] if workdir.is_relative_to(tmp) else workdir
@@ -282,6 +298,7 @@ class LocalSlurm:
                                  "sh", "-c", cmd], stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, env=_daemon_env())
         out.close()
+        _raise_session_priority(proc.pid)
         return Daemon(name, proc)
 
     # -- daemons -----------------------------------------------------------------------------
@@ -295,6 +312,10 @@ class LocalSlurm:
             raise
 
     def _start(self) -> "LocalSlurm":
+        # The cluster tests are the longest unit of `make test` (tests/support/scheduling.py): their
+        # daemons and jobs (children of this process) get the CPU before the other workers' tests.
+        self._priority = os.getpriority(os.PRIO_PROCESS, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, CLUSTER_PRIORITY)
         self._lock = hold_cluster_lock(self.dir)
         self._prepare()
         d = self.dir
@@ -368,6 +389,9 @@ class LocalSlurm:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
+        if self._priority is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, self._priority)
+            self._priority = None
 
     def autodetect_gres(self, model: str, count: int, node_gres: str) -> GresProbe:
         """Slurm's own GPU detection on a pod whose GPUs are `count` x `model`, with the release's
