@@ -211,6 +211,9 @@ def test_verify_takes_a_node_running_a_job_as_taking_jobs(slurm):
         assert check.ok, check.detail
     finally:
         slurm.run(["scancel", job.stdout.strip()])
+        # The job gone from the node before the next test: a slurmd still ending a step holds off
+        # SIGTERM, and the module's cluster stops only after _stop's 15 s.
+        _until(slurm, "slinky-0", lambda n: n.base == "IDLE" and "COMPLETING" not in n.flags)
 
 
 def test_verify_names_a_drained_node_stuck_as_the_rollout_does(slurm):
