@@ -156,6 +156,10 @@ def test_the_249_stall_is_undrained_on_real_slurm(slurm):
 def test_a_node_that_never_comes_back_fails_with_node_state_reason_and_time(slurm):
     slurm.prestop("slinky-1")
     slurm.stop_slurmd("slinky-1")
+    # Under load, a registration of the slurmd an earlier test started can land after the preStop's
+    # DOWN and return the node (ReturnToService=2); that slurmd gone, the controller is told again.
+    if _node(slurm, "slinky-1").base != "DOWN":
+        _scontrol(slurm, "nodename=slinky-1", "state=down", f"reason={PRESTOP}")
     # Its replacement pod never becomes Ready: the rollout does not finish, nothing is resumed.
     never = (nodeset(ready=1), [*_pods("slinky-0"), pod(1, hostname="slinky-1", ready=False)], None)
     cluster = RealSlurm(slurm, [never])
