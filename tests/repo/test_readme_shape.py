@@ -32,8 +32,8 @@ def test_a_long_readme_or_one_without_its_tables_or_links_is_found():
     assert readme_problems(text + "x\n" * MAX_LINES) == [f"{len(text.splitlines()) + MAX_LINES} lines, more than 300"]
     assert readme_problems(text.replace("<!-- /outputs-table -->", "")) == [
         "no <!-- outputs-table --> ... <!-- /outputs-table --> block"]
-    for changed in ("On a fresh clone", "test.\nMeasured on a fresh clone"):
-        assert readme_problems(text.replace("test.\n\nMeasured on a fresh clone", changed)) == [
+    for changed in ("\n\nOn a fresh clone", " Measured on a fresh clone"):
+        assert readme_problems(text.replace("\n\nMeasured on a fresh clone", changed)) == [
             "no paragraph starting 'Measured on a fresh clone'"]
     assert readme_problems(text.replace("](docs/extending.md)", "](docs/extend.md)")) == [
         "no link to docs/extending.md"]
