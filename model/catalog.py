@@ -21,6 +21,10 @@ Sources, cited below by tag:
      (NVIDIA-B300-SXM6-AC)"), https://docs.nvidia.com/nim/bionemo/boltz2/release-notes/2026/5/18.md
   C1 CUDA 13.0 release notes (support for compute capability < 7.5 removed):
      https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
+  C3 CUDA C++ Programming Guide, "Features and Technical Specifications" (bfloat16 arithmetic
+     from compute capability 8.0): https://docs.nvidia.com/cuda/cuda-c-programming-guide/;
+     Hugging Face transformers TrainingArguments(bf16=True) raises on a GPU without it
+     (https://huggingface.co/docs/transformers/main_classes/trainer)
   C2 NVIDIA RTX PRO Blackwell product line: https://www.nvidia.com/en-us/products/workstations/
      (an RTX PRO 4500 Blackwell workstation card and an RTX PRO 4500 Blackwell Server Edition)
   S1 GRES type names: SchedMD/slurm src/plugins/gpu/common/gpu_common.c
@@ -218,9 +222,9 @@ REFUSED: dict[str, str] = {
     **{f"g7.{size}": _NO_MODEL_NAME for size in ("8xlarge", "12xlarge", "24xlarge", "48xlarge")},
     "p3dn.24xlarge": ("a GPU the image cannot serve: V100 is compute capability 7.0, below the "
                       "7.5 that CUDA 13 requires (C1)"),
-    **{f"g4dn.{size}": ("a GPU this project does not serve: T4 (compute capability 7.5) has no "
-                        "GPUDirect RDMA and a single 50-100 Gbit EFA, and the image and its jobs "
-                        "are verified on Ampere and later only")
+    **{f"g4dn.{size}": ("a GPU the jobs cannot train on: T4 is compute capability 7.5, and the "
+                        "fine-tuning job (jobs/train.py) trains in bfloat16, which needs 8.0 "
+                        "(C3), so the Trainer refuses bf16 there")
        for size in ("8xlarge", "12xlarge", "16xlarge", "metal")},
 }
 
