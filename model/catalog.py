@@ -214,17 +214,21 @@ CATALOG: dict[str, GpuInstanceType] = {t.name: t for t in _TYPES}
 
 # EFA NVIDIA types the records list (D1) that this project refuses, and why: the reason is what a
 # config error says after the key.
-_NO_MODEL_NAME = ("GPU model name cannot be sourced: NVIDIA sells two products named RTX PRO 4500 "
-                  "Blackwell (a workstation card and a Server Edition, C2) and EC2 names only "
-                  "\"RTX PRO 4500\" (D1), so the nvidia-smi string the GRES name derives from "
-                  "cannot be pinned")
+# g7: EC2 names the GPU "RTX PRO 4500" only (D1), and NVIDIA sells two products of that name
+# (C2), so no NVIDIA source pins the string nvidia-smi reports.
+_NO_MODEL_NAME = ("GPU model name cannot be sourced: NVIDIA sells two RTX PRO 4500 Blackwell "
+                  "products (a workstation card and a Server Edition) and EC2 names only "
+                  "\"RTX PRO 4500\", so the nvidia-smi string the GRES name derives from cannot "
+                  "be pinned")
 REFUSED: dict[str, str] = {
     **{f"g7.{size}": _NO_MODEL_NAME for size in ("8xlarge", "12xlarge", "24xlarge", "48xlarge")},
+    # V100 is compute capability 7.0; CUDA 13 dropped support below 7.5 (C1).
     "p3dn.24xlarge": ("a GPU the image cannot serve: V100 is compute capability 7.0, below the "
-                      "7.5 that CUDA 13 requires (C1)"),
+                      "7.5 that CUDA 13 requires"),
+    # T4 is compute capability 7.5; bfloat16 arithmetic needs 8.0 and TrainingArguments(bf16=True)
+    # raises without it (C3), which jobs/train.py sets on every GPU.
     **{f"g4dn.{size}": ("a GPU the jobs cannot train on: T4 is compute capability 7.5, and the "
-                        "fine-tuning job (jobs/train.py) trains in bfloat16, which needs 8.0 "
-                        "(C3), so the Trainer refuses bf16 there")
+                        "fine-tuning job trains in bfloat16, which needs 8.0")
        for size in ("8xlarge", "12xlarge", "16xlarge", "metal")},
 }
 
