@@ -188,8 +188,8 @@ _TYPES = [
     _g("g6e.24xlarge", 96, 768, 4, "NVIDIA L40S", 45776, 200, 2),
     _g("g6e.48xlarge", 192, 1536, 8, "NVIDIA L40S", 45776, 400, 4),
     # g7e: RTX PRO 6000 Blackwell Server Edition (D1 "RTX PRO Server 6000"; name V1), PCIe-only
-    # between GPUs. GPUDirect RDMA is left off: aws-ofi-nccl v1.21.1 src/platform-aws.cpp (A1)
-    # marks no g7e platform gdr_required, and FI_EFA_USE_DEVICE_RDMA=1 where the device lacks it
+    # between GPUs. GPUDirect RDMA is left off: aws-ofi-nccl src/platform-aws.cpp (A1) has no
+    # platform block that matches g7e, so none marks it gdr_required, and FI_EFA_USE_DEVICE_RDMA=1 where the device lacks it
     # aborts libfabric (L1), while leaving it off costs only bandwidth.
     _g("g7e.8xlarge", 32, 256, 1, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 100, 1),
     _g("g7e.12xlarge", 48, 512, 2, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 400, 1),
@@ -199,13 +199,15 @@ _TYPES = [
     _p("p4d.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-40GB", 40960, 400, 4),
     _p("p4de.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-80GB", 81920, 400, 4),
     _p("p5.48xlarge", 192, 2048, 8, "NVIDIA H100 80GB HBM3", 81920, 3200, 32),
-    # One H100 SXM of the p5 system (D1; name V1): GPUDirect RDMA over its one EFA (EC2 P5 page,
+    # One H100 SXM of the p5 system (D1; name V1): GPUDirect RDMA over its one EFA (aws-ofi-nccl
+    # src/platform-aws.cpp: the "p5/p5e" block, regex ^p5(e?\..*), gdr_required, A1; EC2 P5 page,
     # https://aws.amazon.com/ec2/instance-types/p5/), no peer GPU to reach over NVSwitch.
     _p("p5.4xlarge", 16, 256, 1, "NVIDIA H100 80GB HBM3", 81920, 100, 1, nvswitch=False),
     _p("p5e.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 32),
     _p("p5en.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 16),
     _p("p6-b200.48xlarge", 192, 2048, 8, "NVIDIA B200", 183359, 3200, 8),
-    # Eight B300 on NVSwitch, GPUDirect RDMA over 16 EFA cards (D1; name V1; EC2 P6 page,
+    # Eight B300 on NVSwitch, GPUDirect RDMA over 16 EFA cards (D1; name V1; aws-ofi-nccl
+    # src/platform-aws.cpp: the "p-series" block, p6 and later, gdr_required, A1; EC2 P6 page,
     # https://aws.amazon.com/ec2/instance-types/p6/); card 0 is ENA only (D1).
     _p("p6-b300.48xlarge", 192, 4096, 8, "NVIDIA B300 SXM6 AC", 275040, 6400, 16, _B300_CARDS),
 ]
