@@ -214,8 +214,8 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
         here = f"{pool.key('availabilityZone')} {zone} ({zone_ids[zone]})"
         elsewhere = sorted(offered.get(gpu.name, set()), key=lambda n: (n not in eligible, n))
         if elsewhere:
-            where = ", ".join(f"{n} ({zone_ids.get(n, '?')})"
-                              + ("" if n in eligible else ", where EKS places no subnets")
+            where = ", ".join(f"{n} ({zone_ids.get(n, '?')}"
+                              + ("" if n in eligible else ", where EKS places no subnets") + ")"
                               for n in elsewhere)
             out.append(error(pool.key("instanceType"), gpu.name,
                              f"is not offered in {here} (offered in: {where}); allowed: a type "
