@@ -5,6 +5,28 @@ Sources, cited below by tag:
      DescribeInstanceTypes as generated into aws/karpenter-provider-aws
      website/content/en/preview/reference/instance-types.md, pkg/providers/instancetype/
      zz_generated.vpclimits.go and pkg/fake/zz_generated.describe_instance_types.go
+  D1 the same DescribeInstanceTypes records, as moto 5.2.5 ships them, for every NVIDIA GPU type
+     and every EFA type: ../shared/ref/aws/describe-instance-types.json (VCpuInfo.DefaultVCpus,
+     MemoryInfo, GpuInfo.Gpus[0], NetworkInfo.EfaInfo.MaximumEfaInterfaces,
+     NetworkInfo.NetworkCards[*].InterfaceTypes); tests/unit/model/test_catalog_records.py holds
+     every field below that the records carry equal to them
+  V1 the nvidia-smi product names (what gpu_model holds; NVIDIA GPU feature discovery's
+     nvidia.com/gpu.product label is the same name with '-' for ' '):
+     NVIDIA H100 80GB HBM3: https://docs.nvidia.com/datacenter/tesla/hgx-software-guide/ (HGX H100);
+     NVIDIA RTX PRO 6000 Blackwell Server Edition: NVIDIA's product page
+     https://www.nvidia.com/en-us/data-center/rtx-pro-6000-blackwell-server-edition/ and the R580
+     TRD1 confidential computing release notes
+     https://docs.nvidia.com/confidential-computing/release-notes/r580-trd1.md;
+     NVIDIA B300 SXM6 AC: NVIDIA BioNeMo Boltz-2 NIM release notes 1.7.0 ("NVIDIA B300
+     (NVIDIA-B300-SXM6-AC)"), https://docs.nvidia.com/nim/bionemo/boltz2/release-notes/2026/5/18.md
+  C1 CUDA 13.0 release notes (support for compute capability < 7.5 removed):
+     https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html
+  C3 CUDA C++ Programming Guide, "Features and Technical Specifications" (bfloat16 arithmetic
+     from compute capability 8.0): https://docs.nvidia.com/cuda/cuda-c-programming-guide/;
+     Hugging Face transformers TrainingArguments(bf16=True) raises on a GPU without it
+     (https://huggingface.co/docs/transformers/main_classes/trainer)
+  C2 NVIDIA RTX PRO Blackwell product line: https://www.nvidia.com/en-us/products/workstations/
+     (an RTX PRO 4500 Blackwell workstation card and an RTX PRO 4500 Blackwell Server Edition)
   S1 GRES type names: SchedMD/slurm src/plugins/gpu/common/gpu_common.c
      (gpu_common_underscorify_tolower) on the model name src/plugins/gpu/nvidia/gpu_nvidia.c reads
   S2 https://slurm.schedmd.com/gres.html#AutoDetect
@@ -38,6 +60,10 @@ ON_DEMAND_G_AND_VT = ("L-DB2E81BA", "Running On-Demand G and VT instances")
 ON_DEMAND_P = ("L-417A185B", "Running On-Demand P instances")
 
 
+# What DescribeInstanceTypes lists for a network card that takes EFA (D1).
+ALL_INTERFACE_TYPES = ("interface", "efa", "efa-only")
+
+
 @dataclass(frozen=True)
 class GpuInstanceType:
     name: str
@@ -47,9 +73,12 @@ class GpuInstanceType:
     gpu_model: str          # what nvidia-smi / /proc/driver/nvidia reports
     gpu_memory_mib: int
     network_gbps: int
-    efa_interfaces: int     # EC2 MaximumEfaInterfaces == network cards for every type here
+    efa_interfaces: int     # EC2 EfaInfo.MaximumEfaInterfaces (D1)
     gpudirect_rdma: bool    # aws-ofi-nccl marks the platform gdr_required (A1, A3)
     nvswitch: bool          # NVLink through NVSwitch; False means PCIe-only between GPUs
+    # NetworkInfo.NetworkCards[*].InterfaceTypes in card order (D1); () means every one of the
+    # efa_interfaces cards takes interface, efa and efa-only, as on every type but p6-b300.
+    network_cards: tuple[tuple[str, ...], ...] = ()
 
     @property
     def gres_type(self) -> str:
@@ -72,18 +101,30 @@ class GpuInstanceType:
         return self.network_gbps / 8
 
     @property
+    def cards(self) -> tuple[tuple[str, ...], ...]:
+        """Each network card's interface types, in card order (D1)."""
+        return self.network_cards or ((ALL_INTERFACE_TYPES,) * self.efa_interfaces)
+
+    @property
     def network_interfaces(self) -> list[dict]:
-        """Launch-template interfaces, one per network card
-        (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
-        card 0 is the primary ENA+EFA interface at device index 0; every other card carries an
-        EFA-only interface at device index 1 (an efa-only interface can never be primary)."""
-        return [
-            {"network_card_index": card,
-             "device_index": 0 if card == 0 else 1,
-             "interface_type": "efa" if card == 0 else "efa-only",
-             "delete_on_termination": "true"}
-            for card in range(self.efa_interfaces)
-        ]
+        """Launch-template interfaces, one per network card that takes EFA, from the cards'
+        interface types (D1; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
+        card 0 is the primary interface at device index 0, ENA+EFA where the card takes EFA, plain
+        ENA where it does not (p6-b300's card 0); every other EFA card carries an EFA-only
+        interface at device index 1 (an efa-only interface can never be primary)."""
+        out = []
+        for card, types in enumerate(self.cards):
+            if card == 0:
+                kind = "efa" if "efa" in types else "interface"
+            elif "efa-only" in types:
+                kind = "efa-only"
+            else:
+                continue  # an ENA-only secondary card carries no EFA device
+            out.append({"network_card_index": card,
+                        "device_index": 0 if card == 0 else 1,
+                        "interface_type": kind,
+                        "delete_on_termination": "true"})
+        return out
 
     @property
     def nccl_environment(self) -> dict[str, str]:
@@ -112,14 +153,18 @@ class GpuInstanceType:
         return env
 
 
-def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa):
+def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=()):
     return GpuInstanceType(name, vcpus, mem, gpus, model, gmem, gbps, efa,
-                           gpudirect_rdma=False, nvswitch=False)
+                           gpudirect_rdma=False, nvswitch=False, network_cards=cards)
 
 
-def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa):
+def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=(), nvswitch=True):
     return GpuInstanceType(name, vcpus, mem, gpus, model, gmem, gbps, efa,
-                           gpudirect_rdma=True, nvswitch=True)
+                           gpudirect_rdma=True, nvswitch=nvswitch, network_cards=cards)
+
+
+# p6-b300.48xlarge: card 0 takes ENA only, cards 1-16 take EFA (D1 NetworkInfo.NetworkCards).
+_B300_CARDS = (("interface",),) + (ALL_INTERFACE_TYPES,) * 16
 
 
 # vCPUs, memory, GPUs and network per type: EC2 "Accelerated computing instances" specifications,
@@ -142,16 +187,52 @@ _TYPES = [
     _g("g6e.16xlarge", 64, 512, 1, "NVIDIA L40S", 45776, 35, 1),
     _g("g6e.24xlarge", 96, 768, 4, "NVIDIA L40S", 45776, 200, 2),
     _g("g6e.48xlarge", 192, 1536, 8, "NVIDIA L40S", 45776, 400, 4),
+    # g7e: RTX PRO 6000 Blackwell Server Edition (D1 "RTX PRO Server 6000"; name V1), PCIe-only
+    # between GPUs. GPUDirect RDMA is left off: aws-ofi-nccl src/platform-aws.cpp (A1) has no
+    # platform block that matches g7e, so none marks it gdr_required, and FI_EFA_USE_DEVICE_RDMA=1 where the device lacks it
+    # aborts libfabric (L1), while leaving it off costs only bandwidth.
+    _g("g7e.8xlarge", 32, 256, 1, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 100, 1),
+    _g("g7e.12xlarge", 48, 512, 2, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 400, 1),
+    _g("g7e.24xlarge", 96, 1024, 4, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 800, 2),
+    _g("g7e.48xlarge", 192, 2048, 8, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 1600, 4),
     # P family: 8 GPUs on NVSwitch, GPUDirect RDMA over EFA.
     _p("p4d.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-40GB", 40960, 400, 4),
     _p("p4de.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-80GB", 81920, 400, 4),
     _p("p5.48xlarge", 192, 2048, 8, "NVIDIA H100 80GB HBM3", 81920, 3200, 32),
+    # One H100 SXM of the p5 system (D1; name V1): GPUDirect RDMA over its one EFA (aws-ofi-nccl
+    # src/platform-aws.cpp: the "p5/p5e" block, regex ^p5(e?\..*), gdr_required, A1; EC2 P5 page,
+    # https://aws.amazon.com/ec2/instance-types/p5/), no peer GPU to reach over NVSwitch.
+    _p("p5.4xlarge", 16, 256, 1, "NVIDIA H100 80GB HBM3", 81920, 100, 1, nvswitch=False),
     _p("p5e.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 32),
     _p("p5en.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 16),
     _p("p6-b200.48xlarge", 192, 2048, 8, "NVIDIA B200", 183359, 3200, 8),
+    # Eight B300 on NVSwitch, GPUDirect RDMA over 16 EFA cards (D1; name V1; aws-ofi-nccl
+    # src/platform-aws.cpp: the "p-series" block, p6 and later, gdr_required, A1; EC2 P6 page,
+    # https://aws.amazon.com/ec2/instance-types/p6/); card 0 is ENA only (D1).
+    _p("p6-b300.48xlarge", 192, 4096, 8, "NVIDIA B300 SXM6 AC", 275040, 6400, 16, _B300_CARDS),
 ]
 
 CATALOG: dict[str, GpuInstanceType] = {t.name: t for t in _TYPES}
+
+# EFA NVIDIA types the records list (D1) that this project refuses, and why: the reason is what a
+# config error says after the key.
+# g7: EC2 names the GPU "RTX PRO 4500" only (D1), and NVIDIA sells two products of that name
+# (C2), so no NVIDIA source pins the string nvidia-smi reports.
+_NO_MODEL_NAME = ("GPU model name cannot be sourced: NVIDIA sells two RTX PRO 4500 Blackwell "
+                  "products (a workstation card and a Server Edition) and EC2 names only "
+                  "\"RTX PRO 4500\", so the nvidia-smi string the GRES name derives from cannot "
+                  "be pinned")
+REFUSED: dict[str, str] = {
+    **{f"g7.{size}": _NO_MODEL_NAME for size in ("8xlarge", "12xlarge", "24xlarge", "48xlarge")},
+    # V100 is compute capability 7.0; CUDA 13 dropped support below 7.5 (C1).
+    "p3dn.24xlarge": ("a GPU the image cannot serve: V100 is compute capability 7.0, below the "
+                      "7.5 that CUDA 13 requires"),
+    # T4 is compute capability 7.5; bfloat16 arithmetic needs 8.0 and TrainingArguments(bf16=True)
+    # raises without it (C3), which jobs/train.py sets on every GPU.
+    **{f"g4dn.{size}": ("a GPU the jobs cannot train on: T4 is compute capability 7.5, and the "
+                        "fine-tuning job trains in bfloat16, which needs 8.0")
+       for size in ("8xlarge", "12xlarge", "16xlarge", "metal")},
+}
 
 # NVIDIA GPU families whose other sizes exist but carry no EFA (K1: e.g. g6.4xlarge,
 # gr6.4xlarge), so a wrong size gets a precise message rather than "unknown type".
@@ -172,6 +253,8 @@ def describe_unsupported(name: str) -> str:
     """Why a name is not an EFA GPU type: used in config errors."""
     if not _INSTANCE_TYPE.match(name or ""):
         return "not an EC2 instance type name"
+    if name in REFUSED:
+        return f"refused: {REFUSED[name]}"
     family = name.split(".", 1)[0]
     if family in _GPU_FAMILIES:
         sizes = [t for t in efa_gpu_types() if t.startswith(family + ".")]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
-from model import node_zones
+from model import catalog, node_zones
 from model.gpu_pools import GpuPool
 from model.node_zones import NodeZone
 from model.problems import Problem, error, warning
@@ -66,7 +66,8 @@ class Account(Protocol):
 
     def offered(self, region: str, instance_types: Sequence[str],
                 zone_names: Sequence[str]) -> dict[str, set[str]]:
-        """For each instance type, the zones (names) among zone_names that offer it."""
+        """For each instance type, the zones (names) among zone_names that offer it. The preflight
+        names every standard AZ of the region (as zones() lists them), not only the node zones."""
 
     def vcpus(self, region: str, instance_type: str) -> int:
         """The instance type's default vCPU count, as the vCPU quotas count it."""
@@ -107,15 +108,27 @@ def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool
           out: list[Problem]) -> tuple[NodeZone, ...]:
     """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
     zones (node_zones.order), or () when they are refused."""
+    return _zones(account, region, gpu_zone_name, pools, out)[0]
+
+
+def _zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
+           out: list[Problem]) -> tuple[tuple[NodeZone, ...], list[Zone]]:
+    """zones(), and the region's standard zones as the account listed them ([] when refused)."""
     try:
         found = account.zones(region)
     except PermissionDenied as denied:
         out.append(error("aws:region", region, f"a region whose zones the deployer can list "
                          f"(it lacks {denied.action}, which the program needs)"))
-        return ()
+        return (), []
     if found is None:
         out.append(error("aws:region", region, "an AWS region this account can use"))
-        return ()
+        return (), []
+    return _node_zones(region, gpu_zone_name, pools, found, out), found
+
+
+def _node_zones(region: str, gpu_zone_name: str, pools: list[GpuPool], found: list[Zone],
+                out: list[Problem]) -> tuple[NodeZone, ...]:
+    """The node zones out of the region's zones, or () when a key's zone is refused."""
     eligible = eligible_zones(region, found)
     allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
     by_name = {z.name: z for z in found}
@@ -169,13 +182,22 @@ def _pools_key(pools: list[GpuPool], field: str) -> tuple[str, object]:
 
 
 def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools: list[GpuPool],
-              core_type: str, out: list[Problem]) -> None:
-    names = [z.name for z in chosen]
-    zone_ids = {z.name: z.zone_id for z in chosen}
+              core_type: str, out: list[Problem], region_zones: Sequence[Zone] = ()) -> None:
+    """Each pool's type in its AZ and the core type in the cluster's two. Offerings are asked for
+    every standard AZ of the region (region_zones: the account's zone list, which holds no Local
+    or Wavelength Zone), not only the node zones, and for every catalog type too, so a refusal
+    can say where the type is offered, or, where the region offers it nowhere, which catalog
+    types the pool's AZ does offer."""
+    zone_ids = {z.name: z.zone_id for z in region_zones}
+    zone_ids.update({z.name: z.zone_id for z in chosen})
+    names = [*dict.fromkeys([*(z.name for z in region_zones), *(z.name for z in chosen)])]
+    eligible = {z.name for z in eligible_zones(region, list(region_zones))} | {z.name for z in chosen}
     # The core group runs in the cluster's two zones only (components/node_groups.py).
     core_zones = [z for z in chosen if z.cluster_position is not None]
+    pool_types = [*dict.fromkeys(p.gpu.name for p in pools)]
+    asked = [*dict.fromkeys([*pool_types, core_type, *catalog.efa_gpu_types()])]
     try:
-        offered = account.offered(region, [*dict.fromkeys(p.gpu.name for p in pools), core_type], names)
+        offered = account.offered(region, asked, names)
     except PermissionDenied as denied:
         key, value = _pools_key(pools, "instanceType")
         where = ("gpuPools' instance types are offered in their availability zones" if key == "gpuPools"
@@ -187,13 +209,25 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
         return
     for pool in pools:
         zone, gpu = pool.availability_zone, pool.gpu
-        if zone not in offered[gpu.name]:
-            where = ", ".join(sorted(offered[gpu.name])) or "no node AZ"
+        if zone in offered.get(gpu.name, set()):
+            continue
+        here = f"{pool.key('availabilityZone')} {zone} ({zone_ids[zone]})"
+        elsewhere = sorted(offered.get(gpu.name, set()), key=lambda n: (n not in eligible, n))
+        if elsewhere:
+            where = ", ".join(f"{n} ({zone_ids.get(n, '?')}"
+                              + ("" if n in eligible else ", where EKS places no subnets") + ")"
+                              for n in elsewhere)
             out.append(error(pool.key("instanceType"), gpu.name,
-                             f"is not offered in {pool.key('availabilityZone')} {zone} "
-                             f"({zone_ids[zone]}) (offered in: {where}); allowed: a type "
+                             f"is not offered in {here} (offered in: {where}); allowed: a type "
                              f"offered there, or an availability zone that offers {gpu.name}"))
-    missing = [f"{z.name} ({z.zone_id})" for z in core_zones if z.name not in offered[core_type]]
+            continue
+        local = [t for t in catalog.efa_gpu_types() if zone in offered.get(t, set())]
+        instead = (f"a catalog type {zone} offers: {', '.join(local)}" if local
+                   else f"another region: {zone} offers no catalog type")
+        out.append(error(pool.key("instanceType"), gpu.name,
+                         f"is not offered in {here}, and {region} offers it in none of its "
+                         f"availability zones; allowed: {instead}"))
+    missing = [f"{z.name} ({z.zone_id})" for z in core_zones if z.name not in offered.get(core_type, set())]
     if missing:
         out.append(error("coreInstanceType", core_type,
                          f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
@@ -290,9 +324,9 @@ def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], co
     """Every finding at once; `pools` holds only pools whose own values are valid, and a check
     whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
     out: list[Problem] = []
-    chosen = zones(account, region, gpu_zone, pools, out)
+    chosen, region_zones = _zones(account, region, gpu_zone, pools, out)
     if chosen and pools and core_type:
-        offerings(account, region, chosen, pools, core_type, out)
+        offerings(account, region, chosen, pools, core_type, out, region_zones)
     if chosen and pools and not skip_quota:
         quota(account, region, pools, out)
     if chosen and core_type and core_count >= 1:

@@ -6,6 +6,7 @@ import pytest
 from devkit import offline_account
 from devkit.offline_account import DEV, NEW, ZoneRecord
 from devkit.offline_run import run_program
+from model.catalog import efa_gpu_types
 from model.preflight import EKS_UNSUPPORTED_ZONE_IDS
 from tests.support.paths import REPO
 
@@ -110,11 +111,58 @@ def test_a_core_type_not_offered_in_a_node_zone_is_refused():
     assert "coreInstanceType = 'm7i.2xlarge'" in msg and "us-west-2b (usw2-az1)" in msg
 
 
-def test_offerings_are_asked_per_availability_zone_for_both_types(dev):
+def test_offerings_are_asked_per_availability_zone_of_the_region_for_every_type(dev):
+    # Every standard AZ (no Local or Wavelength Zone) and every catalog type, so that a refusal
+    # can say where a type is offered and what the AZ offers instead.
     (args,) = [a for t, a in dev.calls if t.endswith("getInstanceTypeOfferings")]
     assert args["locationType"] == "availability-zone"
-    assert {"name": "instance-type", "values": ["g6.12xlarge", "m6i.2xlarge"]} in args["filters"]
-    assert {"name": "location", "values": ["us-west-2a", "us-west-2b"]} in args["filters"]
+    assert {"name": "instance-type", "values": sorted({*efa_gpu_types(), "m6i.2xlarge"})} in args["filters"]
+    assert {"name": "location", "values": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]} \
+        in args["filters"]
+
+
+# Worlds where the offerings differ by AZ and by region
+
+def _offering(account, zone_ids, drop=(), add=()):
+    """`account` with `drop` taken from and `add` put in the offerings of each zone id."""
+    offerings = dict(account.offerings)
+    for z in zone_ids:
+        offerings[z] = (offerings.get(z, frozenset()) - set(drop)) | set(add)
+    return account.but(offerings=offerings)
+
+
+def test_a_type_offered_in_other_azs_is_refused_naming_every_az_of_the_region_that_offers_it():
+    # p5en.48xlarge in us-east-1: not in us-east-1d (use1-az2), the GPU zone; offered in the other
+    # standard AZs, us-east-1e (use1-az3) among them, where EKS places no subnets.
+    account = _offering(_offering(DEV, ["use1-az2"], drop={"p5en.48xlarge"}), ["use1-az3"],
+                        add={"p5en.48xlarge"})
+    msg = refused(account, **{"aws:region": "us-east-1", "availabilityZone": "us-east-1d",
+                              "gpuInstanceType": "p5en.48xlarge"})
+    assert "not offered in availabilityZone us-east-1d (use1-az2)" in msg
+    assert ("offered in: us-east-1a (use1-az4), us-east-1b (use1-az6), us-east-1c (use1-az1), "
+            "us-east-1f (use1-az5), us-east-1e (use1-az3, where EKS places no subnets))") in msg
+
+
+def test_a_local_zone_that_offers_the_type_is_never_named():
+    account = _offering(_offering(DEV, ["usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"],
+                                  drop={"p5.48xlarge"}), ["usw2-lax1-az1"], add={"p5.48xlarge"})
+    msg = refused(account, gpuInstanceType="p5.48xlarge")
+    assert "lax" not in msg and "us-west-2 offers it in none of its availability zones" in msg
+
+
+def test_a_type_one_region_offers_nowhere_is_refused_there_naming_what_the_az_offers():
+    # p6-b300.48xlarge only in us-east-1; us-west-2a offers g6.12xlarge and g6e.48xlarge.
+    west = ["usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"]
+    account = _offering(DEV, west, drop=efa_gpu_types())
+    account = _offering(account, ["usw2-az2"], add={"g6.12xlarge", "g6e.48xlarge"})
+    account = _offering(account, ["usw2-az1"], add={"g6.12xlarge"})
+    msg = refused(account, gpuInstanceType="p6-b300.48xlarge")
+    assert "gpuInstanceType = 'p6-b300.48xlarge'" in msg
+    assert ("us-west-2 offers it in none of its availability zones; allowed: a catalog type "
+            "us-west-2a offers: g6.12xlarge, g6e.48xlarge") in msg
+    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a",
+                                "gpuInstanceType": "p6-b300.48xlarge"}, account=account)
+    assert graph.error is None and graph.resources
 
 
 # The GPU family's on-demand vCPU quota

@@ -269,7 +269,8 @@ def test_the_name_of_the_default_partition_is_refused_as_a_pool_name():
 
 @pytest.mark.parametrize("type_, why", [("m6i.2xlarge", "not an NVIDIA GPU instance type"),
                                         ("g6.4xlarge", "a GPU size without EFA"),
-                                        ("g7e.48xlarge", "no verified facts")])
+                                        ("g7.48xlarge", "GPU model name cannot be sourced"),
+                                        ("p3dn.24xlarge", "compute capability 7.0")])
 def test_a_pool_type_outside_the_catalog_is_refused(type_, why):
     msg = _refused([{**TWO_POOLS[0], "instanceType": type_}])
     assert f"gpuPools[0].instanceType = {type_!r}" in msg and why in msg and "p5.48xlarge" in msg

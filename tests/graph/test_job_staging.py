@@ -77,16 +77,39 @@ def test_staging_waits_for_the_shared_claim(dev, copy_job):
     assert dev.depends_on(copy_job, dev.named("storage-shared-pvc"))
 
 
-def test_jobs_carry_no_instance_specific_values():
+# A comment that shows how to override the environment for one run, e.g.
+# `#   DIST_BACKEND=gloo GPUS_PER_NODE=2 sbatch finetune.sbatch` (jobs/lib/job-env.sh): its values
+# are the example's own, never the cluster's.
+_OVERRIDE_EXAMPLE = re.compile(r"^\s*#\s*(?:\w+=\S*\s+)+(?:sbatch|srun|bash)\s")
+
+
+def _instance_values() -> set[str]:
     envs = [cluster_environment(t) for t in CATALOG.values()]
     varying = {k for e in envs for k in e if len({x.get(k) for x in envs}) > 1}
     values = {f"{k}={e[k]}" for e in envs for k in varying if k in e}
     for t in CATALOG.values():
         values |= {t.name, t.gres, t.gres_type, f"--gpus-per-node={t.gpus}", f"--gres=gpu:{t.gpus}"}
+    return values
+
+
+def instance_values_in(text: str, values: set[str]) -> list[str]:
+    """The instance-specific values a job file holds, outside comments that show an override."""
+    kept = "\n".join(line for line in text.splitlines() if not _OVERRIDE_EXAMPLE.match(line))
+    return sorted(v for v in values if v in kept)
+
+
+def test_jobs_carry_no_instance_specific_values():
+    values = _instance_values()
     for path in JOBS_DIR.rglob("*"):
         if path.is_file() and "__pycache__" not in path.parts:
-            text = path.read_text()
-            assert not [v for v in values if v in text], path
+            assert instance_values_in(path.read_text(), values) == [], path
+
+
+def test_an_instance_value_outside_an_override_example_is_found():
+    text = ("#   EXPECT_EFA=0 GPUS_PER_NODE=2 sbatch finetune.sbatch\n"
+            "# runs with GPUS_PER_NODE=2 on g7e.12xlarge\nexport GPUS_PER_NODE=2\n")
+    assert instance_values_in(text, {"GPUS_PER_NODE=2", "g7e.12xlarge"}) == ["GPUS_PER_NODE=2", "g7e.12xlarge"]
+    assert instance_values_in(text.splitlines()[0], {"GPUS_PER_NODE=2"}) == []
 
 
 def test_environment_file_keeps_nccl_tests_mpi_on_tcp_bootstrap(bundle, tmp_path):

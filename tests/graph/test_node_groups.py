@@ -103,3 +103,14 @@ def test_node_role_has_worker_cni_and_registry_policies(dev):
     assert {"arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
             "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
             "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"} <= arns
+
+
+def test_an_ena_only_first_card_gets_an_ena_primary_and_efa_only_on_the_other_cards():
+    # p6-b300.48xlarge: card 0 takes ENA only, cards 1-16 take EFA
+    # (../shared/ref/aws/describe-instance-types.json, NetworkInfo.NetworkCards).
+    graph = run_program("dev", {"gpuInstanceType": "p6-b300.48xlarge"})
+    ifaces = _lt(graph, "gpu")["networkInterfaces"]
+    assert (ifaces[0]["interfaceType"], ifaces[0]["deviceIndex"]) == ("interface", 0)
+    assert [(i["networkCardIndex"], i["interfaceType"], i["deviceIndex"]) for i in ifaces[1:]] == [
+        (card, "efa-only", 1) for card in range(1, 17)]
+    assert catalog.CATALOG["p6-b300.48xlarge"].efa_interfaces == 16

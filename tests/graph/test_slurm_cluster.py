@@ -77,7 +77,8 @@ def test_slurmd_image_is_the_built_image_by_digest(values):
     assert image == {"repository": REPO_URL, "tag": versions.SLURMD_IMAGE_TAG, "digest": IMAGE_DIGEST}
 
 
-@pytest.mark.parametrize("instance_type", ["g6.12xlarge", "g6e.48xlarge", "p5.48xlarge", "p6-b200.48xlarge"])
+@pytest.mark.parametrize("instance_type", ["g6.12xlarge", "g6e.48xlarge", "g7e.12xlarge", "p5.4xlarge",
+                                           "p5.48xlarge", "p6-b200.48xlarge", "p6-b300.48xlarge"])
 def test_gpu_and_efa_requests_and_gres_come_from_the_catalog(instance_type):
     t = catalog.CATALOG[instance_type]
     nodeset = run_program("dev", {"gpuInstanceType": instance_type}).named("slurm-release").inputs["values"]["nodesets"]["slinky"]

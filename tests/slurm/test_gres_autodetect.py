@@ -31,7 +31,7 @@ def node(tmp_path_factory, rendered):
 
 
 def test_every_catalog_gpu_model_is_probed():
-    assert len(MODELS) == len({t.gpu_model for t in CATALOG.values()}) == 8
+    assert len(MODELS) == len({t.gpu_model for t in CATALOG.values()}) == 10
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

@@ -168,6 +168,47 @@ def test_a_pool_type_not_offered_in_its_zone_is_that_pools_instance_type():
     assert "is not offered in gpuPools[1].availabilityZone us-west-2c (usw2-az3)" in found.problems[0].message
 
 
+# Refusals that point the way: every AZ of the region that offers the type, or, where none does,
+# the catalog types the pool's AZ offers
+
+def test_a_type_not_offered_in_its_az_names_every_az_of_the_region_that_offers_it():
+    # p5 is offered in us-west-2a, 2b and 2d; the node zones are 2c and 2b only.
+    found = run(pools=default_pool(zone="us-west-2c", gpu=P5, count=1), zone="us-west-2c")
+    assert addresses(found, ERROR) == [("gpuInstanceType", "p5.48xlarge")]
+    assert "(offered in: us-west-2a (usw2-az2), us-west-2b (usw2-az1), us-west-2d (usw2-az4))" in \
+        found.problems[0].message
+
+
+def test_a_type_the_region_offers_nowhere_names_the_catalog_types_its_az_offers():
+    account = HeldAccount(offered_in={"g6.12xlarge": {"us-west-2a", "us-west-2b"},
+                                      "g6e.12xlarge": {"us-west-2a"}, "g5.48xlarge": {"us-west-2b"},
+                                      CORE: {"us-west-2a", "us-west-2b"}})
+    found = run(account, pools=default_pool(gpu=P5, count=1))
+    assert addresses(found, ERROR) == [("gpuInstanceType", "p5.48xlarge")]
+    assert ("us-west-2 offers it in none of its availability zones; allowed: a catalog type "
+            "us-west-2a offers: g6.12xlarge, g6e.12xlarge") in found.problems[0].message
+
+
+def test_an_az_that_offers_no_catalog_type_points_to_another_region():
+    account = HeldAccount(offered_in={CORE: {"us-west-2a", "us-west-2b"}})
+    found = run(account, pools=default_pool(gpu=P5, count=1))
+    assert "allowed: another region: us-west-2a offers no catalog type" in found.problems[0].message
+
+
+def test_offerings_are_asked_for_every_zone_of_the_region_not_only_the_node_zones():
+    asked = []
+
+    class Recording(HeldAccount):
+        def offered(self, region, instance_types, zone_names):
+            asked.append((list(instance_types), list(zone_names)))
+            return super().offered(region, instance_types, zone_names)
+
+    run(Recording())
+    ((types, zones),) = asked
+    assert sorted(zones) == ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
+    assert set(catalog.efa_gpu_types()) | {CORE} == set(types)
+
+
 def test_a_pool_zone_outside_the_region_is_that_pools_availability_zone():
     pools = [GpuPool("train", G6, 2, "us-west-2a", 200, 0), GpuPool("big", P5, 1, "us-west-2-lax-1a", 200, 1)]
     found = run(pools=pools)
