@@ -182,7 +182,7 @@ def _pools_key(pools: list[GpuPool], field: str) -> tuple[str, object]:
 
 
 def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools: list[GpuPool],
-              core_type: str, out: list[Problem], region_zones: Sequence[Zone] = ()) -> None:
+              core_type: str, out: list[Problem], region_zones: Sequence[Zone]) -> None:
     """Each pool's type in its AZ and the core type in the cluster's two. Offerings are asked for
     every standard AZ of the region (region_zones: the account's zone list, which holds no Local
     or Wavelength Zone), not only the node zones, and for every catalog type too, so a refusal
@@ -213,17 +213,21 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
             continue
         here = f"{pool.key('availabilityZone')} {zone} ({zone_ids[zone]})"
         elsewhere = sorted(offered.get(gpu.name, set()), key=lambda n: (n not in eligible, n))
+        local = [t for t in catalog.efa_gpu_types() if zone in offered.get(t, set())]
+        instead = (f"a catalog type {zone} offers: {', '.join(local)}" if local
+                   else f"another region: {zone} offers no catalog type")
         if elsewhere:
             where = ", ".join(f"{n} ({zone_ids.get(n, '?')}"
                               + ("" if n in eligible else ", where EKS places no subnets") + ")"
                               for n in elsewhere)
+            # An AZ where EKS places no subnets is refused as a pool's AZ (_node_zones), so it is
+            # named where the type is offered but never offered as the way out.
+            way = (f"a type offered there, or an availability zone that offers {gpu.name}"
+                   if any(n in eligible for n in elsewhere) else
+                   f"{instead} (EKS places no subnets in the AZs that offer {gpu.name})")
             out.append(error(pool.key("instanceType"), gpu.name,
-                             f"is not offered in {here} (offered in: {where}); allowed: a type "
-                             f"offered there, or an availability zone that offers {gpu.name}"))
+                             f"is not offered in {here} (offered in: {where}); allowed: {way}"))
             continue
-        local = [t for t in catalog.efa_gpu_types() if zone in offered.get(t, set())]
-        instead = (f"a catalog type {zone} offers: {', '.join(local)}" if local
-                   else f"another region: {zone} offers no catalog type")
         out.append(error(pool.key("instanceType"), gpu.name,
                          f"is not offered in {here}, and {region} offers it in none of its "
                          f"availability zones; allowed: {instead}"))

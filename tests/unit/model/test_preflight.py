@@ -189,6 +189,20 @@ def test_a_type_the_region_offers_nowhere_names_the_catalog_types_its_az_offers(
             "us-west-2a offers: g6.12xlarge, g6e.12xlarge") in found.problems[0].message
 
 
+def test_a_type_offered_only_where_eks_places_no_subnets_is_not_offered_as_the_way_out():
+    # us-east-1e (use1-az3) takes no EKS subnets (EKS_UNSUPPORTED_ZONE_IDS); it alone offers p5.
+    zones = [Zone("us-east-1a", "use1-az6"), Zone("us-east-1b", "use1-az1"), Zone("us-east-1e", "use1-az3")]
+    account = HeldAccount(zones_by_region={"us-east-1": zones},
+                          offered_in={"p5.48xlarge": {"us-east-1e"}, "g6.12xlarge": {"us-east-1a"},
+                                      CORE: {"us-east-1a", "us-east-1b"}})
+    found = preflight.check(account, "us-east-1", "us-east-1a", default_pool("us-east-1a", P5, 1),
+                            CORE, [], False, core_count=2)
+    message = found.problems[0].message
+    assert "(offered in: us-east-1e (use1-az3, where EKS places no subnets))" in message
+    assert message.endswith("allowed: a catalog type us-east-1a offers: g6.12xlarge (EKS places no "
+                            "subnets in the AZs that offer p5.48xlarge)")
+
+
 def test_an_az_that_offers_no_catalog_type_points_to_another_region():
     account = HeldAccount(offered_in={CORE: {"us-west-2a", "us-west-2b"}})
     found = run(account, pools=default_pool(gpu=P5, count=1))
