@@ -107,8 +107,8 @@ class GpuInstanceType:
 
     @property
     def network_interfaces(self) -> list[dict]:
-        """Launch-template interfaces, one per network card that takes EFA, from the cards'
-        interface types (D1; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
+        """Launch-template interfaces: the primary on card 0 and one on each other card that takes
+        EFA, from the cards' interface types (D1; https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
         card 0 is the primary interface at device index 0, ENA+EFA where the card takes EFA, plain
         ENA where it does not (p6-b300's card 0); every other EFA card carries an EFA-only
         interface at device index 1 (an efa-only interface can never be primary)."""

@@ -105,15 +105,10 @@ def cluster_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, Zone] | N
 
 
 def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
-          out: list[Problem]) -> tuple[NodeZone, ...]:
+          out: list[Problem]) -> tuple[tuple[NodeZone, ...], list[Zone]]:
     """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
-    zones (node_zones.order), or () when they are refused."""
-    return _zones(account, region, gpu_zone_name, pools, out)[0]
-
-
-def _zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
-           out: list[Problem]) -> tuple[tuple[NodeZone, ...], list[Zone]]:
-    """zones(), and the region's standard zones as the account listed them ([] when refused)."""
+    zones (node_zones.order), or () when they are refused, and the region's standard zones as the
+    account listed them ([] when it could not list them)."""
     try:
         found = account.zones(region)
     except PermissionDenied as denied:
@@ -188,16 +183,15 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
     or Wavelength Zone), not only the node zones, and for every catalog type too, so a refusal
     can say where the type is offered, or, where the region offers it nowhere, which catalog
     types the pool's AZ does offer."""
+    # The node zones are among region_zones and eligible (_node_zones takes them from there).
     zone_ids = {z.name: z.zone_id for z in region_zones}
-    zone_ids.update({z.name: z.zone_id for z in chosen})
-    names = [*dict.fromkeys([*(z.name for z in region_zones), *(z.name for z in chosen)])]
-    eligible = {z.name for z in eligible_zones(region, list(region_zones))} | {z.name for z in chosen}
+    eligible = {z.name for z in eligible_zones(region, list(region_zones))}
     # The core group runs in the cluster's two zones only (components/node_groups.py).
     core_zones = [z for z in chosen if z.cluster_position is not None]
     pool_types = [*dict.fromkeys(p.gpu.name for p in pools)]
     asked = [*dict.fromkeys([*pool_types, core_type, *catalog.efa_gpu_types()])]
     try:
-        offered = account.offered(region, asked, names)
+        offered = account.offered(region, asked, list(zone_ids))
     except PermissionDenied as denied:
         key, value = _pools_key(pools, "instanceType")
         where = ("gpuPools' instance types are offered in their availability zones" if key == "gpuPools"
@@ -217,7 +211,7 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
         instead = (f"a catalog type {zone} offers: {', '.join(local)}" if local
                    else f"another region: {zone} offers no catalog type")
         if elsewhere:
-            where = ", ".join(f"{n} ({zone_ids.get(n, '?')}"
+            where = ", ".join(f"{n} ({zone_ids[n]}"
                               + ("" if n in eligible else ", where EKS places no subnets") + ")"
                               for n in elsewhere)
             # An AZ where EKS places no subnets is refused as a pool's AZ (_node_zones), so it is
@@ -328,7 +322,7 @@ def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], co
     """Every finding at once; `pools` holds only pools whose own values are valid, and a check
     whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
     out: list[Problem] = []
-    chosen, region_zones = _zones(account, region, gpu_zone, pools, out)
+    chosen, region_zones = zones(account, region, gpu_zone, pools, out)
     if chosen and pools and core_type:
         offerings(account, region, chosen, pools, core_type, out, region_zones)
     if chosen and pools and not skip_quota:
