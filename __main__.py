@@ -35,12 +35,15 @@ image = SlurmdImage("slurmd", SlurmdImageArgs(
     dlc_image=config.dlc_base_image, slurmd_base_image=config.slurmd_base_image,
     build_on_preview=config.build_image_on_preview))
 network = Network("network", NetworkArgs(cidr=config.vpc_cidr, zones=zones,
-                                         cluster_name=config.cluster_name, region=config.region))
+                                         cluster_name=config.cluster_name, region=config.region,
+                                         flow_logs_destination=config.flow_logs_destination,
+                                         flow_logs_retention_days=config.flow_logs_retention_days))
 cluster = Cluster("cluster", ClusterArgs(
     cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version,
     vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,
     public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns,
-    api_allowed_cidrs=config.api_allowed_cidrs))
+    api_allowed_cidrs=config.api_allowed_cidrs, log_types=config.control_plane_log_types,
+    log_retention_days=config.control_plane_log_retention_days))
 nodes = NodeGroups("nodes", NodeGroupsArgs(
     cluster_name=config.cluster_name, depends_on=cluster.ready,
     cluster_security_group_id=cluster.security_group_id,
@@ -52,7 +55,7 @@ devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
                                                      depends_on=nodes.gpu_ready))
 lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
     cluster_name=config.cluster_name, region=config.region, vpc_id=network.vpc_id,
-    provider=cluster.provider, depends_on=nodes.core_ready,
+    vpc_arn=network.vpc_arn, account_id=network.account_id, provider=cluster.provider, depends_on=nodes.core_ready,
     identity_depends_on=cluster.pod_identity_ready))
 storage = SharedStorage("storage", SharedStorageArgs(
     cluster_name=config.cluster_name, vpc_id=network.vpc_id,

@@ -10,6 +10,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from model import audit_logs
+
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
 
@@ -35,11 +37,16 @@ class ClusterArgs:
     admin_role_arns: Sequence[str]
     # Who may reach the public API endpoint (the deployer's and admins' addresses).
     api_allowed_cidrs: Sequence[str]
+    # The control-plane log types sent to CloudWatch Logs (controlPlaneLogTypes; empty: none).
+    log_types: Sequence[str]
+    # How long their log group keeps them (controlPlaneLogRetentionDays).
+    log_retention_days: int
 
 
 class Cluster(pulumi.ComponentResource):
     name: str                                  # the EKS cluster's name
     eks: eks.Cluster                           # the control plane and its vpc-cni/kube-proxy add-ons
+    log_group: aws.cloudwatch.LogGroup         # where EKS writes the control-plane logs
     kubeconfig: pulumi.Output[str]             # admin kubeconfig (secret)
     security_group_id: pulumi.Output[str]      # the EKS-created cluster security group every node has
     provider: k8s.Provider                     # the one provider every in-cluster object uses
@@ -53,6 +60,7 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("slinky-eks:cluster:Cluster", name, None, opts)
         self._name, self._args = name, args
         self.name = args.cluster_name
+        self.log_group = self._log_group()
         self.eks = self._control_plane()
         self.pod_identity_ready = [self._pod_identity_agent()]
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
@@ -71,6 +79,18 @@ class Cluster(pulumi.ComponentResource):
                     access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
             for i, arn in enumerate(self._args.admin_role_arns)
         }
+
+    def _log_group(self) -> aws.cloudwatch.LogGroup:
+        # EKS writes to /aws/eks/<cluster>/cluster, creating the group with no retention (kept
+        # forever) where it does not exist, and deleting the cluster leaves the group behind
+        # (Amazon EKS user guide, "Send control plane logs to CloudWatch Logs":
+        # https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html). Made here first,
+        # it has a retention and goes with the stack. It stays while logging is off, so turning
+        # the types off keeps what was already logged until it expires. It needs nothing, so it is
+        # created while the VPC comes up, well before the control plane may start.
+        return aws.cloudwatch.LogGroup(
+            f"{self._name}-logs", name=audit_logs.control_plane_log_group(self._args.cluster_name),
+            retention_in_days=self._args.log_retention_days, opts=pulumi.ResourceOptions(parent=self))
 
     def _control_plane(self) -> eks.Cluster:
         args = self._args
@@ -104,7 +124,10 @@ class Cluster(pulumi.ComponentResource):
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             vpc_cni_options=eks.VpcCniOptionsArgs(),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True),
-            opts=pulumi.ResourceOptions(parent=self),
+            enabled_cluster_log_types=list(args.log_types),
+            # Created after its log group, so EKS finds the group there and does not make its own;
+            # deleted before it, so nothing writes to the group once it is gone.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.log_group]),
         )
 
     def _pod_identity_agent(self) -> aws.eks.Addon:

@@ -10,7 +10,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
-from components._parts.load_balancer_policy import POLICY
+from components._parts.load_balancer_policy import Scope, policy
 from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
 from model import versions
 from model.contract import CORE_LABELS, SYSTEM_NAMESPACE
@@ -28,6 +28,11 @@ class LoadBalancerControllerArgs:
     region: str
     # Given to the controller for the same reason as the region (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The VPC's ARN (Network.vpc_arn): the only VPC whose security groups the controller's IAM
+    # policy lets it create or change.
+    vpc_arn: pulumi.Input[str]
+    # The account that owns the VPC (Network.account_id): the only one whose listeners it may change.
+    account_id: pulumi.Input[str]
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the controller waits for: the core nodes it runs on (NodeGroups.core_ready).
@@ -55,8 +60,10 @@ class LoadBalancerController(pulumi.ComponentResource):
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
+        document = pulumi.Output.all(args.account_id, args.vpc_arn).apply(
+            lambda a: policy(Scope(region=args.region, account_id=a[0], vpc_arn=a[1])))
         role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), [],
-                                 parent=self, inline_policy=POLICY)
+                                 parent=self, inline_policy=document)
         # The association must name exactly the service account the chart creates, or the
         # controller runs without credentials and Services stay <pending>
         # (kubernetes-sigs/aws-load-balancer-controller issue #3850;

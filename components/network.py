@@ -1,14 +1,16 @@
 """The VPC: private subnets for nodes, public subnets for load balancers in the cluster's two
-zones, one NAT gateway; each subnet's block is fixed by its zone (model/node_zones.py)."""
+zones, one NAT gateway; each subnet's block is fixed by its zone (model/node_zones.py). Its
+default security group admits nothing, and its flow logs go where flowLogsDestination says."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pulumi
 import pulumi_aws as aws
 
-from model import node_zones
+from model import audit_logs, node_zones
 from model.node_zones import NodeZone
 
 
@@ -25,10 +27,16 @@ class NetworkArgs:
     cluster_name: str
     # Names the S3 gateway endpoint's service.
     region: str
+    # Where the flow logs go (flowLogsDestination: audit_logs.FLOW_LOG_DESTINATIONS).
+    flow_logs_destination: str
+    # How long they are kept there (flowLogsRetentionDays).
+    flow_logs_retention_days: int
 
 
 class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]                     # the VPC everything runs in
+    vpc_arn: pulumi.Output[str]                    # its ARN, as IAM conditions name it (ec2:Vpc)
+    account_id: pulumi.Output[str]                 # the account that owns it: this stack's
     # The cluster's two zones' private subnets, in `zones` order: the control plane's and the
     # core nodes'. A pool AZ added later leaves them, and so the cluster and core group, as they are.
     private_subnet_ids: list[pulumi.Output[str]]
@@ -48,7 +56,9 @@ class Network(pulumi.ComponentResource):
         private_rt = self._private_route_table(vpc, igw, public[0])
         private = self._private_subnets(vpc, private_rt)
         self._s3_endpoint(vpc, private_rt)
-        self.vpc_id = vpc.id
+        self._lock_default_security_group(vpc)
+        self._flow_logs(vpc)
+        self.vpc_id, self.vpc_arn, self.account_id = vpc.id, vpc.arn, vpc.owner_id
         self.private_subnet_ids = [private[z.name].id for z in cluster_zones]
         self.public_subnet_ids = [s.id for s in public]
         self.private_subnet_by_zone = {z.name: private[z.name].id for z in args.zones}
@@ -133,3 +143,100 @@ class Network(pulumi.ComponentResource):
             f"{name}-s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{self._args.region}.s3",
             vpc_endpoint_type="Gateway", route_table_ids=[private_rt.id],
             tags={"Name": f"{name}-s3"}, opts=pulumi.ResourceOptions(parent=self))
+
+    def _lock_default_security_group(self, vpc: aws.ec2.Vpc) -> aws.ec2.DefaultSecurityGroup:
+        # Every VPC comes with a default security group that admits all traffic from its members
+        # and lets all out; nothing here uses it (nodes have the EKS cluster security group, the
+        # NLB its own), but an interface created without a group lands in it. Adopted with no
+        # rules, it admits and sends nothing: the provider removes every rule of the group when
+        # it adopts it and then adds only those given (pulumi-aws 7.51.1 ec2.DefaultSecurityGroup,
+        # from hashicorp/terraform-provider-aws website/docs/r/default_security_group.html.markdown).
+        return aws.ec2.DefaultSecurityGroup(
+            f"{self._name}-default-sg", vpc_id=vpc.id, ingress=[], egress=[],
+            tags={"Name": f"{self._name}-default-locked"}, opts=pulumi.ResourceOptions(parent=self))
+
+    def _flow_logs(self, vpc: aws.ec2.Vpc) -> aws.ec2.FlowLog | None:
+        """The VPC's flow logs, accepted and rejected, to CloudWatch Logs or S3; None when off.
+        Nothing waits for them: they come up beside the subnets."""
+        destination = self._args.flow_logs_destination
+        if destination == audit_logs.FLOW_LOGS_OFF:
+            return None
+        if destination == audit_logs.FLOW_LOGS_S3:
+            target, role, after = self._flow_log_bucket(vpc)
+        else:
+            target, role, after = self._flow_log_group(vpc)
+        return aws.ec2.FlowLog(
+            f"{self._name}-flow-logs", vpc_id=vpc.id, traffic_type="ALL",
+            log_destination_type=destination, log_destination=target,
+            iam_role_arn=role.arn if role else None, max_aggregation_interval=600,
+            tags={"Name": f"{self._name}-flow-logs"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+
+    def _flow_log_group(self, vpc: aws.ec2.Vpc) -> tuple[pulumi.Output[str], aws.iam.Role, list[pulumi.Resource]]:
+        """The log group, and the role the flow logs service delivers to it with: trusted by that
+        service for this account's flow logs only, allowed to write to this group only. The trust
+        and the actions are the Amazon VPC user guide's, "IAM role for publishing flow logs to
+        CloudWatch Logs" (https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html),
+        whose Resource "*" is narrowed to the one group: the program creates the group, so the
+        service needs no logs:CreateLogGroup."""
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
+        group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-log-group", name=audit_logs.flow_log_group(self._args.cluster_name),
+            retention_in_days=self._args.flow_logs_retention_days, opts=child)
+        account = vpc.owner_id
+        role = aws.iam.Role(f"{name}-flow-log-role", assume_role_policy=account.apply(lambda a: json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{
+                "Effect": "Allow", "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                # The confused-deputy guard of the guide: only this account's flow logs.
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": a},
+                    "ArnLike": {"aws:SourceArn": f"arn:aws:ec2:{self._args.region}:{a}:vpc-flow-log/*"}},
+            }]})), opts=child)
+        policy = aws.iam.RolePolicy(f"{name}-flow-log-delivery", role=role.id, policy=group.arn.apply(lambda arn: json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogGroups",
+                           "logs:DescribeLogStreams"],
+                # The group and its streams (arn:...:log-group:<name>:log-stream:<stream>).
+                "Resource": [arn, f"{arn}:*"],
+            }]})), opts=child)
+        return group.arn, role, [policy]
+
+    def _flow_log_bucket(self, vpc: aws.ec2.Vpc) -> tuple[pulumi.Output[str], None, list[pulumi.Resource]]:
+        """A private bucket of the stack's, emptied and deleted on destroy, whose objects expire
+        after the retention. Flow logs to S3 need no role: the log delivery service writes under
+        AWSLogs/<account>/ as the bucket policy allows (Amazon VPC user guide, "Amazon S3 bucket
+        permissions for flow logs": https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-s3-permissions.html)."""
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
+        bucket = aws.s3.Bucket(f"{name}-flow-log-bucket", force_destroy=True, opts=child)
+        aws.s3.BucketPublicAccessBlock(f"{name}-flow-log-private", bucket=bucket.id, block_public_acls=True,
+                                       block_public_policy=True, ignore_public_acls=True,
+                                       restrict_public_buckets=True, opts=child)
+        aws.s3.BucketLifecycleConfiguration(f"{name}-flow-log-expiry", bucket=bucket.id, rules=[
+            aws.s3.BucketLifecycleConfigurationRuleArgs(
+                id="expire-flow-logs", status="Enabled",
+                filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
+                    days=self._args.flow_logs_retention_days))], opts=child)
+        region = self._args.region
+        policy = aws.s3.BucketPolicy(f"{name}-flow-log-delivery", bucket=bucket.id, policy=pulumi.Output.all(
+            bucket.arn, vpc.owner_id).apply(lambda a: json.dumps({
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Sid": "AWSLogDeliveryWrite", "Effect": "Allow",
+                     "Principal": {"Service": "delivery.logs.amazonaws.com"}, "Action": "s3:PutObject",
+                     "Resource": f"{a[0]}/AWSLogs/{a[1]}/*",
+                     "Condition": {"StringEquals": {"aws:SourceAccount": a[1],
+                                                    "s3:x-amz-acl": "bucket-owner-full-control"},
+                                   "ArnLike": {"aws:SourceArn": f"arn:aws:logs:{region}:{a[1]}:*"}}},
+                    {"Sid": "AWSLogDeliveryAclCheck", "Effect": "Allow",
+                     "Principal": {"Service": "delivery.logs.amazonaws.com"}, "Action": "s3:GetBucketAcl",
+                     "Resource": a[0],
+                     "Condition": {"StringEquals": {"aws:SourceAccount": a[1]},
+                                   "ArnLike": {"aws:SourceArn": f"arn:aws:logs:{region}:{a[1]}:*"}}},
+                ]})), opts=child)
+        # The flow log waits for the policy: CreateFlowLogs checks that the service may write.
+        return bucket.arn, None, [policy]

@@ -175,6 +175,13 @@ class Mocks(pulumi.runtime.Mocks):
                 "clusterSecurityGroupId": "sg-0cluster0primary0",
             },
             "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+            # EC2 and CloudWatch Logs name their resources' ARNs so (Service Authorization
+            # Reference, Amazon EC2 vpc and CloudWatch Logs log-group resource types); the
+            # provider drops the log group ARN's trailing ":*".
+            "aws:ec2/vpc:Vpc": {"arn": f"arn:aws:ec2:us-west-2:123456789012:vpc/{rid}", "ownerId": "123456789012"},
+            "aws:cloudwatch/logGroup:LogGroup": {
+                "arn": f"arn:aws:logs:us-west-2:123456789012:log-group:{args.inputs.get('name', args.name)}"},
+            "aws:s3/bucket:Bucket": {"arn": f"arn:aws:s3:::{args.name}", "bucket": args.name},
             "aws:iam/role:Role": {"arn": f"arn:aws:iam::123456789012:role/{args.name}"},
             "aws:iam/policy:Policy": {"arn": f"arn:aws:iam::123456789012:policy/{args.name}"},
             "aws:ec2/placementGroup:PlacementGroup": {"name": args.name},

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from model import eks_versions, gpu_pools, rules, versions
+from model import audit_logs, eks_versions, gpu_pools, rules, versions
 from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
 from model.problems import NOT_SET, Problem, Rule, error, warning
@@ -186,6 +186,43 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="Extra IAM role ARNs granted cluster admin (the deployer is admin already).",
             doc="Never the deployer's own role.",
             on_change="in place: an access entry added or deleted per role"),
+        # Prices: Amazon CloudWatch pricing (https://aws.amazon.com/cloudwatch/pricing/), Logs tab,
+        # US East (N. Virginia), Standard log class; EKS bills its control-plane logs as standard
+        # CloudWatch Logs ingestion and storage (EKS user guide, "Send control plane logs to
+        # CloudWatch Logs": https://docs.aws.amazon.com/eks/latest/userguide/control-plane-logs.html).
+        Key("controlPlaneLogTypes", "array", list(audit_logs.DEFAULT_CONTROL_PLANE_LOG_TYPES),
+            (rules.each_one_of(audit_logs.CONTROL_PLANE_LOG_TYPES),), items="string",
+            attr="control_plane_log_types",
+            description="EKS control-plane log types sent to CloudWatch Logs (any of api, audit, authenticator, "
+                        "controllerManager, scheduler); an empty list turns control-plane logging off.",
+            doc="Written to the log group `/aws/eks/<clusterName>/cluster`, which the program creates with "
+                "controlPlaneLogRetentionDays and deletes on destroy. Cost: CloudWatch Logs ingestion, $0.50 per "
+                "GB, and storage, $0.03 per GB-month (US East, Standard class; 5 GB a month free), per "
+                "[CloudWatch pricing](https://aws.amazon.com/cloudwatch/pricing/); api and audit grow with "
+                "API traffic (every controller's watch and update), so measure the group's IncomingBytes "
+                "metric after a day.",
+            on_change="in place: EKS updates the cluster's logging config (UpdateClusterConfig); the log group "
+                      "stays, with the logs already in it, until destroy"),
+        Key("controlPlaneLogRetentionDays", "integer", audit_logs.DEFAULT_RETENTION_DAYS,
+            (rules.one_of(audit_logs.RETENTION_DAYS),), attr="control_plane_log_retention_days",
+            description="Days CloudWatch Logs keeps the control-plane logs (a retention CloudWatch accepts).",
+            doc="One of the values of CloudWatch Logs' PutRetentionPolicy.",
+            on_change="in place: the log group's retention policy"),
+        Key("flowLogsDestination", "string", audit_logs.FLOW_LOGS_CLOUDWATCH,
+            (rules.one_of(audit_logs.FLOW_LOG_DESTINATIONS),), attr="flow_logs_destination",
+            description="Where the VPC's flow logs (every accepted and rejected connection) go: cloud-watch-logs, "
+                        "s3 (a bucket of the stack's) or off.",
+            doc="Cost, as vended logs: $0.50 per GB delivered to CloudWatch Logs plus its storage, or $0.25 per "
+                "GB delivered to S3 plus S3 storage (US East, first 10 TB a month), per "
+                "[CloudWatch pricing](https://aws.amazon.com/cloudwatch/pricing/); a record per flow per "
+                "10-minute window, so the volume follows the number of connections, not their bytes.",
+            on_change="in place: the flow log is replaced (its destination cannot change); the old "
+                      "destination's log group or bucket is deleted with its logs"),
+        Key("flowLogsRetentionDays", "integer", audit_logs.DEFAULT_RETENTION_DAYS,
+            (rules.one_of(audit_logs.RETENTION_DAYS),), attr="flow_logs_retention_days",
+            description="Days the flow logs are kept (a retention CloudWatch accepts; for s3, the bucket's "
+                        "expiration).",
+            on_change="in place: the log group's retention policy, or the bucket's lifecycle rule"),
         Key("slinkyChartVersion", "string", _PIN["slinkyChartVersion"],
             (rules.matches(_CHART_VERSION, f"a chart version such as {versions.SLINKY_CHART_VERSION}"),),
             attr="slinky_chart_version",

@@ -42,6 +42,27 @@ def list_of_strings(key: str, value: Any) -> list[Problem]:
     return [error(key, value, "a list of strings")]
 
 
+def one_of(allowed: tuple) -> Rule:
+    """One of `allowed` exactly (an integer key's 90, not "90" or 90.0)."""
+    def rule(key: str, value: Any) -> list[Problem]:
+        if isinstance(value, bool) or value not in allowed or type(value) is not type(allowed[0]):
+            return [error(key, value, f"one of {', '.join(map(str, allowed))}")]
+        return []
+    return rule
+
+
+def each_one_of(allowed: tuple[str, ...]) -> Rule:
+    """A list of strings, each one of `allowed` and none twice; the empty list too."""
+    def rule(key: str, value: Any) -> list[Problem]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return [error(key, value, f"a list of any of {', '.join(allowed)}")]
+        found = [error(key, value, f"{v!r} is not one of {', '.join(allowed)}") for v in value if v not in allowed]
+        found += [error(key, value, f"{v!r} is listed more than once; list each at most once")
+                  for v in sorted(set(value)) if value.count(v) > 1]
+        return found
+    return rule
+
+
 # The key types OpenSSH writes into a public key line (ssh-keygen -t ...; sshd(8) AUTHORIZED_KEYS
 # FILE FORMAT: https://man.openbsd.org/sshd.8#AUTHORIZED_KEYS_FILE_FORMAT).
 SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",

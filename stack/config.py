@@ -42,6 +42,10 @@ class StackConfig:
     ssh_allowed_cidrs: tuple[str, ...]
     api_allowed_cidrs: tuple[str, ...]
     admin_role_arns: tuple[str, ...]
+    control_plane_log_types: tuple[str, ...]
+    control_plane_log_retention_days: int
+    flow_logs_destination: str
+    flow_logs_retention_days: int
     slinky_chart_version: str
     slurm_version: str
     cert_manager_version: str

@@ -38,7 +38,7 @@ def trust_policy(account: ServiceAccountRef) -> str:
 
 
 def pod_identity_role(name: str, account: ServiceAccountRef, managed_policy_arns: Sequence[str],
-                      parent: pulumi.Resource, inline_policy: str | None = None) -> aws.iam.Role:
+                      parent: pulumi.Resource, inline_policy: pulumi.Input[str] | None = None) -> aws.iam.Role:
     opts = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(account), opts=opts)
     for i, arn in enumerate(managed_policy_arns):

@@ -91,3 +91,39 @@ def test_one_kubernetes_provider_built_from_the_cluster_kubeconfig(dev):
     (provider,) = dev.of_type("pulumi:providers:kubernetes")
     assert provider.name == "cluster-k8s"
     assert dev.named("cluster-eks").urn in provider.property_dependencies["kubeconfig"]
+
+
+def test_control_plane_logs_api_audit_and_authenticator_by_default(dev):
+    assert dev.named("cluster-eks").inputs["enabledClusterLogTypes"] == ["api", "audit", "authenticator"]
+
+
+@pytest.mark.parametrize("types", [["scheduler", "controllerManager"], []])
+def test_control_plane_log_types_follow_config(types):
+    graph = run_program("dev", {"controlPlaneLogTypes": types})
+    assert graph.named("cluster-eks").inputs["enabledClusterLogTypes"] == types
+
+
+def test_control_plane_log_group_is_the_one_eks_writes_to(dev):
+    # EKS's own name for it (Amazon EKS user guide, "Send control plane logs to CloudWatch Logs").
+    assert dev.named("cluster-logs").inputs["name"] == "/aws/eks/slinky-eks-dev/cluster"
+
+
+def test_control_plane_log_group_keeps_logs_for_the_configured_retention(dev):
+    assert dev.named("cluster-logs").inputs["retentionInDays"] == 90
+    graph = run_program("dev", {"controlPlaneLogRetentionDays": 365})
+    assert graph.named("cluster-logs").inputs["retentionInDays"] == 365
+
+
+def test_control_plane_log_group_exists_before_the_cluster(dev):
+    assert dev.depends_on(dev.named("cluster-eks"), dev.named("cluster-logs"))
+
+
+def test_control_plane_log_group_waits_for_nothing(dev):
+    # So it is made while the VPC comes up and never lengthens the way to the control plane.
+    group = dev.named("cluster-logs")
+    assert group.dependencies == [] and not any(group.property_dependencies.values())
+
+
+def test_control_plane_log_group_stays_while_logging_is_off():
+    graph = run_program("dev", {"controlPlaneLogTypes": []})
+    assert graph.named("cluster-logs").inputs["name"] == "/aws/eks/slinky-eks-dev/cluster"

@@ -176,3 +176,35 @@ def test_base_images_must_be_image_references(key, value):
                                    "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@sha256:" + "0f" * 32])
 def test_well_formed_base_image_references_are_accepted(value):
     assert run_program("dev", {"slurmdBaseImage": value}).error is None
+
+
+@pytest.mark.parametrize("value, why", [
+    (["api", "kubelet"], "'kubelet' is not one of api, audit, authenticator, controllerManager, scheduler"),
+    (["audit", "audit"], "'audit' is listed more than once"),
+    ("api", "a list of any of api, audit, authenticator, controllerManager, scheduler"),
+])
+def test_control_plane_log_types_must_be_eks_log_types(value, why):
+    msg = rejected(controlPlaneLogTypes=value)
+    assert f"slinky-eks:controlPlaneLogTypes = {value!r}: {why}" in msg
+
+
+@pytest.mark.parametrize("key", ["controlPlaneLogRetentionDays", "flowLogsRetentionDays"])
+@pytest.mark.parametrize("value", ["0", "10", "forever", "90.0"])
+def test_log_retention_must_be_a_period_cloudwatch_accepts(key, value):
+    msg = rejected(**{key: value})
+    assert f"slinky-eks:{key} = '{value}': one of 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400" in msg
+
+
+@pytest.mark.parametrize("value", ["cloudwatch", "firehose", "OFF"])
+def test_flow_logs_destination_must_be_one_this_program_makes(value):
+    assert "flowLogsDestination" in (msg := rejected(flowLogsDestination=value))
+    assert "one of cloud-watch-logs, s3, off" in msg
+
+
+def test_every_logging_problem_comes_back_in_one_error():
+    msg = rejected(controlPlaneLogTypes=["kubelet"], controlPlaneLogRetentionDays="10",
+                   flowLogsDestination="firehose", flowLogsRetentionDays="0")
+    assert msg.startswith("invalid stack configuration (4 problems)")
+    for key in ("controlPlaneLogTypes", "controlPlaneLogRetentionDays", "flowLogsDestination",
+                "flowLogsRetentionDays"):
+        assert f"slinky-eks:{key}" in msg

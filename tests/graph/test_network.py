@@ -1,5 +1,6 @@
 """The VPC: two AZs including the GPU AZ, private node subnets, public LB subnets, NAT, LBC tags."""
 import ipaddress
+import json
 
 from devkit.offline_run import run_program
 
@@ -54,3 +55,74 @@ def test_private_subnets_route_through_the_nat_gateway(dev):
 
 def test_public_subnets_route_to_the_internet_gateway(dev):
     assert dev.named("network-public").inputs["routes"][0]["gatewayId"] == "network-igw-id"
+
+
+def test_default_security_group_is_adopted_with_no_rules(dev):
+    (default,) = dev.of_type("aws:ec2/defaultSecurityGroup:DefaultSecurityGroup")
+    assert default.inputs["vpcId"] == "network-vpc-id"
+    assert default.inputs["ingress"] == [] and default.inputs["egress"] == []
+
+
+def test_flow_logs_record_all_traffic_to_cloudwatch_logs_by_default(dev):
+    (flow,) = dev.of_type("aws:ec2/flowLog:FlowLog")
+    assert flow.inputs["vpcId"] == "network-vpc-id" and flow.inputs["trafficType"] == "ALL"
+    assert flow.inputs["logDestinationType"] == "cloud-watch-logs"
+    group = dev.named("network-flow-log-group")
+    assert flow.inputs["logDestination"] == f"arn:aws:logs:us-west-2:123456789012:log-group:{group.inputs['name']}"
+    assert flow.inputs["iamRoleArn"] == "arn:aws:iam::123456789012:role/network-flow-log-role"
+
+
+def test_flow_log_group_keeps_logs_for_the_configured_retention(dev):
+    assert dev.named("network-flow-log-group").inputs["retentionInDays"] == 90
+    graph = run_program("dev", {"flowLogsRetentionDays": 14})
+    assert graph.named("network-flow-log-group").inputs["retentionInDays"] == 14
+
+
+def test_flow_log_role_is_trusted_by_the_flow_logs_service_for_this_account_only(dev):
+    (statement,) = json.loads(dev.named("network-flow-log-role").inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "vpc-flow-logs.amazonaws.com"}
+    assert statement["Action"] == "sts:AssumeRole"
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "123456789012"},
+        "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-west-2:123456789012:vpc-flow-log/*"}}
+
+
+def test_flow_log_role_writes_only_to_its_log_group(dev):
+    arn = "arn:aws:logs:us-west-2:123456789012:log-group:/slinky-eks/slinky-eks-dev/vpc-flow-logs"
+    (statement,) = json.loads(dev.named("network-flow-log-delivery").inputs["policy"])["Statement"]
+    assert statement["Resource"] == [arn, f"{arn}:*"]
+    assert "logs:CreateLogGroup" not in statement["Action"] and "logs:PutLogEvents" in statement["Action"]
+
+
+def test_flow_log_waits_for_its_delivery_permission(dev):
+    assert dev.depends_on(dev.named("network-flow-logs"), dev.named("network-flow-log-delivery"))
+
+
+def test_flow_logs_to_s3_go_to_a_private_expiring_bucket_of_the_stack():
+    graph = run_program("dev", {"flowLogsDestination": "s3", "flowLogsRetentionDays": 30})
+    flow = graph.named("network-flow-logs")
+    assert flow.inputs["logDestinationType"] == "s3"
+    assert flow.inputs["logDestination"] == "arn:aws:s3:::network-flow-log-bucket"
+    assert "iamRoleArn" not in flow.inputs
+    assert graph.named("network-flow-log-bucket").inputs["forceDestroy"] is True
+    (rule,) = graph.named("network-flow-log-expiry").inputs["rules"]
+    assert rule["expiration"] == {"days": 30} and rule["status"] == "Enabled"
+    blocks = graph.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    assert [all(b.inputs[k] for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
+                                      "restrictPublicBuckets")) for b in blocks] == [True]
+    assert [g.name for g in graph.of_type("aws:cloudwatch/logGroup:LogGroup")] == ["cluster-logs"]
+
+
+def test_flow_logs_s3_delivery_is_limited_to_this_account():
+    graph = run_program("dev", {"flowLogsDestination": "s3"})
+    policy = json.loads(graph.named("network-flow-log-delivery").inputs["policy"])
+    for statement in policy["Statement"]:
+        assert statement["Principal"] == {"Service": "delivery.logs.amazonaws.com"}
+        assert statement["Condition"]["StringEquals"]["aws:SourceAccount"] == "123456789012"
+    assert policy["Statement"][0]["Resource"] == "arn:aws:s3:::network-flow-log-bucket/AWSLogs/123456789012/*"
+
+
+def test_flow_logs_off_makes_none():
+    graph = run_program("dev", {"flowLogsDestination": "off"})
+    assert graph.of_type("aws:ec2/flowLog:FlowLog") == []
+    assert [r.name for r in graph.resources if "flow-log" in r.name] == []
