@@ -43,9 +43,9 @@ def list_of_strings(key: str, value: Any) -> list[Problem]:
 
 
 def one_of(allowed: tuple) -> Rule:
-    """One of `allowed` exactly (an integer key's 90, not "90" or 90.0)."""
+    """One of `allowed` (true is not 1)."""
     def rule(key: str, value: Any) -> list[Problem]:
-        if isinstance(value, bool) or value not in allowed or type(value) is not type(allowed[0]):
+        if isinstance(value, bool) or value not in allowed:
             return [error(key, value, f"one of {', '.join(map(str, allowed))}")]
         return []
     return rule

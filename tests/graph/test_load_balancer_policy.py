@@ -218,3 +218,11 @@ def test_a_narrowing_not_declared_is_found(ours, upstream):
     assert policy_differences(broken, upstream)[0].startswith(
         "upstream statement 14: elasticloadbalancing:DeregisterTargets")
 
+
+
+def test_a_narrowed_action_left_out_altogether_is_found(ours, upstream):
+    broken = copy.deepcopy(ours)
+    broken["Statement"] = [s for s in broken["Statement"]
+                           if "elasticloadbalancing:CreateListener" not in _list(s["Action"])]
+    assert policy_differences(broken, upstream) == [
+        "elasticloadbalancing:CreateListener is not granted at all (narrowed: only on this account's tagged NLBs)"]
