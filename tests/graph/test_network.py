@@ -89,9 +89,14 @@ def test_flow_log_role_is_trusted_by_the_flow_logs_service_for_this_account_only
 
 def test_flow_log_role_writes_only_to_its_log_group(dev):
     arn = "arn:aws:logs:us-west-2:123456789012:log-group:/slinky-eks/slinky-eks-dev/vpc-flow-logs"
-    (statement,) = json.loads(dev.named("network-flow-log-delivery").inputs["policy"])["Statement"]
-    assert statement["Resource"] == [arn, f"{arn}:*"]
-    assert "logs:CreateLogGroup" not in statement["Action"] and "logs:PutLogEvents" in statement["Action"]
+    statements = json.loads(dev.named("network-flow-log-delivery").inputs["policy"])["Statement"]
+    writes = {a for s in statements for a in s["Action"] if not a.startswith("logs:Describe")}
+    assert writes == {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"}
+    for statement in statements:
+        if set(statement["Action"]) & writes:
+            assert statement["Resource"] == [arn, f"{arn}:*"]
+        else:
+            assert statement["Resource"] == "arn:aws:logs:us-west-2:123456789012:log-group:*"
 
 
 def test_flow_log_waits_for_its_delivery_permission(dev):
