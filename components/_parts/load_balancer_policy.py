@@ -11,7 +11,9 @@ listener narrowed to this stack's:
 - listeners are created only on load balancers of this account and region that carry the tag,
   and changed or deleted only while they carry it themselves.
 Load balancers and target groups are fenced by the `elbv2.k8s.aws/cluster` tag as upstream: created
-only with it, changed and deleted only while they carry it. What stays as upstream, unscoped:
+only with it, changed and deleted only while they carry it, in any VPC of the account (the
+subnet and security-group condition keys of CreateLoadBalancer would need their IDs, which the
+controller chooses). What stays as upstream, unscoped:
 the reads (Describe*, acm and iam certificate lookups: read-only, "*" where the actions take no
 resource), the service-linked role, tagging listeners (needed to tag a listener an older
 controller made untagged) and registering targets in any target group of the account.
