@@ -88,7 +88,7 @@ def explanation(finding: Finding, table: tuple[Triage, ...] = TRIAGE) -> Triage 
     """The first triage entry that explains `finding`, or None: it is unexplained."""
     for entry in table:
         if (entry.tool == finding.tool and entry.check == finding.check
-                and fnmatch.fnmatchcase(finding.resource, entry.resource)
+                and any(fnmatch.fnmatchcase(finding.resource, r) for r in entry.resources)
                 and fnmatch.fnmatchcase(finding.detail, entry.detail)):
             return entry
     return None
@@ -135,7 +135,7 @@ def report(findings: list[Finding], table: tuple[Triage, ...] = TRIAGE) -> str:
               for f in unexplained]
     if unused:
         lines.append(f"triage entries that matched nothing (fixed since? remove them): {len(unused)}")
-        lines += [f"  {e.tool} {e.check} {e.resource}" for e in unused]
+        lines += [f"  {e.tool} {e.check} {', '.join(e.resources)}" for e in unused]
     return "\n".join(lines) + "\n"
 
 
