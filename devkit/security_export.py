@@ -253,7 +253,7 @@ def _split_references(values: dict, ids: dict[str, str]) -> tuple[dict, dict]:
     return kept, expressions
 
 
-def _eks_cluster(resource: Resource) -> list[tuple[str, str, dict, dict]]:
+def eks_cluster_resources(resource: Resource) -> list[tuple[str, str, dict, dict]]:
     """(type, name, values, expressions) of what the pulumi-eks component creates that the checks look at."""
     i = integers(resource.inputs)
     name = terraform_name(resource.name)
@@ -288,7 +288,7 @@ def aws_resources(graph: Graph) -> list[tuple[str, str, dict, dict]]:
     out = []
     for r in sorted(graph.resources, key=lambda r: r.urn):
         if r.type == EKS_COMPONENT:
-            for tf_type, name, values, own in _eks_cluster(r):
+            for tf_type, name, values, own in eks_cluster_resources(r):
                 kept, expressions = _split_references(values, ids)
                 out.append((tf_type, name, kept, {**expressions, **own}))
         elif r.custom and r.type.startswith("aws:"):

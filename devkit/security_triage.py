@@ -130,3 +130,25 @@ def accepted_findings_table(table: tuple[Triage, ...] = TRIAGE) -> str:
         on = ", ".join(f"`{r}`" for r in dict.fromkeys(resources))
         rows.append(f"| {tool} | {check} | {on} | {verdict} | {reason} | [{section}](#{section}) |")
     return "\n".join(rows) + "\n"
+
+
+PAGE = "docs/security.md"
+BEGIN, END = "<!-- accepted-findings:begin -->", "<!-- accepted-findings:end -->"
+
+
+def with_table(page: str, table: tuple[Triage, ...] = TRIAGE) -> str:
+    """The page with the text between its markers replaced by accepted_findings_table()."""
+    head, found, rest = page.partition(BEGIN)
+    _, found_end, tail = rest.partition(END)
+    if not (found and found_end):
+        raise ValueError(f"{PAGE} has no {BEGIN} ... {END} block")
+    return f"{head}{BEGIN}\n{accepted_findings_table(table)}{END}{tail}"
+
+
+if __name__ == "__main__":
+    # Regenerate the page's table after a change to TRIAGE: python -m devkit.security_triage
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / PAGE
+    path.write_text(with_table(path.read_text()))
+    print(f"{PAGE}: accepted findings table rewritten")
