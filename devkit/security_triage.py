@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.contract import OPERATOR_NAMESPACE, SLURM_NAMESPACE, SYSTEM_NAMESPACE
+
 ACCEPTED = "accepted"
 NOT_APPLICABLE = "not applicable"
 
@@ -28,14 +30,16 @@ class Triage:
     detail: str = "*"           # a glob over parliament's detail (the actions or condition named)
 
 
-# What the upstream charts run, by the names the review sees them under.
-_DEVICE_PLUGINS = ("*.kube-system.aws-efa-k8s-device-plugin*", "*.kube-system.nvidia-device-plugin*")
-_CHART_WORKLOADS = ("*.cert-manager.cert-manager*", "*.kube-system.aws-load-balancer-controller*",
-                    "*.slinky.slurm-operator*", *_DEVICE_PLUGINS)
+# What the upstream charts run, by the names the review sees them under (`Kind.namespace.name`).
+_SYSTEM = f"*.{SYSTEM_NAMESPACE}"
+_DEVICE_PLUGINS = (f"{_SYSTEM}.aws-efa-k8s-device-plugin*", f"{_SYSTEM}.nvidia-device-plugin*")
+_LBC = f"{_SYSTEM}.aws-load-balancer-controller*"
+_OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
+_CERT_MANAGER = "*.cert-manager.cert-manager*"
+_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS)
 # The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
-_API_CALLERS = ("*.slurm.slurm-state-volume-guard*", "*.slurm.slurm-ready-*")
-_CONTROLLERS = ("*.cert-manager.cert-manager*", "*.kube-system.aws-load-balancer-controller*",
-                "*.slinky.slurm-operator*", "*.kube-system.nvidia-device-plugin*")
+_API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*")
+_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*")
 _ALL = ("*",)
 
 
@@ -58,7 +62,7 @@ TRIAGE: tuple[Triage, ...] = (
            "The slurmd repository is encrypted with AES256 (S3-managed keys), not a customer-managed KMS key.",
            "encryption-at-rest"),
     Triage("checkov", "CKV_AWS_184", ("aws_efs_file_system.*",), ACCEPTED,
-           "/shared is encrypted with the AWS-managed EFS key, not a customer-managed one.", "encryption-at-rest"),
+           "The shared file system is encrypted with the AWS-managed EFS key, not a customer-managed one.", "encryption-at-rest"),
     Triage("checkov", "CKV_AWS_158", ("aws_cloudwatch_log_group.*",), ACCEPTED,
            "Log groups are encrypted by CloudWatch Logs' own keys, not a customer-managed KMS key.",
            "encryption-at-rest"),
