@@ -77,7 +77,9 @@ def parliament_findings(lines: str) -> list[Finding]:
             continue
         item = json.loads(line)
         detail = item.get("detail")
-        detail = ", ".join(detail) if isinstance(detail, list) else str(detail or "")
+        # A string, a list of actions, or a list of objects (RESOURCE_MISMATCH: action and format).
+        items = detail if isinstance(detail, list) else [detail] if detail else []
+        detail = ", ".join(i if isinstance(i, str) else json.dumps(i, sort_keys=True) for i in items)
         where = pathlib.Path(item.get("location", {}).get("filepath", "")).name
         out.append(Finding("parliament", "iam", item["issue"], where.removesuffix(".json"), detail,
                            item.get("severity", "")))

@@ -67,6 +67,15 @@ def test_parliaments_lines_are_read_with_the_policy_file_as_the_resource():
         Finding("parliament", "iam", "RESOURCE_STAR", "lbc_policy", "a:B, a:C", "LOW")]
 
 
+def test_parliaments_detail_may_be_a_list_of_objects():
+    # RESOURCE_MISMATCH names each action with the resource format it wants.
+    line = json.dumps({"issue": "RESOURCE_MISMATCH", "severity": "MEDIUM",
+                       "detail": [{"action": "logs:DescribeLogGroups", "required_format": "*"}],
+                       "location": {"filepath": "scanned/iam/delivery.json"}})
+    (found,) = security_review.parliament_findings(line)
+    assert found.detail == '{"action": "logs:DescribeLogGroups", "required_format": "*"}'
+
+
 def _anchors(markdown: str) -> set[str]:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
     return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
