@@ -54,7 +54,7 @@ TRIAGE: tuple[Triage, ...] = (
            "the-kubernetes-api-endpoint"),
     Triage("checkov", "CKV_AWS_37", ("aws_eks_cluster.*",), ACCEPTED,
            "api, audit and authenticator logs are on; controllerManager and scheduler are left off by default "
-           "for their CloudWatch cost (a config key chooses the set).", "control-plane-logs"),
+           "for their CloudWatch cost (controlPlaneLogTypes chooses the set).", "control-plane-logs"),
     Triage("checkov", "CKV_AWS_58", ("aws_eks_cluster.*",), ACCEPTED,
            "EKS envelope-encrypts all Kubernetes API data with an AWS-owned key; a customer-managed key is "
            "not configured.", "encryption-at-rest"),
@@ -72,12 +72,9 @@ TRIAGE: tuple[Triage, ...] = (
     Triage("checkov", "CKV_AWS_51", ("aws_ecr_repository.*",), ACCEPTED,
            "Tags are mutable so a re-push of the same tag succeeds; every node runs the image by digest.",
            "images"),
-    Triage("checkov", "CKV_AWS_290", ("aws_iam_role_policy.lbc_policy",), ACCEPTED,
-           "The load balancer controller's writes on `*` are those whose request carries or whose target holds "
-           "its cluster tag, or that have no resource-level scope.", "the-load-balancer-controllers-policy"),
     Triage("checkov", "CKV_AWS_355", ("aws_iam_role_policy.lbc_policy",), ACCEPTED,
-           "As CKV_AWS_290: `*` remains where the action has no resource type or a tag condition fences it.",
-           "the-load-balancer-controllers-policy"),
+           "`*` remains on the load balancer controller's reads, its service-linked role, tagging listeners "
+           "and registering targets, as upstream.", "the-load-balancer-controllers-policy"),
     Triage("checkov", "CKV_AWS_339", ("aws_eks_cluster.*",), NOT_APPLICABLE,
            "checkov 3.3.30's list of supported EKS versions ends before the default; model/eks_versions.py "
            "holds EKS's own calendar.", "what-the-scanners-cannot-see"),
@@ -85,7 +82,15 @@ TRIAGE: tuple[Triage, ...] = (
            "The Elastic IP is the NAT gateway's, not an instance's.", "what-the-scanners-cannot-see"),
     # --- IAM (parliament) ---
     Triage("parliament", "RESOURCE_STAR", ("lbc_policy",), ACCEPTED,
-           "As CKV_AWS_290.", "the-load-balancer-controllers-policy"),
+           "As CKV_AWS_355.", "the-load-balancer-controllers-policy"),
+    Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
+           "The Service Authorization Reference lets ec2:CreateSecurityGroup name a VPC; parliament 1.6.4's IAM "
+           "definitions know only its security-group resource.", "what-the-scanners-cannot-see",
+           detail='*"action": "ec2:CreateSecurityGroup"*'),
+    Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
+           "The Service Authorization Reference lets the listener writes name a Network Load Balancer's listener "
+           "(listener/net); parliament 1.6.4's IAM definitions know only listener/app.",
+           "what-the-scanners-cannot-see", detail='*"required_format": "arn:*:elasticloadbalancing:*:*:listener/app/*'),
     Triage("parliament", "UNKNOWN_CONDITION_FOR_ACTION", ("lbc_policy",), NOT_APPLICABLE,
            "elasticloadbalancing:CreateAction is the upstream policy's condition on AddTags; parliament 1.6.4's "
            "IAM definitions do not list it.", "what-the-scanners-cannot-see",
