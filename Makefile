@@ -58,7 +58,8 @@ test-fast: environment
 
 # The scanners live in a cached virtualenv of their own (devkit/security_tools.sh), never in .venv.
 # Exits 1 while a finding is unexplained; the report is build/security-review/report.txt.
-security-review: environment
+security-review:
+	@PYTHON=$(PYTHON) bash devkit/cached_install.sh venv
 	$(VENV)/bin/python -m devkit.security_review --out build/security-review
 
 up:
