@@ -120,8 +120,9 @@ TRIAGE: tuple[Triage, ...] = (
     *(_k8s(c, _ALL, ACCEPTED,
            "Jobs and the pre-pull's pause container have nothing to probe; the charts' pods are probed as "
            "their charts decide.", "upstream-charts") for c in ("CKV_K8S_8", "CKV_K8S_9")),
-    _k8s("CKV_K8S_15", _ALL, NOT_APPLICABLE,
-         "Images are pinned, so IfNotPresent pulls the same bytes; the pre-pull relies on it.", "images"),
+    _k8s("CKV_K8S_15", _ALL, ACCEPTED,
+         "IfNotPresent is what lets the pre-pull put the slurmd image on the nodes first; the program's "
+         "references are pinned, the charts pull as they decide.", "images"),
     _k8s("CKV_K8S_43", _CHART_WORKLOADS, ACCEPTED,
          "The charts name their images by tag; the program's own images are pinned by digest.", "images"),
 )
