@@ -4,6 +4,8 @@
 #   make preview   `pulumi preview` on the dev stack
 #   make up        `pulumi up` on the dev stack
 #   make destroy   `pulumi destroy` on the dev stack
+#   make security-review  checkov and parliament over the dev stack's offline plan, each finding held
+#                  against devkit/security_triage.py (docs/security.md); not part of test or CI
 # up/preview/destroy first check the Pulumi CLI, the AWS CLI and credentials, Docker with buildx
 # (up), a state passphrase and this machine's address inside the API endpoint's allowed blocks
 # (tools/preflight.sh says how to get what is missing), then install
@@ -22,7 +24,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 endif
 PREFLIGHT = STACK=$(STACK) ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
 
-.PHONY: test test-fast environment up preview destroy slurm-roots
+.PHONY: test test-fast environment up preview destroy slurm-roots security-review
 
 # What `pulumi up` runs the program with (Pulumi.yaml: runtime virtualenv .venv).
 $(VENV)/.runtime: requirements.txt
@@ -53,6 +55,12 @@ test: environment slurm-roots
 test-fast: environment
 	$(VENV)/bin/python -m ruff check .
 	$(PYTEST) -m "not slurm"
+
+# The scanners live in a cached virtualenv of their own (devkit/security_tools.sh), never in .venv.
+# Exits 1 while a finding is unexplained; the report is build/security-review/report.txt.
+security-review:
+	@PYTHON=$(PYTHON) bash devkit/cached_install.sh venv
+	$(VENV)/bin/python -m devkit.security_review --out build/security-review
 
 up:
 	@$(PREFLIGHT) up

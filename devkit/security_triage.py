@@ -1,0 +1,164 @@
+"""The security review's triage table, the one home of every finding of checkov and parliament over
+the dev stack's plan (devkit/security_review.py) that stays: accepted (a risk the design takes, with
+why) or not applicable (the scanner is wrong about this resource). Each names the section of
+docs/security.md that explains it; the page's "Accepted findings" table is accepted_findings_table()
+(tests/unit/devkit/test_security_triage.py keeps the two equal). A finding this table does not
+explain is unexplained: fix it, or add it here with its reason.
+
+Resources are globs over what the scanners name: checkov's `Kind.namespace.name` (a Pod's name
+continues with its labels) or `terraform_type.name`; parliament's policy file (devkit/
+security_export.py writes iam/<role policy>.json).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.contract import OPERATOR_NAMESPACE, SLURM_NAMESPACE, SYSTEM_NAMESPACE
+
+ACCEPTED = "accepted"
+NOT_APPLICABLE = "not applicable"
+
+
+@dataclass(frozen=True)
+class Triage:
+    tool: str                   # checkov | parliament
+    check: str                  # the check id (checkov) or issue (parliament)
+    resources: tuple[str, ...]  # globs over the finding's resource
+    verdict: str                # ACCEPTED | NOT_APPLICABLE
+    reason: str
+    section: str                # the docs/security.md heading anchor that explains it
+    detail: str = "*"           # a glob over parliament's detail (the actions or condition named)
+
+
+# What the upstream charts run, by the names the review sees them under (`Kind.namespace.name`).
+_SYSTEM = f"*.{SYSTEM_NAMESPACE}"
+_DEVICE_PLUGINS = (f"{_SYSTEM}.aws-efa-k8s-device-plugin*", f"{_SYSTEM}.nvidia-device-plugin*")
+_LBC = f"{_SYSTEM}.aws-load-balancer-controller*"
+_OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
+_CERT_MANAGER = "*.cert-manager.cert-manager*"
+_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS)
+# The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
+_API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*")
+_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*")
+_ALL = ("*",)
+
+
+def _k8s(check: str, resources: tuple[str, ...], verdict: str, reason: str, section: str) -> Triage:
+    return Triage("checkov", check, resources, verdict, reason, section)
+
+
+TRIAGE: tuple[Triage, ...] = (
+    # --- AWS (terraform_plan) ---
+    Triage("checkov", "CKV_AWS_39", ("aws_eks_cluster.*",), ACCEPTED,
+           "The public API endpoint is how `pulumi up` and kubectl reach the cluster; it admits apiAllowedCidrs only.",
+           "the-kubernetes-api-endpoint"),
+    Triage("checkov", "CKV_AWS_37", ("aws_eks_cluster.*",), ACCEPTED,
+           "api, audit and authenticator logs are on; controllerManager and scheduler are left off by default "
+           "for their CloudWatch cost (controlPlaneLogTypes chooses the set).", "control-plane-logs"),
+    Triage("checkov", "CKV_AWS_58", ("aws_eks_cluster.*",), ACCEPTED,
+           "EKS envelope-encrypts all Kubernetes API data with an AWS-owned key; a customer-managed key is "
+           "not configured.", "encryption-at-rest"),
+    Triage("checkov", "CKV_AWS_136", ("aws_ecr_repository.*",), ACCEPTED,
+           "The slurmd repository is encrypted with AES256 (S3-managed keys), not a customer-managed KMS key.",
+           "encryption-at-rest"),
+    Triage("checkov", "CKV_AWS_184", ("aws_efs_file_system.*",), ACCEPTED,
+           "The shared file system is encrypted with the AWS-managed EFS key, not a customer-managed one.", "encryption-at-rest"),
+    Triage("checkov", "CKV_AWS_158", ("aws_cloudwatch_log_group.*",), ACCEPTED,
+           "Log groups are encrypted by CloudWatch Logs' own keys, not a customer-managed KMS key.",
+           "encryption-at-rest"),
+    Triage("checkov", "CKV_AWS_338", ("aws_cloudwatch_log_group.*",), ACCEPTED,
+           "Retention is a config choice sized for a development cluster, shorter than the check's one year.",
+           "control-plane-logs"),
+    Triage("checkov", "CKV_AWS_51", ("aws_ecr_repository.*",), ACCEPTED,
+           "Tags are mutable so a re-push of the same tag succeeds; every node runs the image by digest.",
+           "images"),
+    Triage("checkov", "CKV_AWS_355", ("aws_iam_role_policy.lbc_policy",), ACCEPTED,
+           "`*` remains on the load balancer controller's reads, its service-linked role, tagging listeners "
+           "and registering targets, as upstream.", "the-load-balancer-controllers-policy"),
+    Triage("checkov", "CKV_AWS_339", ("aws_eks_cluster.*",), NOT_APPLICABLE,
+           "checkov 3.3.30's list of supported EKS versions ends before the default; model/eks_versions.py "
+           "holds EKS's own calendar.", "what-the-scanners-cannot-see"),
+    Triage("checkov", "CKV2_AWS_19", ("aws_eip.*",), NOT_APPLICABLE,
+           "The Elastic IP is the NAT gateway's, not an instance's.", "what-the-scanners-cannot-see"),
+    # --- IAM (parliament) ---
+    Triage("parliament", "RESOURCE_STAR", ("lbc_policy",), ACCEPTED,
+           "As CKV_AWS_355.", "the-load-balancer-controllers-policy"),
+    Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
+           "The Service Authorization Reference lets ec2:CreateSecurityGroup name a VPC; parliament 1.6.4's IAM "
+           "definitions know only its security-group resource.", "what-the-scanners-cannot-see",
+           detail='*"action": "ec2:CreateSecurityGroup"*'),
+    Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
+           "The Service Authorization Reference lets the listener writes name a Network Load Balancer's listener "
+           "(listener/net); parliament 1.6.4's IAM definitions know only listener/app.",
+           "what-the-scanners-cannot-see", detail='*"required_format": "arn:*:elasticloadbalancing:*:*:listener/app/*'),
+    Triage("parliament", "UNKNOWN_CONDITION_FOR_ACTION", ("lbc_policy",), NOT_APPLICABLE,
+           "elasticloadbalancing:CreateAction is the upstream policy's condition on AddTags; parliament 1.6.4's "
+           "IAM definitions do not list it.", "what-the-scanners-cannot-see",
+           detail="*elasticloadbalancing:CreateAction*"),
+    Triage("parliament", "UNKNOWN_ACTION", ("lbc_policy",), NOT_APPLICABLE,
+           "elasticloadbalancing:ModifyIpPools is in the upstream policy; parliament 1.6.4's IAM definitions "
+           "predate it.", "what-the-scanners-cannot-see", detail="*ModifyIpPools*"),
+    # --- Kubernetes: what the design takes ---
+    _k8s("CKV2_K8S_6", _ALL, ACCEPTED, "No NetworkPolicy: every pod can reach every other.", "no-networkpolicy"),
+    *(_k8s(c, _DEVICE_PLUGINS, ACCEPTED,
+           "The device plugins need the node: device files, the kubelet's socket, host network (EFA) or host "
+           "PID (NVIDIA MPS), as root.", "privileged-pods")
+      for c in ("CKV_K8S_16", "CKV_K8S_17", "CKV_K8S_19", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23",
+                "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")),
+    _k8s("CKV_K8S_38", (*_CONTROLLERS, *_API_CALLERS), ACCEPTED,
+         "These pods call the Kubernetes API: they need their service account token.", "privileged-pods"),
+    _k8s("CKV_K8S_155", ("ClusterRole.*.cert-manager-cainjector",), ACCEPTED,
+         "cain-injector's job is writing the CA bundle into webhook configurations.", "privileged-pods"),
+    _k8s("CKV_K8S_40", _CHART_WORKLOADS, ACCEPTED,
+         "The charts' non-root users have UIDs under 10000 or none; a UID the image does not know breaks "
+         "some of them.", "upstream-charts"),
+    # --- Kubernetes: hygiene checks the design answers otherwise ---
+    *(_k8s(c, _ALL, ACCEPTED,
+           "Requests and limits are set where the program writes the pod; the charts' controllers run "
+           "without, on core nodes no job uses.", "upstream-charts")
+      for c in ("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13")),
+    *(_k8s(c, _ALL, ACCEPTED,
+           "Jobs and the pre-pull's pause container have nothing to probe; the charts' pods are probed as "
+           "their charts decide.", "upstream-charts") for c in ("CKV_K8S_8", "CKV_K8S_9")),
+    _k8s("CKV_K8S_15", _ALL, ACCEPTED,
+         "IfNotPresent is what lets the pre-pull put the slurmd image on the nodes first; the program's "
+         "references are pinned, the charts pull as they decide.", "images"),
+    _k8s("CKV_K8S_43", _CHART_WORKLOADS, ACCEPTED,
+         "The charts name their images by tag; the program's own images are pinned by digest.", "images"),
+)
+
+
+def accepted_findings_table(table: tuple[Triage, ...] = TRIAGE) -> str:
+    """The page's "Accepted findings" table: one row per check (its resources, verdict, reason and
+    section joined where several entries share it)."""
+    rows = ["| tool | check | on | verdict | why | section |", "| --- | --- | --- | --- | --- | --- |"]
+    grouped: dict[tuple[str, str, str, str, str], list[str]] = {}
+    for e in table:
+        key = (e.tool, e.check, e.verdict, e.reason, e.section)
+        grouped.setdefault(key, []).extend(e.resources)
+    for (tool, check, verdict, reason, section), resources in grouped.items():
+        on = ", ".join(f"`{r}`" for r in dict.fromkeys(resources))
+        rows.append(f"| {tool} | {check} | {on} | {verdict} | {reason} | [{section}](#{section}) |")
+    return "\n".join(rows) + "\n"
+
+
+PAGE = "docs/security.md"
+BEGIN, END = "<!-- accepted-findings:begin -->", "<!-- accepted-findings:end -->"
+
+
+def with_table(page: str, table: tuple[Triage, ...] = TRIAGE) -> str:
+    """The page with the text between its markers replaced by accepted_findings_table()."""
+    head, found, rest = page.partition(BEGIN)
+    _, found_end, tail = rest.partition(END)
+    if not (found and found_end):
+        raise ValueError(f"{PAGE} has no {BEGIN} ... {END} block")
+    return f"{head}{BEGIN}\n{accepted_findings_table(table)}{END}{tail}"
+
+
+if __name__ == "__main__":
+    # Regenerate the page's table after a change to TRIAGE: python -m devkit.security_triage
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parent.parent / PAGE
+    path.write_text(with_table(path.read_text()))
+    print(f"{PAGE}: accepted findings table rewritten")
