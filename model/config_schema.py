@@ -79,6 +79,11 @@ _CHART_VERSION = r"\d+\.\d+\.\d+"
 _IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _PIN = versions.CONFIG_DEFAULTS   # the version keys' defaults: their pins
 _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.list_of_strings,)
+# The support calendar's facts the key table quotes: Slurm's security floors, the pinned
+# cert-manager line's Kubernetes range.
+_FLOORS = "; ".join(f"{', '.join(a.fixed_in)} for {a.cves[0]} and {len(a.cves) - 1} more"
+                    for a in support_calendar.SLURM_ADVISORIES)
+_PINNED_CM = support_calendar.cert_manager_line(versions.CERT_MANAGER.version)
 
 
 # on_change is read off the components: a node group's instance type and subnets force a new
@@ -199,17 +204,17 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             (rules.matches(_SLURM_VERSION, f"a full Slurm release such as {versions.SLURM_RELEASE} (pinned, so every "
                            "node runs one build)"), support_calendar.slurm_supported_on(day)), attr="slurm_version",
             description="Full Slurm release of the slurmd image; must pair with slinkyChartVersion.",
-            doc="One under its line's security floor (`model/support_calendar.py`: 25.05.9, 25.11.8, 26.05.4 for "
-                "CVE-2026-65107 and seven more) or of a line SchedMD no longer supports deploys with a warning "
-                "naming the CVEs and the fixed release.",
+            doc=f"One under its line's security floor (`model/support_calendar.py`: {_FLOORS}) or of a line "
+                "SchedMD no longer supports deploys with a warning naming the CVEs and the fixed release.",
             on_change=_REBUILDS),
         Key("certManagerVersion", "string", _PIN["certManagerVersion"],
             (rules.matches(r"v\d+\.\d+\.\d+", f"a cert-manager chart version such as {versions.CERT_MANAGER.version}"),
              support_calendar.cert_manager_serves_v1),
             attr="cert_manager_version",
             description="cert-manager chart version.",
-            doc="v1.0 or later (the Slinky operator's certificates are cert-manager.io/v1). One past its end of "
-                "life, or whose supported Kubernetes range leaves out kubernetesVersion (1.21: 1.33-1.36; "
+            doc=f"{support_calendar.CERT_MANAGER_V1_API} or later (the Slinky operator's certificates are "
+                "cert-manager.io/v1). One past its end of life, or whose supported Kubernetes range leaves out "
+                f"kubernetesVersion ({_PINNED_CM.window.line}: {'-'.join(_PINNED_CM.kubernetes)}; "
                 "`model/support_calendar.py`), deploys with a warning naming the range and the release to use.",
             on_change="in place: upgrades the cert-manager Helm release"),
         Key("vpcCidr", "string", "10.0.0.0/16", (rules.private_vpc_cidr,), attr="vpc_cidr",

@@ -72,7 +72,7 @@ def minor(version: str) -> str:
 # (SchedMD/slurm doc/html/upgrades.shtml at commit 0cf89c66455e4de6573ec288ab95194a0202dbc9;
 # https://slurm.schedmd.com/upgrades.html). 26.05 is not in the table yet: the page's rule of
 # 18 months from a line's release (May 2026) gives November 2027.
-_SLURM_SOURCE = "SchedMD/slurm doc/html/upgrades.shtml (https://slurm.schedmd.com/upgrades.html#compatibility_window)"
+_SLURM_SOURCE = "https://slurm.schedmd.com/upgrades.html#compatibility_window"
 SLURM = (
     Window("Slurm", "25.05", _d(2026, 11, 1), PUBLISHED, _SLURM_SOURCE),
     Window("Slurm", "25.11", _d(2027, 5, 1), PUBLISHED, _SLURM_SOURCE),
@@ -128,7 +128,7 @@ def slurm_supported_on(day: datetime.date) -> Rule:
                 found.append(warning(key, value, (
                     f"{key} {value} is affected by {', '.join(advisory.cves)} (fixed in "
                     f"{', '.join(advisory.fixed_in)}: {advisory.source}); set {key} to {fix} or later "
-                    f"of its line, with slurmdImageTag and slurmdBaseImage of that release")))
+                    f"patched release, with slurmdImageTag and slurmdBaseImage of that release")))
         window = _line(SLURM, minor(value))
         if window and not window.supported_on(day):
             supported = [w.line for w in SLURM if w.supported_on(day)]
@@ -156,7 +156,7 @@ class CertManagerLine:
 # minor's end of life and the Kubernetes versions it supports. 1.20 and 1.21 end at the release
 # of 1.22 and 1.23; the page expects 1.22 in "~Nov 2026" and releases "roughly every 4 months",
 # so 1.23 about March 2027.
-_CM_SOURCE = "cert-manager/website content/docs/releases/README.md (https://cert-manager.io/docs/releases/)"
+_CM_SOURCE = "https://cert-manager.io/docs/releases/"
 
 
 def _cm(line: str, until: datetime.date, lo: str, hi: str, ends_at: str = "") -> CertManagerLine:
@@ -190,6 +190,10 @@ CERT_MANAGER = (
 )
 _CM_BY_LINE = {c.window.line: c for c in CERT_MANAGER}
 
+
+def cert_manager_line(version: str) -> CertManagerLine | None:
+    return _CM_BY_LINE.get(minor(version))
+
 # The Slinky operator chart creates its webhook's Issuers and Certificates as cert-manager.io/v1
 # (SlinkyProject/slurm-operator helm/slurm-operator/templates/cert-manager/pki.yaml at v1.2.1),
 # an API cert-manager serves from v1.0 (cert-manager/website
@@ -212,7 +216,7 @@ def cert_manager_fits(day: datetime.date) -> Callable[[Mapping[str, Any]], list[
         value, kubernetes = ok.get("certManagerVersion"), ok.get("kubernetesVersion")
         if value is None or kubernetes is None:
             return []
-        line = _CM_BY_LINE.get(minor(value))
+        line = cert_manager_line(value)
         if line is None:
             return [] if parse(value) < parse(CERT_MANAGER[-1].window.line) else [warning(
                 "certManagerVersion", value, f"certManagerVersion {value}: cert-manager {minor(value)} is newer "
@@ -245,7 +249,8 @@ class DlcLine:
     @property
     def source(self) -> str:
         flavour = "cuda" if self.repository == "pytorch" else "gpu"
-        return f"aws/deep-learning-containers docs/src/data/{self.repository}/{self.version}-{flavour}-ec2.yml"
+        return ("https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/"
+                f"{self.repository}/{self.version}-{flavour}-ec2.yml")
 
 
 # Each file's `eop` (aws/deep-learning-containers at commit e0ecedea6a1c56d6b5914f9cfb2fec5c548e67e0;
@@ -292,7 +297,7 @@ def dlc_in_patch(day: datetime.date) -> Rule:
 OTHERS = (
     # Patch releases are cut from the release-X.Y branch "as needed"; no window is published
     # (SlinkyProject/slurm-operator docs/versioning.md at v1.2.1).
-    _reread("Slinky charts", "1.2", "SlinkyProject/slurm-operator docs/versioning.md (v1.2.1)"),
+    _reread("Slinky charts", "1.2", "https://github.com/SlinkyProject/slurm-operator/blob/v1.2.1/docs/versioning.md"),
     # Security updates and bug fixes go to the latest minor only, with no date (a maintainer in
     # kubernetes-sigs/aws-load-balancer-controller issue #3381, 2023-09-11).
     _reread("aws-load-balancer-controller", "3.5",
@@ -327,7 +332,7 @@ def pinned() -> list[tuple[str, str, Window | None]]:
     from model/versions.py. (The Kubernetes version's calendar is model/eks_versions.py.)"""
     pins = [("Slurm", versions.SLURM_RELEASE, _line(SLURM, minor(versions.SLURM_RELEASE))),
             ("cert-manager", versions.CERT_MANAGER.version,
-             getattr(_CM_BY_LINE.get(minor(versions.CERT_MANAGER.version)), "window", None))]
+             getattr(cert_manager_line(versions.CERT_MANAGER.version), "window", None))]
     others = {"Slinky charts": versions.SLINKY_CHART_VERSION,
               "aws-load-balancer-controller": versions.AWS_LOAD_BALANCER_CONTROLLER.version,
               "nvidia-device-plugin": versions.NVIDIA_DEVICE_PLUGIN.version,

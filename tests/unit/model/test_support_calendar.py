@@ -22,7 +22,7 @@ def test_every_default_is_supported_today():
 
 def test_a_default_past_its_window_is_reported():
     # The day after the pinned cert-manager line's estimated end: it alone of the pins is out.
-    after = support_calendar._CM_BY_LINE[support_calendar.minor(versions.CERT_MANAGER.version)].window.until \
+    after = support_calendar.cert_manager_line(versions.CERT_MANAGER.version).window.until \
         + datetime.timedelta(days=1)
     said = [s for s in support_calendar.lapsed(after) if s.startswith("cert-manager")]
     assert said == [f"cert-manager {versions.CERT_MANAGER.version}: supported until the release of 1.23, "
@@ -38,7 +38,7 @@ def test_the_pinned_slurm_release_is_not_under_its_security_floor():
 
 
 def test_the_pinned_cert_manager_supports_the_pinned_kubernetes():
-    line = support_calendar._CM_BY_LINE[support_calendar.minor(versions.CERT_MANAGER.version)]
+    line = support_calendar.cert_manager_line(versions.CERT_MANAGER.version)
     assert line.supports(versions.KUBERNETES_VERSION)
 
 
