@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from model import audit_logs, eks_versions, gpu_pools, rules, versions
+from model import audit_logs, eks_versions, gpu_pools, rules, support_calendar, versions
 from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
 from model.problems import NOT_SET, Problem, Rule, error, warning
@@ -79,6 +79,11 @@ _CHART_VERSION = r"\d+\.\d+\.\d+"
 _IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _PIN = versions.CONFIG_DEFAULTS   # the version keys' defaults: their pins
 _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.list_of_strings,)
+# The support calendar's facts the key table quotes: Slurm's security floors, the pinned
+# cert-manager line's Kubernetes range.
+_FLOORS = "; ".join(f"{', '.join(a.fixed_in)} for {a.cves[0]} and {len(a.cves) - 1} more"
+                    for a in support_calendar.SLURM_ADVISORIES)
+_PINNED_CM = support_calendar.cert_manager_line(versions.CERT_MANAGER.version)
 
 
 # on_change is read off the components: a node group's instance type and subnets force a new
@@ -87,7 +92,8 @@ _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.
 # bridges: internal/service/eks/node_group.go at commit b11fc0fdd2efcc87bbff031692818008455bd048,
 # instance_types and subnet_ids ForceNew, resourceNodeGroupUpdate).
 def schema(day: datetime.date) -> tuple[Key, ...]:
-    """Every key the program reads. The Kubernetes version's rules read EKS's calendar on `day`."""
+    """Every key the program reads. The Kubernetes version's rules read EKS's calendar on `day`,
+    the Slurm and DLC versions' the support calendar's (model/support_calendar.py)."""
     return (
         Key("aws:region", "string", attr="region",
             description="AWS region of every resource; dev: us-west-2.",
@@ -233,13 +239,20 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
                       "slurmVersion with it in the same `up`, as they must pair"),
         Key("slurmVersion", "string", _PIN["slurmVersion"],
             (rules.matches(_SLURM_VERSION, f"a full Slurm release such as {versions.SLURM_RELEASE} (pinned, so every "
-                           "node runs one build)"),), attr="slurm_version",
+                           "node runs one build)"), support_calendar.slurm_supported_on(day)), attr="slurm_version",
             description="Full Slurm release of the slurmd image; must pair with slinkyChartVersion.",
+            doc=f"One under its line's security floor (`model/support_calendar.py`: {_FLOORS}) or of a line "
+                "SchedMD no longer supports deploys with a warning naming the CVEs and the fixed release.",
             on_change=_REBUILDS),
         Key("certManagerVersion", "string", _PIN["certManagerVersion"],
-            (rules.matches(r"v\d+\.\d+\.\d+", f"a cert-manager chart version such as {versions.CERT_MANAGER.version}"),),
+            (rules.matches(r"v\d+\.\d+\.\d+", f"a cert-manager chart version such as {versions.CERT_MANAGER.version}"),
+             support_calendar.cert_manager_serves_v1),
             attr="cert_manager_version",
             description="cert-manager chart version.",
+            doc=f"{support_calendar.CERT_MANAGER_V1_API} or later (the Slinky operator's certificates are "
+                "cert-manager.io/v1). One past its end of life, or whose supported Kubernetes range leaves out "
+                f"kubernetesVersion ({_PINNED_CM.window.line}: {'-'.join(_PINNED_CM.kubernetes)}; "
+                "`model/support_calendar.py`), deploys with a warning naming the range and the release to use.",
             on_change="in place: upgrades the cert-manager Helm release"),
         Key("vpcCidr", "string", "10.0.0.0/16", (rules.private_vpc_cidr,), attr="vpc_cidr",
             description="IPv4 CIDR of the VPC (/16 to /20).",
@@ -255,9 +268,11 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             on_change="pushes the image under the new tag and rolls every slurmd pod (the NodeSet names the "
                       "tag beside the digest)"),
         Key("dlcBaseImage", "string", _PIN["dlcBaseImage"],
-            (image_reference,), attr="dlc_base_image",
+            (image_reference, support_calendar.dlc_in_patch(day)), attr="dlc_base_image",
             description="AWS Deep Learning Container the accelerator stack is harvested from; without a registry "
                         "host it is pulled from the DLC registry of aws:region.",
+            doc="One whose PyTorch version AWS no longer patches (each version's end of patch: "
+                "`model/support_calendar.py`) deploys with a warning.",
             on_change=_REBUILDS),
         Key("slurmdBaseImage", "string", _PIN["slurmdBaseImage"],
             (image_reference,), attr="slurmd_base_image",
@@ -420,6 +435,11 @@ CROSS_RULES: tuple[CrossRule, ...] = (ssh_cidrs, api_cidrs, chart_pairs_with_slu
                                       dlc_registry_known, slurmd_base_is_slurm, kubernetes_for_slinky)
 
 
+def cross_rules(day: datetime.date) -> tuple[CrossRule, ...]:
+    """CROSS_RULES and those that read the support calendar on `day`."""
+    return CROSS_RULES + (support_calendar.cert_manager_fits(day),)
+
+
 def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_pools.GpuPool], list[Problem]]:
     """gpuPools, or the one pool of gpuInstanceType and gpuNodeCount when it is empty. Only pools
     whose own values are valid come back (the account checks skip the rest)."""
@@ -478,7 +498,7 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
         problems += found
         if not any(p.is_error for p in found):
             ok[key.name] = value
-    for rule in CROSS_RULES:
+    for rule in cross_rules(day):
         problems += rule(ok)
     if values["apiAllowedCidrs"] == []:
         values["apiAllowedCidrs"] = values["sshAllowedCidrs"] if not ssh_cidrs(ok) else []
