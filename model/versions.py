@@ -51,13 +51,13 @@ DLC_IMAGE = "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
 # the DLC's torch and CUDA.
 SLURMD_IMAGE_TAG = f"{SLURM_RELEASE}-torch2.9-cu130-mpi"
 
-CERT_MANAGER = Chart("https://charts.jetstack.io", "cert-manager", "v1.16.2")
-NVIDIA_DEVICE_PLUGIN = Chart("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.18.2")
+CERT_MANAGER = Chart("https://charts.jetstack.io", "cert-manager", "v1.21.1")
+NVIDIA_DEVICE_PLUGIN = Chart("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.20.0")
 # >= 0.5.10 counts EFA devices right on p6-b200 (aws/sagemaker-hyperpod-cli PR #282); the chart's
 # own version string, v-prefixed (its Chart.yaml and the repository index).
 EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30")
 # Chart 1.17.1 is controller v2.17.1.
-AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "1.17.1")
+AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0")
 
 # The Slinky chart's log and init sidecars default to docker.io/library/alpine:latest, a floating
 # tag from a registry with anonymous pull limits: pinned to the ECR Public mirror of the same
