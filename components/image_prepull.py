@@ -11,6 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts import jobs_await
+from components._parts.pod_security import PAUSE_USER, container_security, pod_security
 from model import versions
 from model.contract import GPU_LABELS, GPU_TOLERATION
 
@@ -21,7 +22,6 @@ TIMEOUT_SECONDS = 1800
 # A few millicores and MiB: the pod asks for no GPU or EFA device, so slurmd, which takes them
 # all, schedules beside it and Slurm sees the node as idle.
 TINY = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}}
-LOCKED_DOWN = {"allowPrivilegeEscalation": False}
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,18 @@ class ImagePrePull(pulumi.ComponentResource):
                         "tolerations": [dict(GPU_TOLERATION)],
                         "automountServiceAccountToken": False,
                         "terminationGracePeriodSeconds": 1,
+                        # The pause image's own user for both containers: `true` in the slurmd
+                        # image (whose user is root) runs as any user, and a fixed uid lets the
+                        # kubelet check runAsNonRoot without reading the image.
+                        "securityContext": pod_security(PAUSE_USER),
                         "initContainers": [{
                             "name": "pull", "image": args.image, "imagePullPolicy": "IfNotPresent",
-                            "command": ["true"], "resources": TINY, "securityContext": LOCKED_DOWN}],
+                            "command": ["true"], "resources": TINY, "securityContext": container_security()}],
                         # The pod stays: its exited init container keeps the image in use, so the
                         # kubelet's image garbage collection leaves it on the node.
                         "containers": [{
                             "name": "pause", "image": versions.PAUSE_IMAGE,
-                            "resources": TINY, "securityContext": LOCKED_DOWN}],
+                            "resources": TINY, "securityContext": container_security()}],
                     },
                 },
             },

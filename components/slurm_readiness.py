@@ -22,6 +22,7 @@ from cluster_programs import rollout
 from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from components._parts.jobs_await import job_annotations
+from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
 from model import versions
 from model.contract import CORE_LABELS, nodeset_object, slurm_node_prefix
 from model.gpu_pools import DEFAULT_POOL, GpuPool
@@ -158,7 +159,7 @@ class SlurmReadiness(pulumi.ComponentResource):
             spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {
                 "restartPolicy": "Never", "serviceAccountName": ACCOUNT,
                 "nodeSelector": dict(CORE_LABELS),
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534},
+                "securityContext": pod_security(NOBODY),
                 "containers": [{
                     "name": "wait", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
                     "command": ["python3", "-m", f"{POD_PACKAGE}.rollout", "--namespace", args.namespace,
@@ -166,9 +167,7 @@ class SlurmReadiness(pulumi.ComponentResource):
                                 "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,
                                 "--timeout", str(TIMEOUT_SECONDS - 120),
                                 "--stall-after", str(rollout.STALL_AFTER_SECONDS)],
-                    "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-                    "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                        "capabilities": {"drop": ["ALL"]}},
+                    "env": [NO_BYTECODE], "securityContext": container_security(),
                     "volumeMounts": [{"name": "code", "mountPath": f"/app/{POD_PACKAGE}", "readOnly": True}]}],
                 "volumes": [{"name": "code", "configMap": {"name": code.metadata.name}}],
             }}},

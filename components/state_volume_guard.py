@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 import cluster_programs
 from components._parts.jobs_await import TIMEOUT
+from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
 from model import versions
 from model.contract import CORE_LABELS
 
@@ -93,11 +94,15 @@ class StateVolumeGuard(pulumi.ComponentResource):
                 "spec": {
                     "serviceAccountName": GUARD, "nodeSelector": dict(CORE_LABELS),
                     "terminationGracePeriodSeconds": WAIT_SECONDS,
+                    # It writes nothing; the service account token it reads is readable by the
+                    # pod's user (the readiness Job runs the same way).
+                    "securityContext": pod_security(NOBODY),
                     "containers": [{
                         "name": "guard", "image": versions.PYTHON_IMAGE,
                         # The script travels in the command, so a changed script rolls the pod.
                         "command": ["python3", "-c", SCRIPT.read_text(), "--namespace", args.namespace,
                                     "--claim", args.claim],
+                        "env": [NO_BYTECODE], "securityContext": container_security(),
                         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
                                       "limits": {"memory": "64Mi"}}}]}}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
