@@ -98,7 +98,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         }
 
     slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
-    sidecar = {"image": {"repository": versions.SIDECAR_REPOSITORY, "tag": versions.SIDECAR_TAG}}
+    sidecar = {"image": versions.SIDECAR_IMAGE}  # a string: tag and digest (versions.py)
     return {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
         # cache when the image is there: the pre-pull DaemonSet (image_prepull.py) puts it there.
