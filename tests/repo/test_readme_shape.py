@@ -6,7 +6,8 @@ import re
 from tests.support.paths import REPO
 
 MAX_LINES = 300
-PAGES = ("docs/architecture.md", "docs/operations.md", "docs/extending.md", "docs/decisions/README.md")
+PAGES = ("docs/architecture.md", "docs/operations.md", "docs/extending.md", "docs/upgrading.md",
+         "docs/decisions/README.md")
 MARKED = ("config-table", "outputs-table")
 
 
