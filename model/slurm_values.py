@@ -39,7 +39,7 @@ class SlurmValuesArgs:
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
-    """The tag of the Slinky slurmd base image (e.g. 26.05.2-ubuntu24.04), which every Slinky image
+    """The tag of the Slinky slurmd base image (e.g. 26.05.5-ubuntu24.04), which every Slinky image
     of that Slurm release carries (SlinkyProject/containers docker-bake.hcl format_tag)."""
     return slurmd_base_image.split("@", 1)[0].rsplit(":", 1)[-1]
 
