@@ -192,6 +192,22 @@ def test_service_account_check_catches_a_renamed_account(dev):
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] != association["serviceAccount"]
 
 
+def keeps_webhook_secret(values: dict) -> bool:
+    # Chart 3.5.0 templates/_helpers.tpl reuses the existing webhook Secret only with keepTLSSecret
+    # and without cert-manager; its default turned false in 3.x (1.17.1: true).
+    return values.get("keepTLSSecret") is True and not values.get("enableCertManager")
+
+
+def test_an_upgrade_reuses_the_controllers_webhook_certificate(dev):
+    resource = next(r for r in dev.of_type(chart_render.RELEASE_TYPE) if r.inputs["name"] == "aws-load-balancer-controller")
+    assert keeps_webhook_secret(chart_render.release_request(resource)["values"])
+
+
+def test_webhook_secret_check_sees_the_chart_default():
+    with open(reference_data.chart_dir("aws-load-balancer-controller", LBC) / "values.yaml") as f:
+        assert not keeps_webhook_secret(yaml.safe_load(f))
+
+
 ADDON_FLAGS = ("--enable-shield=false", "--enable-waf=false", "--enable-wafv2=false")
 
 
