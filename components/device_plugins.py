@@ -52,7 +52,7 @@ class DevicePlugins(pulumi.ComponentResource):
         return pinned_release(
             f"{self._name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace=SYSTEM_NAMESPACE,
             # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
-            # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.18.2
+            # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.20.0
             # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
             # nodeadm/internal/kubelet/config.go): select by our label.
             values={**gpu_placement(), "affinity": {"nodeAffinity": {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build-time assertions: fail the image build, not a GPU job twenty minutes later, when the
 # EFA/NCCL stack is broken in a way that would silently fall back to TCP or not run at all.
-#   assert-image.sh --slurm-version 26.05.2 [--root DIR]
+#   assert-image.sh --slurm-version 26.05.5 [--root DIR]
 # With --root, DIR is checked as a root filesystem (the tests' fake roots); libraries are then
 # resolved through a loader cache ldconfig builds from DIR's /etc/ld.so.conf (image/loader.sh).
 set -uo pipefail

@@ -49,7 +49,7 @@ class Taint:
 
 # Keeps everything but GPU work off the GPU nodes; every pod meant for them (slurmd, the device
 # plugins, the image pre-pull) carries its toleration. Its key is the GPU resource's name, which
-# the NVIDIA device plugin's chart tolerates by default (NVIDIA/k8s-device-plugin v0.18.2
+# the NVIDIA device plugin's chart tolerates by default (NVIDIA/k8s-device-plugin v0.20.0
 # deployments/helm/nvidia-device-plugin/values.yaml, tolerations).
 GPU_TAINT = Taint(GPU_RESOURCE, "true", "NoSchedule")
 GPU_TOLERATION = GPU_TAINT.toleration

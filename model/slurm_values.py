@@ -39,7 +39,7 @@ class SlurmValuesArgs:
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
-    """The tag of the Slinky slurmd base image (e.g. 26.05.2-ubuntu24.04), which every Slinky image
+    """The tag of the Slinky slurmd base image (e.g. 26.05.5-ubuntu24.04), which every Slinky image
     of that Slurm release carries (SlinkyProject/containers docker-bake.hcl format_tag)."""
     return slurmd_base_image.split("@", 1)[0].rsplit(":", 1)[-1]
 
@@ -98,7 +98,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         }
 
     slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
-    sidecar = {"image": {"repository": versions.SIDECAR_REPOSITORY, "tag": versions.SIDECAR_TAG}}
+    sidecar = {"image": versions.SIDECAR_IMAGE}  # a string: tag and digest (versions.py)
     return {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
         # cache when the image is there: the pre-pull DaemonSet (image_prepull.py) puts it there.

@@ -42,7 +42,13 @@ SLINKY_PAIRING = {"1.2": "26.05"}
 # so nccl-tests would not compile there (SlinkyProject/containers schedmd/slurm/26.05/).
 SLURMD_BASE_FLAVOUR = {"26.05": "ubuntu24.04"}
 
-# The full Slurm release of the slurmd image: every node runs one build.
+# The full Slurm release of the slurmd image: every node runs one build. 26.05.4 is the first 26.05
+# release with the fixes for CVE-2026-65107, -65108, -65109, -65138, -65139, -65140, -65165 and
+# -65168 (aws/aws-parallelcluster issue #7601); 26.05.5 is the release Debian sid ships, so the
+# test roots (tests/slurm/roots/sid.packages) run the same build. The Slinky images of this patch
+# (slurmd, slurmctld, slurmrestd, login: one tag, SLURMD_BASE_IMAGE's) cannot be confirmed from
+# here (the stored SlinkyProject/containers history stops at 26.05.1): docs/upgrading.md says how
+# to check them and override slurmVersion/slurmdBaseImage.
 SLURM_RELEASE = "26.05.5"
 # The AWS Deep Learning Container the image's accelerator stack is harvested from; without a
 # registry host it is pulled from the DLC registry of the stack's region.
@@ -51,29 +57,51 @@ DLC_IMAGE = "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
 # the DLC's torch and CUDA.
 SLURMD_IMAGE_TAG = f"{SLURM_RELEASE}-torch2.9-cu130-mpi"
 
+# cert-manager 1.21 supports Kubernetes 1.33-1.36; 1.16 reached end of life on 2025-06-10 and stops
+# at 1.32 (cert-manager/website content/docs/releases/README.md). What the upgrade changes:
+# docs/upgrading.md.
 CERT_MANAGER = Chart("https://charts.jetstack.io", "cert-manager", "v1.21.1")
+# 0.20.0 bundles node-feature-discovery 0.19.0, off here (charts-values/nvidia-device-plugin.yaml).
 NVIDIA_DEVICE_PLUGIN = Chart("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.20.0")
 # >= 0.5.10 counts EFA devices right on p6-b200 (aws/sagemaker-hyperpod-cli PR #282); the chart's
 # own version string, v-prefixed (its Chart.yaml and the repository index).
 EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30")
-# Chart 1.17.1 is controller v2.17.1.
+# Chart 3.5.0 is controller v3.5.0 (1.17.1, v2.17.1, was the last 1.x; fixes go to 3.x). Its
+# upstream IAM policy is byte-identical to v2.17.1's (docs/install/iam_policy.json at both tags).
+# Helm never upgrades the chart's crds/ on an existing stack: docs/upgrading.md has the command.
 AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0")
 
+# The utility images below are Docker Official Images pinned by tag and by the digest of their
+# multi-platform index, as docker-library/repo-info records Docker Hub's manifest
+# (repos/<image>/remote/<tag>.md). They are pulled from Docker Hub itself: the ECR Public mirror
+# (public.ecr.aws/docker/library) cannot be shown from here to serve the same index digest, and its
+# sync has lagged Docker Hub before (docker-library/official-images issue #13152), so a digest read
+# from Docker Hub's record is pulled where that record is. Each node pulls each image once
+# (IfNotPresent); Docker Hub limits anonymous pulls per source IP (docs/upgrading.md).
+LIBRARY_REGISTRY = "docker.io/library"
+
 # The Slinky chart's log and init sidecars default to docker.io/library/alpine:latest, a floating
-# tag from a registry with anonymous pull limits: pinned to the ECR Public mirror of the same
-# image. The chart reads controller.logfile (templates/controller/controller-cr.yaml),
+# tag. The chart reads controller.logfile (templates/controller/controller-cr.yaml),
 # nodesetDefaults.logfile (nodeset/nodeset-cr.yaml, merged into every nodeset) and
 # loginsetDefaults.initconf (loginset/loginset-cr.yaml) at SlinkyProject/slurm-operator v1.2.1
-# helm/slurm.
-SIDECAR_REPOSITORY = "public.ecr.aws/docker/library/alpine"
-SIDECAR_TAG = "3.23.3"
+# helm/slurm, each as an image string or object (templates/_helpers.tpl slurm.format-image; the
+# object form drops the tag when it has a digest, so the string is passed).
+# alpine 3.23.6 (2026-09-17), the newest patch of the supported 3.23 branch: its 16-platform index,
+# repo-info c667a56ce08d1768d5d003dfe7b7b290065cec90 repos/alpine/remote/3.23.6.md.
+SIDECAR_IMAGE = (f"{LIBRARY_REGISTRY}/alpine:3.23.6"
+                 "@sha256:85fe1e81d6758c208f3e1eed4338a1997e19d4be002d4dd32d3100c9a8c010a0")
 
 # Utility images of the program's own Jobs.
-# Copies the jobs onto /shared (the ECR Public mirror of Docker Hub's busybox: no pull limits).
-BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
+# Copies the jobs onto /shared. busybox 1.37.0 is the stable line (1.38.0 is tagged `unstable`);
+# the index of its 2026-09-22 rebuild (Debian 13), repo-info
+# dcee19c82c4accf5b9c777dda10f7ede56063789 repos/busybox/remote/1.37.0.md.
+BUSYBOX_IMAGE = (f"{LIBRARY_REGISTRY}/busybox:1.37.0"
+                 "@sha256:bdf57e528e45e4433820e045b29b4597825a1c9e38353532d90a01445013f82e")
 # Runs cluster_programs/state_volume_guard.py and, after every NodeSet change, cluster_programs/rollout.py (standard
-# library only); the ECR Public mirror of Docker Hub's python image.
-PYTHON_IMAGE = "public.ecr.aws/docker/library/python:3.13.1-slim"
+# library only). python 3.13.15 on Debian trixie (built 2026-09-01), repo-info
+# 422f3cfe488dc9ae394c5058b27db617f72c91db repos/python/remote/3.13.15-slim.md.
+PYTHON_IMAGE = (f"{LIBRARY_REGISTRY}/python:3.13.15-slim"
+                "@sha256:881d80734ee05dca6f7f42dcb080975652a53c7eda9ba1f03bb8da31aa6a6ec2")
 # Keeps the slurmd pre-pull pod (and so its cached image) on each GPU node; by digest, the
 # multi-arch index of pause 3.10 on registry.k8s.io (no pull limits).
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"

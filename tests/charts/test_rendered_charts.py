@@ -9,12 +9,14 @@ import yaml
 
 from devkit import chart_render, reference_data
 from devkit.offline_run import IMAGE_DIGEST, PROJECT_DIR, run_program
+from model import versions
 from model.catalog import lookup
 from model.slurm_values import gpu_resources, slinky_image_tag
 from tests.support import rendered_checks as rc
 
 RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds",
             "aws-load-balancer-controller", "slurm-operator", "slurm"}
+LBC = versions.AWS_LOAD_BALANCER_CONTROLLER.version
 CONTROL_PLANE = ("cert-manager", "slurm-operator", "aws-load-balancer-controller", "slurm")
 
 
@@ -63,7 +65,7 @@ def test_a_version_without_a_reference_chart_fails_naming_the_directory():
 
 def test_a_chart_refusing_its_values_fails_naming_the_release():
     with pytest.raises(chart_render.ChartRenderError, match="aws-load-balancer-controller.*clusterName"):
-        chart_render.render("aws-load-balancer-controller", "1.17.1", {}, "aws-load-balancer-controller",
+        chart_render.render("aws-load-balancer-controller", LBC, {}, "aws-load-balancer-controller",
                             "kube-system")
 
 
@@ -82,7 +84,7 @@ def test_the_charts_crds_directory_is_installed(rendered):
 def test_crds_of_a_subchart_come_only_when_it_is_enabled():
     def nfd_crds(values):
         return [o["metadata"]["name"] for o in chart_render.render(
-            "nvidia-device-plugin", "0.18.2", values, "nvidia-device-plugin", "kube-system")
+            "nvidia-device-plugin", versions.NVIDIA_DEVICE_PLUGIN.version, values, "nvidia-device-plugin", "kube-system")
             if o["kind"] == "CustomResourceDefinition"]
     assert nfd_crds({}) == []
     assert "nodefeatures.nfd.k8s-sigs.io" in nfd_crds({"gfd": {"enabled": True}})
@@ -95,7 +97,7 @@ def test_the_kube_version_is_the_clusters(dev):
 def test_the_kube_version_reaches_the_chart():
     def hpa_api(kube_version):
         (hpa,) = [o for o in chart_render.render(
-            "aws-load-balancer-controller", "1.17.1", {"clusterName": "c", "autoscaling": {"enabled": True}},
+            "aws-load-balancer-controller", LBC, {"clusterName": "c", "autoscaling": {"enabled": True}},
             "aws-load-balancer-controller", "kube-system", kube_version) if o["kind"] == "HorizontalPodAutoscaler"]
         return hpa["apiVersion"]
     # templates/hpa.yaml: autoscaling/v2 from Kubernetes 1.23 on.
@@ -109,7 +111,7 @@ def test_the_default_kube_version_is_the_programs_default():
 
 def test_values_breaking_the_charts_schema_are_refused():
     with pytest.raises(chart_render.ChartRenderError, match="replicaCount"):
-        chart_render.render("cert-manager", "v1.16.2", {"replicaCount": "two"}, "cert-manager", "cert-manager")
+        chart_render.render("cert-manager", versions.CERT_MANAGER.version, {"replicaCount": "two"}, "cert-manager", "cert-manager")
 
 
 def test_a_release_whose_values_are_unknown_is_refused(dev):
@@ -188,6 +190,22 @@ def test_service_account_check_catches_a_renamed_account(dev):
                        lambda v: v["serviceAccount"].update(name="lbc"))
     deployment = by_name(objects, "Deployment", "aws-load-balancer-controller")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] != association["serviceAccount"]
+
+
+def keeps_webhook_secret(values: dict) -> bool:
+    # Chart 3.5.0 templates/_helpers.tpl reuses the existing webhook Secret only with keepTLSSecret
+    # and without cert-manager; its default turned false in 3.x (1.17.1: true).
+    return values.get("keepTLSSecret") is True and not values.get("enableCertManager")
+
+
+def test_an_upgrade_reuses_the_controllers_webhook_certificate(dev):
+    resource = next(r for r in dev.of_type(chart_render.RELEASE_TYPE) if r.inputs["name"] == "aws-load-balancer-controller")
+    assert keeps_webhook_secret(chart_render.release_request(resource)["values"])
+
+
+def test_webhook_secret_check_sees_the_chart_default():
+    with open(reference_data.chart_dir("aws-load-balancer-controller", LBC) / "values.yaml") as f:
+        assert not keeps_webhook_secret(yaml.safe_load(f))
 
 
 ADDON_FLAGS = ("--enable-shield=false", "--enable-waf=false", "--enable-wafv2=false")
@@ -343,10 +361,25 @@ def test_the_slinky_tag_is_read_past_a_digest():
         "26.05.2-ubuntu26.04"
 
 
-def test_the_slinky_sidecars_and_init_images_come_from_ecr_public(rendered):
-    sidecars = [spec[block]["image"] for o in slinky_resources(rendered) for spec in [o["spec"]]
-                for block in ("logfile", "initconf") if block in spec]
-    assert len(sidecars) == 3 and all(i.startswith("public.ecr.aws/docker/library/") for i in sidecars)
+def sidecar_images(objects) -> list[str]:
+    return [o["spec"][block]["image"] for o in objects if o["apiVersion"].startswith("slinky.slurm.net/")
+            for block in ("logfile", "initconf") if block in o["spec"]]
+
+
+def test_the_slinky_sidecars_and_init_images_run_the_pinned_alpine_by_tag_and_digest(rendered):
+    # The chart's image helper turns an object with a digest into repository@digest, dropping the
+    # tag; the pin is passed as a string so both stay in the reference.
+    assert sidecar_images(rendered["slurm"]) == [versions.SIDECAR_IMAGE] * 3
+
+
+def test_an_image_object_with_a_digest_would_lose_the_pins_tag(dev):
+    tagged, digest = versions.SIDECAR_IMAGE.split("@")
+    repository, tag = tagged.rsplit(":", 1)
+    objects = rerender(dev, "slurm", lambda v: v["nodesetDefaults"].update(
+        logfile={"image": {"repository": repository, "tag": tag, "digest": digest}}))
+    nodeset = by_name(objects, "NodeSet", "slurm-worker-slinky")
+    assert nodeset["spec"]["logfile"]["image"] == f"{repository}@{digest}"
+    assert sidecar_images(objects) != [versions.SIDECAR_IMAGE] * 3
 
 
 @pytest.mark.parametrize("image", ["alpine", "docker.io/library/alpine:latest",
@@ -358,7 +391,8 @@ def test_image_check_catches_a_floating_image(image):
 
 @pytest.mark.parametrize("image", ["quay.io/jetstack/cert-manager-controller:v1.16.2",
                                    "ghcr.io/slinkyproject/slurmctld:26.05.2-ubuntu26.04",
-                                   "registry:5000/app@sha256:" + "0" * 64])
+                                   "registry:5000/app@sha256:" + "0" * 64,
+                                   "docker.io/library/alpine:3.23.6@sha256:" + "0" * 64])
 def test_image_check_accepts_a_full_version_or_a_digest(image):
     assert not rc.floats(image)
 
@@ -371,7 +405,7 @@ def test_image_check_catches_the_charts_default_sidecar(dev):
 
 def test_image_check_reads_image_flags(rendered):
     controller = by_name(rendered["cert-manager"], "Deployment", "cert-manager")
-    assert "quay.io/jetstack/cert-manager-acmesolver:v1.16.2" in [i for _, i in rc.images(controller)]
+    assert f"quay.io/jetstack/cert-manager-acmesolver:{versions.CERT_MANAGER.version}" in [i for _, i in rc.images(controller)]
     broken = copy.deepcopy(controller)
     broken["spec"]["template"]["spec"]["containers"][0]["args"].append("--acme-http01-solver-image=solver:latest")
     assert rc.floating_images([broken]) == [

@@ -3,8 +3,12 @@ is allowed; several problems come back together."""
 import pytest
 
 from devkit.offline_run import run_program
+from model import versions
 from stack.config import ConfigError
 from tests.support.program import rejected
+
+# The pinned Slurm release: the defaults these messages and references are checked against.
+R = versions.SLURM_RELEASE
 
 PRIVATE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
                "SECRETSECRETSECRET\n-----END OPENSSH PRIVATE KEY-----")
@@ -125,7 +129,7 @@ def test_slurm_version_that_does_not_pair_with_the_chart_is_refused():
 
 def test_image_tag_must_start_with_the_slurm_version():
     msg = rejected(slurmdImageTag="latest")
-    assert "slurmdImageTag = 'latest'" in msg and "26.05.2-" in msg
+    assert "slurmdImageTag = 'latest'" in msg and f"{R}-" in msg
 
 
 def test_slurmd_base_image_must_be_the_slurm_version():
@@ -133,9 +137,9 @@ def test_slurmd_base_image_must_be_the_slurm_version():
 
 
 def test_slurmd_base_image_must_be_the_flavour_the_slurm_release_pairs_with():
-    msg = rejected(slurmdBaseImage="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04")
-    assert "slurmdBaseImage = 'ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04'" in msg
-    assert "Slurm 26.05.2 on ubuntu24.04" in msg and "slurmd:26.05.2-ubuntu24.04" in msg
+    msg = rejected(slurmdBaseImage=f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu26.04")
+    assert f"slurmdBaseImage = 'ghcr.io/slinkyproject/slurmd:{R}-ubuntu26.04'" in msg
+    assert f"Slurm {R} on ubuntu24.04" in msg and f"slurmd:{R}-ubuntu24.04" in msg
 
 
 @pytest.mark.parametrize("value", ["10.0.0.0/8", "10.0.0.0/24", "8.8.0.0/16", "banana"])
@@ -157,23 +161,23 @@ def test_all_problems_come_back_in_one_error():
 
 
 @pytest.mark.parametrize("key", ["dlcBaseImage", "slurmdBaseImage"])
-@pytest.mark.parametrize("value", ["ghcr.io/SlinkyProject/slurmd:26.05.2-ubuntu26.04",
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2 ubuntu",
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@sha256:abc",
-                                   "ghcr.io/slinkyproject//slurmd:26.05.2",
-                                   "ghcr.io/slinkyproject/slurmd:-26.05.2",
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@sha256:" + "ab" * 20,
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@sha256:" + "AB" * 32,
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-x@md5:" + "ab" * 32,
-                                   "ghcr.io/" + "s" * 250 + ":26.05.2-ubuntu26.04"])
+@pytest.mark.parametrize("value", [f"ghcr.io/SlinkyProject/slurmd:{R}-ubuntu26.04",
+                                   f"ghcr.io/slinkyproject/slurmd:{R} ubuntu",
+                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:abc",
+                                   f"ghcr.io/slinkyproject//slurmd:{R}",
+                                   f"ghcr.io/slinkyproject/slurmd:-{R}",
+                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:" + "ab" * 20,
+                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:" + "AB" * 32,
+                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@md5:" + "ab" * 32,
+                                   "ghcr.io/" + "s" * 250 + f":{R}-ubuntu26.04"])
 def test_base_images_must_be_image_references(key, value):
     msg = rejected(**{key: value})
     assert f"{key} = '{value}'" in msg and "an image reference" in msg
 
 
-@pytest.mark.parametrize("value", ["ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04",
-                                   "localhost:5000/slurmd:26.05.2-ubuntu24.04",
-                                   "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@sha256:" + "0f" * 32])
+@pytest.mark.parametrize("value", [f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04",
+                                   f"localhost:5000/slurmd:{R}-ubuntu24.04",
+                                   f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "0f" * 32])
 def test_well_formed_base_image_references_are_accepted(value):
     assert run_program("dev", {"slurmdBaseImage": value}).error is None
 

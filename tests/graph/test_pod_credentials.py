@@ -106,6 +106,6 @@ def test_a_hop_limit_of_two_is_found(dev):
 
 
 def test_the_load_balancer_controller_needs_no_imds(dev):
-    # It would read region and VPC from IMDS; both are given (chart 1.17.1 values.yaml).
+    # It would read region and VPC from IMDS; both are given (chart 3.5.0 values.yaml).
     (release,) = [r for r in dev.of_type("kubernetes:helm.sh/v3:Release") if r.name == "lbc-release"]
     assert release.inputs["values"]["region"] and release.inputs["values"]["vpcId"]

@@ -10,6 +10,9 @@ from devkit.offline_run import IMAGE_DIGEST, run_program
 from model import versions
 from tests.support.paths import REPO
 
+# The pinned Slurm release: the defaults these messages and references are checked against.
+R = versions.SLURM_RELEASE
+
 ROOT = REPO
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 DLC_REGISTRY = "763104351884.dkr.ecr.us-west-2.amazonaws.com"
@@ -123,7 +126,7 @@ def test_image_scripts_pass_shellcheck():
 
 def test_bases_can_be_pinned_by_digest():
     digest = "sha256:" + "cd" * 32
-    slurmd = f"ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@{digest}"
+    slurmd = f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@{digest}"
     dlc = f"{DLC_REGISTRY}/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2@{digest}"
     graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
     args = graph.named("slurmd-build").inputs["buildArgs"]
@@ -158,7 +161,7 @@ def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
 
 
 def test_a_base_image_on_ecr_gets_credentials_from_its_own_region():
-    base = "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd:26.05.2-ubuntu24.04"
+    base = f"210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd:{R}-ubuntu24.04"
     graph = run_program("dev", {"slurmdBaseImage": base})
     registries = {r["address"]: r for r in graph.named("slurmd-build").inputs["registries"]}
     assert registries["210987654321.dkr.ecr.eu-west-1.amazonaws.com"]["password"] == "token-for-210987654321"
@@ -191,7 +194,7 @@ def _pushes(build: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("second", [{}, {"buildImageOnPreview": True},
-                                    {"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04@sha256:" + "cd" * 32}])
+                                    {"slurmdBaseImage": f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "cd" * 32}])
 def test_a_second_up_never_fails_on_a_tag(dev, second):
     first = dev.named("slurmd-build").inputs
     existing = {ref.rsplit(":", 1)[1] for ref in _pushes(first)}

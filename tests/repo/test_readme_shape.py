@@ -7,6 +7,7 @@ from tests.support.paths import REPO
 
 MAX_LINES = 300
 PAGES = ("docs/architecture.md", "docs/operations.md", "docs/extending.md", "docs/security.md",
+         "docs/upgrading.md",
          "docs/decisions/README.md")
 MARKED = ("config-table", "outputs-table")
 

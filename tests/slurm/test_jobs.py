@@ -13,6 +13,7 @@ import time
 import pytest
 
 from cluster_programs import rollout
+from model import versions
 from tests.support.paths import REPO
 from tests.support.slurm_cluster import running_cluster
 from tools import command_output
@@ -73,9 +74,10 @@ def test_verify_parses_mpi_list_of_slurm_26_05(slurm):
     assert command_output.mpi_types(listed.stdout + listed.stderr) == ["none", "cray_shasta", "pmi2"], listed.stdout
 
 
-def test_cluster_runs_slurm_26_05(slurm):
-    assert slurm.run(["slurmctld", "-V"]).stdout.strip() == "slurm-wlm 26.05.5"
-    assert slurm.run(["sinfo", "-V"]).stdout.strip() == "slurm-wlm 26.05.5"
+def test_cluster_runs_the_models_slurm_release(slurm):
+    # The sid root (roots/sid.packages) runs the release the slurmd image is built on.
+    assert slurm.run(["slurmctld", "-V"]).stdout.strip() == f"slurm-wlm {versions.SLURM_RELEASE}"
+    assert slurm.run(["sinfo", "-V"]).stdout.strip() == f"slurm-wlm {versions.SLURM_RELEASE}"
 
 
 # The transport check on real NCCL log lines: "Selected provider is efa" (aws/aws-ofi-nccl

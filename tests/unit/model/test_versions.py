@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from model import config_schema, eks_versions, versions
-from model.image_references import dlc_registry
+from model.image_references import dlc_registry, reference_problem
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -88,6 +88,55 @@ def test_the_slurm_release_pairs_with_the_pinned_slinky_chart():
     paired = versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)
     assert paired and versions.SLURM_RELEASE.startswith(paired + ".")
     assert versions.slurm_release_for_chart("1.3.0") is None
+
+
+def slurm_package_problems(text: str) -> list[str]:
+    """Where a root's package list (tests/slurm/roots/*.packages: name=<upstream>-<debian revision>)
+    pins a Slurm package at another upstream release than the model's."""
+    pins = re.findall(r"^((?:slurm|sackd)[\w-]*)=([^\s-]+)-\S+$", text, re.M)
+    if not pins:
+        return ["no Slurm package is pinned"]
+    return [f"{name}={release}, the model pins {versions.SLURM_RELEASE}"
+            for name, release in pins if release != versions.SLURM_RELEASE]
+
+
+def test_the_sid_test_root_runs_the_models_slurm_release():
+    # tests/slurm/test_jobs.py asserts the daemons' own -V against the same pin.
+    assert slurm_package_problems((ROOT / "tests/slurm/roots/sid.packages").read_text()) == []
+
+
+def test_a_test_root_on_another_slurm_release_is_found():
+    text = (ROOT / "tests/slurm/roots/sid.packages").read_text().replace(
+        f"slurmd={versions.SLURM_RELEASE}-", "slurmd=26.05.2-")
+    assert slurm_package_problems(text) == [f"slurmd=26.05.2, the model pins {versions.SLURM_RELEASE}"]
+
+
+# The images the program's own pods run, beside the Helm charts' (tests/charts check those).
+UTILITY_IMAGES = {"SIDECAR_IMAGE": versions.SIDECAR_IMAGE, "BUSYBOX_IMAGE": versions.BUSYBOX_IMAGE,
+                  "PYTHON_IMAGE": versions.PYTHON_IMAGE, "PAUSE_IMAGE": versions.PAUSE_IMAGE}
+
+
+def tag_and_digest_problem(reference: str) -> str | None:
+    """Why a reference is not name:tag@sha256:<digest> (the tag for people, the digest for the pull)."""
+    if problem := reference_problem(reference):
+        return problem
+    if not re.fullmatch(r"[^@]+:[\w][\w.-]*@sha256:[0-9a-f]{64}", reference) or \
+            ":" not in reference.split("@")[0].rsplit("/", 1)[-1]:
+        return "not name:tag@sha256:<digest>"
+    return None
+
+
+@pytest.mark.parametrize("name", sorted(UTILITY_IMAGES))
+def test_every_utility_image_is_pinned_by_tag_and_digest(name):
+    assert tag_and_digest_problem(UTILITY_IMAGES[name]) is None
+
+
+@pytest.mark.parametrize("reference", ["docker.io/library/alpine:3.23.6",
+                                       "docker.io/library/alpine@sha256:" + "0" * 64,
+                                       "localhost:5000/alpine@sha256:" + "0" * 64,
+                                       "docker.io/library/alpine:3.23.6@sha256:" + "0" * 63])
+def test_a_reference_without_both_tag_and_digest_is_found(reference):
+    assert tag_and_digest_problem(reference) is not None
 
 
 def test_the_default_kubernetes_version_is_in_eks_standard_support_today():
