@@ -343,7 +343,7 @@ def image_tag_names_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     if tag is None or slurm is None or tag.startswith(slurm + "-"):
         return []
     return [error("slurmdImageTag", tag, f"a tag that starts with the Slurm version '{slurm}-' so the "
-                  f"image and slurmctld pair up (e.g. {slurm}-torch2.9-cu130-mpi)")]
+                  f"image and slurmctld pair up (e.g. {slurm}-torch2.13-cu133-mpi)")]
 
 
 def dlc_registry_known(ok: Mapping[str, Any]) -> list[Problem]:
