@@ -220,7 +220,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("dlcBaseImage", "string", _PIN["dlcBaseImage"],
             (image_reference,), attr="dlc_base_image",
             description="AWS Deep Learning Container the accelerator stack is harvested from; without a registry "
-                        "host it is pulled from the DLC registry of aws:region.",
+                        "host it is pulled from the DLC registry of aws:region. The default is a tag AWS re-pushes "
+                        "with each patch: pin it as <tag>@sha256:<digest> (image/README.md says how to read it).",
             on_change=_REBUILDS),
         Key("slurmdBaseImage", "string", _PIN["slurmdBaseImage"],
             (image_reference,), attr="slurmd_base_image",
