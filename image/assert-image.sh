@@ -55,8 +55,8 @@ else
   else fail "libfabric has no efa provider (fi_info --list shows: $(tr '\n' ' ' <<< "$providers"))"; fi
 fi
 
-# 3. the aws-ofi-nccl plugin under the name NCCL opens, every dependency resolved. NCCL 2.27
-# (NVIDIA/nccl v2.27.7-1 src/plugin/net.cc, plugin_open.cc) dlopens "libnccl-net.so" unless
+# 3. the aws-ofi-nccl plugin under the name NCCL opens, every dependency resolved. NCCL 2.27-2.29
+# (NVIDIA/nccl v2.27.7-1, v2.29.7-1 src/plugin/net.cc, plugin_open.cc) dlopens "libnccl-net.so" unless
 # NCCL_NET_PLUGIN is set; a NAME there is tried as given, then as "libnccl-net-NAME.so" (not
 # when NAME has a '/' or is already lib*.so). /etc/nccl.conf is where the image sets it.
 net_plugin=$(sed -n 's/^NCCL_NET_PLUGIN=//p' "$ROOT/etc/nccl.conf" 2>/dev/null | tail -n1)
