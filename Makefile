@@ -12,7 +12,7 @@
 # only what the program needs (requirements.txt).
 PYTHON ?= python3
 VENV := .venv
-# CUDA 13.0 nvcc and NCCL from PyPI wheels (requirements-cuda.txt), laid out as a CUDA_HOME.
+# The DLC's CUDA 13.3 nvcc and torch's NCCL from PyPI wheels (requirements-cuda.txt), laid out as a CUDA_HOME.
 CUDA := .cuda
 STACK ?= dev
 # Local state unless you `pulumi login` elsewhere (Pulumi.yaml backend.url); its secrets (the

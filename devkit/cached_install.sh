@@ -2,7 +2,7 @@
 # What `make test` installs, kept outside the checkout so a new clone or worktree reuses it:
 #   cached_install.sh venv   the Python environment (requirements.txt + requirements-dev.txt, which
 #                            pulls image/finetune-requirements.txt), linked at .venv
-#   cached_install.sh cuda   CUDA 13.0 nvcc and NCCL from PyPI wheels (requirements-cuda.txt) laid
+#   cached_install.sh cuda   CUDA 13.3 nvcc and NCCL from PyPI wheels (requirements-cuda.txt) laid
 #                            out as a CUDA_HOME, linked at .cuda
 # Each lives in $SLINKY_EKS_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/slinky-eks)/<kind>/<key>,
 # the key a hash of everything that decides its contents: the requirement files, this script and

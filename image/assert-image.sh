@@ -25,10 +25,27 @@ source "$(dirname "$0")/loader.sh"
 loader_init "$ROOT"
 run() { "$ROOT$1" "${@:2}"; }
 
-# 1. libfabric and its efa provider
+# What ld.so would refuse in OBJECT: a NEEDED library that does not resolve, or a symbol version
+# its library does not define. The DLC's libraries were built on Amazon Linux 2023 and run on
+# this image's Ubuntu libraries: a newer glibc (2.39 against 2.34) defines every older version,
+# but a library only Amazon Linux has, or a newer symbol version, fails only when loaded.
+load_problems() {
+  local missing versions
+  missing=$(unresolved "$1" | tr '\n' ' ')
+  versions=$(missing_versions "$1" | tr '\n' ' ')
+  [ -z "$missing" ] || echo "unresolved libraries: $missing"
+  [ -z "$versions" ] || echo "symbol versions not defined here: $versions"
+}
+
+# 1. libfabric, loading on this image's libraries, and its efa provider
 fabric=$(resolve libfabric.so.1)
-if [ -z "$fabric" ]; then fail "libfabric.so.1 does not resolve (expected in /opt/amazon/efa/lib)"
-else ok "libfabric: $fabric"; fi
+if [ -z "$fabric" ]; then fail "libfabric.so.1 does not resolve (expected in /opt/amazon/efa/lib64)"
+else
+  ok "libfabric: $fabric"
+  problems=$(load_problems "$fabric")
+  if [ -n "$problems" ]; then fail "libfabric $fabric does not load: $(tr '\n' ' ' <<< "$problems")"
+  else ok "libfabric loads on this image's libraries"; fi
+fi
 
 # 2. fi_info, and the efa provider compiled into libfabric (listed without an EFA device)
 if [ ! -x "$ROOT/opt/amazon/efa/bin/fi_info" ]; then fail "fi_info missing (/opt/amazon/efa/bin/fi_info)"
@@ -38,8 +55,8 @@ else
   else fail "libfabric has no efa provider (fi_info --list shows: $(tr '\n' ' ' <<< "$providers"))"; fi
 fi
 
-# 3. the aws-ofi-nccl plugin under the name NCCL opens, every dependency resolved. NCCL 2.27
-# (NVIDIA/nccl v2.27.7-1 src/plugin/net.cc, plugin_open.cc) dlopens "libnccl-net.so" unless
+# 3. the aws-ofi-nccl plugin under the name NCCL opens, every dependency resolved. NCCL 2.27-2.29
+# (NVIDIA/nccl v2.27.7-1, v2.29.7-1 src/plugin/net.cc, plugin_open.cc) dlopens "libnccl-net.so" unless
 # NCCL_NET_PLUGIN is set; a NAME there is tried as given, then as "libnccl-net-NAME.so" (not
 # when NAME has a '/' or is already lib*.so). /etc/nccl.conf is where the image sets it.
 net_plugin=$(sed -n 's/^NCCL_NET_PLUGIN=//p' "$ROOT/etc/nccl.conf" 2>/dev/null | tail -n1)
@@ -57,8 +74,8 @@ for n in "${names[@]}"; do plugin=$(resolve "$n"); [ -n "$plugin" ] && break; do
 if [ -z "$plugin" ]; then
   fail "NCCL's network plugin does not open: none of ${names[*]} resolves through the loader (NCCL_NET_PLUGIN=${net_plugin:-unset} in /etc/nccl.conf)"
 else
-  missing=$(unresolved "$plugin" | tr '\n' ' ')
-  if [ -n "$missing" ]; then fail "aws-ofi-nccl plugin $plugin has unresolved libraries: $missing"
+  problems=$(load_problems "$plugin")
+  if [ -n "$problems" ]; then fail "aws-ofi-nccl plugin $plugin has $(tr '\n' ' ' <<< "$problems")"
   else ok "aws-ofi-nccl plugin opens as $n: $plugin"; fi
 fi
 
@@ -67,7 +84,21 @@ if ! grep -qE '^NCCL_NET=(Libfabric|OFI|AWS Libfabric)$' "$ROOT/etc/nccl.conf" 2
   fail "/etc/nccl.conf does not pin NCCL_NET to the OFI plugin (silent TCP fallback)"
 else ok "NCCL_NET pinned in /etc/nccl.conf"; fi
 
-# 5. the Python stack the jobs use, and libnccl being the one torch loads
+# 5. the DLC's venv has an interpreter of its Python minor: pyvenv.cfg's `home` names the
+# directory (venv docs, "How venvs work"), `version` (venv) or `version_info` (uv) the release
+# the venv was made with; the venv's cp3XX extension modules need that minor.
+venv_cfg="$ROOT/opt/venv/pyvenv.cfg"
+if [ ! -f "$venv_cfg" ]; then fail "the DLC's venv is missing (/opt/venv/pyvenv.cfg)"
+else
+  home=$(sed -n 's/^home *= *//p' "$venv_cfg" | head -n1)
+  minor=$(sed -nE 's/^version(_info)? *= *([0-9]+\.[0-9]+).*/\2/p' "$venv_cfg" | head -n1)
+  if [ -z "$home" ] || [ -z "$minor" ]; then fail "$venv_cfg names no home or version"
+  elif [ ! -x "$ROOT$home/python$minor" ]; then
+    fail "the venv's interpreter $home/python$minor (Python $minor, pyvenv.cfg) is missing: install python$minor"
+  else ok "venv interpreter: $home/python$minor"; fi
+fi
+
+# 6. the Python stack the jobs use, and libnccl being the one torch loads
 py="$ROOT/usr/local/bin/python3"
 if [ ! -x "$py" ]; then fail "python3 missing (/usr/local/bin/python3)"
 else
@@ -88,7 +119,7 @@ PY
   else ok "libnccl: $system_nccl (torch's own)"; fi
 fi
 
-# 6. slurmd is the configured Slurm release (the chart's slurmctld must match it)
+# 7. slurmd is the configured Slurm release (the chart's slurmctld must match it)
 if [ ! -x "$ROOT/usr/sbin/slurmd" ]; then fail "slurmd missing (/usr/sbin/slurmd)"
 else
   got=$(run /usr/sbin/slurmd -V 2>&1 | awk '{print $2}')
@@ -96,7 +127,7 @@ else
   else ok "slurmd $got"; fi
 fi
 
-# 7. PMIx: Slurm's mpi/pmix plugin and the system OpenMPI load one libpmix.so.2. The plugin does
+# 8. PMIx: Slurm's mpi/pmix plugin and the system OpenMPI load one libpmix.so.2. The plugin does
 # not link libpmix; it dlopens it (SchedMD/slurm slurm-26-05-2-1 src/plugins/mpi/pmix/mpi_pmix.c
 # _libpmix_open, auxdir/x_ac_pmix.m4): "libpmix.so.2" through its run path when built with rpath
 # (the default), else "<PMIXP_LIBPATH>/libpmix.so.2", a directory compiled into the plugin.

@@ -4,6 +4,10 @@
 #   loader_init ROOT        ROOT "" is this system; a directory is a root filesystem (tests)
 #   resolve NAME [OBJECT]   the file dlopen(NAME) / a NEEDED entry of OBJECT maps, or nothing
 #   unresolved OBJECT       OBJECT's NEEDED names that do not resolve
+#   missing_versions OBJECT the symbol versions OBJECT needs that the file it resolves for them
+#                           does not define ("GLIBC_2.38 from libc.so.6"): what ld.so refuses
+#                           with "version `GLIBC_2.38' not found", e.g. for a library built on a
+#                           newer distribution than the one it is copied onto
 # Order (ld.so(8), dlopen(3)): a NAME with '/' is a path; else OBJECT's DT_RPATH/DT_RUNPATH
 # ($ORIGIN expanded), then the cache ldconfig builds from /etc/ld.so.conf, then the trusted
 # directories. LD_LIBRARY_PATH is left out on purpose: jobs carry the login pod's environment.
@@ -76,4 +80,24 @@ unresolved() {
   readelf -d "$object" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | while read -r name; do
     [ -n "$(resolve "$name" "$object")" ] || echo "$name"
   done
+}
+
+# The versions a file defines (.gnu.version_d), one a line.
+_defined_versions() {
+  readelf -V "$1" 2>/dev/null | awk '/^Version definition section/ {d = 1; next}
+    /^Version (needs|symbols) section/ {d = 0} d && /Name:/ {print $NF}'
+}
+
+missing_versions() {
+  local object=$1 file version target
+  # .gnu.version_r: a "File: NAME" line, then one "Name: VERSION" line per version from it.
+  readelf -V "$object" 2>/dev/null | awk '/^Version needs section/ {n = 1; next}
+    /^Version (definition|symbols) section/ {n = 0}
+    n && /File:/ {for (i = 1; i <= NF; i++) if ($i == "File:") file = $(i + 1)}
+    n && /Name:/ {for (i = 1; i <= NF; i++) if ($i == "Name:") print file, $(i + 1)}' |
+    while read -r file version; do
+      target=$(resolve "$file" "$object")
+      [ -n "$target" ] || continue  # unresolved reports it
+      grep -qxF "$version" <(_defined_versions "$target") || echo "$version from $file"
+    done
 }

@@ -270,7 +270,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("dlcBaseImage", "string", _PIN["dlcBaseImage"],
             (image_reference, support_calendar.dlc_in_patch(day)), attr="dlc_base_image",
             description="AWS Deep Learning Container the accelerator stack is harvested from; without a registry "
-                        "host it is pulled from the DLC registry of aws:region.",
+                        "host it is pulled from the DLC registry of aws:region. The default is a tag AWS re-pushes "
+                        "with each patch: pin it as <tag>@sha256:<digest> (image/README.md says how to read it).",
             doc="One whose PyTorch version AWS no longer patches (each version's end of patch: "
                 "`model/support_calendar.py`) deploys with a warning.",
             on_change=_REBUILDS),
@@ -395,7 +396,7 @@ def image_tag_names_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     if tag is None or slurm is None or tag.startswith(slurm + "-"):
         return []
     return [error("slurmdImageTag", tag, f"a tag that starts with the Slurm version '{slurm}-' so the "
-                  f"image and slurmctld pair up (e.g. {slurm}-torch2.9-cu130-mpi)")]
+                  f"image and slurmctld pair up (e.g. {slurm}-torch2.13-cu133-mpi)")]
 
 
 def dlc_registry_known(ok: Mapping[str, Any]) -> list[Problem]:

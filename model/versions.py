@@ -37,9 +37,11 @@ SLINKY_MIN_KUBERNETES = "1.29"
 # slurmd image must be built on the same release as slurmctld, or workers sit in ImagePullBackOff
 # or never register (SlinkyProject/slurm-operator helm/slurm/Chart.yaml at v1.2.1: appVersion 26.05).
 SLINKY_PAIRING = {"1.2": "26.05"}
-# Slurm release -> the flavour of Slinky's slurmd image the custom image builds on. ubuntu24.04,
-# not ubuntu26.04: the DLC's CUDA 13.0 nvcc fails on glibc >= 2.42 headers and refuses gcc > 15,
-# so nccl-tests would not compile there (SlinkyProject/containers schedmd/slurm/26.05/).
+# Slurm release -> the flavour of Slinky's slurmd image the custom image builds on. ubuntu24.04
+# (glibc 2.39): newer than the DLC's Amazon Linux 2023 (glibc 2.34), so the harvested binaries
+# run; ubuntu26.04's glibc 2.42 headers broke CUDA 13.0's nvcc (13.2
+# added the guard) and the DLC's CUDA 13.3 has not been tried there (SlinkyProject/containers
+# schedmd/slurm/26.05/; docs/decisions/dlc-base.md).
 SLURMD_BASE_FLAVOUR = {"26.05": "ubuntu24.04"}
 
 # The full Slurm release of the slurmd image: every node runs one build. 26.05.4 is the first 26.05
@@ -51,11 +53,17 @@ SLURMD_BASE_FLAVOUR = {"26.05": "ubuntu24.04"}
 # to check them and override slurmVersion/slurmdBaseImage.
 SLURM_RELEASE = "26.05.5"
 # The AWS Deep Learning Container the image's accelerator stack is harvested from; without a
-# registry host it is pulled from the DLC registry of the stack's region.
-DLC_IMAGE = "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+# registry host it is pulled from the DLC registry of the stack's region. AWS's PyTorch line on
+# Amazon Linux 2023, in patch until 2027-07-20 (aws/deep-learning-containers
+# docs/src/data/pytorch/2.13-cuda-ec2.yml; why this one: docs/decisions/dlc-base.md).
+# By tag, not yet by digest: no record that can be cited here gives the digest of this tag (the
+# stored release data names tags only, and AWS re-pushes a tag with each patch). Pin it with
+# dlcBaseImage = "pytorch:2.13.0-cu133-amzn2023@sha256:<digest>" (image/README.md says how to
+# read the digest).
+DLC_IMAGE = "pytorch:2.13.0-cu133-amzn2023"
 # The tag starts with the Slurm release so the image and slurmctld visibly pair up; the rest names
-# the DLC's torch and CUDA.
-SLURMD_IMAGE_TAG = f"{SLURM_RELEASE}-torch2.9-cu130-mpi"
+# the DLC's torch and CUDA (the DLC tag's cu133: its toolkit; torch itself is the cu130 build).
+SLURMD_IMAGE_TAG = f"{SLURM_RELEASE}-torch2.13-cu133-mpi"
 
 # cert-manager 1.21 supports Kubernetes 1.33-1.36; 1.16 reached end of life on 2025-06-10 and stops
 # at 1.32 (cert-manager/website content/docs/releases/README.md). What the upgrade changes:

@@ -127,7 +127,7 @@ def test_image_scripts_pass_shellcheck():
 def test_bases_can_be_pinned_by_digest():
     digest = "sha256:" + "cd" * 32
     slurmd = f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@{digest}"
-    dlc = f"{DLC_REGISTRY}/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2@{digest}"
+    dlc = f"{DLC_REGISTRY}/pytorch:2.13.0-cu133-amzn2023@{digest}"
     graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
     args = graph.named("slurmd-build").inputs["buildArgs"]
     assert args["SLURMD_IMAGE"] == slurmd and args["DLC_IMAGE"] == dlc
@@ -139,7 +139,7 @@ def test_the_dlc_registry_is_the_regions_from_the_dlc_table():
                                 "gpuInstanceType": "g5.12xlarge"})
     build = graph.named("slurmd-build")
     host = "871362719292.dkr.ecr.ap-east-1.amazonaws.com"
-    assert build.inputs["buildArgs"]["DLC_IMAGE"].startswith(f"{host}/pytorch-training:")
+    assert build.inputs["buildArgs"]["DLC_IMAGE"] == f"{host}/{versions.DLC_IMAGE}"
     assert host in {r["address"] for r in build.inputs["registries"]}
     assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken",
             {"registryId": "871362719292", "region": "ap-east-1"}) in graph.calls
@@ -148,7 +148,7 @@ def test_the_dlc_registry_is_the_regions_from_the_dlc_table():
 def test_a_region_without_a_dlc_registry_needs_a_full_dlc_reference():
     from tests.support.program import rejected
     msg = rejected(**{"aws:region": "us-gov-west-1", "availabilityZone": "us-gov-west-1a"})
-    assert "dlcBaseImage = 'pytorch-training:" in msg and "us-gov-west-1" in msg
+    assert f"dlcBaseImage = '{versions.DLC_IMAGE}'" in msg and "us-gov-west-1" in msg
 
 
 def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
@@ -223,6 +223,6 @@ def _undocumented_dlc_copies(dockerfile: str, readme: str) -> list[str]:
 def test_dockerfile_copies_from_the_dlc_only_what_its_layout_documents():
     readme = (ROOT / "image/README.md").read_text()
     assert _undocumented_dlc_copies((ROOT / "image/Dockerfile").read_text(), readme) == []
-    # The copy that broke the first `pulumi up`: the DLC's Python is static, there is no libpython.
+    # The copy that broke the first `pulumi up`: a libpython the DLC of then did not have.
     broken = "COPY --from=dlc /usr/local/lib/libpython3.12.so.1.0 /usr/local/lib/libpython3.12.so.1.0\n"
     assert _undocumented_dlc_copies(broken, readme) == ["/usr/local/lib/libpython3.12.so.1.0"]

@@ -1,10 +1,10 @@
 """nccl-tests-build.sbatch on a real Slurm cluster: nccl-tests v2.17.9 from the pinned source
 tarball, compiled and linked (MPI=1 against the system OpenMPI, NCCL from torch's wheel) with
-PyPI's CUDA 13.0 nvcc. The binaries are not run: this machine has no GPU.
+PyPI's CUDA 13.3 nvcc (the DLC's). The binaries are not run: this machine has no GPU.
 
 The cluster runs in the trixie root (glibc 2.41, gcc 14, OpenMPI 5), not the sid root of the job
-tests: CUDA 13.0's nvcc fails on glibc >= 2.42 headers (the reason the image's final stage is
-ubuntu24.04, glibc 2.39: image/README.md), and sid has glibc 2.43."""
+tests: CUDA 13.0's nvcc failed on glibc >= 2.42 headers (13.2 added the guard) and sid has glibc
+2.43; trixie stays the root nearest the image's final stage (ubuntu24.04, glibc 2.39: image/README.md)."""
 from __future__ import annotations
 
 import shutil
@@ -30,7 +30,7 @@ def nccl_tests_dir(tmp_path_factory):
 
 
 def _build_env(cpu_mode, nccl_tests_dir, torch_nccl):
-    """The CPU cluster's stand-ins for the image: PyPI's CUDA 13.0 wheels as CUDA_HOME and as
+    """The CPU cluster's stand-ins for the image: PyPI's CUDA 13.3 wheels as CUDA_HOME and as
     torch's NCCL (a CPU torch loads none); the source from the pinned tarball; one GPU
     architecture and the static CUDA runtime (the wheels have no unversioned libcudart.so)."""
     wheels = cuda_wheels()

@@ -14,14 +14,19 @@ from tests.support.paths import REPO
 ROOT = REPO
 IMAGE = ROOT / "image"
 SLURM_VERSION = "26.05.2"
-SITE = "usr/local/lib/python3.12/site-packages"
+# AWS's PyTorch DLC on Amazon Linux 2023 (aws/deep-learning-containers docker/pytorch/Dockerfile.cuda,
+# 2.13 configs): torch in the venv /opt/venv made from /usr/bin/python3.12; EFA's RPMs in lib64.
+VENV = "opt/venv"
+SITE = f"{VENV}/lib/python3.12/site-packages"
+EFA_LIB = "opt/amazon/efa/lib64"
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 # Ubuntu's libpmix2 (5.0.1 on 24.04): the library in pmix2/lib, a link in the multiarch directory.
 PMIX_DIR = f"{MULTIARCH}/pmix2/lib"
 # slurm-smd's mpi/pmix plugin (HAVE_PMIX_VER 5) and the OpenMPI 4.1 component that links libpmix.
 PMIX_PLUGIN = f"{MULTIARCH}/slurm/mpi_pmix_v5.so"
 OMPI_PMIX_COMPONENT = f"{MULTIARCH}/openmpi/lib/openmpi3/mca_pmix_ext3x.so"
-OFI_LIB = "opt/amazon/ofi-nccl/lib"
+# EFA >= 1.44 on Amazon Linux 2023 (scripts/docker/common/install_efa_amzn2023.sh).
+OFI_LIB = "opt/amazon/ofi-nccl/lib64"
 # The C runtime every library here needs: the host's, linked in (the image's comes from Ubuntu).
 C_RUNTIME = ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1")
 
@@ -43,6 +48,24 @@ def shared_library(path: pathlib.Path, needs: list[pathlib.Path] = (), soname: s
         cmd += [f"-L{dep.parent}", f"-l:{dep.name}"]
     subprocess.run(cmd, check=True)
     src.unlink()
+
+
+def needing_version(path: pathlib.Path, version: str, soname: str = "libc.so.6") -> None:
+    """A shared library that needs symbol version `version` of `soname`, as one built against a
+    newer library than the root's would: linked against a stub of that soname defining it, the
+    stub then removed."""
+    stub_dir = path.parent / ".stub"
+    stub_dir.mkdir(parents=True, exist_ok=True)
+    (stub_dir / "stub.c").write_text("int newer_symbol(void) { return 0; }\n")
+    (stub_dir / "stub.map").write_text(f"{version} {{ global: newer_symbol; local: *; }};\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-nostdlib", f"-Wl,--version-script={stub_dir / 'stub.map'}",
+                    f"-Wl,-soname,{soname}", "-o", str(stub_dir / soname), str(stub_dir / "stub.c")], check=True)
+    src = path.parent / (path.name.replace(".", "_") + ".c")
+    src.write_text("int newer_symbol(void);\nint uses_newer_symbol(void) { return newer_symbol(); }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(path), f"-Wl,-soname,{path.name}", str(src),
+                    "-Wl,--no-as-needed", str(stub_dir / soname)], check=True)
+    src.unlink()
+    shutil.rmtree(stub_dir)
 
 
 def script(path: pathlib.Path, body: str) -> None:
@@ -75,7 +98,7 @@ def good_root(root: pathlib.Path) -> pathlib.Path:
     (root / "etc/ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
     for name in C_RUNTIME:
         link(root / MULTIARCH / name, _host_library(name))
-    fabric = root / "opt/amazon/efa/lib/libfabric.so.1"
+    fabric = root / EFA_LIB / "libfabric.so.1"
     shared_library(fabric)
     # aws-ofi-nccl 1.16 (src/Makefile.am): the plugin file and a libnccl-net.so symlink to it.
     shared_library(root / OFI_LIB / "libnccl-net-ofi.so", [fabric])
@@ -96,9 +119,17 @@ def good_root(root: pathlib.Path) -> pathlib.Path:
     script(root / "opt/amazon/efa/bin/fi_info",
            'case "$1" in --list) printf "efa:\\n    version: 200.0\\ntcp:\\n";; *) echo "fi_info: 2.6.0amzn1.0";; esac\n')
     script(root / "usr/sbin/slurmd", f'echo "slurm {SLURM_VERSION}"\n')
-    # python3: `-c "import m"` fails for modules listed in broken-modules; `-` prints the
-    # libnccl that torch maps (the real script reads /proc/self/maps).
-    script(root / "usr/local/bin/python3", f'''here=$(cd "$(dirname "$0")/../../.." && pwd)
+    # The venv: pyvenv.cfg as `python3.12 -m venv` writes it (the patch release is Amazon Linux's;
+    # any 3.12), the interpreter it names (Ubuntu's python3.12 in the image), and python3 on PATH
+    # running the venv's (the Dockerfile's wrapper).
+    (root / VENV / "pyvenv.cfg").parent.mkdir(parents=True, exist_ok=True)
+    (root / VENV / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\n"
+                                            "version = 3.12.12\nexecutable = /usr/bin/python3.12\n")
+    script(root / "usr/bin/python3.12", "exit 0\n")
+    script(root / "usr/local/bin/python3", f'exec "$(dirname "$0")/../../../{VENV}/bin/python3" "$@"\n')
+    # The venv's python3: `-c "import m"` fails for modules listed in broken-modules; `-` prints
+    # the libnccl that torch maps (the real script reads /proc/self/maps).
+    script(root / VENV / "bin/python3", f'''here=$(cd "$(dirname "$0")/../../.." && pwd)
 if [ "$1" = "-c" ]; then
   m=${{2#import }}
   if grep -qx "$m" "$here/broken-modules" 2>/dev/null; then echo "ModuleNotFoundError: No module named '$m'" >&2; exit 1; fi
@@ -122,8 +153,8 @@ def remove(path: pathlib.Path) -> None:
     shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
 
 
-# PyPI's CUDA 13.0 wheels, installed by `make test` (requirements-cuda.txt): a real nvcc, and the
-# nvidia-nccl-cu13 wheel that torch's cu130 build loads.
+# PyPI's CUDA 13.3 wheels, installed by `make test` (requirements-cuda.txt): a real nvcc of the
+# DLC's CUDA minor, and the nvidia-nccl-cu13 wheel that torch's cu130 build loads.
 CUDA_WHEELS = ROOT / ".cuda/nvidia"
 
 

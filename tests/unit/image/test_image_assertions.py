@@ -5,13 +5,16 @@ import subprocess
 import pytest
 
 from tests.support.fake_root import (
+    EFA_LIB,
     MULTIARCH,
     OFI_LIB,
     OMPI_PMIX_COMPONENT,
     PMIX_PLUGIN,
     SITE,
+    VENV,
     assert_image,
     good_root,
+    needing_version,
     pmix,
     remove,
     script,
@@ -40,17 +43,39 @@ def test_good_image_passes(root):
 
 def test_registration_lists_torch_nccl_efa_and_plugin_dirs(root):
     dirs = (root / "etc/ld.so.conf.d/00-slinky-eks.conf").read_text().split()
-    assert dirs[:3] == [f"/{SITE}/nvidia/nccl/lib", "/opt/amazon/efa/lib", "/opt/amazon/ofi-nccl/lib"]
-    assert "/opt/amazon/openmpi/lib" not in dirs
+    assert dirs[:3] == [f"/{SITE}/nvidia/nccl/lib", "/opt/amazon/efa/lib64", "/opt/amazon/ofi-nccl/lib64"]
+    assert not any(d.startswith("/opt/amazon/openmpi") for d in dirs)
+
+
+def _register(root):
+    return subprocess.run(["bash", "image/register-libraries.sh", "--root", str(root)],
+                          capture_output=True, text=True)
 
 
 def test_registration_finds_the_plugin_in_the_older_arch_directory(tmp_path):
     good = good_root(tmp_path / "root")
-    remove(good / OFI_LIB / "libnccl-net.so")
-    remove(good / OFI_LIB / "libnccl-net-ofi.so")
-    shared_library(good / OFI_LIB / "x86_64-linux-gnu/libnccl-net-ofi.so", [good / "opt/amazon/efa/lib/libfabric.so.1"])
-    subprocess.run(["bash", "image/register-libraries.sh", "--root", str(good)], check=True, capture_output=True)
+    remove(good / OFI_LIB)
+    shared_library(good / "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net-ofi.so", [good / EFA_LIB / "libfabric.so.1"])
+    assert _register(good).returncode == 0
     assert assert_image(good).returncode == 0
+
+
+def test_registration_finds_libfabric_where_the_installer_puts_debs(tmp_path):
+    # The EFA installer's Ubuntu packages install libfabric in lib, its RPMs in lib64.
+    good = good_root(tmp_path / "root")
+    remove(good / EFA_LIB)
+    fabric = good / "opt/amazon/efa/lib/libfabric.so.1"
+    shared_library(fabric)
+    shared_library(good / OFI_LIB / "libnccl-net-ofi.so", [fabric])
+    assert _register(good).returncode == 0
+    assert "/opt/amazon/efa/lib\n" in (good / "etc/ld.so.conf.d/00-slinky-eks.conf").read_text()
+    assert assert_image(good).returncode == 0
+
+
+def test_registration_without_torchs_nccl_in_the_venv_fails(root):
+    remove(root / SITE / "nvidia/nccl/lib/libnccl.so.2")
+    result = _register(root)
+    assert result.returncode == 1 and "torch's libnccl.so.2 not found (/opt/venv/" in result.stderr
 
 
 def test_registration_names_the_plugin_file_for_nccl(root):
@@ -59,7 +84,7 @@ def test_registration_names_the_plugin_file_for_nccl(root):
 
 
 def test_missing_libfabric_fails(root):
-    remove(root / "opt/amazon/efa/lib/libfabric.so.1")
+    remove(root / EFA_LIB / "libfabric.so.1")
     _fails_with(root, "libfabric.so.1 does not resolve")
 
 
@@ -89,7 +114,7 @@ def test_plugin_reached_only_through_the_default_symlink_fails(root):
 def test_plugin_file_named_libnccl_net_opens_by_default(root):
     # aws-ofi-nccl 1.17 builds libnccl-net.so as a library of its own (soname libnccl-net.so).
     remove(root / OFI_LIB / "libnccl-net.so")
-    shared_library(root / OFI_LIB / "libnccl-net.so", [root / "opt/amazon/efa/lib/libfabric.so.1"])
+    shared_library(root / OFI_LIB / "libnccl-net.so", [root / EFA_LIB / "libfabric.so.1"])
     conf = root / "etc/nccl.conf"
     conf.write_text(conf.read_text().replace("NCCL_NET_PLUGIN=ofi\n", ""))
     result = assert_image(root)
@@ -103,6 +128,50 @@ def test_ofi_plugin_with_unresolved_libraries_fails(root, tmp_path):
     shared_library(elsewhere)
     shared_library(root / OFI_LIB / "libnccl-net-ofi.so", [elsewhere])
     _fails_with(root, "has unresolved libraries: libfabric-old.so.1")
+
+
+def test_libfabric_needing_a_newer_glibc_than_the_image_has_fails(root):
+    # Built on a distribution with a newer glibc than the final stage's: ld.so refuses it.
+    needing_version(root / EFA_LIB / "libfabric.so.1", "GLIBC_2.99")
+    _fails_with(root, "does not load: symbol versions not defined here: GLIBC_2.99 from libc.so.6")
+
+
+def test_libfabric_with_a_library_the_image_lacks_fails(root, tmp_path):
+    # A dependency only the DLC's distribution has (an Amazon Linux soname, say).
+    elsewhere = tmp_path / "elsewhere" / "libnl-amzn.so.1"
+    shared_library(elsewhere)
+    shared_library(root / EFA_LIB / "libfabric.so.1", [elsewhere])
+    _fails_with(root, "does not load: unresolved libraries: libnl-amzn.so.1")
+
+
+def test_plugin_needing_a_newer_glibc_than_the_image_has_fails(root):
+    needing_version(root / OFI_LIB / "libnccl-net-ofi.so", "GLIBC_2.99")
+    _fails_with(root, "aws-ofi-nccl plugin", "symbol versions not defined here: GLIBC_2.99 from libc.so.6")
+
+
+def test_missing_venv_fails(root):
+    remove(root / VENV / "pyvenv.cfg")
+    _fails_with(root, "the DLC's venv is missing (/opt/venv/pyvenv.cfg)")
+
+
+def test_venv_without_an_interpreter_of_its_minor_fails(root):
+    # The venv names /usr/bin/python3.12: the final stage must install Ubuntu's python3.12.
+    remove(root / "usr/bin/python3.12")
+    _fails_with(root, "the venv's interpreter /usr/bin/python3.12 (Python 3.12, pyvenv.cfg) is missing")
+
+
+def test_venv_of_another_minor_than_the_interpreter_fails(root):
+    cfg = root / VENV / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("version = 3.12.12", "version = 3.13.1"))
+    _fails_with(root, "/usr/bin/python3.13 (Python 3.13, pyvenv.cfg) is missing")
+
+
+def test_venv_made_by_uv_names_its_version_as_version_info(root):
+    cfg = root / VENV / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("version = 3.12.12", "version_info = 3.12.12"))
+    result = assert_image(root)
+    assert result.returncode == 0, result.stderr
+    assert "venv interpreter: /usr/bin/python3.12" in result.stdout
 
 
 def test_unpinned_nccl_network_fails(root):

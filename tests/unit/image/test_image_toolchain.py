@@ -1,4 +1,4 @@
-"""image/assert-toolchain.sh: nvcc (PyPI's CUDA 13.0 wheels here) compiles and links a CUDA
+"""image/assert-toolchain.sh: nvcc (PyPI's CUDA 13.3 wheels here) compiles and links a CUDA
 program against torch's NCCL and the program finds that NCCL; one broken fixture per way it fails."""
 import pytest
 
@@ -13,7 +13,7 @@ def root(tmp_path):
 def test_nvcc_builds_and_runs_a_program_against_torchs_nccl(root):
     result = assert_toolchain(root)
     assert result.returncode == 0, result.stderr
-    assert "nvcc 13.0 builds against torch's NCCL" in result.stdout and "NCCL 22707" in result.stdout
+    assert "nvcc 13.3 builds against torch's NCCL" in result.stdout and "NCCL 22907" in result.stdout
 
 
 def test_missing_nvcc_fails(root):
