@@ -177,7 +177,7 @@ class Network(pulumi.ComponentResource):
         service for this account's flow logs only, allowed to write to this group only. The trust
         and the actions are the Amazon VPC user guide's, "IAM role for publishing flow logs to
         CloudWatch Logs" (https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html),
-        whose Resource "*" is narrowed: writes to the one group, reads of this account's groups."""
+        whose Resource "*" is narrowed to the one group for everything but the list call DescribeLogGroups."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
         group = aws.cloudwatch.LogGroup(
             f"{name}-flow-log-group", name=audit_logs.flow_log_group(self._args.cluster_name),
@@ -193,18 +193,19 @@ class Network(pulumi.ComponentResource):
                     "StringEquals": {"aws:SourceAccount": a},
                     "ArnLike": {"aws:SourceArn": f"arn:aws:ec2:{self._args.region}:{a}:vpc-flow-log/*"}},
             }]})), opts=child)
-        region = self._args.region
-        policy = aws.iam.RolePolicy(f"{name}-flow-log-delivery", role=role.id, policy=pulumi.Output.all(
-            group.arn, account).apply(lambda a: json.dumps({
+        policy = aws.iam.RolePolicy(f"{name}-flow-log-delivery", role=role.id, policy=group.arn.apply(lambda arn: json.dumps({
                 "Version": "2012-10-17",
                 "Statement": [
                     # Writes to the one group and its streams (arn:...:log-group:<name>:log-stream:<s>).
                     # CreateLogGroup, which the guide lists, only ever finds the group there.
                     {"Effect": "Allow", "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-                     "Resource": [a[0], f"{a[0]}:*"]},
-                    # Reads of the account's groups in the region: what the service looks up first.
-                    {"Effect": "Allow", "Action": ["logs:DescribeLogGroups", "logs:DescribeLogStreams"],
-                     "Resource": f"arn:aws:logs:{region}:{a[1]}:log-group:*"},
+                     "Resource": [arn, f"{arn}:*"]},
+                    # The guide's reads: the streams of the one group, and the list of groups.
+                    # DescribeLogGroups is a list call that names no group, so it is granted on "*"
+                    # as the guide grants it (a narrower ARN may deny it; parliament's
+                    # RESOURCE_MISMATCH says the same).
+                    {"Effect": "Allow", "Action": ["logs:DescribeLogStreams"], "Resource": [arn, f"{arn}:*"]},
+                    {"Effect": "Allow", "Action": ["logs:DescribeLogGroups"], "Resource": "*"},
                 ]})), opts=child)
         return group.arn, role, [policy]
 

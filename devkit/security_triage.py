@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.contract import OPERATOR_NAMESPACE, SLURM_NAMESPACE, SYSTEM_NAMESPACE
+from model.contract import OPERATOR_NAMESPACE, SHARED_MOUNT, SLURM_NAMESPACE, SYSTEM_NAMESPACE
 
 ACCEPTED = "accepted"
 NOT_APPLICABLE = "not applicable"
@@ -107,6 +107,10 @@ TRIAGE: tuple[Triage, ...] = (
                 "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")),
     _k8s("CKV_K8S_38", (*_CONTROLLERS, *_API_CALLERS), ACCEPTED,
          "These pods call the Kubernetes API: they need their service account token.", "privileged-pods"),
+    *(_k8s(c, (f"Job.{SLURM_NAMESPACE}.stage-jobs-*",), ACCEPTED,
+           f"The job-staging Job writes the jobs onto {SHARED_MOUNT}, the root of the EFS file system, owned by root "
+           "with mode 755; it runs as root with every capability dropped (model/pod_hardening.py).",
+           "privileged-pods") for c in ("CKV_K8S_23", "CKV_K8S_40")),
     _k8s("CKV_K8S_155", ("ClusterRole.*.cert-manager-cainjector",), ACCEPTED,
          "cain-injector's job is writing the CA bundle into webhook configurations.", "privileged-pods"),
     _k8s("CKV_K8S_40", _CHART_WORKLOADS, ACCEPTED,

@@ -337,7 +337,7 @@ def pinned() -> list[tuple[str, str, Window | None]]:
               "aws-load-balancer-controller": versions.AWS_LOAD_BALANCER_CONTROLLER.version,
               "nvidia-device-plugin": versions.NVIDIA_DEVICE_PLUGIN.version,
               "aws-efa-k8s-device-plugin": versions.EFA_DEVICE_PLUGIN.version,
-              "python": _tag(versions.PYTHON_IMAGE), "alpine": versions.SIDECAR_TAG}
+              "python": _tag(versions.PYTHON_IMAGE), "alpine": _tag(versions.SIDECAR_IMAGE)}
     for component, version in others.items():
         pins.append((component, version, next((w for w in OTHERS if w.component == component
                                                and w.line == minor(version)), None)))
