@@ -84,20 +84,20 @@ TRIAGE: tuple[Triage, ...] = (
     Triage("parliament", "RESOURCE_STAR", ("lbc_policy",), ACCEPTED,
            "As CKV_AWS_355.", "the-load-balancer-controllers-policy"),
     Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
-           "The Service Authorization Reference lets ec2:CreateSecurityGroup name a VPC; parliament 1.6.4's IAM "
-           "definitions know only its security-group resource.", "what-the-scanners-cannot-see",
+           "ec2:CreateSecurityGroup authorizes on the VPC and on the new group; parliament 1.6.4 judges the "
+           "statement naming only the VPC on its own, and the next statement names the security group.", "what-the-scanners-cannot-see",
            detail='*"action": "ec2:CreateSecurityGroup"*'),
     Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
            "The Service Authorization Reference lets the listener writes name a Network Load Balancer's listener "
-           "(listener/net); parliament 1.6.4's IAM definitions know only listener/app.",
+           "(listener/net); parliament 1.6.4 reads Elastic Load Balancing's older entry, which has only listener/app.",
            "what-the-scanners-cannot-see", detail='*"required_format": "arn:*:elasticloadbalancing:*:*:listener/app/*'),
     Triage("parliament", "UNKNOWN_CONDITION_FOR_ACTION", ("lbc_policy",), NOT_APPLICABLE,
-           "elasticloadbalancing:CreateAction is the upstream policy's condition on AddTags; parliament 1.6.4's "
-           "IAM definitions do not list it.", "what-the-scanners-cannot-see",
+           "elasticloadbalancing:CreateAction is the upstream policy's condition on AddTags (tag on create); "
+           "parliament 1.6.4 reads Elastic Load Balancing's older entry, which does not list it.", "what-the-scanners-cannot-see",
            detail="*elasticloadbalancing:CreateAction*"),
     Triage("parliament", "UNKNOWN_ACTION", ("lbc_policy",), NOT_APPLICABLE,
-           "elasticloadbalancing:ModifyIpPools is in the upstream policy; parliament 1.6.4's IAM definitions "
-           "predate it.", "what-the-scanners-cannot-see", detail="*ModifyIpPools*"),
+           "elasticloadbalancing:ModifyIpPools is in the upstream policy; the Elastic Load Balancing entry "
+           "parliament 1.6.4 reads does not list it.", "what-the-scanners-cannot-see", detail="*ModifyIpPools*"),
     # --- Kubernetes: what the design takes ---
     _k8s("CKV2_K8S_6", _ALL, ACCEPTED, "No NetworkPolicy: every pod can reach every other.", "no-networkpolicy"),
     *(_k8s(c, _DEVICE_PLUGINS, ACCEPTED,

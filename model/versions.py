@@ -81,12 +81,12 @@ AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-lo
 
 # The utility images below are Docker Official Images pinned by tag and by the digest of their
 # multi-platform index, as docker-library/repo-info records Docker Hub's manifest
-# (repos/<image>/remote/<tag>.md). They are pulled from Docker Hub itself: the ECR Public mirror
-# (public.ecr.aws/docker/library) cannot be shown from here to serve the same index digest, and its
-# sync has lagged Docker Hub before (docker-library/official-images issue #13152), so a digest read
-# from Docker Hub's record is pulled where that record is. Each node pulls each image once
-# (IfNotPresent); Docker Hub limits anonymous pulls per source IP (docs/upgrading.md).
-LIBRARY_REGISTRY = "docker.io/library"
+# (repos/<image>/remote/<tag>.md). They are pulled from the ECR Public mirror of the official
+# images: Docker Hub limits anonymous pulls per source address, and every node pulls through the
+# VPC's one NAT gateway (components/network.py). A reference by digest checks itself: should the
+# mirror not serve that index yet, the pull fails loudly (not found) instead of running other
+# bytes, and docs/upgrading.md says how to check it and switch to Docker Hub.
+LIBRARY_REGISTRY = "public.ecr.aws/docker/library"
 
 # The Slinky chart's log and init sidecars default to docker.io/library/alpine:latest, a floating
 # tag. The chart reads controller.logfile (templates/controller/controller-cr.yaml),

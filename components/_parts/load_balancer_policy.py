@@ -15,8 +15,9 @@ only with it, changed and deleted only while they carry it, in any VPC of the ac
 subnet and security-group condition keys of CreateLoadBalancer would need their IDs, which the
 controller chooses). What stays as upstream, unscoped:
 the reads (Describe*, acm and iam certificate lookups: read-only, "*" where the actions take no
-resource), the service-linked role, tagging listeners (needed to tag a listener an older
-controller made untagged) and registering targets in any target group of the account.
+resource), the service-linked role and registering targets in any target group of the account.
+Listeners are tagged only at their creation, with the cluster tag, or while they carry it (upstream
+tags any listener: the role could then tag a listener to pass the conditions on deleting it).
 tests/graph/test_load_balancer_policy.py compares it statement by statement with the upstream file.
 
 What each write authorizes on, and the condition keys it takes: Service Authorization Reference,
@@ -45,10 +46,6 @@ _SECURITY_GROUPS = "arn:aws:ec2:*:*:security-group/*"
 _BALANCERS_AND_TARGETS = ["arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
                           "arn:aws:elasticloadbalancing:*:*:loadbalancer/net/*/*",
                           "arn:aws:elasticloadbalancing:*:*:loadbalancer/app/*/*"]
-_LISTENERS_AND_RULES = ["arn:aws:elasticloadbalancing:*:*:listener/net/*/*/*",
-                        "arn:aws:elasticloadbalancing:*:*:listener/app/*/*/*",
-                        "arn:aws:elasticloadbalancing:*:*:listener-rule/net/*/*/*",
-                        "arn:aws:elasticloadbalancing:*:*:listener-rule/app/*/*/*"]
 
 
 @dataclass(frozen=True)
@@ -133,8 +130,7 @@ def _groups(scope: Scope) -> dict[str, list[dict]]:
             _allow(["ec2:CreateTags", "ec2:DeleteTags"], _SECURITY_GROUPS, _retag_owned()),
             _allow(["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
                    scope.security_groups(), scope.in_vpc()),
-            _allow(["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress",
-                    "ec2:DeleteSecurityGroup"], scope.security_groups(), {**_owned(), **scope.in_vpc()}),
+            _allow(["ec2:DeleteSecurityGroup"], scope.security_groups(), {**_owned(), **scope.in_vpc()}),
         ],
         # Load balancers and target groups: created tagged, changed and deleted only while tagged.
         "load balancers and target groups": [
@@ -153,12 +149,17 @@ def _groups(scope: Scope) -> dict[str, list[dict]]:
                     "elasticloadbalancing:ModifyIpPools"], condition=_owned()),
         ],
         # Listeners: created only on this account's tagged load balancers (CreateListener
-        # authorizes on the load balancer), changed and deleted only while tagged themselves.
-        # Tagging them stays as upstream: an older controller's untagged listener gets its tag so.
+        # authorizes on the load balancer), tagged at creation, then changed, retagged and deleted
+        # only while they carry the tag. Upstream tags any listener unconditionally; that would let
+        # the role put the cluster tag on any listener and so pass the conditions below. Every
+        # controller this stack has run (v2.17.1, v3.5.0) tags its listeners at creation.
         "listeners": [
             _allow(["elasticloadbalancing:CreateListener"], scope.network_load_balancers(), _owned()),
+            _allow(["elasticloadbalancing:AddTags"], scope.network_listeners(), {
+                "StringEquals": {"elasticloadbalancing:CreateAction": "CreateListener"}, **_created_with_tag()}),
+            _allow(["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"], scope.network_listeners(),
+                   _retag_owned()),
             _allow(["elasticloadbalancing:DeleteListener"], scope.network_listeners(), _owned()),
-            _allow(["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"], _LISTENERS_AND_RULES),
             _allow(["elasticloadbalancing:ModifyListener", "elasticloadbalancing:AddListenerCertificates",
                     "elasticloadbalancing:RemoveListenerCertificates"], scope.network_listeners(), _owned()),
         ],

@@ -49,6 +49,10 @@ NARROWED = {
     "elasticloadbalancing:ModifyListener": "only on this account's tagged NLB listeners",
     "elasticloadbalancing:AddListenerCertificates": "only on this account's tagged NLB listeners",
     "elasticloadbalancing:RemoveListenerCertificates": "only on this account's tagged NLB listeners",
+    # Upstream tags any listener; ours, listeners only at their creation with the cluster tag or
+    # while they carry it (load balancers and target groups are tagged as upstream).
+    "elasticloadbalancing:AddTags": "on listeners only at creation with the tag, or on tagged NLB listeners",
+    "elasticloadbalancing:RemoveTags": "on listeners only on tagged NLB listeners",
 }
 ACCOUNT, REGION = "123456789012", "us-west-2"   # the mocks' (devkit/offline_run.py)
 VPC_ARN = f"arn:aws:ec2:{REGION}:{ACCOUNT}:vpc/network-vpc-id"
@@ -202,6 +206,21 @@ def test_listeners_change_only_on_this_accounts_tagged_load_balancers(ours, acti
     (statement,) = _granting(ours, action)
     assert statement["Resource"] == resource
     assert statement["Condition"] == {"Null": {"aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}
+
+
+def test_listeners_are_tagged_only_at_creation_or_while_they_carry_the_tag(ours):
+    listeners = f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:listener/net/*/*/*"
+    tagging = {"elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"}
+    on_listeners = [s for s in ours["Statement"] if tagging & set(_list(s["Action"]))
+                    and any("listener" in r for r in _list(s["Resource"]))]
+    assert sorted((tuple(s["Action"]), json.dumps(s.get("Condition"), sort_keys=True)) for s in on_listeners) == sorted([
+        (("elasticloadbalancing:AddTags",), json.dumps({
+            "StringEquals": {"elasticloadbalancing:CreateAction": "CreateListener"},
+            "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}}, sort_keys=True)),
+        (("elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"), json.dumps({"Null": {
+            "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
+            "aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}, sort_keys=True))])
+    assert all(s["Resource"] == listeners for s in on_listeners)
 
 
 def test_no_write_is_granted_on_every_resource_without_a_condition(ours):
