@@ -162,11 +162,16 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("coreNodeCount", "integer", 2, (_whole(1, 32),), attr="core_node_count",
             description="Number of core nodes.",
             on_change="in place: resizes the core node group"),
-        Key("sshPublicKey", "string", REQUIRED, (rules.ssh_public_key, rules.not_the_example_ssh_key),
-            attr="ssh_public_key",
-            description="OpenSSH public key authorised for root on the login node.",
+        # Optional since named users: an admin user is the normal way in, root's login is opt-in.
+        Key("sshPublicKey", "string", "", (rules.unless_blank(rules.ssh_public_key),
+                                           rules.unless_blank(rules.not_the_example_ssh_key)),
+            attr="ssh_public_key", unset_means="no root login",
+            description="OpenSSH public key authorised for root on the login node; empty means root cannot log "
+                        "in (then users must list an admin).",
+            doc="Root SSH is opt-in: set it, or list at least one `admin` user in `users`, or both.",
             on_change="in place: the Slurm release's values set the LoginSet's rootSshAuthorizedKeys (slurm "
-                      "chart 1.2.1 templates/loginset/loginset-cr.yaml), which the operator reconciles"),
+                      "chart 1.2.1 templates/loginset/loginset-cr.yaml), which the operator reconciles; "
+                      "emptying it with named users also refuses root in sshd (the login pod restarts)"),
         Key("users", "array", [], items="object", attr=None,
             unset_means="no named users",
             description="The people who log in to the login node, each as themselves: a list of {name, uid, "
@@ -386,6 +391,20 @@ def api_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
     return [error("apiAllowedCidrs", cidrs, why) for why in found]
 
 
+def someone_can_log_in(ok: Mapping[str, Any]) -> list[Problem]:
+    """A root key or an admin user: without either the login node admits nobody who can manage
+    the cluster. Checked on the raw `users` value (its own rules report what is wrong in it)."""
+    if "sshPublicKey" not in ok or ok["sshPublicKey"].strip():
+        return []
+    listed = ok.get("users")
+    admins = [u for u in listed if isinstance(u, dict) and u.get("admin") is True] if isinstance(listed, list) else []
+    if admins:
+        return []
+    return [error("sshPublicKey", "", "a root key, or at least one user with admin: true in users; with "
+                  "neither, nobody could log in to manage the cluster (set it with `pulumi config set "
+                  "sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`)")]
+
+
 def _pairings() -> str:
     return ", ".join(f"{c}.x <-> {s}.x" for c, s in versions.SLINKY_PAIRING.items())
 
@@ -445,8 +464,9 @@ def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
     return [error("kubernetesVersion", version, f"Slinky needs Kubernetes >= {minimum}")]
 
 
-CROSS_RULES: tuple[CrossRule, ...] = (ssh_cidrs, api_cidrs, chart_pairs_with_slurm, image_tag_names_slurm,
-                                      dlc_registry_known, slurmd_base_is_slurm, kubernetes_for_slinky)
+CROSS_RULES: tuple[CrossRule, ...] = (ssh_cidrs, api_cidrs, someone_can_log_in, chart_pairs_with_slurm,
+                                      image_tag_names_slurm, dlc_registry_known, slurmd_base_is_slurm,
+                                      kubernetes_for_slinky)
 
 
 def cross_rules(day: datetime.date) -> tuple[CrossRule, ...]:
