@@ -117,7 +117,8 @@ def test_without_the_entries_the_prolog_leaves_the_files_and_succeeds(tmp_path):
     root = _pod_root(tmp_path, [ALICE])
     for name in identities.FILES:
         (root / identities.ENTRIES_DIR.lstrip("/") / name).unlink()
-    assert _prolog(root).returncode == 0
+    result = _prolog(root)
+    assert (result.returncode, result.stderr) == (0, "")
     assert (root / "etc/passwd").read_text() == IMAGE_PASSWD
 
 
