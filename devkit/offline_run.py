@@ -189,6 +189,21 @@ class Mocks(pulumi.runtime.Mocks):
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
                 "registryId": "123456789012"},
             "aws:efs/fileSystem:FileSystem": {"dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com"},
+            # RDS answers an instance's endpoint as <identifier>.<account hash>.<region>.rds.amazonaws.com
+            # on the engine's port, and names its ARN by the identifier (Amazon RDS User Guide, "Finding
+            # the connection information for an RDS for MariaDB DB instance"; Service Authorization
+            # Reference, Amazon RDS resource type db). Pulumi autonames the identifier (name + suffix).
+            "aws:rds/instance:Instance": {
+                "identifier": f"{args.name}-0a1b2c3", "address": f"{args.name}-0a1b2c3.c0ffee123abc.us-west-2.rds.amazonaws.com",
+                "port": 3306, "endpoint": f"{args.name}-0a1b2c3.c0ffee123abc.us-west-2.rds.amazonaws.com:3306",
+                "arn": f"arn:aws:rds:us-west-2:123456789012:db:{args.name}-0a1b2c3",
+                "engineVersionActual": "11.4.10"},
+            "aws:rds/subnetGroup:SubnetGroup": {"name": f"{args.name}-0a1b2c3",
+                                                "arn": f"arn:aws:rds:us-west-2:123456789012:subgrp:{args.name}-0a1b2c3"},
+            "aws:rds/parameterGroup:ParameterGroup": {
+                "name": f"{args.name}-0a1b2c3", "arn": f"arn:aws:rds:us-west-2:123456789012:pg:{args.name}-0a1b2c3"},
+            "random:index/randomString:RandomString": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))].lower()},
+            "random:index/randomPassword:RandomPassword": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))]},
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
             "random:index/randomBytes:RandomBytes": {
                 "base64": base64.b64encode(args.name.encode().ljust(int(args.inputs.get("length", 32)), b"k")).decode()},

@@ -71,6 +71,15 @@ LOGIN_SERVICE = "slurm-login-nlb"
 SLURM_KEY_SECRET = "slurm-auth-slurm"
 JWT_KEY_SECRET = "slurm-auth-jwt"
 STATE_CLAIM = "slurm-controller-state"
+# The accounting database as slurmdbd reaches it (components/accounting_database.py makes it, the
+# release's accounting.storageConfig names it): the chart's defaults for the database and user
+# (slurm chart 1.2.1 values.yaml accounting.storageConfig), MariaDB's port, and the Secret the
+# program writes the generated password into (storageConfig.passwordKeyRef).
+ACCOUNTING_DATABASE = "slurm_acct_db"
+ACCOUNTING_USER = "slurm"
+ACCOUNTING_PORT = 3306
+ACCOUNTING_PASSWORD_SECRET = "slurm-accounting-database"
+ACCOUNTING_PASSWORD_KEY = "password"
 
 # The shared volume (EFS: components/shared_storage.py) where every Slurm pod and the staging Job
 # mount it, and the layout on it: the staged jobs/ and cluster.env (components/job_staging.py),
