@@ -71,7 +71,7 @@ accounting = AccountingDatabase("accounting", AccountingDatabaseArgs(
     cluster_security_group_id=cluster.security_group_id, instance_class=config.accounting_instance_class,
     storage_gib=config.accounting_storage_gib, multi_az=config.accounting_multi_az,
     retain_data=config.retain_accounting_data, provider=cluster.provider,
-    namespace_ready=storage.namespace_ready))
+    secret_depends_on=storage.namespace_ready))
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image
 # exist, while the operator installs; the NodeSet's pods then start from the nodes' cache.
 ImagePrePull("prepull", ImagePrePullArgs(image=image.reference, namespace=SLURM_NAMESPACE,

@@ -6,6 +6,7 @@ Secret that the release's accounting.storageConfig.passwordKeyRef names
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -14,7 +15,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from model import versions
+from model import audit_logs, versions
 from model.contract import (
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
@@ -36,6 +37,16 @@ SERVER_PARAMETERS = {"innodb_lock_wait_timeout": "900",
 # (StoragePass=...), treats '#' as the start of a comment, and RDS refuses '/', '@', '"' and
 # spaces in a master password (RDS API reference, CreateDBInstance MasterUserPassword).
 PASSWORD_LENGTH = 40
+# The MariaDB log RDS publishes to CloudWatch Logs: the server's errors (a failed login, a crash,
+# an aborted connection). The general and slow query logs stay off: they record every statement.
+LOG_EXPORTS = ("error",)
+
+
+def instance_identifier(cluster_name: str) -> str:
+    """The DB instance's name: the cluster's, with the runs of '-' an RDS identifier refuses (two in a
+    row, or one at the end: RDS API reference, CreateDBInstance DBInstanceIdentifier) collapsed.
+    Named, not generated, so its log group can be made before it."""
+    return re.sub(r"-+", "-", cluster_name).strip("-") + "-accounting"
 
 
 @dataclass(frozen=True)
@@ -59,14 +70,15 @@ class AccountingDatabaseArgs:
     retain_data: bool
     # The cluster's Kubernetes provider (Cluster.provider), for the password's Secret.
     provider: k8s.Provider
-    # What the password's Secret waits for: the slurm Namespace (SharedStorage.namespace_ready).
-    namespace_ready: Sequence[pulumi.Resource]
+    # What the password's Secret waits for, and is deleted before: the slurm Namespace
+    # (SharedStorage.namespace_ready). Nothing else here waits for the cluster.
+    secret_depends_on: Sequence[pulumi.Resource]
 
 
 class AccountingDatabase(pulumi.ComponentResource):
     address: pulumi.Output[str]          # the instance's DNS name, as slurmdbd's StorageHost
     port: pulumi.Output[int]             # its port (ACCOUNTING_PORT)
-    arn: pulumi.Output[str]
+    arn: pulumi.Output[str]              # its ARN (arn:aws:rds:<region>:<account>:db:<identifier>)
     password_secret: str                 # the Secret holding the password, in the slurm namespace
     # What slurmdbd's release waits for: the instance available, its ingress rule and the Secret.
     ready: list[pulumi.Resource]
@@ -74,17 +86,22 @@ class AccountingDatabase(pulumi.ComponentResource):
     def __init__(self, name: str, args: AccountingDatabaseArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:accounting:AccountingDatabase", name, None, opts)
         self._name, self._args = name, args
-        password = random.RandomPassword(f"{name}-password", length=PASSWORD_LENGTH, special=False,
-                                         opts=pulumi.ResourceOptions(parent=self))
-        # RandomPassword marks `result` secret already; said again here, so no refactor loses it.
-        self._password = pulumi.Output.secret(password.result)
+        self._password = self._generated_password()
+        self._identifier = instance_identifier(args.cluster_name)
         security_group, rule = self._security_group()
-        instance = self._instance(security_group)
+        instance = self._instance(security_group, self._log_groups())
         secret = self._password_secret()
         self.address, self.port, self.arn = instance.address, instance.port, instance.arn
         self.password_secret = ACCOUNTING_PASSWORD_SECRET
         self.ready = [instance, rule, secret]
         self.register_outputs({"address": self.address, "port": self.port, "arn": self.arn})
+
+    def _generated_password(self) -> pulumi.Output[str]:
+        # Drawn once and kept in the state (as the Slurm keys are); RandomPassword marks `result`
+        # secret already, said again here so no refactor loses it.
+        password = random.RandomPassword(f"{self._name}-password", length=PASSWORD_LENGTH, special=False,
+                                         opts=pulumi.ResourceOptions(parent=self))
+        return pulumi.Output.secret(password.result)
 
     def _security_group(self) -> tuple[aws.ec2.SecurityGroup, aws.vpc.SecurityGroupIngressRule]:
         """A group with no rule of its own (the provider removes AWS's default egress rule: the
@@ -100,7 +117,17 @@ class AccountingDatabase(pulumi.ComponentResource):
             description="MariaDB from the cluster's nodes and pods (slurmdbd)", opts=child)
         return group, rule
 
-    def _instance(self, security_group: aws.ec2.SecurityGroup) -> aws.rds.Instance:
+    def _log_groups(self) -> list[aws.cloudwatch.LogGroup]:
+        # RDS creates a missing group with no retention (kept forever) and leaves it after the
+        # instance is deleted; made here first, it has one and goes with the stack, as the
+        # control plane's does (components/cluster.py).
+        return [aws.cloudwatch.LogGroup(
+            f"{self._name}-{log_type}-logs", name=audit_logs.database_log_group(self._identifier, log_type),
+            retention_in_days=audit_logs.DEFAULT_RETENTION_DAYS, opts=pulumi.ResourceOptions(parent=self))
+            for log_type in LOG_EXPORTS]
+
+    def _instance(self, security_group: aws.ec2.SecurityGroup,
+                  log_groups: list[aws.cloudwatch.LogGroup]) -> aws.rds.Instance:
         name, args, child = self._name, self._args, pulumi.ResourceOptions(parent=self)
         subnets = aws.rds.SubnetGroup(f"{name}-subnets", subnet_ids=list(args.private_subnet_ids),
                                       description="Slurm accounting database: the cluster's private subnets",
@@ -111,7 +138,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             parameters=[aws.rds.ParameterGroupParameterArgs(name=k, value=v, apply_method="immediate")
                         for k, v in SERVER_PARAMETERS.items()], opts=child)
         return aws.rds.Instance(
-            f"{name}-db", engine=versions.ACCOUNTING_ENGINE, engine_version=versions.ACCOUNTING_ENGINE_VERSION,
+            f"{name}-db", identifier=self._identifier, engine=versions.ACCOUNTING_ENGINE, engine_version=versions.ACCOUNTING_ENGINE_VERSION,
             # Minor releases come in the maintenance window; a major upgrade is a decision (docs/upgrading.md).
             auto_minor_version_upgrade=True, allow_major_version_upgrade=False,
             instance_class=args.instance_class, allocated_storage=args.storage_gib, storage_type="gp3",
@@ -128,9 +155,11 @@ class AccountingDatabase(pulumi.ComponentResource):
             skip_final_snapshot=not args.retain_data,
             final_snapshot_identifier=self._final_snapshot() if args.retain_data else None,
             delete_automated_backups=not args.retain_data, deletion_protection=False,
+            enabled_cloudwatch_logs_exports=list(LOG_EXPORTS),
             # A class or storage change takes effect in this `up`, as the key table says.
             apply_immediately=True,
-            tags={"Name": f"{args.cluster_name}-accounting-db"}, opts=child)
+            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=log_groups))
 
     def _final_snapshot(self) -> pulumi.Output[str]:
         """The final snapshot's name: the cluster's, and a suffix drawn once per database, so the
@@ -138,7 +167,7 @@ class AccountingDatabase(pulumi.ComponentResource):
         refuses a snapshot identifier in use: DBSnapshotAlreadyExists)."""
         suffix = random.RandomString(f"{self._name}-snapshot-suffix", length=8, special=False, upper=False,
                                      opts=pulumi.ResourceOptions(parent=self))
-        return pulumi.Output.concat(self._args.cluster_name, "-accounting-final-", suffix.result)
+        return pulumi.Output.concat(self._identifier, "-final-", suffix.result)
 
     def _password_secret(self) -> k8s.core.v1.Secret:
         # The operator reads it by reference (storageConfig.passwordKeyRef) into the slurmdbd.conf
@@ -149,4 +178,4 @@ class AccountingDatabase(pulumi.ComponentResource):
             f"{self._name}-password-secret",
             metadata={"name": ACCOUNTING_PASSWORD_SECRET, "namespace": SLURM_NAMESPACE},
             data={ACCOUNTING_PASSWORD_KEY: self._password.apply(lambda p: base64.b64encode(p.encode()).decode())},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.namespace_ready)))
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)))

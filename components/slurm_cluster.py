@@ -48,9 +48,10 @@ class SlurmClusterArgs:
     ssh_allowed_cidrs: Sequence[str]
     # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
     shared_claim: str
-    # Where slurmdbd stores the records (AccountingDatabase.address) and the Secret with the
-    # database's password (AccountingDatabase.password_secret).
+    # Where slurmdbd stores the records: the database's address (AccountingDatabase.address).
     accounting_host: pulumi.Input[str]
+    # The Secret with the database's password, which slurmdbd reads by reference
+    # (AccountingDatabase.password_secret).
     accounting_password_secret: str
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider

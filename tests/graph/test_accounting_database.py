@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from components.accounting_database import instance_identifier
 from devkit.offline_run import run_program
 from model import versions
 from model.contract import (
@@ -86,7 +87,7 @@ def test_automated_backups_are_kept_at_least_a_week(db):
 
 def test_destroy_keeps_the_records_as_a_final_snapshot_by_default(dev, db):
     assert db["skipFinalSnapshot"] is False and db["deleteAutomatedBackups"] is False
-    assert db["finalSnapshotIdentifier"].startswith("slinky-eks-dev-accounting-final-")
+    assert db["finalSnapshotIdentifier"].startswith(f"{db['identifier']}-final-")
     # Not the instance itself: its interfaces would hold the subnets and the VPC on destroy.
     assert dev.named("accounting-db").retain_on_delete is False and db["deletionProtection"] is False
 
@@ -95,6 +96,20 @@ def test_destroy_keeps_nothing_when_retain_accounting_data_is_false():
     db = run_program("dev", {"retainAccountingData": False}).named("accounting-db").inputs
     assert db["skipFinalSnapshot"] is True and db["deleteAutomatedBackups"] is True
     assert "finalSnapshotIdentifier" not in db
+
+
+def test_the_error_log_goes_to_a_log_group_made_first_with_a_retention(dev, db):
+    assert db["enabledCloudwatchLogsExports"] == ["error"]
+    group = dev.named("accounting-error-logs")
+    assert group.inputs["name"] == f"/aws/rds/instance/{db['identifier']}/error"
+    assert group.inputs["retentionInDays"] > 0
+    assert dev.depends_on(dev.named("accounting-db"), group)
+
+
+@pytest.mark.parametrize("cluster,identifier", [("slinky-eks-dev", "slinky-eks-dev-accounting"),
+                                                ("a--b-", "a-b-accounting")])
+def test_the_instance_name_is_one_rds_accepts(cluster, identifier):
+    assert instance_identifier(cluster) == identifier
 
 
 def test_engine_is_the_pinned_mariadb_major_with_minor_upgrades(dev, db):
@@ -166,7 +181,7 @@ def test_the_secret_holds_the_password_slurmdbd_is_pointed_at(dev, accounting):
 def test_slurmdbd_stores_into_the_programs_database(dev, db, accounting):
     assert accounting["enabled"] is True and "external" not in accounting
     assert {k: v for k, v in accounting["storageConfig"].items() if k != "passwordKeyRef"} == {
-        "host": "accounting-db-0a1b2c3.c0ffee123abc.us-west-2.rds.amazonaws.com", "port": ACCOUNTING_PORT,
+        "host": "slinky-eks-dev-accounting.c0ffee123abc.us-west-2.rds.amazonaws.com", "port": ACCOUNTING_PORT,
         "database": db["dbName"], "username": db["username"]}
     assert (db["dbName"], db["username"]) == (ACCOUNTING_DATABASE, ACCOUNTING_USER)
 
@@ -184,7 +199,7 @@ def test_slurmdbd_adds_what_the_operator_leaves_out_of_its_security_context(acco
 
 def test_the_endpoint_output_is_the_database_address_and_port(dev):
     assert dev.output("accountingDatabaseEndpoint") == \
-        f"accounting-db-0a1b2c3.c0ffee123abc.us-west-2.rds.amazonaws.com:{ACCOUNTING_PORT}"
+        f"slinky-eks-dev-accounting.c0ffee123abc.us-west-2.rds.amazonaws.com:{ACCOUNTING_PORT}"
 
 
 # Order
