@@ -5,6 +5,7 @@ from model.contract import ACCOUNTING_PASSWORD_KEY, ACCOUNTING_PASSWORD_SECRET
 from tests.charts.test_rendered_charts import by_name, rerender
 from tests.support import chart_walk
 from tests.support import rendered_checks as rc
+from tests.support.slinky_conf import Release
 
 
 def test_the_accounting_resource_points_slurmdbd_at_the_database_and_the_secret(dev, rendered):
@@ -32,3 +33,11 @@ def test_the_walk_still_refuses_an_unknown_accounting_key_outside_the_copied_blo
     misspelled = {**values, "accounting": {**values["accounting"],
                                            "storageConfig": {**values["accounting"]["storageConfig"], "hots": "x"}}}
     assert chart_walk.unknown_keys(misspelled, chart_walk.load_chart()) == ["accounting.storageConfig.hots"]
+
+
+def test_slurmctld_sends_its_records_to_the_accounting_service(rendered):
+    # The Service the operator puts in front of slurmdbd: <Accounting name>-accounting, port 6819
+    # (SlinkyProject/slurm-operator v1.2.1 api/v1beta1/accounting_keys.go, ServiceKey).
+    conf = Release.from_documents(rendered["slurm"]).slurm_conf()
+    assert "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=slurm-accounting\n" \
+           "AccountingStoragePort=6819\n" in conf
