@@ -1,6 +1,7 @@
 """slinky-eks: an empty AWS account to a GPU Slurm cluster on EKS, in one `pulumi up`."""
 import pulumi
 
+from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
@@ -64,6 +65,14 @@ storage = SharedStorage("storage", SharedStorageArgs(
     node_subnet_by_key=network.private_subnet_by_key, provider=cluster.provider,
     depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
     retain_data=config.retain_shared_data))
+# Slurm's accounting database needs only the VPC: RDS creates it while EKS comes up. Only its
+# ingress rule (from the cluster security group) and its password's Secret wait for the cluster.
+accounting = AccountingDatabase("accounting", AccountingDatabaseArgs(
+    cluster_name=config.cluster_name, vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,
+    cluster_security_group_id=cluster.security_group_id, instance_class=config.accounting_instance_class,
+    storage_gib=config.accounting_storage_gib, multi_az=config.accounting_multi_az,
+    retain_data=config.retain_accounting_data, provider=cluster.provider,
+    secret_depends_on=storage.namespace_ready))
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image
 # exist, while the operator installs; the NodeSet's pods then start from the nodes' cache.
 ImagePrePull("prepull", ImagePrePullArgs(image=image.reference, namespace=SLURM_NAMESPACE,
@@ -82,9 +91,10 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     image_digest=image.digest, image_tag=config.slurmd_image_tag,
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, users=config.users, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
-    shared_claim=storage.claim_name, provider=cluster.provider,
+    shared_claim=storage.claim_name, accounting_host=accounting.address,
+    accounting_password_secret=accounting.password_secret, provider=cluster.provider,
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
-    release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready],
+    release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
     login_depends_on=lbc.ready))
 # After the first install and every change to a pool's NodeSet: the operator's rollout finished and
 # every node of the pool taking jobs, or `up` fails saying which node is stuck and why.
@@ -108,6 +118,9 @@ pulumi.export("vpcId", network.vpc_id)   # the VPC everything runs in
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
 # The EFS file system behind /shared (kept on destroy when retainSharedData).
 pulumi.export("sharedFileSystemId", storage.file_system_id)
+# The accounting database's endpoint, reachable from inside the cluster only (kept on destroy when
+# retainAccountingData); its password is in the Secret slurmdbd reads, never an output.
+pulumi.export("accountingDatabaseEndpoint", pulumi.Output.concat(accounting.address, ":", accounting.port.apply(str)))
 # The pushed slurmd image, <repository>@sha256:<digest>: exactly what every slurmd runs.
 pulumi.export("slurmdImage", image.reference)
 # The login NLB's DNS name, and the ssh command line that reaches it.

@@ -52,6 +52,11 @@ class SlurmClusterArgs:
     ssh_allowed_cidrs: Sequence[str]
     # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
     shared_claim: str
+    # Where slurmdbd stores the records: the database's address (AccountingDatabase.address).
+    accounting_host: pulumi.Input[str]
+    # The Secret with the database's password, which slurmdbd reads by reference
+    # (AccountingDatabase.password_secret).
+    accounting_password_secret: str
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object in the slurm namespace here waits for (the release through its keys and
@@ -61,7 +66,8 @@ class SlurmClusterArgs:
     # before: StorageClass and EBS driver (SharedStorage.gp3_ready).
     state_depends_on: Sequence[pulumi.Resource]
     # What the Slurm release waits for: operator webhook Ready, the /shared claim bound, the
-    # device plugins running (SlinkyOperator.ready, SharedStorage.ready, DevicePlugins.ready).
+    # device plugins running, the accounting database available with its ingress rule and password
+    # Secret (SlinkyOperator.ready, SharedStorage.ready, DevicePlugins.ready, AccountingDatabase.ready).
     release_depends_on: Sequence[pulumi.Resource]
     # What the login Service waits for: the load balancer controller (LoadBalancerController.ready),
     # so the Service is deleted while the controller still runs to delete the NLB.
@@ -135,14 +141,15 @@ class SlurmCluster(pulumi.ComponentResource):
 
     def _values(self) -> pulumi.Output[dict]:
         args = self._args
-        return pulumi.Output.all(args.image_repository, args.image_digest).apply(
-            lambda image: slurm_values(SlurmValuesArgs(
-                gpu_pools=args.gpu_pools, image_repository=image[0],
-                image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
+        return pulumi.Output.all(args.image_repository, args.image_digest, args.accounting_host).apply(
+            lambda known: slurm_values(SlurmValuesArgs(
+                gpu_pools=args.gpu_pools, image_repository=known[0],
+                image_digest=known[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
                 users=args.users, init_security=_INIT_SECURITY,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
-                slinky_image_tag=args.slinky_image_tag)))
+                slinky_image_tag=args.slinky_image_tag, accounting_host=known[2],
+                accounting_password_secret=args.accounting_password_secret)))
 
     def _release(self, own: list[pulumi.Resource]) -> k8s.helm.v3.Release:
         """The release, after what it waits for and this component's keys and state claim (`own`)."""

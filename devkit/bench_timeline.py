@@ -49,6 +49,11 @@ DURATIONS: dict[str, Step] = {
     "aws:efs/mountTarget:MountTarget": Step(90, "EFS mount target until available: typically 1-2 min "
                                                 "(https://alchemy.run/providers/aws/efs/mounttarget), at times "
                                                 "over 10 min (hashicorp/terraform-provider-aws issue #15278)"),
+    "aws:rds/instance:Instance": Step(600, "public Terraform apply logs of aws_db_instance for MySQL and "
+                                           "MariaDB, Single-AZ: 3m16s-4m56s, one MariaDB 10.6 9m59s; the "
+                                           "longest taken (Multi-AZ adds the standby's creation)"),
+    "random:index/randomPassword:RandomPassword": Step(0, "no cloud call"),
+    "random:index/randomString:RandomString": Step(0, "no cloud call"),
     "kubernetes:helm.sh/v3:Release": Step(102, f"{_LOG}: helm_release (load balancer controller, --wait) 1m42s"),
     "kubernetes:batch/v1:Job": Step(30, "assumed: a small image pulled and one short command run"),
     "docker-build:index:Image": Step(600, "derived: the DLC pull, the build and a ~5 GB push at 100 Mb/s "

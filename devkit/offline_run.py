@@ -157,6 +157,11 @@ class RecordingMonitor(MockMonitor):
         return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(ret, {}))})
 
 
+def _rds_id(args: pulumi.runtime.MockResourceArgs) -> str:
+    """An RDS resource's identifier: the one given, or what Pulumi's autonaming would make (name + suffix)."""
+    return args.inputs.get("identifier") or f"{args.name}-0a1b2c3"
+
+
 class Mocks(pulumi.runtime.Mocks):
     """Inputs come back as outputs, plus what the providers compute and the program reads."""
 
@@ -189,6 +194,20 @@ class Mocks(pulumi.runtime.Mocks):
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
                 "registryId": "123456789012"},
             "aws:efs/fileSystem:FileSystem": {"dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com"},
+            # RDS answers an instance's endpoint as <identifier>.<account hash>.<region>.rds.amazonaws.com
+            # on the engine's port, and names its ARN by the identifier (Amazon RDS User Guide, "Finding
+            # the connection information for an RDS for MariaDB DB instance"; Service Authorization
+            # Reference, Amazon RDS resource type db).
+            "aws:rds/instance:Instance": {
+                "address": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com", "port": 3306,
+                "endpoint": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com:3306",
+                "arn": f"arn:aws:rds:us-west-2:123456789012:db:{_rds_id(args)}", "engineVersionActual": "11.4.10"},
+            "aws:rds/subnetGroup:SubnetGroup": {"name": f"{args.name}-0a1b2c3",
+                                                "arn": f"arn:aws:rds:us-west-2:123456789012:subgrp:{args.name}-0a1b2c3"},
+            "aws:rds/parameterGroup:ParameterGroup": {
+                "name": f"{args.name}-0a1b2c3", "arn": f"arn:aws:rds:us-west-2:123456789012:pg:{args.name}-0a1b2c3"},
+            "random:index/randomString:RandomString": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))].lower()},
+            "random:index/randomPassword:RandomPassword": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))]},
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
             "random:index/randomBytes:RandomBytes": {
                 "base64": base64.b64encode(args.name.encode().ljust(int(args.inputs.get("length", 32)), b"k")).decode()},

@@ -69,14 +69,20 @@ TERRAFORM_TYPES = {
     "aws:iam/rolePolicy:RolePolicy": "aws_iam_role_policy",
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "aws_iam_role_policy_attachment",
     "aws:kms/key:Key": "aws_kms_key",
+    "aws:rds/instance:Instance": "aws_db_instance",
+    "aws:rds/parameterGroup:ParameterGroup": "aws_db_parameter_group",
+    "aws:rds/subnetGroup:SubnetGroup": "aws_db_subnet_group",
     "aws:s3/bucket:Bucket": "aws_s3_bucket",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "aws_vpc_security_group_ingress_rule",
 }
 # Repeated blocks pulumi-aws names in the plural where Terraform's block is singular
-# (aws_route_table `route`, aws_eks_node_group `taint`, aws_eks_addon `pod_identity_association`).
+# (aws_route_table `route`, aws_eks_node_group `taint`, aws_eks_addon `pod_identity_association`,
+# aws_db_parameter_group `parameter`).
 SINGULAR_BLOCKS = {
     ("aws_route_table", "routes"): "route",
     ("aws_eks_node_group", "taints"): "taint",
     ("aws_eks_addon", "pod_identity_associations"): "pod_identity_association",
+    ("aws_db_parameter_group", "parameters"): "parameter",
 }
 # Attributes whose keys are data (tag names, label names), not attribute names: kept as written.
 DATA_MAPS = {"tags", "tags_all", "labels"}

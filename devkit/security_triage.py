@@ -69,6 +69,15 @@ TRIAGE: tuple[Triage, ...] = (
     Triage("checkov", "CKV_AWS_338", ("aws_cloudwatch_log_group.*",), ACCEPTED,
            "Retention is a config choice sized for a development cluster, shorter than the check's one year.",
            "control-plane-logs"),
+    Triage("checkov", "CKV_AWS_293", ("aws_db_instance.accounting_db",), ACCEPTED,
+           "No deletion protection: with it RDS refuses the delete and `destroy` stops halfway. The records "
+           "outlive destroy as a final snapshot unless retainAccountingData is false.", "the-accounting-database"),
+    Triage("checkov", "CKV_AWS_157", ("aws_db_instance.accounting_db",), ACCEPTED,
+           "Single-AZ by default for a development cluster's cost; accountingMultiAz adds the standby. "
+           "Meanwhile slurmctld keeps scheduling and queues its records for slurmdbd.", "the-accounting-database"),
+    Triage("checkov", "CKV_AWS_118", ("aws_db_instance.accounting_db",), ACCEPTED,
+           "No enhanced monitoring (an IAM role and per-second OS metrics billed as CloudWatch Logs); RDS's "
+           "own CloudWatch metrics and the error log are kept.", "the-accounting-database"),
     Triage("checkov", "CKV_AWS_51", ("aws_ecr_repository.*",), ACCEPTED,
            "Tags are mutable so a re-push of the same tag succeeds; every node runs the image by digest.",
            "images"),

@@ -39,3 +39,10 @@ def control_plane_log_group(cluster_name: str) -> str:
 def flow_log_group(cluster_name: str) -> str:
     """The log group of the VPC's flow logs (any name works; this one says whose they are)."""
     return f"/slinky-eks/{cluster_name}/vpc-flow-logs"
+
+
+def database_log_group(instance_identifier: str, log_type: str) -> str:
+    """The log group RDS publishes a DB instance's log of one type to; the name is RDS's
+    (Amazon RDS User Guide, "Publishing MariaDB logs to Amazon CloudWatch Logs":
+    /aws/rds/instance/<instance identifier>/<log type>)."""
+    return f"/aws/rds/instance/{instance_identifier}/{log_type}"

@@ -309,6 +309,37 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("retainSharedData", "boolean", False, _boolean, attr="retain_shared_data",
             description=f"Keep the EFS file system behind {SHARED_MOUNT} (and its data) when the stack is destroyed.",
             on_change="in place, in the stack's state only: the next `destroy` keeps or deletes the file system"),
+        # The accounting database (components/accounting_database.py; docs/decisions/accounting-database.md).
+        # Prices: Amazon RDS for MariaDB pricing (https://aws.amazon.com/rds/mariadb/pricing/), US East
+        # (N. Virginia), on demand.
+        Key("retainAccountingData", "boolean", True, _boolean, attr="retain_accounting_data",
+            description="Keep the accounting records (every job, account and association) when the stack is "
+                        "destroyed: RDS takes a final snapshot of the database and keeps its automated backups.",
+            doc="The instance itself cannot outlive the VPC it runs in; the snapshot "
+                "`<clusterName>-accounting-final-<suffix>` stays, billed as RDS snapshot storage, until deleted "
+                "by hand (see [Teardown](docs/operations.md#teardown)); false, destroy keeps nothing.",
+            on_change="in place, in the stack's state only: the next `destroy` snapshots the database or not"),
+        Key("accountingInstanceClass", "string", "db.t4g.small",
+            (rules.matches(r"db\.[a-z0-9-]+\.[a-z0-9]+", "an RDS DB instance class such as db.t4g.small"),),
+            attr="accounting_instance_class",
+            description="RDS DB instance class of the accounting database (slurmdbd's MariaDB).",
+            doc="The default (2 vCPU burstable, 2 GiB) holds a team's job records; SchedMD recommends an InnoDB "
+                "buffer pool of at least 4 GiB for large databases (db.t4g.large or db.m7g.large and up). "
+                "Cost: about $0.032 an hour for db.t4g.small, Single-AZ, per "
+                "[RDS for MariaDB pricing](https://aws.amazon.com/rds/mariadb/pricing/).",
+            on_change="in place: RDS moves the instance to the new class (minutes of downtime, during which "
+                      "slurmctld queues its records for slurmdbd)"),
+        Key("accountingStorageGiB", "integer", 20, (_whole(20, 1024),), attr="accounting_storage_gib",
+            description="Allocated gp3 storage of the accounting database, in GiB (RDS for MariaDB's gp3 "
+                        "minimum is 20).",
+            doc="Cost: $0.115 per GB-month (gp3, US East); backups up to the allocated size are free.",
+            on_change="in place: RDS grows the volume online; it can never shrink"),
+        Key("accountingMultiAz", "boolean", False, _boolean, attr="accounting_multi_az",
+            description="Run the accounting database Multi-AZ: a standby in the cluster's second zone that RDS "
+                        "fails over to.",
+            doc="Doubles the instance and storage price; without it an AZ outage stops accounting (slurmctld "
+                "keeps scheduling and queues the records) until the zone returns.",
+            on_change="in place: RDS adds or removes the standby without downtime"),
     )
 
 

@@ -76,6 +76,16 @@ STATE_CLAIM = "slurm-controller-state"
 IDENTITIES_CONFIGMAP = "slinky-eks-identities"
 SSH_KEYS_CONFIGMAP = "slinky-eks-ssh-keys"
 
+# The accounting database as slurmdbd reaches it (components/accounting_database.py makes it, the
+# release's accounting.storageConfig names it): the chart's defaults for the database and user
+# (slurm chart 1.2.1 values.yaml accounting.storageConfig), MariaDB's port, and the Secret the
+# program writes the generated password into (storageConfig.passwordKeyRef).
+ACCOUNTING_DATABASE = "slurm_acct_db"
+ACCOUNTING_USER = "slurm"
+ACCOUNTING_PORT = 3306
+ACCOUNTING_PASSWORD_SECRET = "slurm-accounting-database"
+ACCOUNTING_PASSWORD_KEY = "password"
+
 # The shared volume (EFS: components/shared_storage.py) where every Slurm pod and the staging Job
 # mount it, and the layout on it: the staged jobs/ and cluster.env (components/job_staging.py),
 # the jobs' logs (their #SBATCH --output), the Hugging Face cache (cluster.env's HF_HOME), the

@@ -24,6 +24,9 @@ OUTPUTS: tuple[Output, ...] = (
                                   "names none"),
     Output("sharedFileSystemId", f"the EFS file system behind {SHARED_MOUNT} (kept on destroy when "
                                  "`retainSharedData`)"),
+    Output("accountingDatabaseEndpoint", "the accounting database's `<address>:<port>` (RDS for MariaDB), "
+                                         "reachable from the cluster's nodes and pods only; kept on destroy "
+                                         "unless `retainAccountingData` is false; its password is never an output"),
     Output("slurmdImage", "the pushed slurmd image, pinned by digest (`<repo>@sha256:...`): exactly what every "
                           "slurmd runs"),
     Output("loginHostname", "the login NLB's DNS name (waited for until AWS assigns it)"),

@@ -131,6 +131,10 @@ OPERATOR_BUILT = {
                  "SlinkyProject/slurm-operator v1.2.1 internal/builder/loginbuilder/login_app.go"),
     "Controller": ("slurmctld runs as the slurm user, runAsNonRoot; no service account token.",
                    "SlinkyProject/slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_app.go"),
+    "Accounting": ("slurmdbd runs as the slurm user, runAsNonRoot, no service account token; the release's "
+                   "values add RuntimeDefault seccomp, every capability dropped, no escalation and a read-only "
+                   "root (model/slurm_values.py accounting).",
+                   "SlinkyProject/slurm-operator v1.2.1 internal/builder/accountingbuilder/accounting_app.go"),
     "RestApi": ("slurmrestd runs as its own non-root user; no service account token.",
                 "SlinkyProject/slurm-operator v1.2.1 internal/builder/restapibuilder/restapi_app.go"),
 }

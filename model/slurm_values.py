@@ -10,6 +10,10 @@ from typing import Sequence
 from model import identities, versions
 from model.catalog import GpuInstanceType
 from model.contract import (
+    ACCOUNTING_DATABASE,
+    ACCOUNTING_PASSWORD_KEY,
+    ACCOUNTING_PORT,
+    ACCOUNTING_USER,
     CORE_LABELS,
     EFA_RESOURCE,
     GPU_LABELS,
@@ -42,6 +46,10 @@ class SlurmValuesArgs:
     # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
     # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
     slinky_image_tag: str
+    # The accounting database's address (AccountingDatabase.address) and the Secret holding its
+    # password (AccountingDatabase.password_secret): slurmdbd's storage, by reference.
+    accounting_host: str
+    accounting_password_secret: str
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
@@ -81,6 +89,28 @@ def slinky_image(name: str, tag: str) -> str:
     """A Slinky image of the chart (login, slurmctld) as the chart pulls it: its default repository
     at the tag the release sets."""
     return f"{versions.SLINKY_IMAGES}/{name}:{tag}"
+
+
+def accounting(a: SlurmValuesArgs) -> dict:
+    """slurmdbd on the core nodes, storing into the RDS database; the password only by reference.
+    The operator builds its pod as the slurm user, non-root, with no service account token
+    (SlinkyProject/slurm-operator v1.2.1 internal/builder/accountingbuilder/accounting_app.go); the
+    container and pod settings here are merged over that (strategic merge: common/container.go,
+    common/pod_template.go), adding what the operator leaves out. slurmdbd writes only its pid file,
+    on the operator's own volume (LogFile=/dev/null: accounting_config.go), so its root can be
+    read-only (the image runs `slurmdbd -D` under tini and nothing else: SlinkyProject/containers
+    schedmd/slurm/26.05/ubuntu24.04/Dockerfile, target slurmdbd)."""
+    return {
+        "enabled": True,
+        "slurmdbd": {"image": {"tag": a.slinky_image_tag},
+                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                         "capabilities": {"drop": ["ALL"]}}},
+        "storageConfig": {"host": a.accounting_host, "port": ACCOUNTING_PORT, "database": ACCOUNTING_DATABASE,
+                          "username": ACCOUNTING_USER,
+                          "passwordKeyRef": {"name": a.accounting_password_secret, "key": ACCOUNTING_PASSWORD_KEY}},
+        "podSpec": {"nodeSelector": dict(CORE_LABELS),
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+    }
 
 
 def slurm_values(a: SlurmValuesArgs) -> dict:
@@ -132,6 +162,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "reconfigure": {"image": dict(slinky_image)},
             "logfile": sidecar,
         },
+        "accounting": accounting(a),
         "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
                     "slurmrestd": {"image": dict(slinky_image)}},
         # One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0

@@ -132,6 +132,19 @@ def slurmd_base_flavour(slurm_version: str) -> str | None:
     return SLURMD_BASE_FLAVOUR.get(_minor(slurm_version))
 
 
+# The accounting database's engine: RDS for MariaDB at a major version only, so RDS applies each
+# minor release in the maintenance window (every RDS minor version's standard support ends about a
+# year after its release; the major's runs to 2029-05-31: Amazon RDS User Guide, "MariaDB on Amazon
+# RDS versions", https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/MariaDB.Concepts.VersionMgmt.html).
+# 11.4, not 11.8: MariaDB 11.6.2 and later turn innodb_snapshot_isolation on by default, with which
+# slurmdbd stops at the first conflicting write; 11.4 has it off (SchedMD/slurm
+# doc/html/accounting.shtml at slurm-26-05-3-1, "innodb_snapshot_isolation"). Decision:
+# docs/decisions/accounting-database.md.
+ACCOUNTING_ENGINE = "mariadb"
+ACCOUNTING_ENGINE_VERSION = "11.4"
+# The DB parameter group family of that major version (RDS names it engine + major).
+ACCOUNTING_PARAMETER_FAMILY = f"{ACCOUNTING_ENGINE}{ACCOUNTING_ENGINE_VERSION}"
+
 # Slinky's slurmd of the Slurm release on its flavour: the final stage of image/Dockerfile.
 SLURMD_BASE_IMAGE = f"ghcr.io/slinkyproject/slurmd:{SLURM_RELEASE}-{slurmd_base_flavour(SLURM_RELEASE)}"
 

@@ -56,6 +56,10 @@ class StackConfig:
     slurmd_base_image: str
     build_image_on_preview: bool
     retain_shared_data: bool
+    retain_accounting_data: bool
+    accounting_instance_class: str
+    accounting_storage_gib: int
+    accounting_multi_az: bool
     # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
     # (model/node_zones.py).
     node_zones: tuple[NodeZone, ...]

@@ -239,7 +239,7 @@ def slinky_resources(rendered):
 
 def test_slinky_custom_resources_are_valid_against_the_crds(rendered):
     resources = slinky_resources(rendered)
-    assert {o["kind"] for o in resources} == {"Controller", "RestApi", "NodeSet", "LoginSet"}
+    assert {o["kind"] for o in resources} == {"Controller", "RestApi", "NodeSet", "LoginSet", "Accounting"}
     crds = rendered["slurm-operator-crds"]
     assert [p for o in resources for p in rc.custom_resource_problems(o, crds)] == []
 
@@ -353,7 +353,7 @@ def test_the_slurm_control_plane_runs_the_slurm_build_of_the_slurmd_base_image()
     slinky = [image for o in chart_render.render_graph_releases(graph)["slurm"] for _, image in rc.images(o)
               if image.startswith("ghcr.io/slinkyproject/")]
     assert sorted(slinky) == [f"ghcr.io/slinkyproject/{name}:26.05.3-ubuntu24.04"
-                              for name in ("login", "slurmctld", "slurmctld", "slurmrestd")]
+                              for name in ("login", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")]
 
 
 def test_the_slinky_tag_is_read_past_a_digest():

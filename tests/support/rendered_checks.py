@@ -205,7 +205,7 @@ def custom_resource_problems(obj: dict, crds: list[dict]) -> list[str]:
 # v1.2.1 helm/slurm-operator-crds/templates/slinky.slurm.net_*.yaml: "PodSpec is a description of
 # a pod", container blocks described as corev1.Container).
 CONTAINER_BLOCKS = {"Controller": ("slurmctld", "reconfigure", "logfile"), "RestApi": ("slurmrestd",),
-                    "NodeSet": ("slurmd", "logfile"), "LoginSet": ("login", "initconf")}
+                    "NodeSet": ("slurmd", "logfile"), "LoginSet": ("login", "initconf"), "Accounting": ("slurmdbd",)}
 
 
 def _without_nulls(value: Any) -> Any:

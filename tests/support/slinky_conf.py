@@ -26,6 +26,7 @@ SLURM_USER = "slurm"
 SLURMD_USER = "root"
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
+SLURMDBD_PORT = 6819
 SLURMD_SPOOL = "/var/spool/slurmd"
 SLURMCTLD_SPOOL = "/var/spool/slurmctld"
 LOG_DIR = "/var/log/slurm"
@@ -129,12 +130,22 @@ class Release:
         logins' conf server."""
         return f"{self.controller_key}.{self.controller['metadata']['namespace']}"
 
+    def accounting_lines(self) -> list[str]:
+        """The ACCOUNTING section: with an accountingRef, slurmdbd behind the Accounting's Service,
+        <name>-accounting, on slurmdbd's port (controller_config.go buildSlurmConf at v1.2.1;
+        api/v1beta1/accounting_keys.go ServiceKey); without, none."""
+        ref = self.controller["spec"].get("accountingRef")
+        if not ref:
+            return ["AccountingStorageType=accounting_storage/none"]
+        return ["AccountingStorageType=accounting_storage/slurmdbd",
+                f"AccountingStorageHost={ref['name']}-accounting", f"AccountingStoragePort={SLURMDBD_PORT}"]
+
     def slurm_conf(self) -> str:
-        """slurm.conf as buildSlurmConf writes it (no accounting, no prolog/epilog scripts, metrics
-        off: the program's values enable none of them)."""
+        """slurm.conf as buildSlurmConf writes it (no prolog/epilog scripts, metrics off: the
+        program's values enable none of them)."""
         spec = self.controller["spec"]
         for refs in ("prologScriptRefs", "epilogScriptRefs", "prologSlurmctldScriptRefs",
-                     "epilogSlurmctldScriptRefs", "accountingRef"):
+                     "epilogSlurmctldScriptRefs"):
             if spec.get(refs):
                 raise ValueError(f"the test cluster does not model the Controller's {refs}")
         cluster = controller_name(self.controller)
@@ -162,8 +173,7 @@ class Release:
                  f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
                  f"AuthInfo={','.join(merge['AuthInfo'])}",
                  f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}",
-                 "#", "### ACCOUNTING ###",
-                 "AccountingStorageType=accounting_storage/none"]
+                 "#", "### ACCOUNTING ###", *self.accounting_lines()]
         nodesets = []
         for nodeset in sorted(self.nodesets, key=lambda n: n["metadata"]["name"]):
             ns = nodeset_name(nodeset)
