@@ -77,7 +77,7 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     image_digest=image.digest, image_tag=config.slurmd_image_tag,
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
-    shared_claim=storage.claim_name, provider=cluster.provider,
+    shared_claim=storage.claim_name, scheduling=config.scheduling, provider=cluster.provider,
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
     release_depends_on=[*slinky.ready, *storage.ready, *devices.ready],
     login_depends_on=lbc.ready))

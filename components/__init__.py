@@ -15,6 +15,8 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `slinky`: the Slinky operator and what it needs (SlinkyOperator)
 - `slurm`: the Slurm cluster on top (SlurmCluster, StateVolumeGuard, SlurmReadiness)
 - `jobs`: what users run, staged onto /shared (JobStaging)
+- `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
+  AccountingRegistration)
 
 A token is part of every URN under it: renaming a group or a class replaces resources, so a new
 component joins an existing group where one fits (tests/repo/test_component_conventions.py).

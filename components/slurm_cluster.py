@@ -25,6 +25,7 @@ from model.contract import (
     STATE_CLAIM,
 )
 from model.gpu_pools import GpuPool
+from model.scheduling import SchedulingPolicy
 from model.slurm_values import SlurmValuesArgs, slurm_values
 
 
@@ -48,6 +49,8 @@ class SlurmClusterArgs:
     ssh_allowed_cidrs: Sequence[str]
     # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
     shared_claim: str
+    # Fair share and enforcement in slurm.conf (StackConfig.scheduling; model/scheduling.py).
+    scheduling: SchedulingPolicy | None
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object in the slurm namespace here waits for (the release through its keys and
@@ -123,7 +126,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
-                slinky_image_tag=args.slinky_image_tag)))
+                slinky_image_tag=args.slinky_image_tag, scheduling=args.scheduling)))
 
     def _release(self, own: list[pulumi.Resource]) -> k8s.helm.v3.Release:
         """The release, after what it waits for and this component's keys and state claim (`own`)."""

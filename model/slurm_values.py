@@ -19,6 +19,8 @@ from model.contract import (
     SHARED_MOUNT,
 )
 from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
+from model.scheduling import SchedulingPolicy
+from model.scheduling import slurm_conf as scheduling_conf
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class SlurmValuesArgs:
     # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
     # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
     slinky_image_tag: str
+    # Fair share and enforcement (model/scheduling.py), for a cluster with accounting; None
+    # without it (its weights need slurmdbd).
+    scheduling: SchedulingPolicy | None
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
@@ -115,6 +120,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "slurmctld": {"image": dict(slinky_image)},
             "reconfigure": {"image": dict(slinky_image)},
             "logfile": sidecar,
+            # Merged key by key over the base's extraConfMap (GresTypes, ReturnToService).
+            **({"extraConfMap": scheduling_conf(a.scheduling)} if a.scheduling else {}),
         },
         "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
                     "slurmrestd": {"image": dict(slinky_image)}},

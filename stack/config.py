@@ -15,6 +15,7 @@ import pulumi
 from model import config_schema, gpu_pools, preflight
 from model.node_zones import NodeZone
 from model.problems import Problem
+from model.scheduling import SchedulingPolicy
 from stack.account import Account
 
 
@@ -55,11 +56,21 @@ class StackConfig:
     slurmd_base_image: str
     build_image_on_preview: bool
     retain_shared_data: bool
+    priority_weight_fairshare: int
+    priority_weight_age: int
+    priority_weight_qos: int
+    priority_decay_half_life_days: int
     # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
     # (model/node_zones.py).
     node_zones: tuple[NodeZone, ...]
     # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
     gpu_pools: tuple[gpu_pools.GpuPool, ...]
+
+    @property
+    def scheduling(self) -> SchedulingPolicy:
+        """The scheduling policy of the four priority keys (model/scheduling.py)."""
+        return SchedulingPolicy(self.priority_weight_fairshare, self.priority_weight_age,
+                                self.priority_weight_qos, self.priority_decay_half_life_days)
 
     @property
     def gpu_node_count(self) -> int:
