@@ -1,6 +1,7 @@
 """slinky-eks: an empty AWS account to a GPU Slurm cluster on EKS, in one `pulumi up`."""
 import pulumi
 
+from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
@@ -13,9 +14,11 @@ from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
 from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
+from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.contract import (
                             CONTROLLER_CONTAINER,
                             CONTROLLER_POD,
+                            SLURM_CLUSTER,
                             SLURM_NAMESPACE,
                             nodeset_object,
 )
@@ -71,15 +74,19 @@ ImagePrePull("prepull", ImagePrePullArgs(image=image.reference, namespace=SLURM_
 slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
     chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
     provider=cluster.provider, depends_on=nodes.core_ready))
+# The named users' entries, keys and homes; nothing for a stack without `users`.
+users = UserIdentities("users", UserIdentitiesArgs(
+    users=config.users, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name, provider=cluster.provider,
+    depends_on=storage.namespace_ready, homes_depends_on=[*storage.ready, *nodes.core_ready]))
 slurm = SlurmCluster("slurm", SlurmClusterArgs(
     chart_version=config.slinky_chart_version, gpu_pools=config.gpu_pools,
     image_repository=image.repository_url,
     image_digest=image.digest, image_tag=config.slurmd_image_tag,
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
-    ssh_public_key=config.ssh_public_key, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
+    ssh_public_key=config.ssh_public_key, users=config.users, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
     shared_claim=storage.claim_name, scheduling=config.scheduling, provider=cluster.provider,
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
-    release_depends_on=[*slinky.ready, *storage.ready, *devices.ready],
+    release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready],
     login_depends_on=lbc.ready))
 # After the first install and every change to a pool's NodeSet: the operator's rollout finished and
 # every node of the pool taking jobs, or `up` fails saying which node is stuck and why.
@@ -87,6 +94,13 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
     namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, gpu_pools=config.gpu_pools,
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
     provider=cluster.provider, job_depends_on=slurm.ready))
+
+# Every account and user in Slurm's accounting, registered again on every up that changes `users`
+# (a user removed from `users` loses their association; their jobs stay in sacct).
+AccountingRegistration("accounting", AccountingRegistrationArgs(
+    users=config.users, namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, cluster=SLURM_CLUSTER,
+    slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, provider=cluster.provider,
+    job_depends_on=slurm.ready))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,

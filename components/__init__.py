@@ -13,7 +13,8 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `storage`: volumes, their drivers and the slurm namespace that holds the claims (SharedStorage)
 - `image`: the slurmd image, its build and its pull onto the nodes (SlurmdImage, ImagePrePull)
 - `slinky`: the Slinky operator and what it needs (SlinkyOperator)
-- `slurm`: the Slurm cluster on top (SlurmCluster, StateVolumeGuard, SlurmReadiness)
+- `slurm`: the Slurm cluster on top and its named users (SlurmCluster, StateVolumeGuard, SlurmReadiness,
+  UserIdentities)
 - `jobs`: what users run, staged onto /shared (JobStaging)
 - `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
   AccountingRegistration)

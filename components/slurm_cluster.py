@@ -11,6 +11,7 @@ import pulumi_random as random
 
 from components._parts import jobs_await
 from components._parts.helm import chart_release
+from components._parts.pod_security import container_security
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
 from model import versions
 from model.contract import (
@@ -27,6 +28,7 @@ from model.contract import (
 from model.gpu_pools import GpuPool
 from model.scheduling import SchedulingPolicy
 from model.slurm_values import SlurmValuesArgs, slurm_values
+from model.users import User
 
 
 @dataclass(frozen=True)
@@ -43,8 +45,10 @@ class SlurmClusterArgs:
     image_tag: str
     # The tag of the Slinky controller/restd/login images (slurm_values.slinky_image_tag).
     slinky_image_tag: str
-    # root's authorized key on the login pod (sshPublicKey).
+    # root's authorized key on the login pod (sshPublicKey); "" for no root login.
     ssh_public_key: str
+    # The named users (StackConfig.users): their identities in the pods and their keys.
+    users: Sequence[User]
     # The only sources the login NLB admits on port 22 (sshAllowedCidrs).
     ssh_allowed_cidrs: Sequence[str]
     # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
@@ -67,12 +71,25 @@ class SlurmClusterArgs:
     login_depends_on: Sequence[pulumi.Resource]
 
 
+# The identities' init containers (model/identities.py): they read the image's files and write an
+# emptyDir, as the pod's own user, with no capability.
+_INIT_SECURITY = {**container_security(), "seccompProfile": {"type": "RuntimeDefault"}}
+
+
+def login_user(root_key: str, users: Sequence[User]) -> str:
+    """Who the sshCommand output logs in as: root where root has a key (as before named users),
+    else the first admin (the config's rules require one: model/config_schema.py)."""
+    if root_key:
+        return "root"
+    return next(u.name for u in users if u.admin)
+
+
 class SlurmCluster(pulumi.ComponentResource):
     release: k8s.helm.v3.Release          # the Slinky `slurm` release (custom resources only)
     release_values: pulumi.Output[dict]   # the values computed here, before the reviewed base
     login: k8s.core.v1.Service            # the login NLB's Service
     login_hostname: pulumi.Output[str]    # the NLB's DNS name
-    ssh_command: pulumi.Output[str]       # `ssh root@<login_hostname>`
+    ssh_command: pulumi.Output[str]       # `ssh <login_user>@<login_hostname>`
     # What waits for the Slurm cluster (the readiness check): the release and the login endpoint.
     ready: list[pulumi.Resource]
 
@@ -86,7 +103,8 @@ class SlurmCluster(pulumi.ComponentResource):
         self.release = self._release([slurm_key, jwt_key, state])
         self.login = self._login()
         self.login_hostname = self.login.status.load_balancer.ingress[0].hostname
-        self.ssh_command = pulumi.Output.concat("ssh root@", self.login_hostname)
+        self.ssh_command = pulumi.Output.concat(f"ssh {login_user(args.ssh_public_key, args.users)}@",
+                                                self.login_hostname)
         self.ready = [self.release, self.login]
         self.register_outputs({"login_hostname": self.login_hostname, "ssh_command": self.ssh_command})
 
@@ -124,6 +142,7 @@ class SlurmCluster(pulumi.ComponentResource):
             lambda image: slurm_values(SlurmValuesArgs(
                 gpu_pools=args.gpu_pools, image_repository=image[0],
                 image_digest=image[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
+                users=args.users, init_security=_INIT_SECURITY,
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
                 slinky_image_tag=args.slinky_image_tag, scheduling=args.scheduling)))

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from model import audit_logs, eks_versions, gpu_pools, rules, scheduling, support_calendar, versions
+from model import audit_logs, eks_versions, gpu_pools, rules, scheduling, support_calendar, users, versions
 from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
 from model.problems import NOT_SET, Problem, Rule, error, warning
@@ -167,11 +167,29 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("coreNodeCount", "integer", 2, (_whole(1, 32),), attr="core_node_count",
             description="Number of core nodes.",
             on_change="in place: resizes the core node group"),
-        Key("sshPublicKey", "string", REQUIRED, (rules.ssh_public_key, rules.not_the_example_ssh_key),
-            attr="ssh_public_key",
-            description="OpenSSH public key authorised for root on the login node.",
+        # Optional since named users: an admin user is the normal way in, root's login is opt-in.
+        Key("sshPublicKey", "string", "", (rules.unless_blank(rules.ssh_public_key),
+                                           rules.unless_blank(rules.not_the_example_ssh_key)),
+            attr="ssh_public_key", unset_means="no root login",
+            description="OpenSSH public key authorised for root on the login node; empty means root cannot log "
+                        "in (then users must list an admin).",
+            doc="Root SSH is opt-in: set it, or list at least one `admin` user in `users`, or both.",
             on_change="in place: the Slurm release's values set the LoginSet's rootSshAuthorizedKeys (slurm "
-                      "chart 1.2.1 templates/loginset/loginset-cr.yaml), which the operator reconciles"),
+                      "chart 1.2.1 templates/loginset/loginset-cr.yaml), which the operator reconciles; "
+                      "emptying it with named users also refuses root in sshd (the login pod restarts)"),
+        Key("users", "array", [], items="object", attr=None,
+            unset_means="no named users",
+            description="The people who log in to the login node, each as themselves: a list of {name, uid, "
+                        "sshPublicKey (one key or a list), account?, admin?}. Each has the same UID (and a "
+                        "group of that GID) on the login node and every worker and a home on "
+                        f"{users.HOMES}/<name>; account defaults to '{users.DEFAULT_ACCOUNT}', admin gives "
+                        "Slurm's AdminLevel=Administrator.",
+            doc=f"uid from {users.MIN_UID} to {users.MAX_UID}, each name and uid once; names are login names "
+                "(lower-case letter first, then lower-case letters, digits, `_`, `-`; at most 32) that the "
+                "images' own users and groups (`root`, `slurm`, ...: `model/users.py`) do not have.",
+            on_change="in place: a user added or removed changes the identities the login and slurmd pods "
+                      "read and the homes Job; a removed user's home and files on "
+                      f"{SHARED_MOUNT} stay"),
         Key("sshAllowedCidrs", "array", REQUIRED, _strings, items="string", attr="ssh_allowed_cidrs",
             description="IPv4 CIDR blocks that may reach SSH (port 22) on the login load balancer (IPv4-only; "
                         "IPv6 blocks are refused).",
@@ -400,6 +418,20 @@ def api_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
     return [error("apiAllowedCidrs", cidrs, why) for why in found]
 
 
+def someone_can_log_in(ok: Mapping[str, Any]) -> list[Problem]:
+    """A root key or an admin user: without either the login node admits nobody who can manage
+    the cluster. Checked on the raw `users` value (its own rules report what is wrong in it)."""
+    if "sshPublicKey" not in ok or ok["sshPublicKey"].strip():
+        return []
+    listed = ok.get("users")
+    admins = [u for u in listed if isinstance(u, dict) and u.get("admin") is True] if isinstance(listed, list) else []
+    if admins:
+        return []
+    return [error("sshPublicKey", "", "a root key, or at least one user with admin: true in users; with "
+                  "neither, nobody could log in to manage the cluster (set it with `pulumi config set "
+                  "sshPublicKey \"$(cat ~/.ssh/id_ed25519.pub)\"`)")]
+
+
 def _pairings() -> str:
     return ", ".join(f"{c}.x <-> {s}.x" for c, s in versions.SLINKY_PAIRING.items())
 
@@ -459,8 +491,9 @@ def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
     return [error("kubernetesVersion", version, f"Slinky needs Kubernetes >= {minimum}")]
 
 
-CROSS_RULES: tuple[CrossRule, ...] = (ssh_cidrs, api_cidrs, chart_pairs_with_slurm, image_tag_names_slurm,
-                                      dlc_registry_known, slurmd_base_is_slurm, kubernetes_for_slinky)
+CROSS_RULES: tuple[CrossRule, ...] = (ssh_cidrs, api_cidrs, someone_can_log_in, chart_pairs_with_slurm,
+                                      image_tag_names_slurm, dlc_registry_known, slurmd_base_is_slurm,
+                                      kubernetes_for_slinky)
 
 
 def cross_rules(day: datetime.date) -> tuple[CrossRule, ...]:
@@ -480,6 +513,14 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
     if raw != []:
         return [], [error("gpuPools", raw, "a list of pools")]
     return gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib), []
+
+
+def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Problem]]:
+    """The users of `users`; a value that is not JSON is refused as such."""
+    raw = values["users"]
+    if isinstance(raw, str):   # not JSON
+        return [], [error("users", raw, "a list of users as JSON")]
+    return users.users_from_config(raw)
 
 
 # The keys that make the one pool of a stack without gpuPools, each with the pool field that
@@ -508,6 +549,7 @@ class Checked:
     accepted: dict[str, Any]          # the values that passed their own key's rules
     pools: list[gpu_pools.GpuPool]
     problems: list[Problem]           # errors and warnings, in schema order
+    users: list[users.User] = field(default_factory=list)   # the valid entries of `users`
 
 
 def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Checked:
@@ -532,7 +574,8 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
         values["apiAllowedCidrs"] = values["sshAllowedCidrs"] if not ssh_cidrs(ok) else []
     found_pools, pool_problems = pools(ok, values)
     pool_problems += overridden_by_pools(values, {k.name: k.default for k in keys}, raw)
-    return Checked(values, ok, found_pools, problems + pool_problems)
+    found_users, user_problems = named_users(values)
+    return Checked(values, ok, found_pools, problems + pool_problems + user_problems, found_users)
 
 
 def undeclared_keys(project: str, given: Mapping[str, str], declared: list[str]) -> list[Problem]:

@@ -71,6 +71,10 @@ LOGIN_SERVICE = "slurm-login-nlb"
 SLURM_KEY_SECRET = "slurm-auth-slurm"
 JWT_KEY_SECRET = "slurm-auth-jwt"
 STATE_CLAIM = "slurm-controller-state"
+# The named users' passwd/group entries and their SSH keys (model/identities.py), read by the
+# login, controller and slurmd pods.
+IDENTITIES_CONFIGMAP = "slinky-eks-identities"
+SSH_KEYS_CONFIGMAP = "slinky-eks-ssh-keys"
 
 # The shared volume (EFS: components/shared_storage.py) where every Slurm pod and the staging Job
 # mount it, and the layout on it: the staged jobs/ and cluster.env (components/job_staging.py),

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from model.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS
+from model.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS, SHARED_MOUNT
 
 # Rule -> what keeping it means.
 RULES = {
@@ -50,6 +50,13 @@ ACCEPTED: tuple[Accepted, ...] = (
               "point), and replaces files earlier copies wrote as root. It runs as root with every "
               "capability dropped, no escalation and a read-only root.",
               "components/shared_storage.py (_shared_claim); "
+              "https://docs.aws.amazon.com/efs/latest/ug/accessing-fs-nfs-permissions.html"),
+    _accepted("Job/user-homes", "homes", "non-root drop-all",
+              f"Makes each named user's home under {SHARED_MOUNT}/home and gives it to the user: the EFS root "
+              "is owned by uid 0 with mode 755, and giving a directory to another uid is a chown, which "
+              "needs CAP_CHOWN. It runs as root with CHOWN alone, no escalation and a read-only root; only "
+              "for a stack with `users`.",
+              "components/user_identities.py (homes_script); chown(2) (EPERM without CAP_CHOWN); "
               "https://docs.aws.amazon.com/efs/latest/ug/accessing-fs-nfs-permissions.html"),
     _accepted("Deployment/slurm-state-volume-guard", None, _CALLS_THE_API,
               "Reads the state claim and lists PersistentVolumes (a Role and a ClusterRole allowing only that).",

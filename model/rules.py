@@ -36,6 +36,13 @@ def matches(pattern: str, allowed: str) -> Rule:
     return rule
 
 
+def unless_blank(rule: Rule) -> Rule:
+    """`rule` for a value that is not blank; a blank one (an optional key left empty) passes."""
+    def checked(key: str, value: Any) -> list[Problem]:
+        return [] if isinstance(value, str) and not value.strip() else rule(key, value)
+    return checked
+
+
 def list_of_strings(key: str, value: Any) -> list[Problem]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return []

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from model import versions
+from model import identities, versions
 from model.catalog import GpuInstanceType
 from model.contract import (
     CORE_LABELS,
@@ -15,12 +15,15 @@ from model.contract import (
     GPU_LABELS,
     GPU_RESOURCE,
     GPU_TOLERATION,
+    IDENTITIES_CONFIGMAP,
     LOGINSET,
     SHARED_MOUNT,
+    SSH_KEYS_CONFIGMAP,
 )
 from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 from model.scheduling import SchedulingPolicy
 from model.scheduling import slurm_conf as scheduling_conf
+from model.users import User
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,10 @@ class SlurmValuesArgs:
     image_repository: str          # the slurmd image's repository URL
     image_digest: str              # its sha256:<digest>: what the NodeSet runs
     image_tag: str                 # its tag, rendered beside the digest
-    ssh_public_key: str            # root's authorized key on the login pod
+    ssh_public_key: str            # root's authorized key on the login pod; "" for no root login
+    users: Sequence[User]          # the named users: their identities in the pods and their keys
+    # The security context of the identities' init containers (components/_parts/pod_security.py).
+    init_security: dict
     shared_claim: str              # the /shared claim mounted by slurmd and login pods
     state_claim: str               # the controller's state claim (slurmctld's save-state directory)
     slurm_key_secret: str          # the Secret holding slurm.key (auth/slurm between daemons)
@@ -76,9 +82,19 @@ def partitions(pools: Sequence[GpuPool]) -> dict:
     return out
 
 
+def slinky_image(name: str, tag: str) -> str:
+    """A Slinky image of the chart (login, slurmctld) as the chart pulls it: its default repository
+    at the tag the release sets."""
+    return f"{versions.SLINKY_IMAGES}/{name}:{tag}"
+
+
 def slurm_values(a: SlurmValuesArgs) -> dict:
     shared_volume = {"name": "shared", "persistentVolumeClaim": {"claimName": a.shared_claim}}
     shared_mount = {"name": "shared", "mountPath": SHARED_MOUNT}
+    # The named users' entries, only where there are users: a stack without them renders as before.
+    named = bool(a.users)
+    worker_mounts = [identities.entries_mount()] if named else []
+    worker_volumes = [identities.entries_volume(IDENTITIES_CONFIGMAP)] if named else []
 
     def nodeset(pool: GpuPool) -> dict:
         return {
@@ -87,7 +103,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
                 "resources": gpu_resources(pool.gpu),
-                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}],
+                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}, *worker_mounts],
             },
             # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
             "extraConfMap": {"Gres": [pool.gpu.gres]},
@@ -98,13 +114,13 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # Tolerations replace the operator's defaults rather than merge.
                 "tolerations": [dict(GPU_TOLERATION)],
                 # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
-                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}, *worker_volumes],
             },
         }
 
     slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
     sidecar = {"image": versions.SIDECAR_IMAGE}  # a string: tag and digest (versions.py)
-    return {
+    values = {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
         # cache when the image is there: the pre-pull DaemonSet (image_prepull.py) puts it there.
         "imagePullPolicy": "IfNotPresent",
@@ -142,4 +158,34 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "service": {"spec": {"type": "ClusterIP"}},
         }},
     }
+    if not a.ssh_public_key:
+        del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
+    if named:
+        _add_identities(values, a)
+    return values
+
+
+def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
+    """The named users into the login, controller and worker pods (model/identities.py): merged
+    entries in the login and controller pods, the entries' directory and the Prolog on the workers,
+    the keys' directory and the sshd lines on the login pod."""
+    entries = identities.entries_volume(IDENTITIES_CONFIGMAP)
+    login = values["loginsets"][LOGINSET]
+    login["extraSshdConfig"] = identities.sshd_config(root_login=bool(a.ssh_public_key))
+    login["login"]["volumeMounts"] += [*identities.merged_mounts(), identities.keys_mount()]
+    login["podSpec"]["initContainers"] = [identities.init_container(
+        slinky_image("login", a.slinky_image_tag), a.users, a.init_security)]
+    login["podSpec"]["volumes"] += [entries, identities.merged_volume(),
+                                    identities.keys_volume(SSH_KEYS_CONFIGMAP)]
+    # slurmctld resolves each user's name to a UID for their associations (SchedMD/slurm
+    # src/common/assoc_mgr.c, uid_from_string_cached, tag slurm-26-05-3-1): it needs the entries
+    # too. The chart passes the container and pod spec through whole (templates/_helpers.tpl
+    # slurm.format-container, slurm.format-podSpec), so the keys its values.yaml does not list
+    # reach the Controller.
+    controller = values["controller"]
+    controller["slurmctld"]["volumeMounts"] = identities.merged_mounts()
+    controller["podSpec"]["initContainers"] = [identities.init_container(
+        slinky_image("slurmctld", a.slinky_image_tag), a.users, a.init_security)]
+    controller["podSpec"]["volumes"] = [entries, identities.merged_volume()]
+    values["prologScripts"] = {identities.PROLOG_SCRIPT: identities.prolog_script()}
 

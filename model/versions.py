@@ -33,6 +33,9 @@ SLINKY_CHART_VERSION = "1.2.1"
 # The operator chart needs Kubernetes >= 1.29 (SlinkyProject/slurm-operator
 # helm/slurm-operator/Chart.yaml at v1.2.1: kubeVersion ">= 1.29.0-0").
 SLINKY_MIN_KUBERNETES = "1.29"
+# Where the chart's Slinky images (login, slurmctld, slurmrestd, slurmd) come from: its defaults'
+# repositories (SlinkyProject/slurm-operator helm/slurm/values.yaml at v1.2.1), each <here>/<name>.
+SLINKY_IMAGES = "ghcr.io/slinkyproject"
 # Chart minor -> the Slurm release (major.minor) its controller images are built from. The custom
 # slurmd image must be built on the same release as slurmctld, or workers sit in ImagePullBackOff
 # or never register (SlinkyProject/slurm-operator helm/slurm/Chart.yaml at v1.2.1: appVersion 26.05).

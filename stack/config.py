@@ -16,6 +16,7 @@ from model import config_schema, gpu_pools, preflight
 from model.node_zones import NodeZone
 from model.problems import Problem
 from model.scheduling import SchedulingPolicy
+from model.users import User
 from stack.account import Account
 
 
@@ -65,6 +66,8 @@ class StackConfig:
     node_zones: tuple[NodeZone, ...]
     # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
     gpu_pools: tuple[gpu_pools.GpuPool, ...]
+    # The named users (`users`, model/users.py); empty when unset.
+    users: tuple[User, ...]
 
     @property
     def scheduling(self) -> SchedulingPolicy:
@@ -134,10 +137,10 @@ def load(account: Account) -> StackConfig:
     if errors := [p.render(project) for p in problems if p.is_error]:
         raise ConfigError(errors)
     return StackConfig(**{key.attr: held(checked.values[key.name]) for key in keys if key.attr},
-                       node_zones=node_zones, gpu_pools=tuple(checked.pools))
+                       node_zones=node_zones, gpu_pools=tuple(checked.pools), users=tuple(checked.users))
 
 
-DERIVED = ("node_zones", "gpu_pools")   # StackConfig's fields no single key fills
+DERIVED = ("node_zones", "gpu_pools", "users")   # StackConfig's fields no single key fills
 
 
 def held(value: Any) -> Any:

@@ -112,8 +112,9 @@ def test_malformed_public_key_is_refused(value):
     assert "sshPublicKey" in rejected(sshPublicKey=value)
 
 
-def test_missing_public_key_is_refused():
-    assert "slinky-eks:sshPublicKey is not set" in rejected(sshPublicKey=None)
+def test_without_a_root_key_or_an_admin_user_the_stack_is_refused():
+    assert "slinky-eks:sshPublicKey = '': a root key, or at least one user with admin: true" in rejected(
+        sshPublicKey=None)
 
 
 def test_chart_without_a_slurm_pairing_is_refused():

@@ -3,40 +3,52 @@ seccomp, no capability, no escalation, non-root, read-only root, no host namespa
 no API is called), but for the exceptions accepted there with their reasons."""
 import copy
 
+import pytest
+
+from devkit.offline_run import run_program
 from model import pod_hardening
 from tests.support import pod_hardening as ph
 
 PROGRAM_PODS = {"Job/stage-jobs", "Deployment/slurm-state-volume-guard", "DaemonSet/slurmd-image-prepull",
                 "Job/slurm-ready"}
+# A stack with named users has one more: the Job that makes their homes.
+ALICE = {"name": "alice", "uid": 2001, "admin": True,
+         "sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L a@b"}
 
 
-def test_the_check_sees_every_pod_the_program_writes(dev):
+@pytest.fixture(scope="module")
+def with_users():
+    return run_program("dev", {"users": [ALICE]})
+
+
+def test_the_check_sees_every_pod_the_program_writes(dev, with_users):
     assert set(ph.graph_pods(dev)) == PROGRAM_PODS
+    assert set(ph.graph_pods(with_users)) == PROGRAM_PODS | {"Job/user-homes"}
 
 
-def test_every_program_pod_is_hardened_but_for_the_accepted_exceptions(dev):
-    pods = ph.graph_pods(dev)
+def test_every_program_pod_is_hardened_but_for_the_accepted_exceptions(with_users):
+    pods = ph.graph_pods(with_users)
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False)) == []
 
 
-def test_a_new_unhardened_container_is_caught(dev):
-    pods = copy.deepcopy(ph.graph_pods(dev))
+def test_a_new_unhardened_container_is_caught(with_users):
+    pods = copy.deepcopy(ph.graph_pods(with_users))
     pods["DaemonSet/slurmd-image-prepull"]["containers"][0]["securityContext"].pop("capabilities")
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False)) == [
         "DaemonSet/slurmd-image-prepull pause: misses drop-all (capabilities: drop ALL, and none added), "
         "and no exception accepts it"]
 
 
-def test_a_mounted_token_is_caught_where_no_api_is_called(dev):
-    pods = copy.deepcopy(ph.graph_pods(dev))
+def test_a_mounted_token_is_caught_where_no_api_is_called(with_users):
+    pods = copy.deepcopy(ph.graph_pods(with_users))
     pods["Job/stage-jobs"].pop("automountServiceAccountToken")
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False)) == [
         "Job/stage-jobs (pod): misses no-token (automountServiceAccountToken: false (the pod calls no "
         "Kubernetes API)), and no exception accepts it"]
 
 
-def test_an_accepted_exception_that_is_gone_is_caught(dev):
-    pods = copy.deepcopy(ph.graph_pods(dev))
+def test_an_accepted_exception_that_is_gone_is_caught(with_users):
+    pods = copy.deepcopy(ph.graph_pods(with_users))
     pods["Job/stage-jobs"]["securityContext"].update(runAsNonRoot=True, runAsUser=65534)
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False)) == [
         "Job/stage-jobs copy: keeps non-root now: remove its exception from model/pod_hardening.py"]

@@ -309,7 +309,7 @@ def _key(name):
 @pytest.mark.parametrize("name, raw, value", [
     ("gpuNodeCount", " 3 ", 3), ("gpuNodeCount", "2.5", "2.5"), ("retainSharedData", "True", True),
     ("retainSharedData", "yes", "yes"), ("adminRoleArns", '["a"]', ["a"]), ("adminRoleArns", "[no", "[no"),
-    ("gpuNodeCount", None, 2), ("sshPublicKey", None, NOT_SET), ("kubernetesVersion", " ", NOT_SET),
+    ("gpuNodeCount", None, 2), ("sshPublicKey", None, ""), ("sshAllowedCidrs", None, NOT_SET), ("kubernetesVersion", " ", NOT_SET),
     ("clusterName", "", ""),
 ])
 def test_a_raw_string_is_read_as_the_keys_type_or_kept_for_its_rules(name, raw, value):
