@@ -69,9 +69,9 @@ class AccountingRegistrationArgs:
     # Slurm's ClusterName (model/contract.py): the cluster the associations are on.
     cluster: str
     # The pod of fixed name with sacctmgr and slurm.conf (the controller): the only pod exec is
-    # allowed into, and its container.
+    # allowed into.
     slurm_pod: str
-    slurm_container: str
+    slurm_container: str       # that pod's container with sacctmgr (slurmctld)
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the Job waits for besides: the Slurm release with its Accounting (SlurmCluster.ready).
