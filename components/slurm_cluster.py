@@ -54,7 +54,7 @@ class SlurmClusterArgs:
     # The /shared claim's name (SharedStorage.claim_name), mounted by slurmd and login pods.
     shared_claim: str
     # Fair share and enforcement in slurm.conf (StackConfig.scheduling; model/scheduling.py).
-    scheduling: SchedulingPolicy | None
+    scheduling: SchedulingPolicy
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object in the slurm namespace here waits for (the release through its keys and

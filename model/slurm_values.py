@@ -44,9 +44,8 @@ class SlurmValuesArgs:
     # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
     # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
     slinky_image_tag: str
-    # Fair share and enforcement (model/scheduling.py), for a cluster with accounting; None
-    # without it (its weights need slurmdbd).
-    scheduling: SchedulingPolicy | None
+    # Fair share and enforcement (model/scheduling.py): in slurm.conf when accounting is enabled.
+    scheduling: SchedulingPolicy
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
@@ -136,8 +135,6 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "slurmctld": {"image": dict(slinky_image)},
             "reconfigure": {"image": dict(slinky_image)},
             "logfile": sidecar,
-            # Merged key by key over the base's extraConfMap (GresTypes, ReturnToService).
-            **({"extraConfMap": scheduling_conf(a.scheduling)} if a.scheduling else {}),
         },
         "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
                     "slurmrestd": {"image": dict(slinky_image)}},
@@ -162,7 +159,21 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
     if named:
         _add_identities(values, a)
-    return values
+    return with_scheduling(values, a.scheduling)
+
+
+def with_scheduling(values: dict, policy: SchedulingPolicy) -> dict:
+    """`values` with the scheduling policy's slurm.conf lines in controller.extraConfMap (merged
+    key by key over the base's GresTypes and ReturnToService) when they enable accounting, and as
+    they are without it: slurmctld refuses to start with AccountingStorageTRES=gres/gpu and no
+    slurmdbd ("fatal: slurmdbd is required to run with TRES gres/gpu", seen on the test cluster),
+    and ignores the fair-share and age weights (SchedMD/slurm src/plugins/priority/multifactor/
+    priority_multifactor.c at slurm-26-05-3-1)."""
+    if not (values.get("accounting") or {}).get("enabled"):
+        return values
+    controller = dict(values.get("controller") or {})
+    controller["extraConfMap"] = {**(controller.get("extraConfMap") or {}), **scheduling_conf(policy)}
+    return {**values, "controller": controller}
 
 
 def _add_identities(values: dict, a: SlurmValuesArgs) -> None:

@@ -59,7 +59,7 @@ def test_an_up_that_leaves_the_users_as_they_were_keeps_the_job(named):
 def test_the_job_registers_on_slurms_cluster_through_the_controller_pod(named):
     command = _container(named)["command"]
     assert command[:3] == ["python3", "-m", "cluster_programs.accounting_registration"]
-    args = dict(zip(command[3::2], command[4::2]))
+    args = dict(zip(command[3::2], command[4::2], strict=True))
     assert (args["--cluster"], args["--slurm-pod"], args["--namespace"]) == (SLURM_CLUSTER, CONTROLLER_POD,
                                                                              SLURM_NAMESPACE)
 
@@ -79,25 +79,33 @@ def test_the_job_waits_for_the_slurm_release(named):
     assert named.depends_on(named.named("accounting-job"), named.named("slurm-release"))
 
 
-# The scheduling policy in slurm.conf.
+# The scheduling policy in slurm.conf: there exactly when the release's values enable accounting
+# (model/slurm_values.py with_scheduling).
 
-def _extra_conf(graph) -> dict:
-    return graph.named("slurm-release").inputs["values"]["controller"]["extraConfMap"]
-
-
-def test_the_release_carries_the_scheduling_policy(dev):
-    conf = _extra_conf(dev)
-    assert conf["PriorityType"] == ["priority/multifactor"]
-    assert conf["AccountingStorageEnforce"] == ["associations", "limits", "qos"]
-    assert conf["PriorityWeightFairshare"] == ["10000"]
+POLICY_KEYS = ("PriorityType", "PriorityWeightFairshare", "PriorityWeightAge", "PriorityWeightQOS",
+               "PriorityDecayHalfLife", "AccountingStorageEnforce", "AccountingStorageTRES")
 
 
-def test_the_priority_keys_set_the_weights(dev):
-    graph = run_program("dev", {"priorityWeightFairshare": 500, "priorityWeightAge": 7, "priorityWeightQos": 0,
-                                "priorityDecayHalfLifeDays": 14})
-    conf = _extra_conf(graph)
-    assert (conf["PriorityWeightFairshare"], conf["PriorityWeightAge"], conf["PriorityWeightQOS"],
-            conf["PriorityDecayHalfLife"]) == (["500"], ["7"], ["0"], ["14-0"])
+def _policy(graph) -> tuple[bool, dict]:
+    values = graph.named("slurm-release").inputs["values"]
+    conf = values["controller"].get("extraConfMap") or {}
+    return bool((values.get("accounting") or {}).get("enabled")), {k: conf.get(k) for k in POLICY_KEYS}
+
+
+def test_the_release_carries_the_scheduling_policy_with_accounting(dev):
+    accounting, policy = _policy(dev)
+    assert policy == ({"PriorityType": ["priority/multifactor"], "PriorityWeightFairshare": ["10000"],
+                       "PriorityWeightAge": ["1000"], "PriorityWeightQOS": ["1000"], "PriorityDecayHalfLife": ["7-0"],
+                       "AccountingStorageEnforce": ["associations", "limits", "qos"],
+                       "AccountingStorageTRES": ["gres/gpu"]} if accounting else dict.fromkeys(POLICY_KEYS))
+
+
+def test_the_priority_keys_set_the_weights():
+    accounting, policy = _policy(run_program("dev", {"priorityWeightFairshare": 500, "priorityWeightAge": 7,
+                                                     "priorityWeightQos": 0, "priorityDecayHalfLifeDays": 14}))
+    weights = {k: policy[k] for k in POLICY_KEYS[1:5]}
+    assert weights == ({"PriorityWeightFairshare": ["500"], "PriorityWeightAge": ["7"], "PriorityWeightQOS": ["0"],
+                        "PriorityDecayHalfLife": ["14-0"]} if accounting else dict.fromkeys(POLICY_KEYS[1:5]))
 
 
 @pytest.mark.parametrize("key", ["priorityWeightFairshare", "priorityWeightAge", "priorityWeightQos"])

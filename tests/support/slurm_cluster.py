@@ -42,12 +42,17 @@ TEST_DATABASE = {"host": "mariadb", "port": 3306, "database": "slurm_acct_db", "
 
 def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
     """The dev stack's `slurm` release rendered from chart 1.2.1 with its Accounting enabled and
-    pointed at the test's database: the program's values as they are, only `accounting.enabled`
-    and `accounting.storageConfig` set over them (the RDS address is not known offline)."""
+    pointed at the test's database: the program's values with `accounting.enabled` and
+    `accounting.storageConfig` set over them (the RDS address is not known offline), and the
+    scheduling policy the program adds to values that enable accounting (the dev stack's: the
+    keys' defaults)."""
     from components._parts.helm import merge
     from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
+    from model.scheduling import DEFAULT
+    from model.slurm_values import with_scheduling
 
     (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
     request = release_request(release)
-    values = merge(request["values"], {"accounting": {"enabled": True, "storageConfig": dict(storage)}})
+    values = with_scheduling(merge(request["values"], {"accounting": {"enabled": True,
+                                                                      "storageConfig": dict(storage)}}), DEFAULT)
     return render(request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev))

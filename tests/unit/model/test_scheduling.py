@@ -1,6 +1,9 @@
 """The scheduling policy's slurm.conf lines (model/scheduling.py) and where the release puts them."""
 from model import scheduling
 from model.scheduling import DEFAULT, SchedulingPolicy, slurm_conf
+from model.slurm_values import with_scheduling
+
+BASE = {"controller": {"extraConfMap": {"GresTypes": ["gpu"], "ReturnToService": 2}}}
 
 
 def test_the_policy_is_multifactor_with_the_documented_weights():
@@ -27,3 +30,14 @@ def test_the_keys_set_the_weights_and_the_half_life():
 
 def test_the_largest_weights_stay_far_below_the_32_bit_priority():
     assert 3 * scheduling.MAX_WEIGHT < 2**32 // 100
+
+
+def test_values_with_accounting_get_the_policy_beside_their_own_lines():
+    values = with_scheduling({**BASE, "accounting": {"enabled": True}}, DEFAULT)
+    assert values["controller"]["extraConfMap"] == {"GresTypes": ["gpu"], "ReturnToService": 2, **slurm_conf(DEFAULT)}
+
+
+def test_values_without_accounting_stay_as_they_are():
+    # slurmctld will not start with AccountingStorageTRES=gres/gpu and no slurmdbd.
+    assert with_scheduling(BASE, DEFAULT) == BASE
+    assert with_scheduling({**BASE, "accounting": {"enabled": False}}, DEFAULT) == {**BASE, "accounting": {"enabled": False}}
