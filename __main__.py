@@ -97,7 +97,7 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
 
 # Every account and user in Slurm's accounting, registered again on every up that changes `users`
 # (a user removed from `users` loses their association; their jobs stay in sacct).
-AccountingRegistration("accounting", AccountingRegistrationArgs(
+AccountingRegistration("accounts", AccountingRegistrationArgs(
     users=config.users, namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, cluster=SLURM_CLUSTER,
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, provider=cluster.provider,
     job_depends_on=slurm.ready))

@@ -87,7 +87,10 @@ def test_slurm_conf_points_at_the_accountings_slurmdbd_service(with_accounting):
 
 
 def test_slurm_conf_without_an_accounting_stores_nothing(release):
-    assert "### ACCOUNTING ###\nAccountingStorageType=accounting_storage/none\n" in release.slurm_conf()
+    controller = copy.deepcopy(release.controller)
+    controller["spec"].pop("accountingRef", None)
+    bare = Release(controller, release.nodesets, release.config_maps, release.accountings)
+    assert "### ACCOUNTING ###\nAccountingStorageType=accounting_storage/none\n" in bare.slurm_conf()
 
 
 def test_slurmdbd_conf_is_the_operators_for_the_accountings_storage(with_accounting):

@@ -25,7 +25,7 @@ def named():
 
 
 def _job(graph) -> dict:
-    return graph.named("accounting-job").inputs
+    return graph.named("accounts-job").inputs
 
 
 def _container(graph) -> dict:
@@ -34,7 +34,7 @@ def _container(graph) -> dict:
 
 
 def test_the_desired_state_configmap_holds_the_users_accounts_and_associations(named):
-    data = named.named("accounting-desired").inputs
+    data = named.named("accounts-desired").inputs
     users = [User("alice", 2001, (ALICE_KEY,), admin=True), User("bob", 2002, (BOB_KEY,), account="vision")]
     assert data["data"] == {DESIRED_FILE: to_json(desired_state(users))}
     assert json.loads(data["data"][DESIRED_FILE])["associations"] == [
@@ -43,7 +43,7 @@ def test_the_desired_state_configmap_holds_the_users_accounts_and_associations(n
 
 
 def test_the_job_is_named_by_the_desired_state(named):
-    trigger = named.named("accounting-desired").inputs["metadata"]["name"].rsplit("-", 1)[1]
+    trigger = named.named("accounts-desired").inputs["metadata"]["name"].rsplit("-", 1)[1]
     assert _job(named)["metadata"]["name"] == f"accounting-registration-{trigger}"
 
 
@@ -65,18 +65,18 @@ def test_the_job_registers_on_slurms_cluster_through_the_controller_pod(named):
 
 
 def test_the_job_may_only_exec_into_the_controller_pod(named):
-    (rule,) = named.named("accounting-role").inputs["rules"]
+    (rule,) = named.named("accounts-role").inputs["rules"]
     assert rule == {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
                     "resourceNames": [CONTROLLER_POD]}
     assert _job(named)["spec"]["template"]["spec"]["serviceAccountName"] == ACCOUNT
 
 
 def test_the_code_configmap_ships_the_program_and_its_api_client(named):
-    assert sorted(named.named("accounting-code").inputs["data"]) == sorted(MODULES)
+    assert sorted(named.named("accounts-code").inputs["data"]) == sorted(MODULES)
 
 
 def test_the_job_waits_for_the_slurm_release(named):
-    assert named.depends_on(named.named("accounting-job"), named.named("slurm-release"))
+    assert named.depends_on(named.named("accounts-job"), named.named("slurm-release"))
 
 
 # The scheduling policy in slurm.conf: there exactly when the release's values enable accounting

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tests.support.local_slurm import Daemon, LocalSlurm
 
 DATADIR = "/var/lib/mysql"
+MARIADB_POD = "mariadb-0"
 # The data directory in the cluster's directory: its InnoDB *.log files are not logs to show.
 DATA = "mariadb"
 SOCKET_DIR = "/run/mysqld"
@@ -75,7 +76,9 @@ class LocalAccounting:
             p.mkdir(parents=True, exist_ok=True)
             os.chown(p, c._uid("mysql"), c._uid("mysql"))
         (c.fs / DATADIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
-        script = c._mounts(self.storage["host"], "etc-node", (str(data), DATADIR), str(log), None)
+        # The pod's hostname is its own; the storage host (the RDS address, a DNS name longer than
+        # a hostname may be) reaches it through /etc/hosts.
+        script = c._mounts(MARIADB_POD, "etc-node", (str(data), DATADIR), str(log), None)
         init = subprocess.run(
             ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
              f"{script}\nexec chroot {c.fs} mariadb-install-db --user=mysql --datadir={DATADIR} "
