@@ -13,7 +13,7 @@ docs/decisions/user-identities.md).
   ConfigMap mounted as a directory, which the kubelet keeps current; adding a user never rolls a
   GPU node, and a removed user's entry is gone at the node's next job.
 - The users' SSH keys: a second ConfigMap, one file per user, which sshd reads through
-  AuthorizedKeysFile; it too stays current in the running login pod.
+  AuthorizedKeysCommand; it too stays current in the running login pod.
 
 Pure functions; components/user_identities.py creates the ConfigMaps and the homes Job,
 model/slurm_values.py puts the rest into the Slurm release's values.
@@ -82,13 +82,17 @@ def entries_hash(users: Sequence[User]) -> str:
 
 
 def sshd_config(root_login: bool) -> str:
-    """The lines the LoginSet appends to sshd_config (extraSshdConfig): each user's keys from
-    KEYS_DIR, and root's own file (/root/.ssh/authorized_keys, which the operator writes from
-    rootSshAuthorizedKeys) still read first; root refused outright without a root key."""
-    # AuthorizedKeysFile takes several files and the %u token (sshd_config(5), openssh-portable
-    # V_9_6_P1, Ubuntu 24.04's); a file outside the home passes StrictModes when every directory
-    # up to it is root's and not writable by others, as a ConfigMap volume is.
-    lines = [f"AuthorizedKeysFile .ssh/authorized_keys {KEYS_DIR}/%u"]
+    """The lines the LoginSet appends to sshd_config (extraSshdConfig): each user's keys read from
+    KEYS_DIR by a command, beside the default AuthorizedKeysFile (root's
+    /root/.ssh/authorized_keys, which the operator writes from rootSshAuthorizedKeys, and any keys
+    a user adds in their home); root refused outright without a root key."""
+    # A command, not AuthorizedKeysFile: StrictModes refuses a keys file under a directory others
+    # may write, and a ConfigMap volume's directory is an emptyDir (mode 0777). The command must
+    # be root's and not writable by others, takes the %u token, and runs as
+    # AuthorizedKeysCommandUser (sshd_config(5), openssh-portable V_9_6_P1, Ubuntu 24.04's;
+    # auth2-pubkey.c user_key_command_allowed2; misc.c subprocess, safe_path). A user without a
+    # file there (root) makes cat fail, which sshd logs and skips.
+    lines = [f"AuthorizedKeysCommand /usr/bin/cat {KEYS_DIR}/%u", "AuthorizedKeysCommandUser nobody"]
     if not root_login:
         lines.append("PermitRootLogin no")
     return "".join(f"{line}\n" for line in lines)
@@ -155,6 +159,7 @@ def merged_volume() -> dict:
 
 
 def keys_volume(configmap: str) -> dict:
+    # Read by AuthorizedKeysCommandUser (nobody).
     return {"name": KEYS_VOLUME, "configMap": {"name": configmap, "defaultMode": 0o444}}
 
 

@@ -27,7 +27,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("slurmdImage", "the pushed slurmd image, pinned by digest (`<repo>@sha256:...`): exactly what every "
                           "slurmd runs"),
     Output("loginHostname", "the login NLB's DNS name (waited for until AWS assigns it)"),
-    Output("sshCommand", "`ssh root@<loginHostname>`"),
+    Output("sshCommand", "`ssh root@<loginHostname>` while `sshPublicKey` is set, else `ssh <first admin "
+                         "user>@<loginHostname>`"),
     Output("gpuPools", "every GPU pool: `name`, `instanceType`, `nodeCount`, `availabilityZone`, its Slurm "
                        "`partition` and its `nodeSet` (the NodeSet object); what `tools/verify.py` checks the "
                        "cluster against, pool by pool; a CI job that submits to one pool reads its `partition` "

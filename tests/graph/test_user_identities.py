@@ -78,7 +78,7 @@ def test_the_login_pod_merges_the_entries_with_its_images_own_files(values):
 
 def test_the_login_pods_sshd_reads_each_users_keys_from_the_keys_configmap(values):
     login = values["loginsets"]["slinky"]
-    assert login["extraSshdConfig"].startswith(f"AuthorizedKeysFile .ssh/authorized_keys {identities.KEYS_DIR}/%u\n")
+    assert login["extraSshdConfig"].startswith(f"AuthorizedKeysCommand /usr/bin/cat {identities.KEYS_DIR}/%u\n")
     mounts = {m["mountPath"]: m for m in login["login"]["volumeMounts"]}
     assert mounts[identities.KEYS_DIR]["name"] == identities.KEYS_VOLUME and "subPath" not in mounts[identities.KEYS_DIR]
     volumes = {v["name"]: v for v in login["podSpec"]["volumes"]}
