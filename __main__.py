@@ -2,6 +2,7 @@
 import pulumi
 
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
+from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
@@ -18,6 +19,7 @@ from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.contract import (
                             CONTROLLER_CONTAINER,
                             CONTROLLER_POD,
+                            SLURM_CLUSTER,
                             SLURM_NAMESPACE,
                             nodeset_object,
 )
@@ -92,7 +94,7 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, users=config.users, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
     shared_claim=storage.claim_name, accounting_host=accounting.address,
-    accounting_password_secret=accounting.password_secret, provider=cluster.provider,
+    accounting_password_secret=accounting.password_secret, scheduling=config.scheduling, provider=cluster.provider,
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
     release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
     login_depends_on=lbc.ready))
@@ -102,6 +104,13 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
     namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, gpu_pools=config.gpu_pools,
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
     provider=cluster.provider, job_depends_on=slurm.ready))
+
+# Every account and user in Slurm's accounting, registered again on every up that changes `users`
+# (a user removed from `users` loses their association; their jobs stay in sacct).
+AccountingRegistration("accounts", AccountingRegistrationArgs(
+    users=config.users, namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, cluster=SLURM_CLUSTER,
+    slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, provider=cluster.provider,
+    job_depends_on=slurm.ready))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,

@@ -16,7 +16,8 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `slurm`: the Slurm cluster on top and its named users (SlurmCluster, StateVolumeGuard, SlurmReadiness,
   UserIdentities)
 - `jobs`: what users run, staged onto /shared (JobStaging)
-- `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase)
+- `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
+  AccountingRegistration)
 
 A token is part of every URN under it: renaming a group or a class replaces resources, so a new
 component joins an existing group where one fits (tests/repo/test_component_conventions.py).

@@ -26,6 +26,7 @@ from model.contract import (
     STATE_CLAIM,
 )
 from model.gpu_pools import GpuPool
+from model.scheduling import SchedulingPolicy
 from model.slurm_values import SlurmValuesArgs, slurm_values
 from model.users import User
 
@@ -57,6 +58,8 @@ class SlurmClusterArgs:
     # The Secret with the database's password, which slurmdbd reads by reference
     # (AccountingDatabase.password_secret).
     accounting_password_secret: str
+    # Fair share and enforcement in slurm.conf (StackConfig.scheduling; model/scheduling.py).
+    scheduling: SchedulingPolicy
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object in the slurm namespace here waits for (the release through its keys and
@@ -149,7 +152,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
                 slinky_image_tag=args.slinky_image_tag, accounting_host=known[2],
-                accounting_password_secret=args.accounting_password_secret)))
+                accounting_password_secret=args.accounting_password_secret, scheduling=args.scheduling)))
 
     def _release(self, own: list[pulumi.Resource]) -> k8s.helm.v3.Release:
         """The release, after what it waits for and this component's keys and state claim (`own`)."""

@@ -38,7 +38,8 @@ _OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
 _CERT_MANAGER = "*.cert-manager.cert-manager*"
 _CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS)
 # The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
-_API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*")
+_API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*",
+                f"*.{SLURM_NAMESPACE}.accounting-registration-*")
 _CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*")
 _ALL = ("*",)
 

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from model import audit_logs, eks_versions, gpu_pools, rules, support_calendar, users, versions
+from model import audit_logs, eks_versions, gpu_pools, rules, scheduling, support_calendar, users, versions
 from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
 from model.problems import NOT_SET, Problem, Rule, error, warning
@@ -67,6 +67,11 @@ _REPLACES = "replaces"
 _REBUILDS = ("rebuilds the slurmd image: a new digest, so the NodeSet rolls every slurmd pod (the GPU "
              "nodes stay)")
 _RULES_ONLY = "nothing: only the rules read it"
+# A change to slurm.conf: the operator rewrites it and restarts slurmctld (docs/slinky-chart.md in
+# the reference data: "The controller restarts on changes to the generated slurm.conf"); running
+# and queued jobs stay.
+_RECONFIGURES = ("in place: slurm.conf changes, and the operator restarts slurmctld with it (jobs keep "
+                 "running; the queue is kept in its state)")
 
 
 def image_reference(key: str, value: Any) -> list[Problem]:
@@ -340,6 +345,28 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             doc="Doubles the instance and storage price; without it an AZ outage stops accounting (slurmctld "
                 "keeps scheduling and queues the records) until the zone returns.",
             on_change="in place: RDS adds or removes the standby without downtime"),
+        # The scheduling policy's weights (model/scheduling.py says what each does and why its default).
+        Key("priorityWeightFairshare", "integer", scheduling.DEFAULT.weight_fairshare,
+            (_whole(0, scheduling.MAX_WEIGHT),), attr="priority_weight_fairshare",
+            description="Slurm's PriorityWeightFairshare: how much a job's priority falls as its user and account "
+                        "use more than their share.",
+            doc="The term that decides by default: whoever has used the least recently runs first "
+                "([Accounting and fair-share](docs/operations.md#accounting-and-fair-share)).",
+            on_change=_RECONFIGURES),
+        Key("priorityWeightAge", "integer", scheduling.DEFAULT.weight_age, (_whole(0, scheduling.MAX_WEIGHT),),
+            attr="priority_weight_age",
+            description="Slurm's PriorityWeightAge: how much a job's priority grows while it waits (full after "
+                        "7 days).",
+            on_change=_RECONFIGURES),
+        Key("priorityWeightQos", "integer", scheduling.DEFAULT.weight_qos, (_whole(0, scheduling.MAX_WEIGHT),),
+            attr="priority_weight_qos",
+            description="Slurm's PriorityWeightQOS: how much the priority of a job's QOS counts (the default QOS "
+                        "normal has priority 0).",
+            on_change=_RECONFIGURES),
+        Key("priorityDecayHalfLifeDays", "integer", scheduling.DEFAULT.decay_half_life_days,
+            (_whole(*scheduling.HALF_LIFE_DAYS),), attr="priority_decay_half_life_days",
+            description="Slurm's PriorityDecayHalfLife, in days: past usage counts half after this long.",
+            on_change=_RECONFIGURES),
     )
 
 

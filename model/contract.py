@@ -113,6 +113,10 @@ LOGIN_POD_PREFIX = f"{LOGINSET_OBJECT}-"
 # internal/builder/controllerbuilder/controller_app.go, scripts/reconfigure.sh).
 CONTROLLER_POD = f"{RELEASE}-controller-0"
 CONTROLLER_CONTAINER = "slurmctld"
+# Slurm's ClusterName, which the accounting records are kept under: the values set no clusterName,
+# so the operator names it <namespace>_<Controller name> (SlinkyProject/slurm-operator v1.2.1
+# api/v1beta1/controller_keys.go ClusterName; the chart names the Controller after the release).
+SLURM_CLUSTER = f"{SLURM_NAMESPACE}_{RELEASE}"
 
 
 def nodeset_object(nodeset: str) -> str:

@@ -64,6 +64,10 @@ ACCEPTED: tuple[Accepted, ...] = (
     _accepted("Job/slurm-ready", None, _CALLS_THE_API,
               "Reads its NodeSet, lists pods and execs scontrol in the controller pod (a Role allowing only that).",
               "cluster_programs/rollout.py, cluster_programs/incluster.py; components/slurm_readiness.py (_access)"),
+    _accepted("Job/accounting-registration", None, _CALLS_THE_API,
+              "Execs sacctmgr in the controller pod (a Role allowing only that).",
+              "cluster_programs/accounting_registration.py, cluster_programs/incluster.py; "
+              "components/accounting_registration.py (_access)"),
     # cert-manager v1.21.1: hardened by its chart's defaults; every pod is a client of the API.
     *(_accepted(f"cert-manager:{w}", None, _CALLS_THE_API,
                 "cert-manager's controllers and its startup check work through the Kubernetes API.",

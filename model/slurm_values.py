@@ -25,6 +25,8 @@ from model.contract import (
     SSH_KEYS_CONFIGMAP,
 )
 from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
+from model.scheduling import SchedulingPolicy
+from model.scheduling import slurm_conf as scheduling_conf
 from model.users import User
 
 
@@ -50,6 +52,8 @@ class SlurmValuesArgs:
     # password (AccountingDatabase.password_secret): slurmdbd's storage, by reference.
     accounting_host: str
     accounting_password_secret: str
+    # Fair share and enforcement (model/scheduling.py): in slurm.conf when accounting is enabled.
+    scheduling: SchedulingPolicy
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
@@ -186,7 +190,21 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
     if named:
         _add_identities(values, a)
-    return values
+    return with_scheduling(values, a.scheduling)
+
+
+def with_scheduling(values: dict, policy: SchedulingPolicy) -> dict:
+    """`values` with the scheduling policy's slurm.conf lines in controller.extraConfMap (merged
+    key by key over the base's GresTypes and ReturnToService) when they enable accounting, and as
+    they are without it: slurmctld refuses to start with AccountingStorageTRES=gres/gpu and no
+    slurmdbd ("fatal: slurmdbd is required to run with TRES gres/gpu", seen on the test cluster),
+    and ignores the fair-share and age weights (SchedMD/slurm src/plugins/priority/multifactor/
+    priority_multifactor.c at slurm-26-05-3-1)."""
+    if not (values.get("accounting") or {}).get("enabled"):
+        return values
+    controller = dict(values.get("controller") or {})
+    controller["extraConfMap"] = {**(controller.get("extraConfMap") or {}), **scheduling_conf(policy)}
+    return {**values, "controller": controller}
 
 
 def _add_identities(values: dict, a: SlurmValuesArgs) -> None:

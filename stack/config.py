@@ -15,6 +15,7 @@ import pulumi
 from model import config_schema, gpu_pools, preflight
 from model.node_zones import NodeZone
 from model.problems import Problem
+from model.scheduling import SchedulingPolicy
 from model.users import User
 from stack.account import Account
 
@@ -60,6 +61,10 @@ class StackConfig:
     accounting_instance_class: str
     accounting_storage_gib: int
     accounting_multi_az: bool
+    priority_weight_fairshare: int
+    priority_weight_age: int
+    priority_weight_qos: int
+    priority_decay_half_life_days: int
     # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
     # (model/node_zones.py).
     node_zones: tuple[NodeZone, ...]
@@ -67,6 +72,12 @@ class StackConfig:
     gpu_pools: tuple[gpu_pools.GpuPool, ...]
     # The named users (`users`, model/users.py); empty when unset.
     users: tuple[User, ...]
+
+    @property
+    def scheduling(self) -> SchedulingPolicy:
+        """The scheduling policy of the four priority keys (model/scheduling.py)."""
+        return SchedulingPolicy(self.priority_weight_fairshare, self.priority_weight_age,
+                                self.priority_weight_qos, self.priority_decay_half_life_days)
 
     @property
     def gpu_node_count(self) -> int:

@@ -68,3 +68,42 @@ def test_a_malformed_nodeset_extra_conf_item_is_refused(release):
 def test_a_release_without_one_controller_is_refused(release):
     with pytest.raises(ValueError, match="expected one Controller"):
         Release.from_documents([d for d in [release.controller, *release.nodesets] if d["kind"] != "Controller"])
+
+
+# With the release's Accounting (tests/support/slurm_cluster.py rendered_with_accounting): the
+# operator's ACCOUNTING lines (controller_config.go) and its slurmdbd.conf (accounting_config.go
+# buildSlurmdbdConf), SlinkyProject/slurm-operator v1.2.1.
+
+@pytest.fixture(scope="module")
+def with_accounting(dev) -> Release:
+    from tests.support.slurm_cluster import rendered_with_accounting
+    return Release.from_documents(rendered_with_accounting(dev))
+
+
+def test_slurm_conf_points_at_the_accountings_slurmdbd_service(with_accounting):
+    conf = with_accounting.slurm_conf()
+    assert ("### ACCOUNTING ###\nAccountingStorageType=accounting_storage/slurmdbd\n"
+            "AccountingStorageHost=slurm-accounting\nAccountingStoragePort=6819\n") in conf
+
+
+def test_slurm_conf_without_an_accounting_stores_nothing(release):
+    controller = copy.deepcopy(release.controller)
+    controller["spec"].pop("accountingRef", None)
+    bare = Release(controller, release.nodesets, release.config_maps, release.accountings)
+    assert "### ACCOUNTING ###\nAccountingStorageType=accounting_storage/none\n" in bare.slurm_conf()
+
+
+def test_slurmdbd_conf_is_the_operators_for_the_accountings_storage(with_accounting):
+    assert with_accounting.slurmdbd_conf("s3cret") == (
+        "#\n### GENERAL ###\nDbdHost=slurm-accounting-0\nDbdPort=6819\nSlurmUser=slurm\n"
+        "#\n### PLUGINS & PARAMETERS ###\nAuthType=auth/slurm\nAuthAltTypes=auth/jwt\n"
+        "AuthAltParameters=jwt_key=/etc/slurm/jwt.key\nAuthInfo=use_client_ids\n"
+        "#\n### STORAGE ###\nStorageType=accounting_storage/mysql\nStorageHost=mariadb\nStoragePort=3306\n"
+        "StorageUser=slurm\nStorageLoc=slurm_acct_db\nStoragePass=s3cret\n"
+        "#\n### LOGGING ###\nLogFile=/dev/null\n")
+
+
+def test_a_controller_whose_accounting_is_missing_stores_nothing(with_accounting):
+    # BuildControllerConfig ignores an accountingRef it cannot find.
+    missing = Release(with_accounting.controller, with_accounting.nodesets, with_accounting.config_maps, {})
+    assert "AccountingStorageType=accounting_storage/none" in missing.slurm_conf()

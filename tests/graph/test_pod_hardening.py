@@ -10,7 +10,7 @@ from model import pod_hardening
 from tests.support import pod_hardening as ph
 
 PROGRAM_PODS = {"Job/stage-jobs", "Deployment/slurm-state-volume-guard", "DaemonSet/slurmd-image-prepull",
-                "Job/slurm-ready"}
+                "Job/slurm-ready", "Job/accounting-registration"}
 # A stack with named users has one more: the Job that makes their homes.
 ALICE = {"name": "alice", "uid": 2001, "admin": True,
          "sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L a@b"}
@@ -59,7 +59,8 @@ def test_the_staging_copy_is_root_without_capabilities_and_the_others_run_as_fix
     users = {w: (p["securityContext"].get("runAsUser"), p["securityContext"].get("runAsGroup"))
              for w, p in pods.items()}
     assert users == {"Job/stage-jobs": (None, None), "Deployment/slurm-state-volume-guard": (65534, 65534),
-                     "DaemonSet/slurmd-image-prepull": (65535, 65535), "Job/slurm-ready": (65534, 65534)}
+                     "DaemonSet/slurmd-image-prepull": (65535, 65535), "Job/slurm-ready": (65534, 65534),
+                     "Job/accounting-registration": (65534, 65534)}
 
 
 def test_python_pods_write_no_bytecode_on_their_read_only_root(dev):

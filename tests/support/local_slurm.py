@@ -32,7 +32,12 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import Sequence
 
+from model.identities import group_entries, passwd_entries
+from model.users import HOMES, User
+from tests.support.local_accounting import DATA as DATABASE_FILES
+from tests.support.local_accounting import LocalAccounting
 from tests.support.paths import REPO
 from tests.support.slinky_conf import (
     ETC_DIR,
@@ -192,7 +197,7 @@ class LocalSlurm:
 
     def __init__(self, workdir: pathlib.Path, release: Release, gpu_model: str, gpus: int,
                  workers: int = 2, suite: str = "sid", cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
-                 extra_conf: str = SANDBOX_EXTRA_CONF):
+                 extra_conf: str = SANDBOX_EXTRA_CONF, users: Sequence[User] = ()):
         self.dir = workdir
         self.release = release
         self.fs = slurm_root(suite)
@@ -201,9 +206,14 @@ class LocalSlurm:
         self.nodes = [f"{nodeset_name(self.nodeset)}-{i}" for i in range(workers)]
         self.cgroup_conf = cgroup_conf
         self.extra_conf = extra_conf
+        # Named users: their passwd and group entries (model/identities.py) in every pod, their
+        # homes under /shared/home, as the stack gives them to the login and worker pods.
+        self.users = tuple(users)
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
+        # MariaDB and slurmdbd, for a release whose Controller has an Accounting (local_accounting.py).
+        self.accounting = LocalAccounting(self) if release.accounting is not None else None
         self._generation: dict[str, int] = {}
         self._lock: int | None = None
         self._priority: int | None = None
@@ -251,12 +261,33 @@ class LocalSlurm:
         hosts = ["127.0.0.1 localhost", f"127.0.0.1 {self.release.primary_host} {self.release.service_host}",
                  "127.0.0.1 login"]
         hosts += [f"127.0.1.{i + 1} {n}" for i, n in enumerate(self.nodes)]
+        if self.accounting is not None:
+            hosts.append(f"127.0.0.1 {' '.join(self.accounting.hosts)}")
         (d / "hosts").write_text("\n".join(hosts) + "\n")
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
             (self.fs / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
         (self.fs / "etc/hosts").touch()
+        self._write_identities()
+
+    def _write_identities(self) -> None:
+        """The root's passwd and group with the named users' entries after them, and a home each."""
+        d = self.dir
+        for name, entries in (("passwd", passwd_entries(self.users)), ("group", group_entries(self.users))):
+            own = (self.fs / "etc" / name).read_text()
+            (d / name).write_text(own + "".join(f"{line}\n" for line in entries))
+        (d / "home").mkdir(exist_ok=True)
+        for user in self.users:
+            home = d / "home" / user.name
+            home.mkdir(exist_ok=True)
+            os.chown(home, user.uid, user.uid)
+            home.chmod(0o700)
+        (self.fs / HOMES.lstrip("/")).mkdir(parents=True, exist_ok=True)
+
+    def home(self, user: User) -> pathlib.Path:
+        """Where the test reads the user's home (HOMES/<name> in every pod)."""
+        return self.dir / "home" / user.name
 
     def _mounts(self, hostname: str, etc: str, spool: tuple[str, str] | None, log: str,
                 gpu_dir: pathlib.Path | None) -> str:
@@ -280,6 +311,8 @@ class LocalSlurm:
         for path in _HOST_PATHS:  # mkdir: a checkout under /tmp lies inside the pod's fresh /tmp
             lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}"]
         lines += [f"mount --bind {d}/{etc} {r}{ETC_DIR}", f"mount --bind {d}/hosts {r}/etc/hosts",
+                  f"mount --bind {d}/passwd {r}/etc/passwd", f"mount --bind {d}/group {r}/etc/group",
+                  f"mount --bind {d}/home {r}{HOMES}",
                   f"mount --bind {log} {r}{LOG_DIR}"]
         if spool is not None:
             lines.append(f"mount --bind {spool[0]} {r}{spool[1]}")
@@ -319,6 +352,8 @@ class LocalSlurm:
         self._lock = hold_cluster_lock(self.dir)
         self._prepare()
         d = self.dir
+        if self.accounting is not None:   # before slurmctld, which registers the cluster with it
+            self.accounting.start()
         self.controller = self._spawn(
             "slurmctld",
             self._mounts(self.release.primary_host, "etc-controller", (str(d / "state"), SLURMCTLD_SPOOL),
@@ -386,6 +421,8 @@ class LocalSlurm:
             if daemon is not None:
                 _stop(daemon.proc)
         self.workers.clear()
+        if self.accounting is not None:
+            self.accounting.stop(_stop)
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
@@ -409,6 +446,8 @@ class LocalSlurm:
         if not (self.dir / "hosts").exists():
             (self.dir / "hosts").write_text("127.0.0.1 localhost probe\n")
         (self.fs / "etc/hosts").touch()
+        if not (self.dir / "passwd").exists():
+            self._write_identities()
         write_nvidia_driver_files(probe / "gpu", model, count, f"0-{os.cpu_count() - 1}")
         saved, self.gpus = self.gpus, count
         try:
@@ -460,9 +499,38 @@ class LocalSlurm:
     def logs(self) -> str:
         out = []
         for f in sorted(self.dir.rglob("*.log")) + sorted(self.dir.rglob("*.stdout")):
+            if f.is_relative_to(self.dir / DATABASE_FILES):
+                continue
             out.append(f"--- {f.relative_to(self.dir)}\n" +
                        "\n".join(f.read_text(errors="replace").splitlines()[-15:]))
         return "\n".join(out)
+
+    def run_on_controller(self, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+        """A command in the slurmctld pod as the slurm user, as `kubectl exec` into its container
+        runs it (the operator runs slurmctld as slurm: controller_app.go)."""
+        return self._enter(self.controller.pid, ["setpriv", "--reuid=slurm", "--regid=slurm", "--init-groups",
+                                                 *argv], timeout=timeout)
+
+    def run_as(self, user: User, argv: list[str], cwd: pathlib.Path | str | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+        """A command on the login pod as a named user (their UID, GID and home), as after their
+        ssh login."""
+        return self.run(["setpriv", f"--reuid={user.uid}", f"--regid={user.uid}", "--init-groups", "--",
+                         "env", f"HOME={user.home}", f"USER={user.name}", f"LOGNAME={user.name}", *argv],
+                        cwd=cwd or user.home, timeout=timeout)
+
+    def wait_for_job(self, job: str, timeout: float = 300) -> str:
+        """`scontrol show job -o` once the job has ended."""
+        deadline = time.time() + timeout
+        info, state = "", "PENDING"
+        while time.time() < deadline:
+            info = self.run(["scontrol", "show", "job", "-o", job]).stdout
+            state = re.search(r"JobState=(\S+)", info).group(1)
+            if state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+                return info
+            time.sleep(0.5)
+        self.run(["scancel", job])
+        raise TimeoutError(f"job {job} still {state} after {timeout} s\n{self.logs()}")
 
     def sbatch(self, script: pathlib.Path, workdir: pathlib.Path, env: dict[str, str],
                timeout: float = 300) -> tuple[str, str, str]:
@@ -470,21 +538,10 @@ class LocalSlurm:
         submitted = self.run(["sbatch", "--parsable", str(script)], cwd=workdir, env=env)
         if submitted.returncode != 0:
             raise RuntimeError(f"sbatch failed: {submitted.stderr}")
-        job = submitted.stdout.strip().split(";")[0]
-        deadline = time.time() + timeout
-        info, state = "", "PENDING"
-        while time.time() < deadline:
-            info = self.run(["scontrol", "show", "job", "-o", job]).stdout
-            state = re.search(r"JobState=(\S+)", info).group(1)
-            if state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
-                break
-            time.sleep(0.5)
-        else:
-            self.run(["scancel", job])
-            raise TimeoutError(f"job {job} still {state} after {timeout} s\n{self.logs()}")
+        info = self.wait_for_job(submitted.stdout.strip().split(";")[0], timeout)
         stdout = pathlib.Path(re.search(r"StdOut=(\S+)", info).group(1))
         output = stdout.read_text(errors="replace") if stdout.exists() else f"(no output file {stdout})"
-        return state, re.search(r"ExitCode=(\S+)", info).group(1), output
+        return re.search(r"JobState=(\S+)", info).group(1), re.search(r"ExitCode=(\S+)", info).group(1), output
 
 
 def _daemon_env() -> dict[str, str]:

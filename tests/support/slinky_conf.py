@@ -17,9 +17,18 @@ Read from SlinkyProject/slurm-operator at tag v1.2.1:
   ServiceFQDNShort (<Key>.<namespace>, internal/utils/domainname/domainname.go FqdnShort), which
   controller_config.go joins into SlurmctldHost=<PrimaryName>(<ServiceFQDNShort>) and
   common/common.go ConfiglessArgs makes every slurmd's and sackd's `--conf-server`.
+- Accounting: controller_config.go's ACCOUNTING section (for a Controller whose accountingRef names
+  an Accounting: AccountingStorageType=accounting_storage/slurmdbd, AccountingStorageHost=<the
+  Accounting's ServiceKey name>, AccountingStoragePort=6819); accountingbuilder/accounting_config.go
+  buildSlurmdbdConf (slurmdbd.conf's sections and keys, StoragePass read from passwordKeyRef);
+  api/v1beta1/accounting_keys.go (Key and ServiceKey <name>-accounting, PrimaryName <Key>-0, the
+  slurmdbd pod's hostname and DbdHost); accounting_types.go StorageConfig (port 3306 and database
+  slurm_acct_db by default); accountingbuilder/accounting_app.go (slurmdbd as the slurm user, with
+  slurmdbd.conf, slurm.key and jwt.key under /etc/slurm, mode 0600).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 SLURM_USER = "slurm"
@@ -90,6 +99,7 @@ class Release:
     controller: dict
     nodesets: list[dict]
     config_maps: dict[str, dict]
+    accountings: dict[str, dict] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_documents(cls, docs: list[dict]) -> "Release":
@@ -98,7 +108,64 @@ class Release:
             raise ValueError(f"expected one Controller in the release, found {len(controllers)}")
         return cls(controllers[0],
                    [d for d in docs if d.get("kind") == "NodeSet"],
-                   {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"})
+                   {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"},
+                   {d["metadata"]["name"]: d for d in docs if d.get("kind") == "Accounting"})
+
+    @property
+    def accounting(self) -> dict | None:
+        """The Accounting the Controller's accountingRef names: the operator writes the ACCOUNTING
+        lines only when it finds it (BuildControllerConfig ignores a ref that is not found)."""
+        ref = self.controller["spec"].get("accountingRef")
+        return self.accountings.get(ref["name"]) if ref else None
+
+    @property
+    def accounting_key(self) -> str:
+        """The Accounting's StatefulSet and Service name (Key, ServiceKey): <name>-accounting."""
+        return f"{self.accounting['metadata']['name']}-accounting"
+
+    @property
+    def accounting_host(self) -> str:
+        """slurmdbd's pod hostname (PrimaryName) and DbdHost: <Key>-0."""
+        return f"{self.accounting_key}-0"
+
+    def storage(self) -> dict:
+        """The Accounting's storageConfig with the CRD's defaults (port 3306, slurm_acct_db)."""
+        config = dict(self.accounting["spec"].get("storageConfig") or {})
+        config.setdefault("port", 3306)
+        config.setdefault("database", "slurm_acct_db")
+        return config
+
+    def slurmdbd_conf(self, storage_pass: str) -> str:
+        """slurmdbd.conf as buildSlurmdbdConf writes it, the password read from the Secret that
+        storageConfig.passwordKeyRef names (here: given)."""
+        spec, storage = self.accounting["spec"], self.storage()
+        merge = {"AuthInfo": ["use_client_ids"], "AuthAltParameters": [f"jwt_key={ETC_DIR}/jwt.key"]}
+        if spec.get("jwksKeyRef"):
+            raise ValueError("the test cluster does not model the Accounting's jwksKeyRef")
+        lines = ["#", "### GENERAL ###",
+                 f"DbdHost={self.accounting_host}",
+                 f"DbdPort={SLURMDBD_PORT}",
+                 f"SlurmUser={SLURM_USER}",
+                 "#", "### PLUGINS & PARAMETERS ###",
+                 "AuthType=auth/slurm",
+                 "AuthAltTypes=auth/jwt",
+                 f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
+                 f"AuthInfo={','.join(merge['AuthInfo'])}",
+                 "#", "### STORAGE ###",
+                 "StorageType=accounting_storage/mysql",
+                 f"StorageHost={storage['host']}",
+                 f"StoragePort={storage['port']}",
+                 f"StorageUser={storage.get('username', '')}",
+                 f"StorageLoc={storage['database']}",
+                 f"StoragePass={storage_pass}",
+                 "#", "### LOGGING ###",
+                 "LogFile=/dev/null"]
+        extra = spec.get("extraConf", "")
+        if extra:
+            lines += ["#", "### EXTRA CONFIG ###", extra]
+        if merged := merged_config(extra, merge):
+            lines += ["#", "### MERGED CONFIG ###", *merged]
+        return "\n".join(lines) + "\n"
 
     @property
     def config_files(self) -> dict[str, str]:
@@ -129,16 +196,6 @@ class Release:
         """The controller Service's short FQDN <Key>.<namespace> (ServiceFQDNShort): workers' and
         logins' conf server."""
         return f"{self.controller_key}.{self.controller['metadata']['namespace']}"
-
-    def accounting_lines(self) -> list[str]:
-        """The ACCOUNTING section: with an accountingRef, slurmdbd behind the Accounting's Service,
-        <name>-accounting, on slurmdbd's port (controller_config.go buildSlurmConf at v1.2.1;
-        api/v1beta1/accounting_keys.go ServiceKey); without, none."""
-        ref = self.controller["spec"].get("accountingRef")
-        if not ref:
-            return ["AccountingStorageType=accounting_storage/none"]
-        return ["AccountingStorageType=accounting_storage/slurmdbd",
-                f"AccountingStorageHost={ref['name']}-accounting", f"AccountingStoragePort={SLURMDBD_PORT}"]
 
     def slurm_conf(self) -> str:
         """slurm.conf as buildSlurmConf writes it (no prolog/epilog scripts, metrics off: the
@@ -173,7 +230,13 @@ class Release:
                  f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
                  f"AuthInfo={','.join(merge['AuthInfo'])}",
                  f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}",
-                 "#", "### ACCOUNTING ###", *self.accounting_lines()]
+                 "#", "### ACCOUNTING ###"]
+        if self.accounting is not None:
+            lines += ["AccountingStorageType=accounting_storage/slurmdbd",
+                      f"AccountingStorageHost={self.accounting_key}",
+                      f"AccountingStoragePort={SLURMDBD_PORT}"]
+        else:
+            lines.append("AccountingStorageType=accounting_storage/none")
         nodesets = []
         for nodeset in sorted(self.nodesets, key=lambda n: n["metadata"]["name"]):
             ns = nodeset_name(nodeset)

@@ -1,11 +1,12 @@
 """A real Slurm cluster for a test module: the jobs' cluster, started from the dev stack's render."""
 import contextlib
 import os
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pytest
 
 from model.catalog import CATALOG
+from model.users import User
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.slinky_conf import Release
 
@@ -14,14 +15,16 @@ WALKTHROUGH = CATALOG["g6.12xlarge"]
 
 
 @contextlib.contextmanager
-def running_cluster(tmp_path_factory, rendered, who: str, suite: str = "sid") -> Iterator[LocalSlurm]:
+def running_cluster(tmp_path_factory, rendered, who: str, suite: str = "sid",
+                    users: Sequence[User] = ()) -> Iterator[LocalSlurm]:
     """A real Slurm cluster in the Slinky shape (tests/local_slurm.py) from the dev stack's rendered
-    `slurm` release, for the walkthrough's g6.12xlarge; `who` names the tests in the failure."""
+    `slurm` release, for the walkthrough's g6.12xlarge, with `users` known in every pod; `who`
+    names the tests in the failure."""
     if os.geteuid() != 0:
         pytest.fail(f"{who} start a real Slurm cluster in namespaces: they need root")
     try:
         cluster = LocalSlurm(tmp_path_factory.mktemp(suite), Release.from_documents(rendered["slurm"]),
-                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus, suite=suite)
+                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus, suite=suite, users=users)
     except RootMissing as e:
         pytest.fail(str(e))
     cluster.start()
@@ -29,3 +32,27 @@ def running_cluster(tmp_path_factory, rendered, who: str, suite: str = "sid") ->
         yield cluster
     finally:
         cluster.stop()
+
+
+# The database the accounting tests' MariaDB serves, as the release's accounting.storageConfig names
+# it (slurm chart 1.2.1 values.yaml: host, port, database, username, passwordKeyRef).
+TEST_DATABASE = {"host": "mariadb", "port": 3306, "database": "slurm_acct_db", "username": "slurm",
+                 "passwordKeyRef": {"name": "slurm-accounting-database", "key": "password"}}
+
+
+def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
+    """The dev stack's `slurm` release rendered from chart 1.2.1 with its Accounting enabled and
+    pointed at the test's database: the program's values with `accounting.enabled` and
+    `accounting.storageConfig` set over them (the RDS address is not known offline), and the
+    scheduling policy the program adds to values that enable accounting (the dev stack's: the
+    keys' defaults)."""
+    from components._parts.helm import merge
+    from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
+    from model.scheduling import DEFAULT
+    from model.slurm_values import with_scheduling
+
+    (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
+    request = release_request(release)
+    values = with_scheduling(merge(request["values"], {"accounting": {"enabled": True,
+                                                                      "storageConfig": dict(storage)}}), DEFAULT)
+    return render(request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev))

@@ -77,7 +77,13 @@ def test_critical_path_runs_through_the_gpu_nodes_and_the_pull(dev):
     steps = ("cluster-eks (", "nodes-gpu (NodeGroup)", "nodes-core (", "slurmd image pull")
     assert [label for label in labels if label.startswith(steps)] == [
         "cluster-eks (Cluster)", "nodes-gpu (NodeGroup)", "slurmd image pull (started by prepull-ds)"]
-    assert labels[-1] == "slurm-ready-job (Job)"
+    # The registration Job waits for the same release and ends with the readiness wait.
+    assert labels[-1] in ("slurm-ready-job (Job)", "accounts-job (Job)")
+
+
+def test_the_accounting_registration_adds_nothing_to_the_up(dev):
+    # It waits for the release only (not for the nodes' readiness) and runs beside the readiness wait.
+    assert _end(dev) == _end(_without(dev, "accounts-job"))
 
 
 def test_critical_path_segments_are_contiguous(dev):

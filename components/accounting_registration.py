@@ -1,0 +1,147 @@
+"""Every account and user registered in Slurm's accounting: a Job that runs
+cluster_programs/accounting_registration.py, which execs sacctmgr in the slurmctld container and
+makes slurmdbd hold exactly the desired state model/accounting.py derives from the users (why
+sacctmgr in that pod rather than slurmrestd or a Job holding the auth key:
+docs/decisions/accounting-registration.md).
+
+The desired state reaches the Job as an immutable ConfigMap named by its hash, and the Job is
+named by the same hash: a change of `users` (who, their account, their admin flag) is a new Job,
+one more registration; an `up` that leaves the users as they were leaves the Job as it is. The
+program changes nothing when slurmdbd already holds the state, so a re-run is harmless."""
+from __future__ import annotations
+
+import hashlib
+import pathlib
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+import cluster_programs
+from components._parts.jobs_await import job_annotations
+from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
+from model import versions
+from model.accounting import desired_state, to_json
+from model.contract import CORE_LABELS
+from model.users import User
+
+PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
+# In the pod the files form the package `cluster_programs` (mounted at /app/cluster_programs, run
+# as `python -m cluster_programs.accounting_registration`), as in the repository.
+POD_PACKAGE = "cluster_programs"
+MODULES = ("__init__.py", "accounting_registration.py", "incluster.py")
+DESIRED_FILE = "desired.json"
+# slurmctld adds the cluster to slurmdbd when it first connects: on a first `up` the Job may start
+# before that; it waits up to this long (less a margin for its own work).
+TIMEOUT_SECONDS = 900
+# The ServiceAccount, Role and RoleBinding share it.
+ACCOUNT = "slurm-accounting-registration"
+
+
+def shipped_code() -> dict[str, str]:
+    """The code ConfigMap's files, by file name."""
+    return {m: (PROGRAMS / m).read_text() for m in MODULES}
+
+
+def _digest(files: dict[str, str]) -> str:
+    return hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items())).encode()).hexdigest()[:12]
+
+
+def desired_files(users: Sequence[User]) -> dict[str, str]:
+    """The desired-state ConfigMap's one file."""
+    return {DESIRED_FILE: to_json(desired_state(users))}
+
+
+def registration_trigger(users: Sequence[User]) -> str:
+    """12 hex digits that change exactly when the desired state does (the Job's name)."""
+    return _digest(desired_files(users))
+
+
+@dataclass(frozen=True)
+class AccountingRegistrationArgs:
+    """Every field is required (no defaults)."""
+    users: Sequence[User]      # StackConfig.users: who is registered, under which account
+    # Where the Slurm release runs; the Job, its ConfigMaps and RBAC objects are created there.
+    namespace: str
+    # What the objects in the namespace wait for: the Namespace (SharedStorage.namespace_ready).
+    depends_on: Sequence[pulumi.Resource]
+    # Slurm's ClusterName (model/contract.py): the cluster the associations are on.
+    cluster: str
+    # The pod of fixed name with sacctmgr and slurm.conf (the controller): the only pod exec is
+    # allowed into.
+    slurm_pod: str
+    slurm_container: str       # that pod's container with sacctmgr (slurmctld)
+    # The cluster's Kubernetes provider (Cluster.provider).
+    provider: k8s.Provider
+    # What the Job waits for besides: the Slurm release with its Accounting (SlurmCluster.ready).
+    job_depends_on: Sequence[pulumi.Resource]
+
+
+class AccountingRegistration(pulumi.ComponentResource):
+    """The registration Job, with its RBAC, code and desired state."""
+    trigger: str   # the 12 hex digits in the Job's and the desired-state ConfigMap's names
+
+    def __init__(self, name: str, args: AccountingRegistrationArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__("slinky-eks:accounting:AccountingRegistration", name, None, opts)
+        self._name, self._args = name, args
+        self.trigger = registration_trigger(args.users)
+        binding = self._access()
+        code = self._config_map("code", f"{ACCOUNT}-code-{_digest(shipped_code())}", shipped_code())
+        desired = self._config_map("desired", f"{ACCOUNT}-users-{self.trigger}", desired_files(args.users))
+        self._job(code, desired, binding)
+        self.register_outputs({"trigger": self.trigger})
+
+    def _in_namespace(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
+                                      depends_on=list(self._args.depends_on))
+
+    def _access(self) -> k8s.rbac.v1.RoleBinding:
+        """The Job's identity: exec into the one Slurm pod, nothing else."""
+        args, meta = self._args, {"name": ACCOUNT, "namespace": self._args.namespace}
+        account = k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=meta, opts=self._in_namespace())
+        # A WebSocket exec is a GET, authorized as `get` (kubernetes-client/python#2084);
+        # Kubernetes 1.35 also requires `create` for it (AuthorizePodWebsocketUpgradeCreatePermission).
+        role = k8s.rbac.v1.Role(f"{self._name}-role", metadata=meta, rules=[
+            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
+             "resourceNames": [args.slurm_pod]}], opts=self._in_namespace())
+        return k8s.rbac.v1.RoleBinding(
+            f"{self._name}-binding", metadata=meta,
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
+            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": args.namespace}],
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[*args.depends_on, account, role]))
+
+    def _config_map(self, suffix: str, name: str, data: dict[str, str]) -> k8s.core.v1.ConfigMap:
+        """Immutable and named by its content's hash: a change is a new ConfigMap, never an edit
+        under a running Job."""
+        return k8s.core.v1.ConfigMap(f"{self._name}-{suffix}", metadata={"name": name, "namespace": self._args.namespace},
+                                     data=data, immutable=True, opts=self._in_namespace())
+
+    def _job(self, code: k8s.core.v1.ConfigMap, desired: k8s.core.v1.ConfigMap,
+             binding: k8s.rbac.v1.RoleBinding) -> k8s.batch.v1.Job:
+        args = self._args
+        return k8s.batch.v1.Job(
+            f"{self._name}-job",
+            metadata={"name": f"accounting-registration-{self.trigger}", "namespace": args.namespace,
+                      # A failed registration is run again by the next `pulumi up`.
+                      "annotations": job_annotations(TIMEOUT_SECONDS)},
+            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {
+                "restartPolicy": "Never", "serviceAccountName": ACCOUNT,
+                "nodeSelector": dict(CORE_LABELS),
+                "securityContext": pod_security(NOBODY),
+                "containers": [{
+                    "name": "register", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
+                    "command": ["python3", "-m", f"{POD_PACKAGE}.accounting_registration",
+                                "--desired", f"/config/{DESIRED_FILE}", "--cluster", args.cluster,
+                                "--namespace", args.namespace, "--slurm-pod", args.slurm_pod,
+                                "--slurm-container", args.slurm_container,
+                                "--timeout", str(TIMEOUT_SECONDS - 120)],
+                    "env": [NO_BYTECODE], "securityContext": container_security(),
+                    "volumeMounts": [{"name": "code", "mountPath": f"/app/{POD_PACKAGE}", "readOnly": True},
+                                     {"name": "desired", "mountPath": "/config", "readOnly": True}]}],
+                "volumes": [{"name": "code", "configMap": {"name": code.metadata.name}},
+                            {"name": "desired", "configMap": {"name": desired.metadata.name}}],
+            }}},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
+                                        depends_on=[binding, code, desired, *args.job_depends_on]))

@@ -1,0 +1,141 @@
+"""Accounting for the local test cluster (local_slurm.py), as the Slinky operator v1.2.1 runs it for
+an Accounting: a slurmdbd pod (hostname <name>-accounting-0, slurmdbd.conf, slurm.key and jwt.key
+under /etc/slurm, `slurmdbd -D`: the slurmdbd image's entrypoint, SlinkyProject/containers
+schedmd/slurm/26.05/ubuntu24.04/Dockerfile at 05efda0, target slurmdbd) in front of a real MariaDB
+server, which stands in for the stack's Amazon RDS instance: Debian's mariadb-server 11.8 in the
+sid root (tests/slurm/roots/sid.packages).
+
+slurmdbd.conf is the operator's (slinky_conf.Release.slurmdbd_conf); the database is reached as
+the Accounting's storageConfig names it (host, port, database, user), its password the one the
+test gives the Secret. MariaDB gets the server settings SchedMD asks for where they matter here:
+innodb_snapshot_isolation off, which MariaDB 11.6.2 and later turn on and with which slurmdbd
+stops at the first conflicting write, and innodb_lock_wait_timeout=900 (SchedMD/slurm
+doc/html/accounting.shtml, tag slurm-26-05-3-1). The database exists before slurmdbd first
+connects, as RDS creates the instance's DBName: left to create it itself, slurmdbd 26.05.5 with
+Debian's libmariadb 11.8.9 reconnects and then fails its first query ("5027 Number of columns in
+result (=1) set execeeds maxmimum allowed number of columns (=0)", _check_mysql_concat_is_sane). Its buffer pool stays small: a test's database
+holds a few dozen rows, and the machine's memory is shared.
+
+Both run in their own UTS and mount namespaces in the root, like every daemon of the cluster, and
+are stopped by PID with it."""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+from typing import TYPE_CHECKING
+
+from tests.support.slinky_conf import SLURMDBD_PORT
+
+if TYPE_CHECKING:
+    from tests.support.local_slurm import Daemon, LocalSlurm
+
+DATADIR = "/var/lib/mysql"
+MARIADB_POD = "mariadb-0"
+# The data directory in the cluster's directory: its InnoDB *.log files are not logs to show.
+DATA = "mariadb"
+SOCKET_DIR = "/run/mysqld"
+MARIADB_SERVER_OPTIONS = ("--innodb-snapshot-isolation=OFF", "--innodb-lock-wait-timeout=900",
+                          "--innodb-buffer-pool-size=32M", "--skip-name-resolve", "--skip-log-bin",
+                          "--bind-address=127.0.0.1")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class LocalAccounting:
+    """MariaDB and slurmdbd for one LocalSlurm whose release has an Accounting."""
+
+    def __init__(self, cluster: "LocalSlurm"):
+        self.cluster = cluster
+        self.release = cluster.release
+        self.storage = self.release.storage()
+        self.password = secrets.token_hex(16)
+        self.mariadb: Daemon | None = None
+        self.slurmdbd: Daemon | None = None
+
+    @property
+    def hosts(self) -> list[str]:
+        """The names the accounting pods answer to, for every pod's /etc/hosts: the database host,
+        slurmdbd's Service (AccountingStorageHost) and its pod (DbdHost)."""
+        return [self.storage["host"], self.release.accounting_key, self.release.accounting_host]
+
+    def _mariadb_argv(self, *command: str) -> list[str]:
+        mysql = self.cluster._uid("mysql")
+        return ["sh", "-c", f"mkdir -p {SOCKET_DIR} && chown {mysql}:{mysql} {SOCKET_DIR} && exec \"$@\"",
+                "mariadb", *command]
+
+    def start(self) -> None:
+        c, d = self.cluster, self.cluster.dir
+        data, log = d / DATA, d / "log-mariadb"
+        for p in (data, log):
+            p.mkdir(parents=True, exist_ok=True)
+            os.chown(p, c._uid("mysql"), c._uid("mysql"))
+        (c.fs / DATADIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        # The pod's hostname is its own; the storage host (the RDS address, a DNS name longer than
+        # a hostname may be) reaches it through /etc/hosts.
+        script = c._mounts(MARIADB_POD, "etc-node", (str(data), DATADIR), str(log), None)
+        init = subprocess.run(
+            ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
+             f"{script}\nexec chroot {c.fs} mariadb-install-db --user=mysql --datadir={DATADIR} "
+             "--skip-test-db --auth-root-authentication-method=socket"],
+            capture_output=True, text=True, timeout=120)
+        if init.returncode != 0:
+            raise RuntimeError(f"mariadb-install-db failed:\n{init.stdout}\n{init.stderr}")
+        self.mariadb = c._spawn("mariadbd", script, self._mariadb_argv(
+            "mariadbd", "--user=mysql", f"--datadir={DATADIR}", f"--socket={SOCKET_DIR}/mysqld.sock",
+            f"--pid-file={SOCKET_DIR}/mysqld.pid", f"--port={self.storage['port']}", *MARIADB_SERVER_OPTIONS), d / "mariadbd.stdout")
+        c._wait_for(lambda: _listening(int(self.storage["port"])), 60, "MariaDB to listen",
+                    lambda: c._exited(self.mariadb))
+        user, db = self.storage["username"], self.storage["database"]
+        created = c._enter(self.mariadb.pid, ["mariadb", f"--socket={SOCKET_DIR}/mysqld.sock", "-e",
+                                              f"CREATE DATABASE {db}; "
+                                              f"CREATE USER '{user}'@'%' IDENTIFIED BY '{self.password}'; "
+                                              f"GRANT ALL ON {db}.* TO '{user}'@'%';"])
+        if created.returncode != 0:
+            raise RuntimeError(f"creating the database user failed: {created.stderr}")
+        self._write_etc()
+        self.slurmdbd = c._spawn(
+            "slurmdbd", c._mounts(self.release.accounting_host, "etc-accounting", None,
+                                  str(d / "log-accounting"), None),
+            # As the pod runs it: as the slurm user (accounting_app.go RunAsUser 401), its /run
+            # writable (the operator's pidfile volume).
+            ["sh", "-c", "chown slurm:slurm /run && "
+             "exec setpriv --reuid=slurm --regid=slurm --init-groups slurmdbd -D"], d / "slurmdbd.stdout")
+        c._wait_for(lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen",
+                    lambda: c._exited(self.slurmdbd))
+
+    def _write_etc(self) -> None:
+        """The slurmdbd pod's /etc/slurm: slurmdbd.conf, slurm.key and jwt.key, the slurm user's,
+        mode 0600 (the operator's projected volume: DefaultMode 0600, the pod running as slurm)."""
+        c, d = self.cluster, self.cluster.dir
+        etc, slurm = d / "etc-accounting", c._uid("slurm")
+        (d / "log-accounting").mkdir(parents=True, exist_ok=True)
+        os.chown(d / "log-accounting", slurm, slurm)
+        etc.mkdir(parents=True, exist_ok=True)
+        files = {"slurmdbd.conf": self.release.slurmdbd_conf(self.password).encode(),
+                 "slurm.key": (d / "etc-controller/slurm.key").read_bytes(),
+                 "jwt.key": (d / "etc-controller/jwt.key").read_bytes()}
+        for name, content in files.items():
+            (etc / name).write_bytes(content)
+            os.chown(etc / name, slurm, slurm)
+            (etc / name).chmod(0o600)
+
+    def sql(self, query: str) -> str:
+        """A query on the accounting database as MariaDB's root (tab-separated rows)."""
+        result = self.cluster._enter(self.mariadb.pid, ["mariadb", f"--socket={SOCKET_DIR}/mysqld.sock",
+                                                        "-N", "-B", self.storage["database"], "-e", query])
+        if result.returncode != 0:
+            raise RuntimeError(f"{query}: {result.stderr}")
+        return result.stdout
+
+    def stop(self, stop) -> None:
+        for daemon in (self.slurmdbd, self.mariadb):
+            if daemon is not None:
+                stop(daemon.proc)
+        self.slurmdbd = self.mariadb = None
+
