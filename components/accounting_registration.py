@@ -19,6 +19,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import cluster_programs
+from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
 from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
 from model import versions
@@ -98,19 +99,9 @@ class AccountingRegistration(pulumi.ComponentResource):
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
         """The Job's identity: exec into the one Slurm pod, nothing else."""
-        args, meta = self._args, {"name": ACCOUNT, "namespace": self._args.namespace}
-        account = k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=meta, opts=self._in_namespace())
-        # A WebSocket exec is a GET, authorized as `get` (kubernetes-client/python#2084);
-        # Kubernetes 1.35 also requires `create` for it (AuthorizePodWebsocketUpgradeCreatePermission).
-        role = k8s.rbac.v1.Role(f"{self._name}-role", metadata=meta, rules=[
-            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
-             "resourceNames": [args.slurm_pod]}], opts=self._in_namespace())
-        return k8s.rbac.v1.RoleBinding(
-            f"{self._name}-binding", metadata=meta,
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
-            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": args.namespace}],
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.depends_on, account, role]))
+        args = self._args
+        return job_identity(self._name, ACCOUNT, args.namespace, [exec_rule(args.slurm_pod)], parent=self,
+                            provider=args.provider, depends_on=args.depends_on)
 
     def _config_map(self, suffix: str, name: str, data: dict[str, str]) -> k8s.core.v1.ConfigMap:
         """Immutable and named by its content's hash: a change is a new ConfigMap, never an edit

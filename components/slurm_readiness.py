@@ -21,6 +21,7 @@ import cluster_programs
 from cluster_programs import rollout
 from components._parts.chart_values import base_values
 from components._parts.helm import merge
+from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
 from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
 from model import versions
@@ -116,25 +117,14 @@ class SlurmReadiness(pulumi.ComponentResource):
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
         """The Job's identity: `get` on exactly the pools' NodeSets, `list` pods, exec into the
-        one Slurm pod."""
-        args, meta = self._args, {"name": ACCOUNT, "namespace": self._args.namespace}
-        account = k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=meta, opts=self._in_namespace())
-        role = k8s.rbac.v1.Role(f"{self._name}-role", metadata=meta, rules=[
+        one Slurm pod (scontrol)."""
+        args = self._args
+        return job_identity(self._name, ACCOUNT, args.namespace, [
             {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"],
              "resourceNames": [nodeset_object(pool.name) for pool in args.gpu_pools]},
             # Listing by label selector cannot be narrowed by name.
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-            # scontrol in one pod. A WebSocket exec is a GET, authorized as `get`
-            # (kubernetes-client/python#2084); Kubernetes 1.35 also requires `create` for it
-            # (feature gate AuthorizePodWebsocketUpgradeCreatePermission).
-            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
-             "resourceNames": [args.slurm_pod]}], opts=self._in_namespace())
-        return k8s.rbac.v1.RoleBinding(
-            f"{self._name}-binding", metadata=meta,
-            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
-            subjects=[{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": args.namespace}],
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.depends_on, account, role]))
+            exec_rule(args.slurm_pod)], parent=self, provider=args.provider, depends_on=args.depends_on)
 
     def _code(self) -> k8s.core.v1.ConfigMap:
         """cluster_programs/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
