@@ -13,9 +13,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
-from components._parts.pod_security import container_security, pod_security
-from model import versions
-from model.contract import CORE_LABELS, SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS, SHARED_MOUNT
+from components._parts.shared_volume_writer import writer_spec
+from model.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS
 from model.gpu_pools import GpuPool
 from model.job_environment import environment_files
 
@@ -89,24 +88,10 @@ class JobStaging(pulumi.ComponentResource):
             f"{self._name}-copy",
             metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace,
                       "annotations": job_annotations(DEADLINE_SECONDS)},
-            spec={"backoffLimit": 3, "activeDeadlineSeconds": DEADLINE_SECONDS, "template": {"spec": {
-                "restartPolicy": "Never",
-                "nodeSelector": dict(CORE_LABELS),
-                # The copy calls no Kubernetes API.
-                "automountServiceAccountToken": False,
-                # Root, the image's user (busybox has no USER): /shared is the root of the EFS file
-                # system (the PV in components/shared_storage.py names no access point), owned by
-                # uid 0 with mode 755 until someone changes it
-                # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs-nfs-permissions.html), and the
-                # files it replaces were written as root by earlier copies. Root without any
-                # capability: owning what it writes, it needs none (model/pod_hardening.py).
-                "securityContext": pod_security(None),
-                "containers": [{"name": "copy", "image": versions.BUSYBOX_IMAGE, "command": ["sh", "-c", script],
-                                "securityContext": container_security(),
-                                "volumeMounts": [{"name": "staged", "mountPath": "/staged"},
-                                                 {"name": "shared", "mountPath": SHARED_MOUNT}]}],
-                "volumes": [{"name": "staged", "configMap": {"name": bundle.metadata.name}},
-                            {"name": "shared", "persistentVolumeClaim": {"claimName": args.shared_claim}}],
-            }}},
+            # Root without any capability: owning what it writes (earlier copies wrote as root
+            # too), it needs none.
+            spec=writer_spec("copy", script, args.shared_claim, DEADLINE_SECONDS,
+                             mounts=[{"name": "staged", "mountPath": "/staged"}],
+                             volumes=[{"name": "staged", "configMap": {"name": bundle.metadata.name}}]),
             # Pulumi waits for the copy to complete: the jobs are on /shared when `up` returns.
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[bundle]))

@@ -12,9 +12,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
-from components._parts.pod_security import container_security, pod_security
-from model import identities, versions
-from model.contract import CORE_LABELS, IDENTITIES_CONFIGMAP, SHARED_MOUNT, SSH_KEYS_CONFIGMAP
+from components._parts.shared_volume_writer import writer_spec
+from model import identities
+from model.contract import IDENTITIES_CONFIGMAP, SHARED_MOUNT, SSH_KEYS_CONFIGMAP
 from model.users import HOMES, User
 
 # A mkdir and a chown per user on EFS; the deadline covers a busybox pull onto a fresh node and a
@@ -84,21 +84,8 @@ class UserIdentities(pulumi.ComponentResource):
             f"{self._name}-homes",
             metadata={"name": f"user-homes-{digest}", "namespace": args.namespace,
                       "annotations": job_annotations(DEADLINE_SECONDS)},
-            spec={"backoffLimit": 3, "activeDeadlineSeconds": DEADLINE_SECONDS, "template": {"spec": {
-                "restartPolicy": "Never",
-                "nodeSelector": dict(CORE_LABELS),
-                # The Job calls no Kubernetes API.
-                "automountServiceAccountToken": False,
-                # Root with CAP_CHOWN alone: /shared is the EFS root, owned by uid 0 with mode 755
-                # (components/shared_storage.py), and giving a home to its user is a chown
-                # (model/pod_hardening.py says why this pod keeps neither non-root nor drop-all).
-                "securityContext": pod_security(None),
-                "containers": [{"name": "homes", "image": versions.BUSYBOX_IMAGE, "command": ["sh", "-c", script],
-                                "securityContext": {**container_security(),
-                                                    "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}},
-                                "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}]}],
-                "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": args.shared_claim}}],
-            }}},
+            # Root with CAP_CHOWN alone: giving a home to its user is a chown.
+            spec=writer_spec("homes", script, args.shared_claim, DEADLINE_SECONDS, add_capabilities=["CHOWN"]),
             # Pulumi waits for the Job to complete: every home is there when `up` returns.
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[*args.depends_on, *args.homes_depends_on]))
