@@ -110,7 +110,7 @@ SlurmReadiness("slurm-ready", SlurmReadinessArgs(
 AccountingRegistration("accounts", AccountingRegistrationArgs(
     users=config.users, namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, cluster=SLURM_CLUSTER,
     slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, provider=cluster.provider,
-    job_depends_on=slurm.ready))
+    job_depends_on=slurm.ready, database=accounting.resource_id))
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,

@@ -92,6 +92,8 @@ class AccountingDatabase(pulumi.ComponentResource):
         instance = self._instance(security_group, self._log_groups())
         secret = self._password_secret()
         self.address, self.port, self.arn = instance.address, instance.port, instance.arn
+        # RDS's own id of this instance (db-...): a new one whenever the instance is replaced.
+        self.resource_id = instance.resource_id
         self.password_secret = ACCOUNTING_PASSWORD_SECRET
         self.ready = [instance, rule, secret]
         self.register_outputs({"address": self.address, "port": self.port, "arn": self.arn})

@@ -77,6 +77,9 @@ class AccountingRegistrationArgs:
     provider: k8s.Provider
     # What the Job waits for besides: the Slurm release with its Accounting (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]
+    # The accounting database's resource id (AccountingDatabase.resource_id), part of the Job's
+    # name: a new database (a replacement, a restore) is registered again, though `users` is the same.
+    database: pulumi.Input[str]
 
 
 class AccountingRegistration(pulumi.ComponentResource):
@@ -114,7 +117,9 @@ class AccountingRegistration(pulumi.ComponentResource):
         args = self._args
         return k8s.batch.v1.Job(
             f"{self._name}-job",
-            metadata={"name": f"accounting-registration-{self.trigger}", "namespace": args.namespace,
+            metadata={"name": pulumi.Output.from_input(args.database).apply(
+                          lambda database: f"accounting-registration-{_digest({'users': self.trigger, 'database': database})}"),
+                      "namespace": args.namespace,
                       # A failed registration is run again by the next `pulumi up`.
                       "annotations": job_annotations(TIMEOUT_SECONDS)},
             spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {

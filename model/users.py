@@ -12,6 +12,10 @@ from model import rules
 from model.contract import SHARED_MOUNT
 from model.problems import Problem, error
 
+# The root of Slurm's association tree, which slurmdbd makes with root's association when a
+# cluster is added (https://slurm.schedmd.com/accounting.html); the registration neither makes
+# nor cleans it, so no user of the stack's is put there.
+SLURM_ROOT_ACCOUNT = "root"
 # The account a user without `account` is registered under.
 DEFAULT_ACCOUNT = "default"
 # The lowest UID a named user may have: below it are system accounts (Debian Policy 9.2.2,
@@ -89,6 +93,9 @@ def account_name(key: str, value: Any) -> list[Problem]:
     if not isinstance(value, str) or not _NAME.fullmatch(value):
         return [error(key, value, "a Slurm account name: a lower-case letter, then lower-case letters, "
                       "digits, '_' or '-', at most 32 characters")]
+    if value == SLURM_ROOT_ACCOUNT:
+        return [error(key, value, f"an account of the stack's own: {SLURM_ROOT_ACCOUNT!r} is the root of "
+                      "Slurm's account tree, which slurmdbd makes itself")]
     return []
 
 

@@ -1,6 +1,7 @@
 """Every account and user registered in Slurm's accounting by a Job that re-runs exactly when the
 users change (components/accounting_registration.py); the scheduling policy in the release's
 slurm.conf lines, with its keys and their refusals."""
+import hashlib
 import json
 
 import pytest
@@ -42,9 +43,21 @@ def test_the_desired_state_configmap_holds_the_users_accounts_and_associations(n
     assert data["immutable"] is True
 
 
-def test_the_job_is_named_by_the_desired_state(named):
+def test_the_job_is_named_by_the_desired_state_and_the_database(named):
     trigger = named.named("accounts-desired").inputs["metadata"]["name"].rsplit("-", 1)[1]
-    assert _job(named)["metadata"]["name"] == f"accounting-registration-{trigger}"
+    # The mocks answer RDS's resource id from the identifier (devkit/offline_run.py), as RDS makes one per instance.
+    identifier = named.named("accounting-db").inputs["identifier"]
+    database = "db-" + hashlib.sha256(identifier.encode()).hexdigest()[:26].upper()
+    expected = hashlib.sha256(f"database\0{database}\0users\0{trigger}\0".encode()).hexdigest()[:12]
+    assert _job(named)["metadata"]["name"] == f"accounting-registration-{expected}"
+
+
+def test_a_new_database_runs_the_registration_again(named):
+    # Another instance (here: another identifier, as a replacement or a restore makes) has another
+    # RDS resource id; the same users must be registered in it again.
+    other = run_program("dev", {"users": [ALICE, BOB], "clusterName": "slinky-eks-restored"})
+    assert other.named("accounts-desired").inputs == named.named("accounts-desired").inputs
+    assert _job(other)["metadata"]["name"] != _job(named)["metadata"]["name"]
 
 
 def test_adding_a_user_runs_the_registration_again(named):

@@ -104,6 +104,10 @@ def test_an_account_slurm_would_change_or_split_is_refused(account):
     assert f"users[0].account = {account!r}: a Slurm account name" in msg
 
 
+def test_slurms_root_account_is_refused():
+    assert "users[0].account = 'root': an account of the stack's own" in _refused([{**ALICE, "account": "root"}])
+
+
 def test_admin_must_be_true_or_false():
     assert "users[0].admin = 'yes': true or false" in _refused([{**ALICE, "admin": "yes"}])
 
