@@ -107,3 +107,33 @@ def test_a_controller_whose_accounting_is_missing_stores_nothing(with_accounting
     # BuildControllerConfig ignores an accountingRef it cannot find.
     missing = Release(with_accounting.controller, with_accounting.nodesets, with_accounting.config_maps, {})
     assert "AccountingStorageType=accounting_storage/none" in missing.slurm_conf()
+
+
+def _with_scripts(release: Release, refs: dict[str, dict[str, str]]) -> Release:
+    """The release with the Controller naming one ConfigMap per script ref, of these files."""
+    controller = copy.deepcopy(release.controller)
+    maps = dict(release.config_maps)
+    for key, files in refs.items():
+        controller["spec"][key] = [{"name": f"cm-{key}"}]
+        maps[f"cm-{key}"] = {"kind": "ConfigMap", "metadata": {"name": f"cm-{key}"}, "data": files}
+    return Release(controller, release.nodesets, maps, release.accountings)
+
+
+def test_the_dev_release_has_no_script_sections(release):
+    assert "PROLOG" not in release.slurm_conf() and release.scripts == {}
+
+
+def test_script_refs_become_the_operators_prolog_and_epilog_lines(release):
+    # controller_config.go buildPrologEpilogSlurmctldConf (/etc/slurm/<key>) then
+    # buildPrologEpilogConf (the bare key), each sorted, after ACCOUNTING and before the NodeSets.
+    conf = _with_scripts(release, {"prologScriptRefs": {"prolog-b.sh": "b", "prolog-a.sh": "a"},
+                                   "epilogScriptRefs": {"epilog-x.sh": "x"},
+                                   "prologSlurmctldScriptRefs": {"p.sh": "p"}}).slurm_conf()
+    assert ("AccountingStoragePort=6819\n#\n### SLURMCTLD PROLOG & EPILOG ###\n"
+            "PrologSlurmctld=/etc/slurm/p.sh\n#\n### PROLOG & EPILOG ###\nProlog=prolog-a.sh\nProlog=prolog-b.sh\n"
+            "Epilog=epilog-x.sh\n#\n### NODESET & PARTITION ###\n") in conf, conf
+
+
+def test_the_scripts_are_the_referenced_configmaps_files(release):
+    scripts = _with_scripts(release, {"prologScriptRefs": {"prolog-a.sh": "#!/bin/sh\n"}}).scripts
+    assert scripts == {"prolog-a.sh": "#!/bin/sh\n"}

@@ -1,7 +1,10 @@
 """Accounting on a real Slurm 26.05 cluster shaped as the Slinky operator runs it with an
 Accounting (local_slurm.py, local_accounting.py: slurmdbd with the operator's slurmdbd.conf on a
 real MariaDB, slurm.conf's accounting lines as the operator writes them, the program's scheduling
-policy in its extra config), with named users known in every pod (model/identities.py), and the
+policy in its extra config), rendered from the dev stack with named users, so that they are known
+as the stack makes them known (model/identities.py): merged by the init container's script in the
+login and controller pods, by the Prolog the release gives slurmd (prologScripts) on a worker
+before the job, and the
 registration program (cluster_programs/accounting_registration.py) run against its sacctmgr in the
 slurmctld pod as the registration Job runs it there.
 
@@ -15,6 +18,8 @@ import time
 import pytest
 
 from cluster_programs import accounting_registration as registration
+from devkit.offline_run import run_program
+from model import identities
 from model.accounting import desired_state, to_json
 from model.users import DEFAULT_ACCOUNT, User
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
@@ -26,14 +31,42 @@ ALICE = User("alice", 2001, (KEY,))                        # the default account
 BOB = User("bob", 2002, (KEY,), account="ml", admin=True)
 # Known to every pod (passwd, home) but never registered: no association.
 CAROL = User("carol", 2003, (KEY,))
-JOB = "#!/bin/sh\necho uid=$(id -u) host=$(hostname)\n"
+# `id -un` is the worker's /etc/passwd (what the Prolog merged); `id -u` the job credential's UID.
+JOB = "#!/bin/sh\necho user=$(id -un) uid=$(id -u) host=$(hostname)\n"
+USERS = [ALICE, BOB, CAROL]
+
+
+def _config(user: User) -> dict:
+    """The stack config's `users` entry for a User (model/users.py users_from_config)."""
+    return {"name": user.name, "uid": user.uid, "sshPublicKey": list(user.ssh_public_keys),
+            "account": user.account, "admin": user.admin}
 
 
 @pytest.fixture(scope="module")
-def slurm(tmp_path_factory, dev):
-    with running_cluster(tmp_path_factory, {"slurm": rendered_with_accounting(dev)}, "the accounting tests",
-                         users=[ALICE, BOB, CAROL]) as cluster:
+def release():
+    """The dev stack's `slurm` release with the users, accounting enabled."""
+    graph = run_program("dev", {"users": [_config(u) for u in USERS]})
+    assert graph.error is None, graph.error
+    return rendered_with_accounting(graph)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory, release):
+    with running_cluster(tmp_path_factory, {"slurm": release}, "the accounting tests", users=USERS) as cluster:
         yield cluster
+
+
+# The chart's ConfigMap names each prologScripts key prolog-<key> (slurm chart 1.2.1
+# templates/controller/prolog-configmap.yaml), the file name the operator's Prolog= line takes.
+PROLOG = f"prolog-{identities.PROLOG_SCRIPT}"
+
+
+def test_slurm_conf_runs_the_identities_prolog_on_the_workers(slurm):
+    conf = slurm.release.slurm_conf()
+    assert f"### PROLOG & EPILOG ###\nProlog={PROLOG}\n" in conf, conf
+    assert slurm.release.scripts == {PROLOG: identities.prolog_script()}
+    config = slurm.run(["scontrol", "show", "config"]).stdout
+    assert re.search(rf"^Prolog\[0\]\s*=\s*{re.escape(PROLOG)}$", config, re.M), config
 
 
 def _sacctmgr(slurm):
@@ -106,7 +139,7 @@ def test_registration_adds_each_account_and_user_with_their_admin_level(slurm, r
 def test_alices_job_runs_as_her_on_a_worker_and_is_accounted_to_her_account(slurm, registered):
     job = _submit(slurm, ALICE)
     output = (slurm.home(ALICE) / f"job-{job}.out").read_text()
-    assert re.fullmatch(r"uid=2001 host=slinky-\d\n", output), output
+    assert re.fullmatch(r"user=alice uid=2001 host=slinky-\d\n", output), output
     assert _sacct(slurm, job) == ["alice", DEFAULT_ACCOUNT, "COMPLETED", "2001"]
 
 

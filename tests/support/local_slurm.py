@@ -6,7 +6,7 @@ configless too (sackd, as the LoginSet's pods run it), auth/slurm with one share
 
 The daemons run in a Debian root filesystem (tests/slurm/build-roots.sh; the host's Debian 12 glibc
 is too old for Slurm 26.05), each in its own UTS and mount namespace: its pod's hostname, a private
-/etc/hosts, /etc/slurm holding only the key (configs come from slurmctld), its own spool, log and
+/etc/hosts, /etc/slurm holding only the key (configs and the Prolog come from slurmctld), its own spool, log and
 /run, and on workers NVIDIA's procfs/sysfs entries and /dev/nvidiaN devices for the instance
 type's GPUs, so Slurm's gpu/nvidia plugin autodetects them (nvidia_gpus()).
 
@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from model.identities import group_entries, passwd_entries
+from model.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
 from model.users import HOMES, User
 from tests.support.local_accounting import DATA as DATABASE_FILES
 from tests.support.local_accounting import LocalAccounting
@@ -206,8 +206,9 @@ class LocalSlurm:
         self.nodes = [f"{nodeset_name(self.nodeset)}-{i}" for i in range(workers)]
         self.cgroup_conf = cgroup_conf
         self.extra_conf = extra_conf
-        # Named users: their passwd and group entries (model/identities.py) in every pod, their
-        # homes under /shared/home, as the stack gives them to the login and worker pods.
+        # Named users: their passwd and group entries (model/identities.py) merged as the stack
+        # merges them (_identities: the init container's script in the login and controller pods,
+        # the release's Prolog on the workers), their homes under /shared/home.
         self.users = tuple(users)
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
@@ -269,14 +270,27 @@ class LocalSlurm:
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
             (self.fs / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
         (self.fs / "etc/hosts").touch()
+        # The operator mounts the Controller's prolog and epilog ConfigMaps into its /etc/slurm
+        # (controller_app.go controllerVolumes: mode 0610, to which the kubelet's fsGroup adds g+rw);
+        # slurmctld sends the Prolog= scripts, named relative to slurm.conf, to each slurmd.
+        slurm_gid = int(next(line.split(":")[2] for line in (self.fs / "etc/group").read_text().splitlines()
+                             if line.startswith("slurm:")))
+        for name, text in self.release.scripts.items():
+            (d / "etc-controller" / name).write_text(text)
+            os.chown(d / "etc-controller" / name, 0, slurm_gid)
+            (d / "etc-controller" / name).chmod(0o670)
         self._write_identities()
 
     def _write_identities(self) -> None:
-        """The root's passwd and group with the named users' entries after them, and a home each."""
+        """The identities ConfigMap's files (model/identities.py entry_files), which each pod mounts
+        at ENTRIES_DIR, and a home each."""
         d = self.dir
-        for name, entries in (("passwd", passwd_entries(self.users)), ("group", group_entries(self.users))):
-            own = (self.fs / "etc" / name).read_text()
-            (d / name).write_text(own + "".join(f"{line}\n" for line in entries))
+        (d / "identities").mkdir(exist_ok=True)
+        for name, text in entry_files(self.users).items():
+            (d / "identities" / name).write_text(text)
+            (d / "identities" / name).chmod(0o444)
+        for target in (ENTRIES_DIR, MERGED_DIR):
+            (self.fs / target.lstrip("/")).mkdir(parents=True, exist_ok=True)
         (d / "home").mkdir(exist_ok=True)
         for user in self.users:
             home = d / "home" / user.name
@@ -289,8 +303,31 @@ class LocalSlurm:
         """Where the test reads the user's home (HOMES/<name> in every pod)."""
         return self.dir / "home" / user.name
 
+    def _identities(self, pod: pathlib.Path, identities: str) -> list[str]:
+        """How a pod's NSS files get the named users (model/identities.py), as the stack does it:
+        "merged" (login, controller): the identities init container, the real merge_script() run in
+        the pod's root with the entries at ENTRIES_DIR and an empty directory at MERGED_DIR, whose
+        files are then mounted over /etc/passwd and /etc/group. "prolog" (workers): the image's
+        own files in a private, writable /etc (the container's own filesystem) with the entries at
+        ENTRIES_DIR, which the Prolog (the real prolog_script(), run by slurmd) merges before each
+        job. Anything else: the image's files as they are."""
+        r = shlex.quote(str(self.fs))
+        entries = [f"mount --bind -o ro {self.dir}/identities {r}{ENTRIES_DIR}"]
+        if identities == "merged":
+            merged = pod / "identities-merged"
+            merged.mkdir(parents=True, exist_ok=True)
+            return [*entries, f"mount --bind {merged} {r}{MERGED_DIR}",
+                    f"chroot {r} sh -c {shlex.quote(merge_script())}",
+                    *(f"mount --bind {merged}/{f} {r}/etc/{f}" for f in FILES)]
+        if identities == "prolog":
+            etc = pod / "etc"
+            if not etc.exists():
+                subprocess.run(["cp", "-a", f"{self.fs}/etc", str(etc)], check=True)
+            return [f"mount --bind {etc} {r}/etc", *entries]
+        return []
+
     def _mounts(self, hostname: str, etc: str, spool: tuple[str, str] | None, log: str,
-                gpu_dir: pathlib.Path | None) -> str:
+                gpu_dir: pathlib.Path | None, identities: str = "", pod: pathlib.Path | None = None) -> str:
         """A shell script (host tools) that builds a pod's view of the root, then chroots."""
         r = shlex.quote(str(self.fs))
         d = self.dir
@@ -310,8 +347,8 @@ class LocalSlurm:
                   f"mkdir -p {r}{self.shared_tmp}", f"mount --bind {self.shared_tmp} {r}{self.shared_tmp}"]
         for path in _HOST_PATHS:  # mkdir: a checkout under /tmp lies inside the pod's fresh /tmp
             lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}"]
+        lines += self._identities(pod or d / hostname, identities)
         lines += [f"mount --bind {d}/{etc} {r}{ETC_DIR}", f"mount --bind {d}/hosts {r}/etc/hosts",
-                  f"mount --bind {d}/passwd {r}/etc/passwd", f"mount --bind {d}/group {r}/etc/group",
                   f"mount --bind {d}/home {r}{HOMES}",
                   f"mount --bind {log} {r}{LOG_DIR}"]
         if spool is not None:
@@ -357,14 +394,14 @@ class LocalSlurm:
         self.controller = self._spawn(
             "slurmctld",
             self._mounts(self.release.primary_host, "etc-controller", (str(d / "state"), SLURMCTLD_SPOOL),
-                         str(d / "log-controller"), None),
+                         str(d / "log-controller"), None, "merged", d / "controller"),
             ["slurmctld", "-D"], d / "slurmctld.stdout")
         self._wait_for(lambda: (d / "log-controller/slurmctld.log").exists() and
                        "started on cluster" in (d / "log-controller/slurmctld.log").read_text(errors="replace"),
                        60, "slurmctld to start", lambda: self._exited(self.controller))
         self.login = self._spawn(
             "sackd",
-            self._mounts("login", "etc-node", None, str(d / "log-login"), None),
+            self._mounts("login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login"),
             ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
             d / "sackd.stdout")
         self._wait_for(lambda: self._login_ready(), 60, "sackd to fetch the configs")
@@ -397,7 +434,7 @@ class LocalSlurm:
             (pod / sub).mkdir(parents=True, exist_ok=True)
         write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
         daemon = self._spawn(node, self._mounts(node, "etc-node", (str(pod / "spool"), SLURMD_SPOOL),
-                                                str(pod / "log"), pod / "gpu"),
+                                                str(pod / "log"), pod / "gpu", "prolog", pod),
                              self.slurmd_argv(node), pod / "slurmd.stdout")
         self.workers[node] = daemon
         return daemon
@@ -446,7 +483,7 @@ class LocalSlurm:
         if not (self.dir / "hosts").exists():
             (self.dir / "hosts").write_text("127.0.0.1 localhost probe\n")
         (self.fs / "etc/hosts").touch()
-        if not (self.dir / "passwd").exists():
+        if not (self.dir / "identities").exists():
             self._write_identities()
         write_nvidia_driver_files(probe / "gpu", model, count, f"0-{os.cpu_count() - 1}")
         saved, self.gpus = self.gpus, count

@@ -25,6 +25,15 @@ Read from SlinkyProject/slurm-operator at tag v1.2.1:
   slurmdbd pod's hostname and DbdHost); accounting_types.go StorageConfig (port 3306 and database
   slurm_acct_db by default); accountingbuilder/accounting_app.go (slurmdbd as the slurm user, with
   slurmdbd.conf, slurm.key and jwt.key under /etc/slurm, mode 0600).
+- Prolog and epilog scripts: controller_config.go BuildControllerConfig reads the key names of each
+  ConfigMap a prologScriptRefs (epilogScriptRefs, prologSlurmctldScriptRefs,
+  epilogSlurmctldScriptRefs) entry names, and buildSlurmConf writes, after ACCOUNTING, a
+  `### SLURMCTLD PROLOG & EPILOG ###` section (buildPrologEpilogSlurmctldConf:
+  PrologSlurmctld=/etc/slurm/<key>, sorted) and a `### PROLOG & EPILOG ###` section
+  (buildPrologEpilogConf: Prolog=<key>, Epilog=<key>, sorted, the bare name: a path relative to
+  slurm.conf, which configless slurmctld sends to each slurmd with its configs);
+  controller_app.go mounts those ConfigMaps into the controller's /etc/slurm (controllerVolumes:
+  one projected volume, DefaultMode 0610).
 """
 from __future__ import annotations
 
@@ -167,6 +176,39 @@ class Release:
             lines += ["#", "### MERGED CONFIG ###", *merged]
         return "\n".join(lines) + "\n"
 
+    # The Controller's script references and the slurm.conf key each one's files become.
+    SCRIPT_REFS = {"prologSlurmctldScriptRefs": "PrologSlurmctld", "epilogSlurmctldScriptRefs": "EpilogSlurmctld",
+                   "prologScriptRefs": "Prolog", "epilogScriptRefs": "Epilog"}
+
+    def _ref_files(self, refs: str) -> dict[str, str]:
+        files: dict[str, str] = {}
+        for ref in self.controller["spec"].get(refs) or []:
+            files.update(self.config_maps[ref["name"]].get("data", {}))
+        return files
+
+    @property
+    def scripts(self) -> dict[str, str]:
+        """Every prolog and epilog script the Controller's refs name, file name -> content: the
+        operator mounts them into the controller's /etc/slurm beside slurm.conf."""
+        files: dict[str, str] = {}
+        for refs in self.SCRIPT_REFS:
+            files.update(self._ref_files(refs))
+        return files
+
+    def script_lines(self) -> list[str]:
+        """buildSlurmConf's two script sections (each only when it has a line)."""
+        lines: list[str] = []
+        for title, keys in (("SLURMCTLD PROLOG & EPILOG", ("prologSlurmctldScriptRefs", "epilogSlurmctldScriptRefs")),
+                            ("PROLOG & EPILOG", ("prologScriptRefs", "epilogScriptRefs"))):
+            section = []
+            for refs in keys:
+                key = self.SCRIPT_REFS[refs]
+                for name in sorted(self._ref_files(refs)):
+                    section.append(f"{key}={ETC_DIR}/{name}" if "Slurmctld" in key else f"{key}={name}")
+            if section:
+                lines += ["#", f"### {title} ###", *section]
+        return lines
+
     @property
     def config_files(self) -> dict[str, str]:
         """The controller's configFileRefs, file name -> content (served configless)."""
@@ -198,13 +240,8 @@ class Release:
         return f"{self.controller_key}.{self.controller['metadata']['namespace']}"
 
     def slurm_conf(self) -> str:
-        """slurm.conf as buildSlurmConf writes it (no prolog/epilog scripts, metrics off: the
-        program's values enable none of them)."""
+        """slurm.conf as buildSlurmConf writes it (metrics off: the program's values enable none)."""
         spec = self.controller["spec"]
-        for refs in ("prologScriptRefs", "epilogScriptRefs", "prologSlurmctldScriptRefs",
-                     "epilogSlurmctldScriptRefs"):
-            if spec.get(refs):
-                raise ValueError(f"the test cluster does not model the Controller's {refs}")
         cluster = controller_name(self.controller)
         merge = {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"],
                  "AuthInfo": ["use_client_ids"],
@@ -237,6 +274,7 @@ class Release:
                       f"AccountingStoragePort={SLURMDBD_PORT}"]
         else:
             lines.append("AccountingStorageType=accounting_storage/none")
+        lines += self.script_lines()
         nodesets = []
         for nodeset in sorted(self.nodesets, key=lambda n: n["metadata"]["name"]):
             ns = nodeset_name(nodeset)
