@@ -46,8 +46,10 @@ ENTRIES_VOLUME = "slinky-eks-identities"
 MERGED_VOLUME = "slinky-eks-identities-merged"
 KEYS_VOLUME = "slinky-eks-ssh-keys"
 INIT_CONTAINER = "identities"
-# The Prolog script's name under prologScripts (the operator writes Prolog= for each:
-# SlinkyProject/slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_config.go).
+# The Prolog script's name under prologScripts. The chart stores it as prolog-<name> in its
+# ConfigMap (helm/slurm templates/controller/prolog-configmap.yaml) and the operator writes
+# Prolog=prolog-<name> for it (internal/builder/controllerbuilder/controller_config.go), both at
+# SlinkyProject/slurm-operator v1.2.1.
 PROLOG_SCRIPT = "90-slinky-eks-identities.sh"
 
 
