@@ -121,6 +121,10 @@ TRIAGE: tuple[Triage, ...] = (
            f"The job-staging Job writes the jobs onto {SHARED_MOUNT}, the root of the EFS file system, owned by root "
            "with mode 755; it runs as root with every capability dropped (model/pod_hardening.py).",
            "privileged-pods") for c in ("CKV_K8S_23", "CKV_K8S_40")),
+    _k8s("CKV2_K8S_2", (f"RoleBinding.{SLURM_NAMESPACE}.slurm-accounting-registration",), ACCEPTED,
+         "The registration Job execs sacctmgr in the one controller pod (resourceNames), so no Slurm key "
+         "leaves that pod; the exec reaches what the controller container may do.",
+         "privileged-pods"),
     _k8s("CKV_K8S_155", ("ClusterRole.*.cert-manager-cainjector",), ACCEPTED,
          "cain-injector's job is writing the CA bundle into webhook configurations.", "privileged-pods"),
     _k8s("CKV_K8S_40", _CHART_WORKLOADS, ACCEPTED,
