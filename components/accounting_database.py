@@ -79,6 +79,7 @@ class AccountingDatabase(pulumi.ComponentResource):
     address: pulumi.Output[str]          # the instance's DNS name, as slurmdbd's StorageHost
     port: pulumi.Output[int]             # its port (ACCOUNTING_PORT)
     arn: pulumi.Output[str]              # its ARN (arn:aws:rds:<region>:<account>:db:<identifier>)
+    resource_id: pulumi.Output[str]      # RDS's own id of the instance (db-...): new on every replacement
     password_secret: str                 # the Secret holding the password, in the slurm namespace
     # What slurmdbd's release waits for: the instance available, its ingress rule and the Secret.
     ready: list[pulumi.Resource]
@@ -92,7 +93,6 @@ class AccountingDatabase(pulumi.ComponentResource):
         instance = self._instance(security_group, self._log_groups())
         secret = self._password_secret()
         self.address, self.port, self.arn = instance.address, instance.port, instance.arn
-        # RDS's own id of this instance (db-...): a new one whenever the instance is replaced.
         self.resource_id = instance.resource_id
         self.password_secret = ACCOUNTING_PASSWORD_SECRET
         self.ready = [instance, rule, secret]
