@@ -151,7 +151,7 @@ def _unreadable(log: pathlib.Path) -> str | None:
     """Why a log cannot be reported on, or None."""
     if not log.exists():
         return (f"no such file; the jobs write {SHARED_LOGS}/<name>-<jobid>.out on the cluster: copy it here "
-                f"(e.g. scp root@<loginHostname>:{SHARED_LOGS}/<file> .)")
+                f"(e.g. scp <you>@<loginHostname>:{SHARED_LOGS}/<file> .)")
     if not log.is_file():
         return "not a file; give the job's log file"
     try:

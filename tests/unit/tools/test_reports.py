@@ -84,7 +84,7 @@ def test_a_missing_log_is_one_line_and_exit_status_2(tmp_path, capsys, kind):
     assert report.main([kind, str(missing), *extra, "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert err == f"report: {missing}: no such file; the jobs write /shared/logs/<name>-<jobid>.out on the " \
-                  "cluster: copy it here (e.g. scp root@<loginHostname>:/shared/logs/<file> .)\n"
+                  "cluster: copy it here (e.g. scp <you>@<loginHostname>:/shared/logs/<file> .)\n"
 
 
 def test_a_directory_given_as_log_is_refused(tmp_path, capsys):
