@@ -21,10 +21,8 @@ import pulumi_kubernetes as k8s
 import cluster_programs
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
-from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
-from model import versions
+from components._parts.program_job import program_pod
 from model.accounting import desired_state, to_json
-from model.contract import CORE_LABELS
 from model.users import User
 
 PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
@@ -122,22 +120,13 @@ class AccountingRegistration(pulumi.ComponentResource):
                       "namespace": args.namespace,
                       # A failed registration is run again by the next `pulumi up`.
                       "annotations": job_annotations(TIMEOUT_SECONDS)},
-            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {
-                "restartPolicy": "Never", "serviceAccountName": ACCOUNT,
-                "nodeSelector": dict(CORE_LABELS),
-                "securityContext": pod_security(NOBODY),
-                "containers": [{
-                    "name": "register", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
-                    "command": ["python3", "-m", f"{POD_PACKAGE}.accounting_registration",
-                                "--desired", f"/config/{DESIRED_FILE}", "--cluster", args.cluster,
-                                "--namespace", args.namespace, "--slurm-pod", args.slurm_pod,
-                                "--slurm-container", args.slurm_container,
-                                "--timeout", str(TIMEOUT_SECONDS - 120)],
-                    "env": [NO_BYTECODE], "securityContext": container_security(),
-                    "volumeMounts": [{"name": "code", "mountPath": f"/app/{POD_PACKAGE}", "readOnly": True},
-                                     {"name": "desired", "mountPath": "/config", "readOnly": True}]}],
-                "volumes": [{"name": "code", "configMap": {"name": code.metadata.name}},
-                            {"name": "desired", "configMap": {"name": desired.metadata.name}}],
-            }}},
+            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": program_pod(
+                "register", POD_PACKAGE, "accounting_registration",
+                ["--desired", f"/config/{DESIRED_FILE}", "--cluster", args.cluster, "--namespace", args.namespace,
+                 "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,
+                 "--timeout", str(TIMEOUT_SECONDS - 120)],
+                ACCOUNT, code.metadata.name,
+                mounts=[{"name": "desired", "mountPath": "/config", "readOnly": True}],
+                volumes=[{"name": "desired", "configMap": {"name": desired.metadata.name}}])}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[binding, code, desired, *args.job_depends_on]))

@@ -23,9 +23,8 @@ from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
-from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
-from model import versions
-from model.contract import CORE_LABELS, nodeset_object, slurm_node_prefix
+from components._parts.program_job import program_pod
+from model.contract import nodeset_object, slurm_node_prefix
 from model.gpu_pools import DEFAULT_POOL, GpuPool
 
 PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
@@ -146,20 +145,12 @@ class SlurmReadiness(pulumi.ComponentResource):
                       "namespace": args.namespace,
                       # A failed wait is run again by the next `pulumi up`.
                       "annotations": job_annotations(TIMEOUT_SECONDS)},
-            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": {
-                "restartPolicy": "Never", "serviceAccountName": ACCOUNT,
-                "nodeSelector": dict(CORE_LABELS),
-                "securityContext": pod_security(NOBODY),
-                "containers": [{
-                    "name": "wait", "image": versions.PYTHON_IMAGE, "workingDir": "/app",
-                    "command": ["python3", "-m", f"{POD_PACKAGE}.rollout", "--namespace", args.namespace,
-                                "--nodeset", nodeset_object(pool.name), "--node-prefix", slurm_node_prefix(pool.name),
-                                "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,
-                                "--timeout", str(TIMEOUT_SECONDS - 120),
-                                "--stall-after", str(rollout.STALL_AFTER_SECONDS)],
-                    "env": [NO_BYTECODE], "securityContext": container_security(),
-                    "volumeMounts": [{"name": "code", "mountPath": f"/app/{POD_PACKAGE}", "readOnly": True}]}],
-                "volumes": [{"name": "code", "configMap": {"name": code.metadata.name}}],
-            }}},
+            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": program_pod(
+                "wait", POD_PACKAGE, "rollout",
+                ["--namespace", args.namespace, "--nodeset", nodeset_object(pool.name),
+                 "--node-prefix", slurm_node_prefix(pool.name), "--slurm-pod", args.slurm_pod,
+                 "--slurm-container", args.slurm_container, "--timeout", str(TIMEOUT_SECONDS - 120),
+                 "--stall-after", str(rollout.STALL_AFTER_SECONDS)],
+                ACCOUNT, code.metadata.name)}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[binding, code, *args.job_depends_on]))
