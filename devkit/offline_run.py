@@ -203,7 +203,9 @@ class Mocks(pulumi.runtime.Mocks):
                 "address": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com", "port": 3306,
                 "endpoint": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com:3306",
                 "arn": f"arn:aws:rds:us-west-2:123456789012:db:{_rds_id(args)}", "engineVersionActual": "11.4.10",
-                # RDS's DbiResourceId: db- and 26 upper-case letters and digits.
+                # RDS's DbiResourceId, the instance's region-unique, immutable id (Amazon RDS API
+                # Reference, DBInstance: https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBInstance.html),
+                # in the form its examples show: db- and 26 upper-case letters and digits.
                 "resourceId": "db-" + hashlib.sha256(_rds_id(args).encode()).hexdigest()[:26].upper()},
             "aws:rds/subnetGroup:SubnetGroup": {"name": f"{args.name}-0a1b2c3",
                                                 "arn": f"arn:aws:rds:us-west-2:123456789012:subgrp:{args.name}-0a1b2c3"},
