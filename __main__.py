@@ -53,7 +53,8 @@ nodes = NodeGroups("nodes", NodeGroupsArgs(
     cluster_security_group_id=cluster.security_group_id,
     private_subnet_ids=network.private_subnet_ids,
     private_subnet_by_zone=network.private_subnet_by_zone, gpu_pools=config.gpu_pools,
-    core_instance_type=config.core_instance_type, core_node_count=config.core_node_count))
+    core_instance_type=config.core_instance_type, core_node_count=config.core_node_count,
+    reservations=config.reservations))
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
 devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
                                                      depends_on=nodes.gpu_ready))
@@ -143,3 +144,6 @@ pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCou
                             "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
+# What the nodes cost an hour at the on-demand list price, asked from the AWS Price List at preview
+# (model/cost.py says what it leaves out).
+pulumi.export("costPerHour", config.cost_per_hour)

@@ -10,6 +10,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
+from model.capacity import Reservation
 from model.catalog import GPU_AMI_TYPE
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
 from model.gpu_pools import GpuPool, pool_labels
@@ -43,6 +44,9 @@ class NodeGroupsArgs:
     core_instance_type: str
     # The core group's fixed size (coreNodeCount).
     core_node_count: int
+    # The pools' capacity reservations as EC2 described them at preview, by id
+    # (StackConfig.reservations): whether a pool's is a Capacity Block decides its capacity type.
+    reservations: Mapping[str, Reservation]
 
 
 # IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
@@ -62,6 +66,30 @@ def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTem
         ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
             volume_size=size_gib, volume_type="gp3", iops=iops, throughput=throughput,
             encrypted="true", delete_on_termination="true"))
+
+
+# The managed node group capacity type of a Capacity Block (EKS user guide, "Create a managed node
+# group with Capacity Blocks for ML": "Set the capacity-type to "CAPACITY_BLOCK"", or EKS rejects
+# the create request; awsdocs/amazon-eks-user-guide latest/ug/nodes/capacity-blocks-mng.adoc).
+CAPACITY_BLOCK = "CAPACITY_BLOCK"
+
+
+def _reserved_capacity(pool: GpuPool, reservation: Reservation | None) -> dict:
+    """The launch template fields that put a pool's nodes into its reservation: the capacity
+    reservation target (an ODCR's or a block's id). A Capacity Block's template also needs the
+    market type `capacity-block` and its instance type (the same EKS user guide page:
+    InstanceMarketOptions.MarketType "capacity-block", CapacityReservationSpecification.
+    CapacityReservationTarget.CapacityReservationId, InstanceType). Nothing for a pool without one:
+    its template stays as it was."""
+    if not pool.capacity_reservation_id:
+        return {}
+    fields = {"capacity_reservation_specification": aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+        capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+            capacity_reservation_id=pool.capacity_reservation_id))}
+    if reservation is not None and reservation.is_capacity_block:
+        fields.update(instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+            market_type="capacity-block"), instance_type=pool.gpu.name)
+    return fields
 
 
 class NodeGroups(pulumi.ComponentResource):
@@ -100,14 +128,18 @@ class NodeGroups(pulumi.ComponentResource):
 
     def _node_group(self, suffix: str, role: aws.iam.Role, subnets, instance_type: str, ami_type: str,
                     labels: dict, count: int, template: aws.ec2.LaunchTemplate,
-                    update_strategy: str = "DEFAULT", **extra) -> aws.eks.NodeGroup:
+                    update_strategy: str = "DEFAULT", capacity_type: str = "ON_DEMAND",
+                    **extra) -> aws.eks.NodeGroup:
         """A fixed size (min = max = desired), one node replaced at a time on updates; created once
-        the control plane is up and the role has its policies."""
+        the control plane is up and the role has its policies. A Capacity Block's launch template
+        names the instance type itself, and EKS takes it from one place only (the EKS user guide,
+        "Customize managed nodes with launch templates": an instance type in the launch template
+        or in the node group, not both), so such a group names none."""
         args = self._args
         return aws.eks.NodeGroup(
             f"{self._name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
-            subnet_ids=subnets, instance_types=[instance_type], ami_type=ami_type,
-            capacity_type="ON_DEMAND", labels=labels,
+            subnet_ids=subnets, instance_types=None if capacity_type == CAPACITY_BLOCK else [instance_type],
+            ami_type=ami_type, capacity_type=capacity_type, labels=labels,
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count,
                                                               desired_size=count),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
@@ -133,6 +165,7 @@ class NodeGroups(pulumi.ComponentResource):
         # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations): one
         # per pool, so EFA traffic stays within a pool.
         placement = aws.ec2.PlacementGroup(f"{group}-pg", strategy="cluster", opts=child)
+        reservation = args.reservations.get(pool.capacity_reservation_id)
         gpu_lt = aws.ec2.LaunchTemplate(
             f"{group}-lt", metadata_options=_metadata_options(),
             # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it
@@ -147,7 +180,7 @@ class NodeGroups(pulumi.ComponentResource):
                     **iface, security_groups=[args.cluster_security_group_id])
                 for iface in pool.gpu.network_interfaces],
             placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
-            update_default_version=True, opts=child)
+            update_default_version=True, opts=child, **_reserved_capacity(pool, reservation))
         # Exactly one subnet, in the pool's AZ: EFA does not cross AZs.
         # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
         # strategy launches first, which a full cluster placement group or a GPU quota sized
@@ -157,6 +190,8 @@ class NodeGroups(pulumi.ComponentResource):
         return self._node_group(pool.resource_suffix, role, [args.private_subnet_by_zone[pool.availability_zone]],
                                 pool.gpu.name, GPU_AMI_TYPE, {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)},
                                 pool.node_count, gpu_lt, update_strategy="MINIMAL",
+                                capacity_type=CAPACITY_BLOCK if reservation and reservation.is_capacity_block
+                                else "ON_DEMAND",
                                 taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
 
     def _coredns(self) -> aws.eks.Addon:

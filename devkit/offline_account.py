@@ -29,6 +29,25 @@ github.com/hashicorp/terraform-provider-aws):
 - A call that fails for another reason (expired credentials, throttling, an opt-in region not
   enabled) carries the EC2 error code (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/
   errors-overview.html) in the SDK's "operation error ..." text.
+- aws:ec2/getCapacityBlockReservation: ec2_capacity_block_reservation_data_source.go (commit
+  23b9e58d39e4bb6038d65ad3b165bad97a6ade42) sends DescribeCapacityReservations with the one id and
+  no filter, and flattens EC2's CapacityReservation
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html) into its
+  attributes: TotalInstanceCount becomes instance_count, CapacityReservationId the id, the rest
+  keep their names (AvailabilityZone, InstanceType, State, ReservationType `default` or
+  `capacity-block`, AvailableInstanceCount, Tenancy, InstancePlatform, StartDate, EndDate). An id
+  EC2 does not know in the region is its error InvalidCapacityReservationId.NotFound, which the
+  provider reports as a resource it couldn't find; expired and cancelled reservations come back
+  with their state.
+- aws:pricing/getProduct: GetProducts of the Price List Query API, which has endpoints in
+  us-east-1, eu-central-1 and ap-south-1 only (AWS Billing User Guide, "Finding services and
+  products using AWS Price List Query API"); elsewhere the SDK cannot resolve the endpoint host.
+  Its answer `result` is the one matching product as the JSON string GetProducts returns in
+  PriceList (https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html):
+  product attributes, then terms.OnDemand.<sku>.<offer term code>.priceDimensions.<rate code>
+  with unit Hrs and pricePerUnit.USD as a decimal string, beside the Reserved terms (AWS Billing
+  User Guide, "Reading the price list":
+  https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.html).
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -36,9 +55,12 @@ github.com/hashicorp/terraform-provider-aws):
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 from dataclasses import dataclass, field, replace
 
 from model.catalog import efa_gpu_types, lookup
+from model.cost import LIST_PRICES, PRICE_LIST_REGIONS
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,22 @@ class ZoneRecord:
 
 
 @dataclass(frozen=True)
+class ReservationRecord:
+    """One Capacity Reservation as EC2 holds it (the API reference's CapacityReservation fields)."""
+    region: str
+    instance_type: str
+    availability_zone: str
+    total_instance_count: int
+    state: str = "active"
+    reservation_type: str = "default"      # or capacity-block
+    available_instance_count: int | None = None   # None: all of them
+    tenancy: str = "default"
+    instance_platform: str = "Linux/UNIX"
+    start_date: str = "2026-11-01T00:00:00Z"
+    end_date: str = ""
+
+
+@dataclass(frozen=True)
 class Account:
     account_id: str
     caller_arn: str
@@ -72,6 +110,10 @@ class Account:
     # this account has not enabled: EC2 answers OptInRequired there.
     regions_not_enabled: frozenset[str] = frozenset()
     failure: tuple[int, str, str] | None = None  # every EC2 call fails: (status, code, message)
+    reservations: dict[str, ReservationRecord] = field(default_factory=dict)   # by cr- id
+    # The Price List's on-demand Linux price in USD per hour, by (regionCode, instance type).
+    prices: dict[tuple[str, str], float] = field(default_factory=dict)
+    price_list_failure: str | None = None   # every GetProducts call fails with this text
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
@@ -131,6 +173,14 @@ DEV = Account(
     # but not 3 x m6i.4xlarge (48).
     quota_defaults={"L-DB2E81BA": 64.0, "L-417A185B": 0.0, "L-1216C47A": 32.0},
 )
+# What the Price List answers is this fixture's choice: us-east-1's list prices (model/cost.py's
+# table) for us-west-2 and us-east-1 alike, except g6.12xlarge in us-west-2, priced apart so a test
+# can tell a Price List answer from the table's.
+_PRICED = [*efa_gpu_types(), *_CPU_VCPUS]
+DEV = DEV.but(prices={
+    **{(region, t): LIST_PRICES[t] for region in ("us-west-2", "us-east-1") for t in _PRICED if t in LIST_PRICES},
+    ("us-west-2", "g6.12xlarge"): 4.6016 + 0.1,
+})
 # A new account: default quotas only.
 NEW = DEV.but(quotas={})
 
@@ -155,13 +205,96 @@ def _zone_filter(z: ZoneRecord, name: str, values: list[str]) -> bool:
     return any(fnmatch.fnmatchcase(attr[name], v) for v in values)
 
 
-def answer(account: Account, token: str, args: dict):
+def _reservation(account: Account, region: str, reservation_id: str):
+    r = account.reservations.get(reservation_id)
+    if r is None or r.region != region:   # Capacity Reservations are regional
+        not_found = api_error("DescribeCapacityReservations", 400, "InvalidCapacityReservationId.NotFound",
+                              f"The capacity reservation ID '{reservation_id}' does not exist")
+        return {}, [("", f"reading EC2 Capacity Block Reservation ({reservation_id}): couldn't find resource: "
+                     f"{not_found}")]
+    zone_ids = {z.name: z.zone_id for z in account.zones.get(region, [])}
+    available = r.total_instance_count if r.available_instance_count is None else r.available_instance_count
+    return {"id": reservation_id, "region": region,
+            "arn": f"arn:aws:ec2:{region}:{account.account_id}:capacity-reservation/{reservation_id}",
+            "availabilityZone": r.availability_zone, "availabilityZoneId": zone_ids.get(r.availability_zone, ""),
+            "instanceType": r.instance_type, "instanceCount": r.total_instance_count,
+            "availableInstanceCount": available, "state": r.state, "reservationType": r.reservation_type,
+            "tenancy": r.tenancy, "instancePlatform": r.instance_platform, "startDate": r.start_date,
+            "endDate": r.end_date, "endDateType": "limited" if r.end_date else "unlimited",
+            "instanceMatchCriteria": "targeted" if r.reservation_type == "capacity-block" else "open",
+            "ownerId": account.account_id, "ebsOptimized": True, "createdDate": "2026-10-01T00:00:00Z",
+            "tags": {}}
+
+
+# The attributes GetProducts is asked to match (model/cost.py product_filters), with the value the
+# fixture's product has where it does not come from the price table's key.
+_PRODUCT_ATTRIBUTES = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
+                       "licenseModel": "No License required", "capacitystatus": "Used"}
+ON_DEMAND_TERM, HOURLY_RATE = "JRTCKXETXF", "6YS6EN2CT7"   # the OnDemand offer term and rate codes
+
+
+def product_document(region: str, instance_type: str, usd: float) -> str:
+    """One EC2 product as GetProducts' PriceList holds it: a JSON string."""
+    sku = hashlib.sha256(f"{region}/{instance_type}".encode()).hexdigest()[:16].upper()
+    on_demand = f"{sku}.{ON_DEMAND_TERM}"
+    reserved = f"{sku}.4NA7Y494T4"   # a 1-year No Upfront term: priced per hour too, lower
+    return json.dumps({
+        "product": {"productFamily": "Compute Instance", "sku": sku,
+                    "attributes": {"instanceType": instance_type, "regionCode": region, **_PRODUCT_ATTRIBUTES,
+                                   "servicecode": "AmazonEC2"}},
+        "serviceCode": "AmazonEC2",
+        "terms": {
+            "OnDemand": {on_demand: {
+                "sku": sku, "offerTermCode": ON_DEMAND_TERM, "effectiveDate": "2026-11-01T00:00:00Z",
+                "termAttributes": {},
+                "priceDimensions": {f"{on_demand}.{HOURLY_RATE}": {
+                    "rateCode": f"{on_demand}.{HOURLY_RATE}", "unit": "Hrs", "beginRange": "0", "endRange": "Inf",
+                    "appliesTo": [], "pricePerUnit": {"USD": f"{usd:.10f}"},
+                    "description": f"${usd:g} per On Demand Linux {instance_type} Instance Hour"}}}},
+            "Reserved": {reserved: {
+                "sku": sku, "offerTermCode": "4NA7Y494T4", "effectiveDate": "2026-11-01T00:00:00Z",
+                "termAttributes": {"LeaseContractLength": "1yr", "OfferingClass": "standard",
+                                   "PurchaseOption": "No Upfront"},
+                "priceDimensions": {f"{reserved}.{HOURLY_RATE}": {
+                    "rateCode": f"{reserved}.{HOURLY_RATE}", "unit": "Hrs", "beginRange": "0", "endRange": "Inf",
+                    "appliesTo": [], "pricePerUnit": {"USD": f"{usd * 0.6:.10f}"},
+                    "description": f"Linux/UNIX ({instance_type}) reserved hour"}}}}},
+        "version": "20261120000000", "publicationDate": "2026-11-20T00:00:00Z"}, sort_keys=True)
+
+
+def _product(account: Account, endpoint_region: str, args: dict):
+    operation = "operation error Pricing: GetProducts"
+    if endpoint_region not in PRICE_LIST_REGIONS:
+        host = f"api.pricing.{endpoint_region}.amazonaws.com"
+        return {}, [("", f"{operation}, https response error StatusCode: 0, RequestID: , request send failed, "
+                     f'Post "https://{host}/": dial tcp: lookup {host}: no such host')]
+    if account.price_list_failure:
+        return {}, [("", f"{operation}, {account.price_list_failure}")]
+    if "pricing:GetProducts" in account.denied:
+        return {}, [("", denied_message(account, "pricing:GetProducts"))]
+    if args.get("serviceCode") != "AmazonEC2":
+        raise ValueError(f"the mock models AmazonEC2 products only, not {args.get('serviceCode')!r}")
+    wanted = {f["field"]: f["value"] for f in args.get("filters") or []}
+    unknown = set(wanted) - {"instanceType", "regionCode", *_PRODUCT_ATTRIBUTES}
+    if unknown:
+        raise ValueError(f"the mock does not model the product attributes {sorted(unknown)}")
+    key = (wanted.get("regionCode"), wanted.get("instanceType"))
+    matches = key in account.prices and all(wanted.get(k, v) == v for k, v in _PRODUCT_ATTRIBUTES.items())
+    if not matches:
+        return {}, [("", "reading Pricing Product: empty result")]
+    return {"id": "aws-pricing-product", "filters": args.get("filters"), "serviceCode": "AmazonEC2",
+            "result": product_document(key[0], key[1], account.prices[key])}
+
+
+def answer(account: Account, token: str, args: dict, provider_region: str | None = None):
     """The invoke's result dict, or (result, failures) as the provider fails it; None when the
-    token is not one the account answers."""
+    token is not one the account answers. `provider_region` is the region of the provider the
+    invoke went through (an explicit one's, or the stack's for the default provider)."""
     def refuse(action):
         return {}, [("", denied_message(account, action))]
 
-    region = args.get("region") or "us-west-2"
+    region = args.get("region") or provider_region or "us-west-2"
+    provider_region = provider_region or region
     ec2_operation = {"aws:index/getAvailabilityZones:getAvailabilityZones": "DescribeAvailabilityZones",
                      "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
                          "DescribeInstanceTypeOfferings",
@@ -222,6 +355,14 @@ def answer(account: Account, token: str, args: dict):
                 "defaultValue": account.quota_defaults[code], "adjustable": True,
                 "globalQuota": False, "id": f"arn:aws:servicequotas:{region}:{account.account_id}:ec2/{code}",
                 "region": region}
+    if token == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
+        if account.failure:
+            return {}, [("", api_error("DescribeCapacityReservations", *account.failure))]
+        if "ec2:DescribeCapacityReservations" in account.denied:
+            return refuse("ec2:DescribeCapacityReservations")
+        return _reservation(account, region, args["id"])
+    if token == "aws:pricing/getProduct:getProduct":
+        return _product(account, provider_region, args)
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {"accountId": account.account_id, "arn": account.caller_arn,
                 "userId": "AROAEXAMPLEROLEID:ci-session", "id": account.account_id}

@@ -229,9 +229,20 @@ class Mocks(pulumi.runtime.Mocks):
             rid = "fs-0123456789abcdef0"
         return [rid, state]
 
+    def _provider_region(self, provider: str) -> str | None:
+        """The region of the AWS provider an invoke went through: an explicit provider's `region`
+        input (its reference is "<urn>::<id>", the URN ending in its name), else the stack's
+        aws:region, which the default provider reads."""
+        if provider:
+            name = provider.rsplit("::", 1)[0].rsplit("::", 1)[-1]
+            explicit = self.inputs.get(("pulumi:providers:aws", name))
+            if explicit is not None:
+                return explicit.get("region")
+        return pulumi.Config("aws").get("region")
+
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.calls.append((args.token, dict(args.args)))
-        answered = offline_account.answer(self.account, args.token, dict(args.args))
+        answered = offline_account.answer(self.account, args.token, dict(args.args), self._provider_region(args.provider))
         if answered is not None:
             return answered
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":

@@ -13,7 +13,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from model import audit_logs, eks_versions, gpu_pools, rules, scheduling, support_calendar, users, versions
+from model import (
+    audit_logs,
+    capacity,
+    eks_versions,
+    gpu_pools,
+    rules,
+    scheduling,
+    support_calendar,
+    users,
+    versions,
+)
 from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
 from model.problems import NOT_SET, Problem, Rule, error, warning
@@ -148,7 +158,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("gpuPools", "array", [], items="object", attr=None,
             unset_means="one pool `slinky` from the three keys above",
             description="Several kinds of GPU node, each a Slurm partition named after it: a list of {name, "
-                        "instanceType, nodeCount, availabilityZone?, rootVolumeGiB?} (AZ and root volume default "
+                        "instanceType, nodeCount, availabilityZone?, rootVolumeGiB?, capacityReservationId?} (AZ and root "
+                        "volume default "
                         "to availabilityZone and gpuRootVolumeGiB). Empty means one pool named slinky of "
                         "gpuInstanceType x gpuNodeCount; with several, the default partition 'all' spans every "
                         "pool.",
@@ -159,7 +170,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
                       "[How to remove a pool](docs/extending.md#how-to-remove-a-pool)); within a pool, as the "
                       "key its field defaults from: "
                       "instanceType replaces its node group, nodeCount resizes it, rootVolumeGiB rolls its "
-                      "nodes, availabilityZone replaces it"),
+                      "nodes, availabilityZone replaces it, capacityReservationId rolls its nodes (to or from a "
+                      "Capacity Block it replaces the node group)"),
         Key("coreInstanceType", "string", "m6i.2xlarge", (rules.cpu_instance_type,), attr="core_instance_type",
             description="CPU instance type of the core nodes (slurmctld, restapi, login, operators, controllers).",
             on_change=f"{_REPLACES} the core node group: every controller, slurmctld and the login pod move to "
@@ -367,6 +379,16 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             (_whole(*scheduling.HALF_LIFE_DAYS),), attr="priority_decay_half_life_days",
             description="Slurm's PriorityDecayHalfLife, in days: past usage counts half after this long.",
             on_change=_RECONFIGURES),
+        # capacity-cost (issue 26): reserved capacity for the one pool of a stack without gpuPools.
+        Key("gpuCapacityReservationId", "string", "", (capacity.reservation_id,), attr=None,
+            unset_means="none: plain on-demand capacity",
+            description="The On-Demand Capacity Reservation or Capacity Block for ML (cr-...) the GPU nodes launch "
+                        "into; used when gpuPools is empty (a pool sets its own capacityReservationId).",
+            doc="Checked at preview: the reservation exists, reserves gpuInstanceType in availabilityZone, and is "
+                "active (see [Capacity and cost](docs/capacity-and-cost.md)).",
+            on_change="rolls the GPU nodes of pool `slinky` through a new launch template version (drain first); "
+                      "to or from a Capacity Block it replaces the node group (its capacity type changes); ignored "
+                      "beside gpuPools"),
     )
 
 
@@ -543,7 +565,8 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
         return gpu_pools.pools_from_config(raw, zone, root_gib)
     if raw != []:
         return [], [error("gpuPools", raw, "a list of pools")]
-    return gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib), []
+    return gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib,
+                                  values["gpuCapacityReservationId"]), []
 
 
 def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Problem]]:
@@ -556,7 +579,8 @@ def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Probl
 
 # The keys that make the one pool of a stack without gpuPools, each with the pool field that
 # replaces it in gpuPools. (availabilityZone and gpuRootVolumeGiB stay the pools' defaults.)
-OVERRIDDEN_BY_POOLS = {"gpuInstanceType": "instanceType", "gpuNodeCount": "nodeCount"}
+OVERRIDDEN_BY_POOLS = {"gpuInstanceType": "instanceType", "gpuNodeCount": "nodeCount",
+                       "gpuCapacityReservationId": "capacityReservationId"}
 
 
 def overridden_by_pools(values: Mapping[str, Any], defaults: Mapping[str, Any],

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from model import catalog, rules
+from model import capacity, catalog, rules
 from model.problems import Problem, error
 
 # The pool of a stack without gpuPools. Its resources keep their pre-pool names (nodes-gpu,
@@ -35,7 +35,7 @@ MAX_POOLS = 29
 # The name becomes a Slurm NodeSet, partition and node-name prefix (<pool>-0, ...), a Kubernetes
 # label value and part of the node group's name: a DNS label, kept short for the derived names.
 _POOL_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")
-_FIELDS = ("name", "instanceType", "nodeCount", "availabilityZone", "rootVolumeGiB")
+_FIELDS = ("name", "instanceType", "nodeCount", "availabilityZone", "rootVolumeGiB", "capacityReservationId")
 NODE_COUNT = (1, 64)
 ROOT_VOLUME_GIB = (100, 16384)
 
@@ -49,13 +49,17 @@ class GpuPool:
     root_volume_gib: int
     # Where the pool came from: None for the pool of the pre-pool keys, else its index in gpuPools.
     index: int | None = None
+    # The On-Demand Capacity Reservation or Capacity Block its nodes launch into (cr-...), or ""
+    # for plain on-demand capacity (model/capacity.py).
+    capacity_reservation_id: str = ""
 
     def key(self, field: str) -> str:
         """The config key a problem with `field` of this pool names."""
         if self.index is None:
             return {"instanceType": "gpuInstanceType", "nodeCount": "gpuNodeCount",
                     "availabilityZone": "availabilityZone",
-                    "rootVolumeGiB": "gpuRootVolumeGiB"}[field]
+                    "rootVolumeGiB": "gpuRootVolumeGiB",
+                    "capacityReservationId": "gpuCapacityReservationId"}[field]
         return f"gpuPools[{self.index}].{field}"
 
     @property
@@ -88,7 +92,7 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
     at = f"gpuPools[{i}]"
     if not isinstance(entry, dict):
         return None, [error(at, entry, "an object {name, instanceType, nodeCount, availabilityZone?, "
-                                       "rootVolumeGiB?}")]
+                                       "rootVolumeGiB?, capacityReservationId?}")]
     problems = [error(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
                 for k in entry if k not in _FIELDS]
     problems += pool_name(f"{at}.name", entry.get("name"))
@@ -100,10 +104,12 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
         problems.append(error(f"{at}.availabilityZone", pool_zone, "an availability zone name"))
     if "rootVolumeGiB" in entry:
         problems += _root_volume(f"{at}.rootVolumeGiB", entry["rootVolumeGiB"])
+    problems += capacity.reservation_id(f"{at}.capacityReservationId", entry.get("capacityReservationId", ""))
     if problems:
         return None, problems
     return GpuPool(entry["name"], catalog.lookup(entry["instanceType"]), entry["nodeCount"], pool_zone,
-                   entry.get("rootVolumeGiB", root_gib), i), []
+                   entry.get("rootVolumeGiB", root_gib), i,
+                   capacity_reservation_id=entry.get("capacityReservationId", "")), []
 
 
 def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool], list[Problem]]:
@@ -145,15 +151,18 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
     return pools, problems
 
 
-def default_pool(instance_type: Any, node_count: Any, zone: str, root_gib: int) -> list[GpuPool]:
+def default_pool(instance_type: Any, node_count: Any, zone: str, root_gib: int,
+                 reservation_id: Any = "") -> list[GpuPool]:
     """The one pool of a stack without gpuPools, once gpuInstanceType is valid (its rules report
     it otherwise). A count that is refused becomes 0, so that the account checks still look at
-    the type and the AZ but count no nodes."""
+    the type and the AZ but count no nodes; a reservation id that is refused (its key's rule
+    reports it) becomes none, so that the account is not asked about it."""
     gpu = catalog.lookup(instance_type) if isinstance(instance_type, str) else None
     if gpu is None:
         return []
     count = node_count if not _node_count("gpuNodeCount", node_count) else 0
-    return [GpuPool(DEFAULT_POOL, gpu, count, zone, root_gib)]
+    reservation = reservation_id if not capacity.reservation_id("gpuCapacityReservationId", reservation_id) else ""
+    return [GpuPool(DEFAULT_POOL, gpu, count, zone, root_gib, capacity_reservation_id=reservation)]
 
 
 # The label that tells the pools' nodes apart where there are several (every GPU node carries

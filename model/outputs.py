@@ -38,6 +38,11 @@ OUTPUTS: tuple[Output, ...] = (
                        "here for `sbatch -p`"),
     Output("gpuInstanceType", "the first pool's instance type (as before pools existed)"),
     Output("gpuNodeCount", "the node count of all pools together (as before pools existed)"),
+    Output("costPerHour", "USD per hour at the on-demand list price (the AWS Price List, asked at preview, or a "
+                          "cited table when it cannot be asked): each pool's price per node and cost at its "
+                          "`minNodes` and `maxNodes`, the core group's, and the cluster's nodes at both sizes "
+                          "(`clusterAtMinNodes`, `clusterAtMaxNodes`); EC2 instances only (see "
+                          "[Capacity and cost](docs/capacity-and-cost.md))"),
 )
 
 

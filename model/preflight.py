@@ -12,10 +12,12 @@ permission.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from model import catalog, node_zones
+from model import capacity, catalog, cost, node_zones
+from model.capacity import Reservation
+from model.cost import Price, PriceListUnanswered
 from model.gpu_pools import GpuPool
 from model.node_zones import NodeZone
 from model.problems import Problem, error, warning
@@ -78,6 +80,14 @@ class Account(Protocol):
     def deployer_role_arn(self) -> str | None:
         """The IAM role behind the caller's session, or None when the caller is no assumed role."""
 
+    def capacity_reservation(self, region: str, reservation_id: str) -> Reservation | None:
+        """The Capacity Reservation (ODCR or Capacity Block) as EC2 describes it, in any state, or
+        None when EC2 knows no such id in the region."""
+
+    def on_demand_price(self, region: str, instance_type: str) -> float:
+        """The instance type's on-demand list price in USD per hour in the region (Linux, shared
+        tenancy); raises PriceListUnanswered when the Price List gives no single price."""
+
 
 @dataclass(frozen=True)
 class Findings:
@@ -85,6 +95,8 @@ class Findings:
     # zones are refused.
     node_zones: tuple[NodeZone, ...]
     problems: list[Problem]
+    # Every pool's capacity reservation as EC2 described it, by id (those it knows).
+    reservations: dict[str, Reservation] = field(default_factory=dict)
 
 
 def _cannot_ask(key: str, value: object, what: str, denied: PermissionDenied) -> Problem:
@@ -317,6 +329,100 @@ def _account_and_name(role_arn: str) -> tuple[str, str]:
     return parts[4], parts[5].rsplit("/", 1)[-1]
 
 
+def reservations(account: Account, region: str, pools: list[GpuPool], out: list[Problem]) -> dict[str, Reservation]:
+    """Each pool's capacityReservationId: that EC2 knows it, that it reserves the pool's instance
+    type in the pool's AZ for Linux on shared tenancy, and that it can take nodes now; a warning
+    where it holds fewer instances than its pools may run. A refusal to describe it is an error,
+    not a skipped check: the node group's capacity type depends on whether it is a Capacity Block.
+    Returns the reservations EC2 described, by id."""
+    sharing: dict[str, list[GpuPool]] = {}
+    for pool in pools:
+        if pool.capacity_reservation_id:
+            sharing.setdefault(pool.capacity_reservation_id, []).append(pool)
+    found: dict[str, Reservation] = {}
+    for rid, users in sharing.items():
+        try:
+            reservation = account.capacity_reservation(region, rid)
+        except PermissionDenied as denied:
+            out += [error(p.key("capacityReservationId"), rid, f"a reservation the deployer can describe "
+                          f"(it lacks {denied.action}, which the program needs to tell an On-Demand Capacity "
+                          "Reservation from a Capacity Block)") for p in users]
+            continue
+        if reservation is None:
+            out += [error(p.key("capacityReservationId"), rid, f"a Capacity Reservation in {region}: EC2 knows "
+                          f"no {rid} there (DescribeCapacityReservations); allowed: the id of an On-Demand "
+                          f"Capacity Reservation or a Capacity Block for ML in {region}, or '' for none")
+                    for p in users]
+            continue
+        found[rid] = reservation
+        for pool in users:
+            out += _reservation_misfits(pool, reservation)
+        largest = sum(p.node_count for p in users)
+        if reservation.total_instances < largest:
+            who = " + ".join(f"{p.name}: {p.node_count}" for p in users)
+            out.append(warning(users[0].key("capacityReservationId"), rid,
+                               f"capacity: {rid} ({reservation.kind}) holds {reservation.total_instances} "
+                               f"x {reservation.instance_type}, fewer than the {largest} nodes its pools may run "
+                               f"({who}); a node launched into a full reservation is refused by EC2, so "
+                               "the nodes beyond it will not start"))
+    return found
+
+
+def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
+    """Why `r` cannot take the pool's nodes, every reason at once."""
+    key, rid, out = pool.key("capacityReservationId"), r.reservation_id, []
+    what = f"{rid} ({r.kind})"
+    if r.instance_type != pool.gpu.name:
+        out.append(error(key, rid, f"{what} reserves {r.instance_type}, but {pool.key('instanceType')} is "
+                         f"{pool.gpu.name}, which never launches into it; allowed: a reservation for "
+                         f"{pool.gpu.name}, or {pool.key('instanceType')} = {r.instance_type}"))
+    if r.availability_zone != pool.availability_zone:
+        out.append(error(key, rid, f"{what} is in {r.availability_zone}, but {pool.key('availabilityZone')} is "
+                         f"{pool.availability_zone}: a reservation serves instances in its own AZ only; allowed: "
+                         f"a reservation in {pool.availability_zone}, or {pool.key('availabilityZone')} = "
+                         f"{r.availability_zone}"))
+    if r.instance_platform != capacity.LINUX_PLATFORM:
+        out.append(error(key, rid, f"{what} is for {r.instance_platform}; the nodes run Linux (the EKS AL2023 "
+                         f"AMI): allowed: a {capacity.LINUX_PLATFORM} reservation"))
+    if r.tenancy != capacity.SHARED_TENANCY:
+        out.append(error(key, rid, f"{what} has {r.tenancy} tenancy; the nodes launch on shared tenancy: "
+                         f"allowed: a reservation with {capacity.SHARED_TENANCY} tenancy"))
+    if r.state in capacity.NOT_YET:
+        start = f" (it starts {r.start_date})" if r.start_date else ""
+        out.append(error(key, rid, f"{what} is {r.state}{start}: EC2 launches no instance into it before "
+                         f"then, and the pool's {pool.node_count} nodes are launched at `up`; allowed: an "
+                         f"active reservation: deploy the pool once it is active, or leave {key} unset until then"))
+    elif r.state not in capacity.USABLE:
+        out.append(error(key, rid, f"{what} is {r.state}: its capacity is gone; allowed: an active reservation, "
+                         "or '' for plain on-demand capacity"))
+    return out
+
+
+def prices(account: Account, region: str, pools: list[GpuPool], core_type: str,
+           out: list[Problem]) -> dict[str, Price]:
+    """The on-demand price of every pool's type and the core type, from the Price List; where it
+    cannot answer, from the table (model/cost.py) with a warning under the key that chose the type.
+    Never an error: the price informs, it decides nothing."""
+    keys: dict[str, tuple[str, object]] = {}
+    for pool in pools:
+        keys.setdefault(pool.gpu.name, (pool.key("instanceType"), pool.gpu.name))
+    if core_type:
+        keys.setdefault(core_type, ("coreInstanceType", core_type))
+    found: dict[str, Price] = {}
+    for instance_type, (key, value) in keys.items():
+        try:
+            found[instance_type] = Price(instance_type, account.on_demand_price(region, instance_type),
+                                         cost.PRICE_LIST, region)
+            continue
+        except PermissionDenied as denied:
+            why = f"the deployer lacks {denied.action}"
+        except PriceListUnanswered as unanswered:
+            why = unanswered.why
+        found[instance_type] = cost.price_from_table(instance_type)
+        out.append(cost.fallback_warning(key, value, region, instance_type, why, found[instance_type]))
+    return found
+
+
 def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], core_type: str,
           admin_role_arns: list[str], skip_quota: bool, core_count: int = 0) -> Findings:
     """Every finding at once; `pools` holds only pools whose own values are valid, and a check
@@ -330,4 +436,5 @@ def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], co
     if chosen and core_type and core_count >= 1:
         core_quota(account, region, core_type, core_count, out)
     deployer_not_admin(account, admin_role_arns, out)
-    return Findings(chosen, out)
+    found = reservations(account, region, pools, out) if chosen else {}
+    return Findings(chosen, out, found)

@@ -6,12 +6,16 @@ naming the IAM action it needed, and an account that cannot be asked at all as A
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Callable, Sequence, TypeVar
 
 import pulumi
 import pulumi_aws as aws
 
+from model import cost
+from model.capacity import Reservation
+from model.cost import PriceListUnanswered
 from model.preflight import PermissionDenied, Zone
 
 T = TypeVar("T")
@@ -64,8 +68,18 @@ def _ask(action: str, call: Callable[[], T]) -> T:
         raise
 
 
+# EC2's answer for a reservation id it does not know (EC2 API error codes), and the provider's
+# own wording when DescribeCapacityReservations comes back empty (terraform-provider-aws
+# internal/tfresource: "couldn't find resource", "empty result").
+_NO_RESERVATION = re.compile(r"InvalidCapacityReservationId\.NotFound|InvalidCapacityReservationId\.Malformed|"
+                             r"couldn't find resource|empty result")
+
+
 class Account:
     """The deploying account, asked through pulumi-aws invokes (model.preflight.Account)."""
+
+    def __init__(self) -> None:
+        self._price_list: aws.Provider | None = None
 
     def zones(self, region: str) -> list[Zone] | None:
         """The region's standard availability zones in every state, each marked with whether it
@@ -122,3 +136,73 @@ class Account:
         if ":assumed-role/" not in caller:
             return None
         return _ask("iam:GetRole", lambda: aws.iam.get_session_context(arn=caller)).issuer_arn
+
+    def capacity_reservation(self, region: str, reservation_id: str) -> Reservation | None:
+        """The reservation as EC2's DescribeCapacityReservations describes it, in any state.
+
+        pulumi-aws 7.51.1 has no plain Capacity Reservation data source; getCapacityBlockReservation
+        is the provider's DescribeCapacityReservations by id with no filter of its own
+        (hashicorp/terraform-provider-aws internal/service/ec2/ec2_capacity_block_reservation_data_source.go
+        at commit 23b9e58d39e4bb6038d65ad3b165bad97a6ade42: CapacityReservationIds = [id], then
+        findCapacityReservation), so it answers for an On-Demand Capacity Reservation as for a
+        block, with EC2's ReservationType, State and counts. (Its documentation says it returns
+        only blocks; the code read filters nothing. Were a later provider to filter, an ODCR
+        would read as unknown and be refused loudly, never launched into blindly.)"""
+        try:
+            found = _ask("ec2:DescribeCapacityReservations", lambda: aws.ec2.get_capacity_block_reservation(
+                id=reservation_id, region=region))
+        except PermissionDenied:
+            raise
+        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+            if _NO_RESERVATION.search(str(e)):
+                return None
+            raise _unreachable(f"capacity reservation {reservation_id}", e) from e
+        return Reservation(
+            reservation_id=found.id, instance_type=found.instance_type,
+            availability_zone=found.availability_zone, state=found.state,
+            reservation_type=found.reservation_type, total_instances=int(found.instance_count),
+            available_instances=int(found.available_instance_count), tenancy=found.tenancy,
+            instance_platform=found.instance_platform, start_date=found.start_date or "",
+            end_date=found.end_date or "")
+
+    def on_demand_price(self, region: str, instance_type: str) -> float:
+        """The on-demand USD price per hour from the AWS Price List's GetProducts, through a
+        provider in its endpoint region (model/cost.py PRICE_LIST_REGION): the default provider's
+        region is the stack's, where the Price List has no endpoint.
+
+        The answer is the product as a JSON string (Price List Query API reference, GetProducts:
+        "PriceList ... The list of products that match your filters", each a JSON document;
+        https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html)
+        whose terms.OnDemand.<offer term>.priceDimensions.<rate code>.pricePerUnit.USD is the
+        hourly rate (AWS Billing User Guide, "Reading the price list":
+        https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.html)."""
+        try:
+            found = _ask("pricing:GetProducts", lambda: aws.pricing.get_product(
+                service_code="AmazonEC2", filters=cost.product_filters(region, instance_type),
+                opts=pulumi.InvokeOptions(provider=self._price_list_provider())))
+        except PermissionDenied:
+            raise
+        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+            raise PriceListUnanswered(" ".join(str(e).split())[:300]) from e
+        return on_demand_usd(found.result)
+
+    def _price_list_provider(self) -> aws.Provider:
+        # An explicit provider reads no `aws:` stack config, so the profile the default provider
+        # was given is passed on (credentials from the environment reach both).
+        if self._price_list is None:
+            self._price_list = aws.Provider("price-list", region=cost.PRICE_LIST_REGION,
+                                            profile=pulumi.Config("aws").get("profile"))
+        return self._price_list
+
+
+def on_demand_usd(product_json: str) -> float:
+    """The one on-demand hourly USD rate of a Price List product document."""
+    try:
+        terms = json.loads(product_json)["terms"]["OnDemand"]
+        rates = [float(d["pricePerUnit"]["USD"]) for term in terms.values()
+                 for d in term["priceDimensions"].values() if d.get("unit") == "Hrs"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise PriceListUnanswered(f"the product answer has no on-demand hourly USD price ({e!r})") from e
+    if len(set(rates)) != 1:
+        raise PriceListUnanswered(f"the product answer has {len(set(rates))} on-demand hourly rates, not one")
+    return rates[0]

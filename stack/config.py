@@ -12,7 +12,8 @@ from typing import Any
 
 import pulumi
 
-from model import config_schema, gpu_pools, preflight
+from model import config_schema, cost, gpu_pools, preflight
+from model.capacity import Reservation
 from model.node_zones import NodeZone
 from model.problems import Problem
 from model.scheduling import SchedulingPolicy
@@ -72,6 +73,16 @@ class StackConfig:
     gpu_pools: tuple[gpu_pools.GpuPool, ...]
     # The named users (`users`, model/users.py); empty when unset.
     users: tuple[User, ...]
+    # Each pool's capacity reservation as EC2 described it at preview, by id (model/capacity.py).
+    reservations: dict[str, Reservation]
+    # The on-demand price of every pool's type and the core type (model/cost.py), by type.
+    prices: dict[str, cost.Price]
+
+    @property
+    def cost_per_hour(self) -> dict:
+        """The costPerHour output (model/cost.py)."""
+        return cost.cost_per_hour(self.gpu_pools, self.core_instance_type, self.core_node_count,
+                                  self.prices, self.reservations)
 
     @property
     def scheduling(self) -> SchedulingPolicy:
@@ -111,18 +122,24 @@ def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
     return raw
 
 
-def _preflight(account: preflight.Account,
-               checked: config_schema.Checked) -> tuple[tuple[NodeZone, ...], list[Problem]]:
+def _preflight(account: preflight.Account, checked: config_schema.Checked) -> preflight.Findings:
     """Ask the account what it must allow (model/preflight.py): zones, instance type
-    offerings, the GPU quotas, the deployer. Values already refused are left out ("", 0 and []
-    skip a check)."""
+    offerings, the GPU quotas, the deployer, the pools' capacity reservations. Values already
+    refused are left out ("", 0 and [] skip a check)."""
     ok = checked.accepted
     if "aws:region" not in ok or "availabilityZone" not in ok:
-        return (), []
-    found = preflight.check(account, ok["aws:region"], ok["availabilityZone"], checked.pools,
-                            ok.get("coreInstanceType", ""), ok.get("adminRoleArns", []),
-                            ok.get("skipGpuQuotaCheck", False), core_count=ok.get("coreNodeCount", 0))
-    return found.node_zones, found.problems
+        return preflight.Findings((), [])
+    return preflight.check(account, ok["aws:region"], ok["availabilityZone"], checked.pools,
+                           ok.get("coreInstanceType", ""), ok.get("adminRoleArns", []),
+                           ok.get("skipGpuQuotaCheck", False), core_count=ok.get("coreNodeCount", 0))
+
+
+def _prices(account: preflight.Account, checked: config_schema.Checked,
+            out: list[Problem]) -> dict[str, cost.Price]:
+    """The on-demand prices of a stack that is otherwise accepted (asked last: a refused stack
+    costs nothing)."""
+    ok = checked.accepted
+    return preflight.prices(account, ok["aws:region"], checked.pools, ok["coreInstanceType"], out)
 
 
 def load(account: Account) -> StackConfig:
@@ -132,19 +149,23 @@ def load(account: Account) -> StackConfig:
     day = today()
     keys = list(config_schema.schema(day))
     checked = config_schema.check(_raw(keys), stack, day)
-    node_zones, found = _preflight(account, checked)
-    problems = checked.problems + found
+    found = _preflight(account, checked)
+    problems = checked.problems + found.problems
     problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
+    errors = [p.render(project) for p in problems if p.is_error]
+    prices = {} if errors else _prices(account, checked, problems)
     for p in problems:
         if not p.is_error:
             pulumi.log.warn(p.render(project))
-    if errors := [p.render(project) for p in problems if p.is_error]:
+    if errors:
         raise ConfigError(errors)
     return StackConfig(**{key.attr: held(checked.values[key.name]) for key in keys if key.attr},
-                       node_zones=node_zones, gpu_pools=tuple(checked.pools), users=tuple(checked.users))
+                       node_zones=found.node_zones, gpu_pools=tuple(checked.pools), users=tuple(checked.users),
+                       reservations=found.reservations, prices=prices)
 
 
-DERIVED = ("node_zones", "gpu_pools", "users")   # StackConfig's fields no single key fills
+# StackConfig's fields no single key fills
+DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices")
 
 
 def held(value: Any) -> Any:
