@@ -158,9 +158,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
         Key("gpuPools", "array", [], items="object", attr=None,
             unset_means="one pool `slinky` from the three keys above",
             description="Several kinds of GPU node, each a Slurm partition named after it: a list of {name, "
-                        "instanceType, nodeCount, availabilityZone?, rootVolumeGiB?, capacityReservationId?} (AZ and root "
-                        "volume default "
-                        "to availabilityZone and gpuRootVolumeGiB). Empty means one pool named slinky of "
+                        "instanceType, nodeCount, availabilityZone?, rootVolumeGiB?, minNodes?, maxNodes?, "
+                        "capacityReservationId?} (AZ and "
+                        "root volume default to availabilityZone and gpuRootVolumeGiB, the bounds to nodeCount). Empty means one pool named slinky of "
                         "gpuInstanceType x gpuNodeCount; with several, the default partition 'all' spans every "
                         "pool.",
             doc="Each pool is its own node group, placement group, NodeSet and Slurm partition `<name>` (see "
@@ -170,8 +170,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
                       "[How to remove a pool](docs/extending.md#how-to-remove-a-pool)); within a pool, as the "
                       "key its field defaults from: "
                       "instanceType replaces its node group, nodeCount resizes it, rootVolumeGiB rolls its "
-                      "nodes, availabilityZone replaces it, capacityReservationId rolls its nodes (to or from a "
-                      "Capacity Block it replaces the node group)"),
+                      "nodes, availabilityZone replaces it, minNodes and maxNodes as gpuMinNodes and gpuMaxNodes, "
+                      "capacityReservationId rolls its nodes (to or from a Capacity Block it replaces the node "
+                      "group)"),
         Key("coreInstanceType", "string", "m6i.2xlarge", (rules.cpu_instance_type,), attr="core_instance_type",
             description="CPU instance type of the core nodes (slurmctld, restapi, login, operators, controllers).",
             on_change=f"{_REPLACES} the core node group: every controller, slurmctld and the login pod move to "
@@ -379,6 +380,29 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             (_whole(*scheduling.HALF_LIFE_DAYS),), attr="priority_decay_half_life_days",
             description="Slurm's PriorityDecayHalfLife, in days: past usage counts half after this long.",
             on_change=_RECONFIGURES),
+        # scaling (issue 26): the default pool's bounds and the idle period of every autoscaling
+        # pool (model/gpu_pools.py, model/autoscaling.py; docs/scaling.md).
+        Key("gpuMinNodes", "integer", gpu_pools.FROM_NODE_COUNT, (gpu_pools.default_bound(*gpu_pools.MIN_NODES),),
+            attr=None, unset_means="gpuNodeCount",
+            description="The fewest GPU nodes pool `slinky` scales down to (0: none while its partition has no "
+                        "pending work); -1 means gpuNodeCount. Used when gpuPools is empty.",
+            doc="Below gpuMaxNodes the pool autoscales: it starts at gpuMinNodes and KEDA and cluster-autoscaler "
+                "size it from its partition's pending jobs (see [Scaling](docs/scaling.md)).",
+            on_change="in place: the node group's minimum and the pool's scaler; a pool that starts or stops "
+                      "autoscaling keeps its running nodes until the scaler or the next fixed nodeCount moves "
+                      "them; ignored beside gpuPools"),
+        Key("gpuMaxNodes", "integer", gpu_pools.FROM_NODE_COUNT, (gpu_pools.default_bound(*gpu_pools.MAX_NODES),),
+            attr=None, unset_means="gpuNodeCount",
+            description="The most GPU nodes pool `slinky` scales up to; -1 means gpuNodeCount. Used when gpuPools "
+                        "is empty.",
+            doc="The node group's maximum size, and the scaler's.",
+            on_change="in place: the node group's maximum and the pool's scaler; ignored beside gpuPools"),
+        Key("scaleDownIdleMinutes", "integer", 15, (_whole(1, 1440),), attr="scale_down_idle_minutes",
+            description="How long an autoscaling pool's partition must have no pending job before the pool "
+                        "scales down (to minNodes, and from 1 to 0).",
+            doc="About as long as a scale-up from zero takes, so a pool never spends more idle node time than "
+                "the wait it saves (see [Scaling](docs/scaling.md#the-idle-period)).",
+            on_change="in place: every autoscaling pool's ScaledObject"),
         # capacity-cost (issue 26): reserved capacity for the one pool of a stack without gpuPools.
         Key("gpuCapacityReservationId", "string", "", (capacity.reservation_id,), attr=None,
             unset_means="none: plain on-demand capacity",
@@ -565,8 +589,12 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
         return gpu_pools.pools_from_config(raw, zone, root_gib)
     if raw != []:
         return [], [error("gpuPools", raw, "a list of pools")]
-    return gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib,
-                                  values["gpuCapacityReservationId"]), []
+    found = gpu_pools.default_pool(ok.get("gpuInstanceType"), values["gpuNodeCount"], zone, root_gib,
+                                   ok.get("gpuMinNodes", gpu_pools.FROM_NODE_COUNT),
+                                   ok.get("gpuMaxNodes", gpu_pools.FROM_NODE_COUNT),
+                                   values["gpuCapacityReservationId"])
+    return found, gpu_pools.default_pool_problems(ok.get("gpuNodeCount"), ok.get("gpuMinNodes"),
+                                                  ok.get("gpuMaxNodes"))
 
 
 def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Problem]]:
@@ -580,6 +608,7 @@ def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Probl
 # The keys that make the one pool of a stack without gpuPools, each with the pool field that
 # replaces it in gpuPools. (availabilityZone and gpuRootVolumeGiB stay the pools' defaults.)
 OVERRIDDEN_BY_POOLS = {"gpuInstanceType": "instanceType", "gpuNodeCount": "nodeCount",
+                       "gpuMinNodes": "minNodes", "gpuMaxNodes": "maxNodes",
                        "gpuCapacityReservationId": "capacityReservationId"}
 
 

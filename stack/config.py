@@ -66,6 +66,7 @@ class StackConfig:
     priority_weight_age: int
     priority_weight_qos: int
     priority_decay_half_life_days: int
+    scale_down_idle_minutes: int
     # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
     # (model/node_zones.py).
     node_zones: tuple[NodeZone, ...]

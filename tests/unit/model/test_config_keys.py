@@ -18,7 +18,7 @@ def test_every_key_is_declared_once_with_its_own_attribute():
 def test_the_keys_only_rules_the_pools_or_the_users_read_fill_no_attribute():
     assert {k.name for k in KEYS if k.attr is None} == {
         "allowSshFromAnywhere", "allowApiFromAnywhere", "skipGpuQuotaCheck",
-        "gpuInstanceType", "gpuNodeCount", "gpuRootVolumeGiB", "gpuPools", "users",
+        "gpuInstanceType", "gpuNodeCount", "gpuRootVolumeGiB", "gpuPools", "users", "gpuMinNodes", "gpuMaxNodes",
         "gpuCapacityReservationId"}
 
 
