@@ -113,7 +113,7 @@ def _reserved(pool: GpuPool, reservations: Mapping[str, Reservation]) -> Reserva
 
 def _pool_cost(pool: GpuPool, price: Price, reservation: Reservation | None) -> dict:
     """A pool's price per node and its cost an hour at its smallest and largest size."""
-    smallest, largest = pool.node_count, pool.node_count
+    smallest, largest = pool.min_nodes, pool.max_nodes
     per_node = price.usd_per_hour
     entry = {"name": pool.name, "instanceType": pool.gpu.name, "pricePerNodeHour": per_node,
              "priceSource": price.source, "minNodes": smallest, "maxNodes": largest}

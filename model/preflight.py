@@ -357,9 +357,9 @@ def reservations(account: Account, region: str, pools: list[GpuPool], out: list[
         found[rid] = reservation
         for pool in users:
             out += _reservation_misfits(pool, reservation)
-        largest = sum(p.node_count for p in users)
+        largest = sum(p.max_nodes for p in users)
         if reservation.total_instances < largest:
-            who = " + ".join(f"{p.name}: {p.node_count}" for p in users)
+            who = " + ".join(f"{p.name}: {p.max_nodes}" for p in users)
             out.append(warning(users[0].key("capacityReservationId"), rid,
                                f"capacity: {rid} ({reservation.kind}) holds {reservation.total_instances} "
                                f"x {reservation.instance_type}, fewer than the {largest} nodes its pools may run "
@@ -387,11 +387,17 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     if r.tenancy != capacity.SHARED_TENANCY:
         out.append(error(key, rid, f"{what} has {r.tenancy} tenancy; the nodes launch on shared tenancy: "
                          f"allowed: a reservation with {capacity.SHARED_TENANCY} tenancy"))
-    if r.state in capacity.NOT_YET:
-        start = f" (it starts {r.start_date})" if r.start_date else ""
+    start = f" (it starts {r.start_date})" if r.start_date else ""
+    if r.state in capacity.NOT_YET and pool.initial_nodes == 0:
+        # A pool that starts at no node launches nothing at `up`: it may wait for its block, and
+        # its scaler's launches fail until the start.
+        out.append(warning(key, rid, f"capacity: {what} is {r.state}{start}; pool {pool.name} starts at 0 "
+                           "nodes, and nodes it scales up to before then fail to launch"))
+    elif r.state in capacity.NOT_YET:
         out.append(error(key, rid, f"{what} is {r.state}{start}: EC2 launches no instance into it before "
-                         f"then, and the pool's {pool.node_count} nodes are launched at `up`; allowed: an "
-                         f"active reservation: deploy the pool once it is active, or leave {key} unset until then"))
+                         f"then, and the pool's {pool.initial_nodes} nodes are launched at `up`; allowed: an "
+                         f"active reservation (deploy the pool once it is), a pool that starts at 0 nodes "
+                         f"({pool.key('minNodes')} = 0), or {key} unset until then"))
     elif r.state not in capacity.USABLE:
         out.append(error(key, rid, f"{what} is {r.state}: its capacity is gone; allowed: an active reservation, "
                          "or '' for plain on-demand capacity"))

@@ -253,3 +253,39 @@ def test_two_uncached_runs_of_the_same_config_give_the_same_plan_outputs():
     account = _with(**{ODCR: ODCR_FOR_DEV})
     first, second = (_run_program("dev", cfg, False, False, account) for _ in range(2))
     assert to_json(first)["outputs"] == to_json(second)["outputs"]
+
+
+# With the pools' bounds (minNodes/maxNodes)
+
+SCHEDULED_BLOCK = ReservationRecord("us-west-2", "p5.48xlarge", "us-west-2a", 2, state="scheduled",
+                                    reservation_type="capacity-block", start_date="2026-12-08T11:30:00Z")
+
+
+def test_a_scheduled_capacity_block_is_a_warning_for_a_pool_that_starts_at_zero():
+    graph = run_program("dev", {"gpuInstanceType": "p5.48xlarge", "gpuCapacityReservationId": BLOCK,
+                                "gpuMinNodes": 0, "gpuMaxNodes": 2}, account=_with(**{BLOCK: SCHEDULED_BLOCK}))
+    assert graph.error is None
+    (said,) = [w for w in graph.warnings if w.startswith("capacity:")]
+    assert "is scheduled (it starts 2026-12-08T11:30:00Z)" in said and "starts at 0 nodes" in said
+
+
+def test_a_scheduled_capacity_block_is_refused_for_a_pool_that_starts_with_nodes():
+    msg = refused(_with(**{BLOCK: SCHEDULED_BLOCK}), gpuInstanceType="p5.48xlarge",
+                  gpuCapacityReservationId=BLOCK, gpuMinNodes=1, gpuMaxNodes=2)
+    assert "the pool's 1 nodes are launched at `up`" in msg and "gpuMinNodes = 0" in msg
+
+
+def test_the_cost_at_min_and_max_follows_the_pools_bounds():
+    out = run_program("dev", {"gpuMinNodes": 0, "gpuMaxNodes": 4}).output("costPerHour")
+    (pool,) = out["gpuPools"]
+    assert (pool["minNodes"], pool["maxNodes"]) == (0, 4)
+    assert pool["atMinNodes"] == 0 and pool["atMaxNodes"] == pytest.approx(4 * 4.7016)
+    assert out["clusterAtMinNodes"] == pytest.approx(0.768)
+    assert out["clusterAtMaxNodes"] == pytest.approx(4 * 4.7016 + 0.768)
+
+
+def test_a_reservation_is_measured_against_the_pools_maximum():
+    graph = run_program("dev", {"gpuCapacityReservationId": ODCR, "gpuMinNodes": 1, "gpuMaxNodes": 3},
+                        account=_with(**{ODCR: ODCR_FOR_DEV}))
+    (said,) = [w for w in graph.warnings if w.startswith("capacity:")]
+    assert "fewer than the 3 nodes its pools may run (slinky: 3)" in said
