@@ -35,8 +35,8 @@ MAX_POOLS = 29
 # The name becomes a Slurm NodeSet, partition and node-name prefix (<pool>-0, ...), a Kubernetes
 # label value and part of the node group's name: a DNS label, kept short for the derived names.
 _POOL_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")
-_FIELDS = ("name", "instanceType", "nodeCount", "availabilityZone", "rootVolumeGiB", "minNodes", "maxNodes",
-           "capacityReservationId")
+_FIELDS = ("name", "instanceType", "nodeCount", "availabilityZone", "rootVolumeGiB", "capacityReservationId",
+           "minNodes", "maxNodes")
 NODE_COUNT = (1, 64)
 # An autoscaling pool's bounds: down to no node at all, up to the largest fixed pool.
 MIN_NODES = (0, NODE_COUNT[1])
