@@ -1,7 +1,8 @@
 """What must hold in the account before the first resource: the node AZs (the cluster's two, and
 every GPU pool's, each with a subnet slot: model/node_zones.py), the instance types offered there,
-each GPU family's on-demand vCPU quota (summed over the pools in it) and the core nodes', and no
-duplicate access entry for the deployer.
+each GPU family's on-demand vCPU quota (summed over the pools in it) and the core nodes', no
+duplicate access entry for the deployer, and each pool's capacity reservation (model/capacity.py);
+then the on-demand prices for the cost outputs (model/cost.py), which only ever warn.
 
 Pure: the account is asked through the Account protocol (stack/account.py answers it with
 pulumi-aws invokes, devkit's mocks answer those invokes), and every finding is a Problem filed
