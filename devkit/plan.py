@@ -326,7 +326,16 @@ def main(argv: list[str] | None = None) -> int:
           f"counts {n['preview']} with the stack and {n['defaultProviders']} default providers), "
           f"{len(graph.of_type('kubernetes:helm.sh/v3:Release'))} Helm releases -> "
           f"{args.out}/graph.json, graph.mmd, graph.png, values/, manifests/")
+    print(cost_line(graph))
     return 0
+
+
+def cost_line(graph: Graph) -> str:
+    """The costPerHour output in one line, for the reviewer of a plan (graph.json has it whole)."""
+    cost = graph.output("costPerHour")
+    unpriced = f"; no price for {', '.join(cost['unpriced'])}" if cost["unpriced"] else ""
+    return (f"nodes at on-demand list price: ${cost['clusterAtMinNodes']:.2f}/h at minNodes, "
+            f"${cost['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})")
 
 
 if __name__ == "__main__":

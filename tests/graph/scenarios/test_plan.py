@@ -25,6 +25,17 @@ def test_graph_lists_every_resource_with_its_dependencies(planned):
     assert by_name["cluster-eks"]["inputs"]["version"] == "1.36"
 
 
+def test_the_plan_file_shows_the_cost_outputs(planned):
+    shown = json.loads((planned / "graph.json").read_text())["outputs"]["costPerHour"]
+    assert shown["currency"] == "USD" and [p["name"] for p in shown["gpuPools"]] == ["slinky"]
+    assert shown["clusterAtMinNodes"] > shown["core"]["perHour"] > 0
+
+
+def test_the_plan_says_what_the_nodes_cost_in_one_line(dev):
+    assert plan.cost_line(dev) == ("nodes at on-demand list price: $10.17/h at minNodes, $10.17/h at maxNodes "
+                                   "(EC2 instances only)")
+
+
 def test_secrets_are_redacted(planned):
     graph = json.loads((planned / "graph.json").read_text())
     by_name = {r["name"]: r for r in graph["resources"]}
