@@ -172,7 +172,7 @@ def _named(checks, name):
 
 def test_healthy_cluster_passes_every_check():
     checks = verify.verify(OUTPUTS, FakeCluster(), connect=_ssh_ok)
-    assert _failed(checks) == [] and len(checks) == 13
+    assert _failed(checks) == [] and len(checks) == 14
 
 
 def test_checks_run_in_the_right_containers():
