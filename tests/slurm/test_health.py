@@ -142,3 +142,57 @@ def test_an_administrators_drain_is_left_alone(cluster):
         assert "DRAIN" in node.flags and node.reason == ADMIN_REASON, node
     finally:
         cluster.run(["scontrol", "update", f"nodename={name}", "state=resume"])
+
+
+def _job(cluster: LocalSlurm, job: str) -> str:
+    return cluster.run(["scontrol", "show", "job", "-o", job]).stdout
+
+
+def _submit(cluster: LocalSlurm, node: str) -> str:
+    """A plain batch job on `node` (no --requeue: the cluster's default decides), once running."""
+    submitted = cluster.run(["sbatch", "--parsable", "-w", node, "-o", "/dev/null", "--wrap", "sleep 300"])
+    assert submitted.returncode == 0, submitted.stderr
+    job = submitted.stdout.strip().split(";")[0]
+    deadline = time.monotonic() + 60
+    while "JobState=RUNNING" not in _job(cluster, job):
+        assert time.monotonic() < deadline, _job(cluster, job)
+        time.sleep(0.5)
+    return job
+
+
+def test_a_health_drain_keeps_the_running_job_and_takes_no_new_one(cluster):
+    """A drain stops new work only: the job on the node runs on (docs/health.md)."""
+    name = cluster.nodes[0]
+    job = _submit(cluster, name)
+    try:
+        cluster.hide_gpu(name, 0)
+        try:
+            node = _wait(cluster, name, lambda n: n.health_drained, "health-drained")
+            assert "DRAIN" in node.flags and node.base in ("MIXED", "ALLOCATED"), node
+            assert "JobState=RUNNING" in _job(cluster, job)
+        finally:
+            cluster.restore_gpus(name)
+        _wait(cluster, name, lambda n: "DRAIN" not in n.flags, "undrained")
+    finally:
+        cluster.run(["scancel", job])
+
+
+def test_a_batch_job_whose_node_fails_is_requeued_by_the_cluster_default(cluster):
+    """JobRequeue=1 (charts-values/slurm.yaml): a node set DOWN, as the pod's preStop or a lost
+    instance does, puts its batch job back in the queue with the same id."""
+    name = cluster.nodes[1]
+    job = _submit(cluster, name)
+    try:
+        assert "Requeue=1" in _job(cluster, job)
+        down = cluster.run(["scontrol", "update", f"nodename={name}", "state=down", "reason=test: node lost"])
+        assert down.returncode == 0, down.stderr
+        deadline = time.monotonic() + 30
+        while "Restarts=1" not in _job(cluster, job):
+            assert time.monotonic() < deadline, _job(cluster, job)
+            time.sleep(0.5)
+        assert re.search(r"JobState=(PENDING|CONFIGURING|RUNNING)\b", _job(cluster, job)), _job(cluster, job)
+    finally:
+        cluster.run(["scancel", job])
+        cluster.run(["scontrol", "update", f"nodename={name}", "state=resume"])
+        _wait(cluster, name, lambda n: n.base == "IDLE" and not n.flags & {"DOWN", "DRAIN"}, "back in service",
+              timeout=60)
