@@ -235,12 +235,18 @@ def parse_node(text: str) -> NodeState | None:
     return NodeState(frozenset(state.group(1).upper().split("+")), reason.group(1).strip() if reason else "")
 
 
+def _one_field(faults: Sequence[str]) -> str:
+    """The faults as one `scontrol -o show node` field: readers split that line at "Key=", so a
+    fault quoting a tool's "a=b" must not add one."""
+    return "; ".join(faults).replace("=", ":")
+
+
 def reason_of(faults: Sequence[str]) -> str:
-    return REASON_PREFIX + "; ".join(faults)
+    return REASON_PREFIX + _one_field(faults)
 
 
 def comment_of(faults: Sequence[str], when: str) -> str:
-    return f"health {when}: " + ("; ".join(faults) if faults else "ok")
+    return f"health {when}: " + (_one_field(faults) if faults else "ok")
 
 
 def update_of(node: str, faults: Sequence[str], state: NodeState | None, when: str) -> list[str]:

@@ -221,6 +221,16 @@ def test_the_checks_own_drain_with_the_same_fault_is_not_drained_again():
     assert not any(a.startswith("state=") for a in update)
 
 
+def test_a_fault_quoting_an_equals_sign_reads_back_whole_from_scontrol():
+    fault = "nvidia-smi failed: NVML rc=9"
+    update = health.update_of("h200-0", [fault], _state("IDLE"), WHEN)
+    line = scontrol_line("h200-0", "IDLE+DRAIN", update[-1].removeprefix("reason="),
+                         comment=update[3].removeprefix("comment="))
+    (node,) = rollout.parse_scontrol(line)
+    assert node.reason == "health: nvidia-smi failed: NVML rc:9"
+    assert node.comment == f"health {WHEN}: nvidia-smi failed: NVML rc:9"
+
+
 def test_a_node_slurm_does_not_know_yet_is_not_updated():
     assert health.parse_node("Node h200-0 not found\n") is None
     assert health.update_of("h200-0", ["x"], None, WHEN) == []
