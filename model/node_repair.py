@@ -9,7 +9,8 @@ nodes in EKS clusters", latest/ug/nodes/node-repair.adoc at dbc0b72986433b6f3ee9
 - node auto repair, a setting of each managed node group: when a condition stays bad, EKS cordons
   the node and replaces (or, for some GPU faults, reboots) the instance. By itself it sees only the
   kubelet's Ready; the agent's conditions are what let it act on GPU and network faults.
-What happens to the Slurm node and its pod meanwhile: docs/node-repair.md.
+What happens to the Slurm node and its pod meanwhile: docs/node-repair.md; why these and not
+our own remediation: docs/decisions/node-repair.md.
 """
 from __future__ import annotations
 
