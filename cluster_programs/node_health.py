@@ -291,8 +291,25 @@ def _proc_models(root: str) -> list[str]:
     return models
 
 
+def mount_points(mountinfo: str) -> set[str]:
+    """The mount points of /proc/self/mountinfo (the fifth field, with space, tab, newline and
+    backslash octal-escaped: proc(5), "/proc/pid/mountinfo"). os.path.ismount compares devices,
+    which a bind mount from the same filesystem does not change."""
+    points = set()
+    for line in mountinfo.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
 def _shared_error(path: str, node: str) -> str | None:
-    if not os.path.ismount(path):
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mounted = path in mount_points(f.read())
+    except OSError:
+        mounted = os.path.ismount(path)
+    if not mounted:
         return "not mounted"
     probe = os.path.join(path, f".health-{node}")
     try:

@@ -2,6 +2,7 @@
 (model/node_health.py), the Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
 from __future__ import annotations
 
+import pathlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -9,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+import cluster_programs
 from components._parts import jobs_await
 from components._parts.helm import chart_release
 from components._parts.pod_security import container_security
@@ -30,6 +32,11 @@ from model.gpu_pools import GpuPool
 from model.scheduling import SchedulingPolicy
 from model.slurm_values import SlurmValuesArgs, slurm_values
 from model.users import User
+
+
+def health_program() -> str:
+    """The node health check's source, shipped as it is (cluster_programs/node_health.py)."""
+    return (pathlib.Path(cluster_programs.__file__).resolve().parent / node_health.PROGRAM_MODULE).read_text()
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,7 @@ class SlurmCluster(pulumi.ComponentResource):
         args = self._args
         return k8s.core.v1.ConfigMap(
             f"{self._name}-node-health", metadata={"name": HEALTH_CONFIGMAP, "namespace": SLURM_NAMESPACE},
-            data=node_health.configmap_data(args.gpu_pools),
+            data=node_health.configmap_data(health_program(), args.gpu_pools),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
 
     def _state_claim(self) -> k8s.core.v1.PersistentVolumeClaim:

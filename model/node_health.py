@@ -22,14 +22,14 @@ HealthCheckTimeout stays at its default, 60 s: the check bounds each probe below
 from __future__ import annotations
 
 import json
-import pathlib
 from typing import Sequence
 
-import cluster_programs
 from model.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
 from model.gpu_pools import GpuPool
 
-PROGRAM_SOURCE = pathlib.Path(cluster_programs.__file__).resolve().parent / "node_health.py"
+# The program's file in the repository, under cluster_programs/ (the component reads it), and its
+# name in the ConfigMap and in the pod.
+PROGRAM_MODULE = "node_health.py"
 PROGRAM = "node-health"
 EXPECTED = "expected.json"
 PROGRAM_PATH = f"{HEALTH_DIR}/{PROGRAM}"
@@ -53,8 +53,9 @@ def expectations(pool: GpuPool) -> dict:
             "efa_interfaces": gpu.efa_interfaces, "shared": SHARED_MOUNT}
 
 
-def configmap_data(pools: Sequence[GpuPool]) -> dict[str, str]:
-    data = {PROGRAM: PROGRAM_SOURCE.read_text()}
+def configmap_data(program: str, pools: Sequence[GpuPool]) -> dict[str, str]:
+    """The ConfigMap's files: the program's source and each pool's expectations."""
+    data = {PROGRAM: program}
     for pool in pools:
         data[expected_key(pool)] = json.dumps(expectations(pool), sort_keys=True, indent=2) + "\n"
     return data
