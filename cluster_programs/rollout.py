@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Protocol
 
 OPERATOR_PREFIX = "slurm-operator: "
+# The node health check's drains (node_health.py REASON_PREFIX): a fault on the node, which the
+# check itself undrains once it is gone; never resumed here.
+HEALTH_PREFIX = "health: "
 PRESTOP_REASON = "slurm-operator: Pod is terminating"
 REVISION_LABEL = "controller-revision-hash"
 # What slurmctld sets on a node that stops answering pings, and clears itself on registration
@@ -93,6 +96,9 @@ class SlurmNode:
     name: str
     state: str              # as scontrol prints it: IDLE+DRAIN+DYNAMIC_NORM
     reason: str = ""
+    # The node health check's last result ("health <time>: ok" or its faults): node_health.py
+    # leaves it in the node's Comment, which `scontrol show node` prints.
+    comment: str = ""
 
     @property
     def base(self) -> str:
@@ -110,12 +116,17 @@ class SlurmNode:
     def stuck(self) -> bool:
         return bool(({self.base} | self.flags) & STUCK_FLAGS)
 
+    @property
+    def health_drained(self) -> bool:
+        return "DRAIN" in self.flags and self.reason.startswith(HEALTH_PREFIX)
+
     def describe(self) -> str:
         return f"{self.name} {self.state}" + (f" reason {self.reason!r}" if self.reason else "")
 
 
 def parse_scontrol(text: str) -> list[SlurmNode]:
-    """`scontrol -o show node`: one record per line. Reason runs to its `[user@time]` stamp."""
+    """`scontrol -o show node`: one record per line. Reason runs to its `[user@time]` stamp,
+    Comment to the next field (Slurm prints Comment=(null) when there is none)."""
     nodes = []
     for line in text.splitlines():
         name = re.search(r"\bNodeName=(\S+)", line)
@@ -123,7 +134,10 @@ def parse_scontrol(text: str) -> list[SlurmNode]:
         if not (name and state):
             continue
         reason = re.search(r"\bReason=(.*?)(?:\s+\[[^\]]*\])?(?=\s+[A-Za-z]+=|\s*$)", line)
-        nodes.append(SlurmNode(name.group(1), state.group(1).upper(), reason.group(1).strip() if reason else ""))
+        comment = re.search(r"\bComment=(.*?)(?=\s+[A-Za-z]+=|\s*$)", line)
+        comment_text = comment.group(1).strip() if comment else ""
+        nodes.append(SlurmNode(name.group(1), state.group(1).upper(), reason.group(1).strip() if reason else "",
+                               "" if comment_text == "(null)" else comment_text))
     return nodes
 
 
@@ -187,6 +201,9 @@ def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode]
             # Left by the old pod's preStop; this pod is new (rollout finished) and Ready.
             resume.append(node.name)
             waiting.append(f"  {node.describe()}: left by the old pod's preStop; resuming")
+        elif node.health_drained:
+            blocked.append(f"  {node.describe()}: drained by the node health check, a fault on the node; "
+                           "left alone (the check undrains it once the fault is gone: docs/health.md)")
         elif node.stuck and node.reason == SLURM_UNRESPONSIVE and "DRAIN" not in node.flags:
             waiting.append(f"  {node.describe()}: Slurm returns it when its slurmd registers")
         elif node.stuck:

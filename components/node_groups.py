@@ -1,6 +1,7 @@
 """The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and per
 GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group, tainted so only
-GPU work lands there."""
+GPU work lands there. Every group repairs itself: EKS node auto repair replaces a node whose
+health the node monitoring agent reports bad (model/node_repair.py)."""
 from __future__ import annotations
 
 import json
@@ -10,10 +11,12 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
+from model import node_repair, versions
 from model.capacity import Reservation
 from model.catalog import GPU_AMI_TYPE
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
 from model.gpu_pools import GpuPool, pool_labels
+from model.node_repair import RepairPolicy
 
 _NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
@@ -96,6 +99,8 @@ class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup              # the CPU nodes: Slurm's control plane and the controllers
     gpu: dict[str, aws.eks.NodeGroup]   # by pool name
     coredns: aws.eks.Addon               # CoreDNS adopted as a managed add-on
+    # The node monitoring agent add-on: the node conditions auto repair acts on
+    monitoring_agent: aws.eks.Addon
     # What in-cluster installs wait for (depending on nodes also deletes the installs first):
     # system pods need the core nodes,
     core_ready: list[pulumi.Resource]
@@ -109,6 +114,7 @@ class NodeGroups(pulumi.ComponentResource):
         self.core = self._core_group(role)
         self.gpu = {pool.name: self._gpu_pool_group(pool, role) for pool in args.gpu_pools}
         self.coredns = self._coredns()
+        self.monitoring_agent = self._monitoring_agent()
         self.core_ready = [self.core]
         self.gpu_ready = list(self.gpu.values())
         self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})
@@ -127,14 +133,15 @@ class NodeGroups(pulumi.ComponentResource):
         return role
 
     def _node_group(self, suffix: str, role: aws.iam.Role, subnets, instance_type: str, ami_type: str,
-                    labels: dict, count: int, template: aws.ec2.LaunchTemplate,
+                    labels: dict, count: int, template: aws.ec2.LaunchTemplate, repair: RepairPolicy,
                     update_strategy: str = "DEFAULT", capacity_type: str = "ON_DEMAND",
                     **extra) -> aws.eks.NodeGroup:
-        """A fixed size (min = max = desired), one node replaced at a time on updates; created once
-        the control plane is up and the role has its policies. A Capacity Block's launch template
-        names the instance type itself, and EKS takes it from one place only (the EKS user guide,
-        "Customize managed nodes with launch templates": an instance type in the launch template
-        or in the node group, not both), so such a group names none."""
+        """A fixed size (min = max = desired), one node replaced at a time on updates, a broken
+        node replaced as `repair` says; created once the control plane is up and the role has its
+        policies. A Capacity Block's launch template names the instance type itself, and EKS takes
+        it from one place only (the EKS user guide, "Customize managed nodes with launch templates":
+        an instance type in the launch template or in the node group, not both), so such a group
+        names none."""
         args = self._args
         return aws.eks.NodeGroup(
             f"{self._name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
@@ -146,6 +153,9 @@ class NodeGroups(pulumi.ComponentResource):
                 id=template.id, version=template.latest_version.apply(str)),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
                                                             update_strategy=update_strategy),
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(
+                enabled=repair.enabled,
+                max_parallel_nodes_repaired_count=repair.max_parallel_nodes_repaired_count),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self._attachments]),
             **extra)
 
@@ -156,7 +166,8 @@ class NodeGroups(pulumi.ComponentResource):
             block_device_mappings=[_root_volume(100, 3000, 125)],
             update_default_version=True, opts=pulumi.ResourceOptions(parent=self))
         return self._node_group("core", role, list(args.private_subnet_ids), args.core_instance_type,
-                                "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt)
+                                "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt,
+                                node_repair.CORE_REPAIR)
 
     def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
         args, child = self._args, pulumi.ResourceOptions(parent=self)
@@ -189,7 +200,7 @@ class NodeGroups(pulumi.ComponentResource):
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
         return self._node_group(pool.resource_suffix, role, [args.private_subnet_by_zone[pool.availability_zone]],
                                 pool.gpu.name, GPU_AMI_TYPE, {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)},
-                                pool.node_count, gpu_lt, update_strategy="MINIMAL",
+                                pool.node_count, gpu_lt, node_repair.GPU_REPAIR, update_strategy="MINIMAL",
                                 capacity_type=CAPACITY_BLOCK if reservation and reservation.is_capacity_block
                                 else "ON_DEMAND",
                                 taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
@@ -202,3 +213,15 @@ class NodeGroups(pulumi.ComponentResource):
             f"{self._name}-coredns", cluster_name=self._args.cluster_name, addon_name="coredns",
             resolve_conflicts_on_create="OVERWRITE", preserve=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
+
+    def _monitoring_agent(self) -> aws.eks.Addon:
+        # A DaemonSet, ACTIVE with no nodes yet (like eks-pod-identity-agent), so it installs with
+        # the control plane and its pods start on each node as the node joins: a node is watched
+        # from its first minute. Nothing waits for it; the node groups' repair works without it,
+        # on the kubelet's Ready alone, until it runs (model/node_repair.py).
+        return aws.eks.Addon(
+            f"{self._name}-monitoring-agent", cluster_name=self._args.cluster_name,
+            addon_name=node_repair.MONITORING_AGENT_ADDON, addon_version=versions.NODE_MONITORING_AGENT_VERSION,
+            configuration_values=node_repair.monitoring_agent_configuration(),
+            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self._args.depends_on)))

@@ -1,7 +1,8 @@
-"""The Slurm cluster: its keys, the controller's state volume, the Slinky `slurm` release, and
-the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
+"""The Slurm cluster: its keys, the controller's state volume, the node health check's ConfigMap
+(model/node_health.py), the Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
 from __future__ import annotations
 
+import pathlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -9,13 +10,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+import cluster_programs
 from components._parts import jobs_await
 from components._parts.helm import chart_release
 from components._parts.pod_security import container_security
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
-from model import versions
+from model import node_health, versions
 from model.contract import (
     GP3,
+    HEALTH_CONFIGMAP,
     JWT_KEY_SECRET,
     LOGIN_SERVICE,
     LOGINSET_OBJECT,
@@ -29,6 +32,11 @@ from model.gpu_pools import GpuPool
 from model.scheduling import SchedulingPolicy
 from model.slurm_values import SlurmValuesArgs, slurm_values
 from model.users import User
+
+
+def health_program() -> str:
+    """The node health check's source, shipped as it is (cluster_programs/node_health.py)."""
+    return (pathlib.Path(cluster_programs.__file__).resolve().parent / node_health.PROGRAM_MODULE).read_text()
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,9 @@ class SlurmCluster(pulumi.ComponentResource):
         slurm_key = self._key_secret("slurm", SLURM_KEY_SECRET, "slurm.key", 1024)
         jwt_key = self._key_secret("jwt", JWT_KEY_SECRET, "jwt.key", 64)
         state = self._state_claim()
+        health = self._health_check()
         self.release_values = self._values()
-        self.release = self._release([slurm_key, jwt_key, state])
+        self.release = self._release([slurm_key, jwt_key, state, health])
         self.login = self._login()
         self.login_hostname = self.login.status.load_balancer.ingress[0].hostname
         self.ssh_command = pulumi.Output.concat(f"ssh {login_user(args.ssh_public_key, args.users)}@",
@@ -123,6 +132,16 @@ class SlurmCluster(pulumi.ComponentResource):
             f"{name}-{suffix}-key",
             metadata={"name": secret, "namespace": SLURM_NAMESPACE},
             data={key: raw.base64}, immutable=True,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+
+    def _health_check(self) -> k8s.core.v1.ConfigMap:
+        """The health check and every pool's expectations. A fixed name and mutable: the NodeSets
+        mount it as a directory, which the kubelet keeps current, so a changed check reaches the
+        running slurmd pods without a rollout."""
+        args = self._args
+        return k8s.core.v1.ConfigMap(
+            f"{self._name}-node-health", metadata={"name": HEALTH_CONFIGMAP, "namespace": SLURM_NAMESPACE},
+            data=node_health.configmap_data(health_program(), args.gpu_pools),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
 
     def _state_claim(self) -> k8s.core.v1.PersistentVolumeClaim:

@@ -23,6 +23,7 @@ import logging
 import pathlib
 import runpy
 import sys
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,6 +192,13 @@ class Mocks(pulumi.runtime.Mocks):
             "aws:iam/role:Role": {"arn": f"arn:aws:iam::123456789012:role/{args.name}"},
             "aws:iam/policy:Policy": {"arn": f"arn:aws:iam::123456789012:policy/{args.name}"},
             "aws:ec2/placementGroup:PlacementGroup": {"name": args.name},
+            # EKS names an add-on's ARN by cluster, add-on and an id of its own (Service
+            # Authorization Reference, Amazon EKS resource type addon:
+            # arn:${Partition}:eks:${Region}:${Account}:addon/${ClusterName}/${AddonName}/${UUID});
+            # it answers the addonVersion it was given, so the inputs' one stands.
+            "aws:eks/addon:Addon": {"arn": "arn:aws:eks:us-west-2:123456789012:addon/"
+                                           f"{args.inputs.get('clusterName')}/{args.inputs.get('addonName')}/"
+                                           f"{uuid.uuid5(uuid.NAMESPACE_URL, args.name)}"},
             "aws:ecr/repository:Repository": {
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
                 "registryId": "123456789012"},

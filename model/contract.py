@@ -75,6 +75,10 @@ STATE_CLAIM = "slurm-controller-state"
 # login, controller and slurmd pods.
 IDENTITIES_CONFIGMAP = "slinky-eks-identities"
 SSH_KEYS_CONFIGMAP = "slinky-eks-ssh-keys"
+# The node health check (cluster_programs/node_health.py) and each pool's expectations, which
+# every slurmd pod mounts at HEALTH_DIR (model/node_health.py).
+HEALTH_CONFIGMAP = "slinky-eks-node-health"
+HEALTH_DIR = "/etc/slinky-eks/health"
 
 # The accounting database as slurmdbd reaches it (components/accounting_database.py makes it, the
 # release's accounting.storageConfig names it): the chart's defaults for the database and user

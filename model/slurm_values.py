@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from model import identities, versions
+from model import identities, node_health, versions
 from model.catalog import GpuInstanceType
 from model.contract import (
     ACCOUNTING_DATABASE,
@@ -132,7 +132,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
                 "resources": gpu_resources(pool.gpu),
-                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}, *worker_mounts],
+                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}, node_health.mount(),
+                                 *worker_mounts],
             },
             # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
             "extraConfMap": {"Gres": [pool.gpu.gres]},
@@ -143,7 +144,9 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # Tolerations replace the operator's defaults rather than merge.
                 "tolerations": [dict(GPU_TOLERATION)],
                 # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
-                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}}, *worker_volumes],
+                # The health check and this pool's expectations (model/node_health.py).
+                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                            node_health.volume(pool), *worker_volumes],
             },
         }
 
@@ -162,6 +165,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             # the StatefulSet's template would outlive the release.
             "persistence": {"existingClaim": a.state_claim},
             "podSpec": {"nodeSelector": dict(CORE_LABELS)},
+            # slurmd runs the node health check (model/node_health.py); merged over the base's lines.
+            "extraConfMap": node_health.slurm_conf(),
             "slurmctld": {"image": dict(slinky_image)},
             "reconfigure": {"image": dict(slinky_image)},
             "logfile": sidecar,

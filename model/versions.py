@@ -82,6 +82,16 @@ EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-devic
 # Helm never upgrades the chart's crds/ on an existing stack: docs/upgrading.md has the command.
 AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0")
 
+# The EKS node monitoring agent add-on (eks-node-monitoring-agent; what it is for: model/node_repair.py).
+# An add-on version, not a chart: EKS names its builds <agent release>-eksbuild.<n>. v1.7.0 is the
+# agent's newest release (aws/eks-node-monitoring-agent tag v1.7.0, 2026-08-04), and its chart ships
+# the image tag v1.7.0-eksbuild.1 (charts/eks-node-monitoring-agent/values.yaml at v1.7.0,
+# nodeAgent.image.tag), the build the add-on of that release installs. Pinned so a new agent
+# (new node conditions, so new repairs) arrives by a reviewed change, not on the next `up`; whether
+# EKS offers this build for the stack's Kubernetes version is what `aws eks describe-addon-versions
+# --addon-name eks-node-monitoring-agent --kubernetes-version <v>` answers (docs/upgrading.md).
+NODE_MONITORING_AGENT_VERSION = "v1.7.0-eksbuild.1"
+
 # The utility images below are Docker Official Images pinned by tag and by the digest of their
 # multi-platform index, as docker-library/repo-info records Docker Hub's manifest
 # (repos/<image>/remote/<tag>.md). They are pulled from the ECR Public mirror of the official

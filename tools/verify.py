@@ -6,7 +6,8 @@
 Checks, per GPU pool (the gpuPools output): every GPU node advertises the catalog's GPUs and EFA
 interfaces (device plugins); every worker pod Running, on distinct nodes; every Slurm node taking
 jobs (the readiness Job's rule, cluster_programs/rollout.py) with the catalog's GRES (never
-(null)); nvidia-smi lists the catalog's GPUs; fi_info reports the
+(null)); each Slurm node's last node health check result (its Comment: docs/health.md), a health
+drain named as such; nvidia-smi lists the catalog's GPUs; fi_info reports the
 efa provider. Once: controller, restapi and login pods Running; srun offers pmix; the login
 endpoint accepts TCP on 22.
 --fix first waits for each pool's NodeSet rollout and resumes only what it left stuck (the
@@ -170,10 +171,26 @@ def check_slurm_nodes(scontrol: str, pool: Pool) -> Check:
         detail += "; wrong: " + "; ".join(bad)
         if any("Gres=(null)" in b for b in bad):
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
-        if stuck := sorted(n.name for n in nodes if n.stuck):
+        if health := sorted(n.name for n in nodes if n.health_drained):
+            detail += (f" (drained by the node health check: {','.join(health)}; it undrains them once "
+                       "the fault is gone, nothing here resumes them)")
+        if stuck := sorted(n.name for n in nodes if n.stuck and not n.health_drained):
             detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
                        "left stuck and names the rest)")
     return Check(pool.named("slurm nodes take jobs with GRES"), ok, detail)
+
+
+def check_node_health(scontrol: str, pool: Pool) -> Check:
+    """Each of the pool's Slurm nodes' last node health check result, as the check left it in the
+    node's Comment ("health <UTC time>: ok" or its faults: cluster_programs/node_health.py). A node
+    with no result yet passes (slurmd runs the check every HealthCheckInterval; the run at slurmd's
+    start comes before the node exists in Slurm); one whose last result names a fault fails."""
+    nodes = sorted((n for n in rollout.parse_scontrol(scontrol) if n.name.rsplit("-", 1)[0] == pool.name),
+                   key=lambda n: n.name)
+    results = [f"{n.name}: {n.comment or 'no health result yet'}"
+               + (" (drained by the check)" if n.health_drained else "") for n in nodes]
+    failing = [n for n in nodes if n.health_drained or (n.comment and not n.comment.endswith(": ok"))]
+    return Check(pool.named("node health check"), not failing, "; ".join(results) or "no Slurm node")
 
 
 def check_gpus(worker: str, output: str, gpu: GpuInstanceType) -> Check:
@@ -258,6 +275,7 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
     if login:
         _, scontrol = api.exec(NAMESPACE, login, CONTAINERS["login"], ["scontrol", "-o", "show", "node"])
         checks += [check_slurm_nodes(scontrol, pool) for pool in pools]
+        checks += [check_node_health(scontrol, pool) for pool in pools]
         _, mpi = api.exec(NAMESPACE, login, CONTAINERS["login"], ["srun", "--mpi=list"])
         checks.append(check_pmix(mpi))
     for pool in pools:

@@ -16,6 +16,12 @@ The jobs' Python is the host's: the repository (with its .venv) and the interpre
 few shared libraries it links (tests/slurm/roots/sid.packages). Each pod has its own /tmp with
 pytest's temporary tree shared into it, so job output under tmp_path is where the tests read it.
 
+With node_health (the ConfigMap's files, model/node_health.py), each worker pod also gets what the
+NodeSet's pod has for the node health check: the ConfigMap's program and its pool's expected.json
+at HEALTH_DIR, python3 at /usr/local/bin (the image's wrapper path, here the host's interpreter), a
+fake nvidia-smi answering `-q -d ECC,ROW_REMAPPER` in the real driver 580 layout, the pool's EFA
+devices under /sys/class/infiniband, and /shared a mount of its own.
+
 One deviation from the pods, forced by one network namespace for all daemons: each slurmd gets its
 own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
 Only the processes started here are stopped, by PID.
@@ -23,6 +29,7 @@ Only the processes started here are stopped, by PID.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pathlib
 import re
@@ -34,6 +41,8 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+from model import node_health
+from model.contract import HEALTH_DIR, SHARED_MOUNT
 from model.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
 from model.users import HOMES, User
 from tests.support.local_accounting import DATA as DATABASE_FILES
@@ -164,6 +173,35 @@ def write_nvidia_driver_files(base: pathlib.Path, model: str, count: int, cpus: 
         (pci / "local_cpulist").write_text(f"{cpus}\n")
 
 
+# The real `nvidia-smi -q -d ECC,ROW_REMAPPER` of one H200 on driver 580 (its README says how it
+# was captured): the fake nvidia-smi answers it with one GPU section per fake GPU.
+H200_ECC_QUERY = REPO / "tests/data/h200-health/nvidia-smi-q-ecc-row-remapper.txt"
+
+
+def smi_bus_id(index: int) -> str:
+    """gpu_bus_id as nvidia-smi prints it: an eight-digit domain."""
+    return "0000" + gpu_bus_id(index)
+
+
+def nvidia_smi_ecc_query(count: int, dram_uncorrectable: dict[int, int] | None = None) -> str:
+    """The real capture with `count` GPU sections, GPU i at gpu_bus_id(i), and the Volatile "DRAM
+    Uncorrectable" counter of the GPUs in `dram_uncorrectable` set to their value."""
+    text = H200_ECC_QUERY.read_text()
+    first = re.search(r"^GPU \S+$", text, re.M)
+    head, block = text[:first.start()], text[first.start():]
+    head = re.sub(r"(Attached GPUs\s+: )\d+", rf"\g<1>{count}", head)
+    sections = []
+    for i in range(count):
+        gpu = re.sub(r"^GPU \S+$", f"GPU {smi_bus_id(i)}", block, count=1, flags=re.M)
+        errors = (dram_uncorrectable or {}).get(i)
+        if errors:
+            volatile = gpu.index("Volatile")
+            line = re.compile(r"^(\s*DRAM Uncorrectable\s+: )\d+$", re.M).search(gpu, volatile)
+            gpu = gpu[:line.start()] + line.group(1) + str(errors) + gpu[line.end():]
+        sections.append(gpu)
+    return head + "".join(sections)
+
+
 @dataclass(frozen=True)
 class GresProbe:
     detected: list[str]     # per GPU, the type name gpu/nvidia derived from its model
@@ -197,7 +235,8 @@ class LocalSlurm:
 
     def __init__(self, workdir: pathlib.Path, release: Release, gpu_model: str, gpus: int,
                  workers: int = 2, suite: str = "sid", cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
-                 extra_conf: str = SANDBOX_EXTRA_CONF, users: Sequence[User] = ()):
+                 extra_conf: str = SANDBOX_EXTRA_CONF, users: Sequence[User] = (),
+                 node_health: dict[str, str] | None = None):
         self.dir = workdir
         self.release = release
         self.fs = slurm_root(suite)
@@ -210,6 +249,8 @@ class LocalSlurm:
         # merges them (_identities: the init container's script in the login and controller pods,
         # the release's Prolog on the workers), their homes under /shared/home.
         self.users = tuple(users)
+        # The node health check's ConfigMap data, or None for workers without it.
+        self.node_health = node_health
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -348,6 +389,10 @@ class LocalSlurm:
         for path in _HOST_PATHS:  # mkdir: a checkout under /tmp lies inside the pod's fresh /tmp
             lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}"]
         lines += self._identities(pod or d / hostname, identities)
+        if gpu_dir is not None and self.node_health is not None:
+            # The NodeSet pod's /shared is a volume of its own (the EFS claim): a mount.
+            lines += [f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
+                      f"mount --bind {d}/shared {r}{SHARED_MOUNT}"]
         lines += [f"mount --bind {d}/{etc} {r}{ETC_DIR}", f"mount --bind {d}/hosts {r}/etc/hosts",
                   f"mount --bind {d}/home {r}{HOMES}",
                   f"mount --bind {log} {r}{LOG_DIR}"]
@@ -358,8 +403,71 @@ class LocalSlurm:
                       f"mount --bind {gpu_dir}/pci-drivers {r}/sys/bus/pci/drivers"]
             lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(self.gpus)]
             lines.append(f"mknod -m 666 {r}/dev/nvidiactl c {NVIDIA_MAJOR} 255")
+            if self.node_health is not None and pod is not None:
+                lines += self._health_mounts(pod)
         lines.append(f"hostname {hostname}")
         return "\n".join(lines)
+
+    def _health_files(self, pod: pathlib.Path) -> None:
+        """The pod's view of the health ConfigMap (the NodeSet's volume items: the program as
+        node-health, mode 0555, its pool's file as expected.json), the image's python3 wrapper
+        path running the host's interpreter, and the fake nvidia-smi."""
+        data, pool = self.node_health, nodeset_name(self.nodeset)
+        files = pod / "health"
+        files.mkdir(parents=True, exist_ok=True)
+        (files / node_health.PROGRAM).write_text(data[node_health.PROGRAM])
+        (files / node_health.PROGRAM).chmod(0o555)
+        (files / node_health.EXPECTED).write_text(data[f"{pool}.json"])
+        bin_dir = pod / "usr-local-bin"
+        bin_dir.mkdir(exist_ok=True)
+        python = pathlib.Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        (bin_dir / "python3").write_text(f'#!/bin/sh\nexec {shlex.quote(str(python))} "$@"\n')
+        query = pod / "gpu" / "nvidia-smi-q.txt"
+        query.write_text(nvidia_smi_ecc_query(self.gpus))
+        (bin_dir / "nvidia-smi").write_text(
+            '#!/bin/sh\n# The one query the health check makes; anything else is an error, as for a missing GPU.\n'
+            f'[ "$*" = "-q -d ECC,ROW_REMAPPER" ] && exec cat {shlex.quote(str(query))}\n'
+            'echo "fake nvidia-smi: unsupported arguments: $*" >&2; exit 2\n')
+        for tool in ("python3", "nvidia-smi"):
+            (bin_dir / tool).chmod(0o755)
+
+    def _health_mounts(self, pod: pathlib.Path) -> list[str]:
+        r = shlex.quote(str(self.fs))
+        efa = int(json.loads(self.node_health[f"{nodeset_name(self.nodeset)}.json"])["efa_interfaces"])
+        # The host has no /sys/class/infiniband and sysfs takes no new mount point: the pod's
+        # /sys/class becomes a tmpfs holding every host class again, and the pool's EFA devices.
+        return [f"mkdir -p {r}{HEALTH_DIR}", f"mount --bind {pod}/health {r}{HEALTH_DIR}",
+                f"mount --bind {pod}/usr-local-bin {r}/usr/local/bin",
+                f"mount -t tmpfs -o mode=755 tmpfs {r}/sys/class",
+                f"for c in /sys/class/*; do mkdir {r}$c && mount --rbind $c {r}$c; done",
+                f"mkdir {r}/sys/class/infiniband",
+                *(f"mkdir {r}/sys/class/infiniband/rdmap{16 * (i + 1)}s27" for i in range(efa))]
+
+    def pod_dir(self, node: str) -> pathlib.Path:
+        """The current pod of `node`'s files on this machine."""
+        return self.dir / f"{node}.{self._generation[node]}"
+
+    def hide_gpu(self, node: str, index: int) -> None:
+        """GPU `index` gone from the pod: its /dev/nvidiaN and its procfs entry removed."""
+        self._check_entered(node, ["rm", f"/dev/nvidia{index}"])
+        subprocess.run(["rm", "-r", str(self.pod_dir(node) / "gpu/proc-driver/nvidia/gpus" / gpu_bus_id(index))],
+                       check=True)
+
+    def restore_gpus(self, node: str) -> None:
+        """Every GPU of the pod back: the procfs entries rewritten, the missing device files made."""
+        write_nvidia_driver_files(self.pod_dir(node) / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
+        make = " ".join(f"[ -e /dev/nvidia{i} ] || mknod -m 666 /dev/nvidia{i} c {NVIDIA_MAJOR} {i};"
+                        for i in range(self.gpus))
+        self._check_entered(node, ["/usr/bin/sh", "-c", make])
+
+    def set_nvidia_smi(self, node: str, text: str) -> None:
+        """What the pod's fake `nvidia-smi -q -d ECC,ROW_REMAPPER` prints from now on."""
+        (self.pod_dir(node) / "gpu" / "nvidia-smi-q.txt").write_text(text)
+
+    def _check_entered(self, node: str, argv: list[str]) -> None:
+        done = self._enter(self.workers[node].pid, argv)
+        if done.returncode != 0:
+            raise RuntimeError(f"{argv} in {node}'s pod exited {done.returncode}: {done.stdout}{done.stderr}")
 
     def _spawn(self, name: str, script: str, argv: list[str], logfile: pathlib.Path) -> Daemon:
         cmd = f"{script}\nexec chroot {shlex.quote(str(self.fs))} {shlex.join(argv)}"
@@ -433,6 +541,8 @@ class LocalSlurm:
         for sub in ("spool", "log"):
             (pod / sub).mkdir(parents=True, exist_ok=True)
         write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
+        if self.node_health is not None:
+            self._health_files(pod)
         daemon = self._spawn(node, self._mounts(node, "etc-node", (str(pod / "spool"), SLURMD_SPOOL),
                                                 str(pod / "log"), pod / "gpu", "prolog", pod),
                              self.slurmd_argv(node), pod / "slurmd.stdout")

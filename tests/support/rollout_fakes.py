@@ -70,14 +70,19 @@ def pod(ordinal: int, revision=NEW_REVISION, ready=True, terminating=False, host
     return obj
 
 
-def scontrol_line(name: str, state: str, reason: str = "", gres: str = "gpu:nvidia_l4:4(S:0)") -> str:
-    """One `scontrol -o show node` record, fields in the order Slurm prints them."""
+def scontrol_line(name: str, state: str, reason: str = "", gres: str = "gpu:nvidia_l4:4(S:0)",
+                  comment: str = "") -> str:
+    """One `scontrol -o show node` record, fields in the order Slurm prints them (Comment after
+    Reason, only when set: SchedMD/slurm src/api/node_info.c slurm_sprint_node_table at
+    slurm-26-05-3-1)."""
     line = (f"NodeName={name} Arch=x86_64 CoresPerSocket=24 CPUAlloc=0 CPUEfctv=48 CPUTot=48 "
             f"Features=slinky ActiveFeatures=slinky Gres={gres} NodeAddr=10.0.1.17 "
             f"NodeHostName={name} Version=26.05.5 OS=Linux RealMemory=186130 State={state} "
             f"ThreadsPerCore=2 Partitions=slinky CfgTRES=cpu=48,mem=186130M,billing=48")
     if reason:
         line += f" Reason={reason} {STAMP}"
+    if comment:
+        line += f" Comment={comment}"
     return line
 
 

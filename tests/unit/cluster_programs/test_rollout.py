@@ -192,3 +192,37 @@ def test_outside_a_cluster_the_job_entry_point_prints_one_line_and_fails(tmp_pat
     err = result.stderr
     assert result.returncode == 1 and err.startswith("FAILED: not inside a pod with a service account")
     assert err.count("\n") == 1
+
+
+HEALTH_REASON = "health: 3 of 4 GPUs in /dev; 3 of 4 GPUs in /proc/driver/nvidia"
+HEALTH_COMMENT = "health 2026-12-03T11:25:30Z: 3 of 4 GPUs in /dev; 3 of 4 GPUs in /proc/driver/nvidia"
+
+
+def test_a_health_drain_is_named_as_such_and_never_resumed():
+    view = (nodeset(), [pod(0), pod(1)], [scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM"),
+                                          scontrol_line("slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", HEALTH_REASON,
+                                                        comment=HEALTH_COMMENT)])
+    cluster = FakeCluster([view])
+    with pytest.raises(rollout.RolloutFailed) as failed:
+        _settle(cluster, Clock())
+    assert cluster.updates == []
+    assert "drained by the node health check" in str(failed.value) and HEALTH_REASON in str(failed.value)
+
+
+def test_a_health_drain_during_the_rollout_is_never_undrained_as_a_stall():
+    """The #249 undrain is for the operator's own drain only, however long the node has no pod."""
+    view = (nodeset(updated=1, ready=1), [pod(0)],
+            [scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM"),
+             scontrol_line("slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", HEALTH_REASON)])
+    cluster = FakeCluster([view])
+    with pytest.raises(rollout.RolloutFailed):
+        _settle(cluster, Clock(), timeout=900, stall_after=300)
+    assert cluster.updates == []
+
+
+def test_the_comment_is_read_up_to_the_next_field_and_absent_when_unset():
+    (node,) = rollout.parse_scontrol(scontrol_line("slinky-1", "IDLE+DRAIN", HEALTH_REASON, comment=HEALTH_COMMENT)
+                                     + " Extra=rack=4")
+    assert node.comment == HEALTH_COMMENT and node.reason == HEALTH_REASON
+    (bare,) = rollout.parse_scontrol(scontrol_line("slinky-1", "IDLE"))
+    assert bare.comment == ""

@@ -172,7 +172,7 @@ def _named(checks, name):
 
 def test_healthy_cluster_passes_every_check():
     checks = verify.verify(OUTPUTS, FakeCluster(), connect=_ssh_ok)
-    assert _failed(checks) == [] and len(checks) == 13
+    assert _failed(checks) == [] and len(checks) == 14
 
 
 def test_checks_run_in_the_right_containers():
@@ -274,3 +274,31 @@ def test_cli_json_output_and_exit_status(tmp_path, capsys, monkeypatch):
     result = json.loads(capsys.readouterr().out)
     assert result["passed"] is False and any(c["name"] == "slurm nodes take jobs with GRES" and not c["ok"]
                                              for c in result["checks"])
+
+
+def _health_check(*lines: str) -> Check:
+    (pool,) = verify.pools_of({**OUTPUTS, "gpuNodeCount": len(lines)})
+    return verify.check_node_health("\n".join(lines), pool)
+
+
+def test_verify_prints_each_nodes_last_health_result():
+    check = _health_check(scontrol_line("slinky-0", "IDLE", comment="health 2026-12-03T11:25:30Z: ok"),
+                          scontrol_line("slinky-1", "IDLE"))
+    assert check.ok
+    assert check.detail == "slinky-0: health 2026-12-03T11:25:30Z: ok; slinky-1: no health result yet"
+
+
+def test_a_failing_health_result_fails_verify_and_names_the_health_drain():
+    fault = "health 2026-12-03T11:25:30Z: Xid 79 on 0000:30:00"
+    check = _health_check(scontrol_line("slinky-0", "IDLE", comment="health 2026-12-03T11:25:30Z: ok"),
+                          scontrol_line("slinky-1", "IDLE+DRAIN", "health: Xid 79 on 0000:30:00", comment=fault))
+    assert not check.ok and f"slinky-1: {fault} (drained by the check)" in check.detail
+
+
+def test_the_slurm_node_check_says_a_health_drain_is_not_resumed_by_verify():
+    check = verify.check_slurm_nodes(
+        scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM") + "\n"
+        + scontrol_line("slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", "health: 0 of 4 GPUs in /dev"),
+        verify.pools_of(OUTPUTS)[0])
+    assert not check.ok and "drained by the node health check: slinky-1" in check.detail
+    assert "DOWN/DRAIN: slinky-1" not in check.detail
