@@ -160,9 +160,13 @@ class ScrapeJob:
         return {"kubernetes_sd_configs": [{"role": self.role, "namespaces": {"names": [self.namespace]}}]}
 
 
-# Target labels every job writes: where the series came from, in Kubernetes' names.
-_KEPT = {"namespace": "__meta_kubernetes_namespace", "pod": "__meta_kubernetes_pod_name",
-         "node": "__meta_kubernetes_pod_node_name"}
+# Target labels every job writes: where the series came from, in Kubernetes' names. Prefixed, as
+# the exporters' own labels already use the short names for other things: slurmctld's node series
+# carry node=<Slurm node> (slurm_node_cpus{node="slinky-0"}), and the DCGM exporter labels a GPU's
+# series with the pod and namespace of the workload holding it; a target label of the same name
+# would rename theirs to exported_<name> (Prometheus honor_labels: false).
+_KEPT = {"kubernetes_namespace": "__meta_kubernetes_namespace", "kubernetes_pod": "__meta_kubernetes_pod_name",
+         "kubernetes_node": "__meta_kubernetes_pod_node_name"}
 
 SLURMCTLD_JOBS = tuple(
     ScrapeJob(name=f"slurmctld-{path.rsplit('/', 1)[1]}", path=path, role="endpoints",
@@ -170,7 +174,7 @@ SLURMCTLD_JOBS = tuple(
               selector={"app.kubernetes.io/name": SLURMCTLD_APP, "app.kubernetes.io/instance": CONTROLLER_NAME,
                         "app.kubernetes.io/component": SLURMCTLD_COMPONENT},
               port_name=SLURMCTLD_APP, interval=SCRAPE_INTERVAL, timeout=SCRAPE_TIMEOUT,
-              kept={**_KEPT, "service": "__meta_kubernetes_service_name"})
+              kept={**_KEPT, "kubernetes_service": "__meta_kubernetes_service_name"})
     for path in SLURM_METRICS_PATHS)
 
 DCGM_JOB = ScrapeJob(
