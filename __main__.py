@@ -8,6 +8,7 @@ from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
+from components.metrics_store import MetricsStore, MetricsStoreArgs, rule_namespaces
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
@@ -16,12 +17,13 @@ from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
+from model import metrics as metrics_model
 from model.contract import (
-                            CONTROLLER_CONTAINER,
-                            CONTROLLER_POD,
-                            SLURM_CLUSTER,
-                            SLURM_NAMESPACE,
-                            nodeset_object,
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
+    SLURM_CLUSTER,
+    SLURM_NAMESPACE,
+    nodeset_object,
 )
 from model.slurm_values import pool_partition, slinky_image_tag
 from stack import config as stack_config
@@ -116,6 +118,15 @@ AccountingRegistration("accounts", AccountingRegistrationArgs(
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
+# The metrics store needs only the cluster (AMP makes the scraper's access entry as it creates it) and
+# the VPC: it comes up beside the nodes and the add-ons, and finds the exporters as they start.
+metrics = MetricsStore("metrics", MetricsStoreArgs(
+    cluster_name=config.cluster_name, region=config.region, account_id=network.account_id,
+    private_subnet_ids=network.private_subnet_ids, cluster_security_group_id=cluster.security_group_id,
+    retention_days=config.metrics_retention_days, scrape_configuration=metrics_model.scrape_configuration(),
+    rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR), alert_emails=config.alert_emails,
+    depends_on=cluster.ready)) if config.metrics else None
+
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
@@ -143,3 +154,8 @@ pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCou
                             "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
+# The metrics workspace's query endpoint (PromQL under api/v1/, SigV4-signed) and the SNS topic its
+# alerts go to; absent with `metrics: false`.
+if metrics is not None:
+    pulumi.export("metricsQueryEndpoint", metrics.query_endpoint)
+    pulumi.export("alertTopicArn", metrics.alert_topic_arn)

@@ -38,6 +38,11 @@ OUTPUTS: tuple[Output, ...] = (
                        "here for `sbatch -p`"),
     Output("gpuInstanceType", "the first pool's instance type (as before pools existed)"),
     Output("gpuNodeCount", "the node count of all pools together (as before pools existed)"),
+    # issue 25, metrics-store (absent with `metrics: false`)
+    Output("metricsQueryEndpoint", "the Amazon Managed Service for Prometheus workspace's endpoint; PromQL "
+                                   "under `api/v1/`, signed with SigV4 (`awscurl --service aps`)"),
+    Output("alertTopicArn", "the SNS topic every firing alert is published to: subscribe to it (or set "
+                            "`alertEmails`)"),
 )
 
 
