@@ -4,6 +4,7 @@ import pulumi
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
+from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
@@ -96,7 +97,8 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, users=config.users, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
     shared_claim=storage.claim_name, accounting_host=accounting.address,
-    accounting_password_secret=accounting.password_secret, scheduling=config.scheduling, provider=cluster.provider,
+    accounting_password_secret=accounting.password_secret, scheduling=config.scheduling, metrics=config.metrics,
+    provider=cluster.provider,
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
     release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
     login_depends_on=lbc.ready))
@@ -118,6 +120,11 @@ AccountingRegistration("accounts", AccountingRegistrationArgs(
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
+# The GPU exporter: on the GPU nodes once their devices are advertised; nothing waits for it.
+if config.metrics:
+    DcgmExporter("dcgm", DcgmExporterArgs(provider=cluster.provider,
+                                          counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
+                                          depends_on=[*nodes.gpu_ready, *devices.ready]))
 # The metrics store needs only the cluster (AMP makes the scraper's access entry as it creates it) and
 # the VPC: it comes up beside the nodes and the add-ons, and finds the exporters as they start.
 metrics = MetricsStore("metrics", MetricsStoreArgs(
