@@ -51,16 +51,13 @@ def alert_manager_definition(topic_arn: str, region: str) -> str:
 
 def topic_policy(topic_arn: str, workspace_arn: str, account_id: str) -> str:
     """Only AMP, for this account's workspace, may publish (the guide's statement, with its
-    confused-deputy conditions); the account keeps managing the topic."""
+    confused-deputy conditions). Nothing for the account itself: within one account an IAM policy
+    alone grants access to the topic, so the deployer keeps managing it."""
     return json.dumps({"Version": "2012-10-17", "Statement": [
         {"Sid": "AmpPublishesAlerts", "Effect": "Allow", "Principal": {"Service": AMP_PRINCIPAL},
          "Action": ["sns:Publish", "sns:GetTopicAttributes"], "Resource": topic_arn,
          "Condition": {"ArnEquals": {"aws:SourceArn": workspace_arn},
-                       "StringEquals": {"aws:SourceAccount": account_id}}},
-        {"Sid": "AccountManagesTopic", "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
-         "Action": ["sns:GetTopicAttributes", "sns:SetTopicAttributes", "sns:Subscribe", "sns:ListSubscriptionsByTopic",
-                    "sns:DeleteTopic", "sns:TagResource", "sns:UntagResource", "sns:ListTagsForResource"],
-         "Resource": topic_arn}]})
+                       "StringEquals": {"aws:SourceAccount": account_id}}}]})
 
 
 def key_policy(account_id: str) -> str:
