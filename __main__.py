@@ -4,10 +4,12 @@ import pulumi
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
+from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
+from components.metrics_store import MetricsStore, MetricsStoreArgs, rule_namespaces
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
@@ -16,12 +18,13 @@ from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
+from model import metrics as metrics_model
 from model.contract import (
-                            CONTROLLER_CONTAINER,
-                            CONTROLLER_POD,
-                            SLURM_CLUSTER,
-                            SLURM_NAMESPACE,
-                            nodeset_object,
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
+    SLURM_CLUSTER,
+    SLURM_NAMESPACE,
+    nodeset_object,
 )
 from model.slurm_values import pool_partition, slinky_image_tag
 from stack import config as stack_config
@@ -95,7 +98,8 @@ slurm = SlurmCluster("slurm", SlurmClusterArgs(
     slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
     ssh_public_key=config.ssh_public_key, users=config.users, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
     shared_claim=storage.claim_name, accounting_host=accounting.address,
-    accounting_password_secret=accounting.password_secret, scheduling=config.scheduling, provider=cluster.provider,
+    accounting_password_secret=accounting.password_secret, scheduling=config.scheduling, metrics=config.metrics,
+    provider=cluster.provider,
     depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
     release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
     login_depends_on=lbc.ready))
@@ -116,6 +120,20 @@ AccountingRegistration("accounts", AccountingRegistrationArgs(
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
+
+# The GPU exporter: on the GPU nodes once their devices are advertised; nothing waits for it.
+if config.metrics:
+    DcgmExporter("dcgm", DcgmExporterArgs(provider=cluster.provider,
+                                          counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
+                                          depends_on=[*nodes.gpu_ready, *devices.ready]))
+# The metrics store needs only the cluster (AMP makes the scraper's access entry as it creates it) and
+# the VPC: it comes up beside the nodes and the add-ons, and finds the exporters as they start.
+metrics = MetricsStore("metrics", MetricsStoreArgs(
+    cluster_name=config.cluster_name, region=config.region, account_id=network.account_id,
+    private_subnet_ids=network.private_subnet_ids, cluster_security_group_id=cluster.security_group_id,
+    retention_days=config.metrics_retention_days, scrape_configuration=metrics_model.scrape_configuration(),
+    rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR), alert_emails=config.alert_emails,
+    depends_on=cluster.ready)) if config.metrics else None
 
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
@@ -147,3 +165,8 @@ pulumi.export("gpuNodeCount", config.gpu_node_count)
 # What the nodes cost an hour at the on-demand list price, asked from the AWS Price List at preview
 # (model/cost.py says what it leaves out).
 pulumi.export("costPerHour", config.cost_per_hour)
+# The metrics workspace's query endpoint (PromQL under api/v1/, SigV4-signed) and the SNS topic its
+# alerts go to; absent with `metrics: false`.
+if metrics is not None:
+    pulumi.export("metricsQueryEndpoint", metrics.query_endpoint)
+    pulumi.export("alertTopicArn", metrics.alert_topic_arn)

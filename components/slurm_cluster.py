@@ -68,6 +68,8 @@ class SlurmClusterArgs:
     accounting_password_secret: str
     # Fair share and enforcement in slurm.conf (StackConfig.scheduling; model/scheduling.py).
     scheduling: SchedulingPolicy
+    # slurmctld's metrics endpoints and the DCGM job mapping prolog (the `metrics` key).
+    metrics: bool
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What every object in the slurm namespace here waits for (the release through its keys and
@@ -171,7 +173,8 @@ class SlurmCluster(pulumi.ComponentResource):
                 shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
                 slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
                 slinky_image_tag=args.slinky_image_tag, accounting_host=known[2],
-                accounting_password_secret=args.accounting_password_secret, scheduling=args.scheduling)))
+                accounting_password_secret=args.accounting_password_secret, scheduling=args.scheduling,
+                metrics=args.metrics)))
 
     def _release(self, own: list[pulumi.Resource]) -> k8s.helm.v3.Release:
         """The release, after what it waits for and this component's keys and state claim (`own`)."""

@@ -43,6 +43,11 @@ OUTPUTS: tuple[Output, ...] = (
                           "`minNodes` and `maxNodes`, the core group's, and the cluster's nodes at both sizes "
                           "(`clusterAtMinNodes`, `clusterAtMaxNodes`); EC2 instances only (see "
                           "[Capacity and cost](docs/capacity-and-cost.md))"),
+    # issue 25, metrics-store (absent with `metrics: false`)
+    Output("metricsQueryEndpoint", "the Amazon Managed Service for Prometheus workspace's endpoint; PromQL "
+                                   "under `api/v1/`, signed with SigV4 (`awscurl --service aps`)"),
+    Output("alertTopicArn", "the SNS topic every firing alert is published to: subscribe to it (or set "
+                            "`alertEmails`)"),
 )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from model import identities, node_health, versions
+from model import identities, metrics, node_health, versions
 from model.catalog import GpuInstanceType
 from model.contract import (
     ACCOUNTING_DATABASE,
@@ -54,6 +54,8 @@ class SlurmValuesArgs:
     accounting_password_secret: str
     # Fair share and enforcement (model/scheduling.py): in slurm.conf when accounting is enabled.
     scheduling: SchedulingPolicy
+    # issue 25: slurmctld's OpenMetrics endpoints and the DCGM job mapping (the `metrics` key).
+    metrics: bool
 
 
 def slinky_image_tag(slurmd_base_image: str) -> str:
@@ -195,7 +197,20 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
     if named:
         _add_identities(values, a)
+    if a.metrics:
+        _add_metrics(values)
     return with_scheduling(values, a.scheduling)
+
+
+def _add_metrics(values: dict) -> None:
+    """slurmctld's metrics on, its ServiceMonitor off (no Prometheus Operator: the AMP scraper's jobs,
+    model/metrics.py, take its place); and the chart's DCGM job mapping: a prolog and epilog on every
+    slurmd writing/removing one file per allocated GPU holding the job id, in a host directory the
+    chart mounts into every GPU NodeSet (slurm-1.2.1 values.yaml vendor.nvidia.dcgm,
+    templates/vendor/nvidia/dcgm, _vendor/nvidia/dcgm/scripts), which the DCGM exporter reads
+    (components/dcgm_exporter.py)."""
+    values["controller"]["metrics"] = dict(metrics.CONTROLLER_METRICS_VALUES)
+    values["vendor"] = {"nvidia": {"dcgm": {"enabled": True, "jobMappingDir": metrics.DCGM_JOB_MAPPING_DIR}}}
 
 
 def with_scheduling(values: dict, policy: SchedulingPolicy) -> dict:

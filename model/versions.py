@@ -81,6 +81,11 @@ EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-devic
 # upstream IAM policy is byte-identical to v2.17.1's (docs/install/iam_policy.json at both tags).
 # Helm never upgrades the chart's crds/ on an existing stack: docs/upgrading.md has the command.
 AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0")
+# issue 25, metrics-store: NVIDIA's DCGM exporter, chart 4.8.2 = exporter 4.8.2 on DCGM 4.5.3
+# (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2, deployment/Chart.yaml and values.yaml image.tag). The image
+# by the chart's tag, not yet by digest: no stored record gives the digest of that nvcr.io tag.
+DCGM_EXPORTER = Chart("https://nvidia.github.io/dcgm-exporter/helm-charts", "dcgm-exporter", "4.8.2")
+DCGM_EXPORTER_IMAGE = ("nvcr.io/nvidia/k8s/dcgm-exporter", "4.5.3-4.8.2-distroless")
 
 # The EKS node monitoring agent add-on (eks-node-monitoring-agent; what it is for: model/node_repair.py).
 # An add-on version, not a chart: EKS names its builds <agent release>-eksbuild.<n>. v1.7.0 is the

@@ -14,7 +14,7 @@ from model.catalog import lookup
 from model.slurm_values import gpu_resources, slinky_image_tag
 from tests.support import rendered_checks as rc
 
-RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds",
+RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds", "dcgm-exporter",
             "aws-load-balancer-controller", "slurm-operator", "slurm"}
 LBC = versions.AWS_LOAD_BALANCER_CONTROLLER.version
 CONTROL_PLANE = ("cert-manager", "slurm-operator", "aws-load-balancer-controller", "slurm")
