@@ -98,13 +98,14 @@ class Grafana(pulumi.ComponentResource):
         return pulumi.Output.secret(password.result)
 
     def _admin_secret(self, namespace: k8s.core.v1.Namespace) -> k8s.core.v1.Secret:
+        # The only copy of the password in the cluster; Grafana reads it as a file
+        # (model/dashboards.py ADMIN_SECRET).
         def encoded(text: str) -> str:
             return base64.b64encode(text.encode()).decode()
         return k8s.core.v1.Secret(
             f"{self._name}-admin-secret",
             metadata={"name": dashboards.ADMIN_SECRET, "namespace": dashboards.NAMESPACE},
-            data={dashboards.ADMIN_USER_KEY: encoded(dashboards.ADMIN_USER),
-                  dashboards.ADMIN_PASSWORD_KEY: self.admin_password.apply(encoded)},
+            data={dashboards.ADMIN_PASSWORD_KEY: self.admin_password.apply(encoded)},
             opts=self._child_opts([namespace]))
 
     def _dashboard_configmaps(self, namespace: k8s.core.v1.Namespace) -> list[k8s.core.v1.ConfigMap]:

@@ -42,10 +42,16 @@ LOCAL_PORT = 3000
 # The admin login, from a Secret the program writes: given none, the chart draws a random password
 # on every render (templates/secret.yaml, randAlphaNum 40), which changes the release's manifest on
 # every `up` and loses the password that was set on the first start.
+# Grafana reads the password from a file of that Secret, mounted read-only, not from an environment
+# variable (any grafana.ini option X of section S can be given as GF_S_X__FILE, the path of a file
+# holding it: grafana/grafana docs/sources/setup-grafana/configure-docker.md). With that variable
+# set the chart renders no Secret and no secretKeyRef of its own (templates/secret.yaml,
+# templates/_pod.tpl). Grafana sets the admin password when it creates its database, on every start
+# here (no persistence), so the Secret is always the password.
 ADMIN_SECRET = "grafana-admin"
 ADMIN_USER = "admin"
-ADMIN_USER_KEY = "admin-user"          # the chart's admin.userKey default
-ADMIN_PASSWORD_KEY = "admin-password"  # the chart's admin.passwordKey default
+ADMIN_PASSWORD_KEY = "admin-password"
+ADMIN_MOUNT = "/etc/grafana-admin"
 ADMIN_PASSWORD_LENGTH = 32
 
 DATASOURCE_TYPE = versions.AMAZON_PROMETHEUS_PLUGIN
@@ -122,7 +128,11 @@ def release_values(query_endpoint: str, region: str, keys: list[str]) -> dict:
         "image": {"tag": versions.GRAFANA_IMAGE_TAG},
         "nodeSelector": dict(CORE_LABELS),
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-        "admin": {"existingSecret": ADMIN_SECRET, "userKey": ADMIN_USER_KEY, "passwordKey": ADMIN_PASSWORD_KEY},
+        "env": {"GF_SECURITY_ADMIN_USER": ADMIN_USER,
+                "GF_SECURITY_ADMIN_PASSWORD__FILE": f"{ADMIN_MOUNT}/{ADMIN_PASSWORD_KEY}"},
+        # Readable by the pod's group (fsGroup 472, the chart's), not by others.
+        "extraSecretMounts": [{"name": "admin", "secretName": ADMIN_SECRET, "mountPath": ADMIN_MOUNT,
+                               "readOnly": True, "defaultMode": 0o440}],
         # The chart passes the list to Grafana as GF_PLUGINS_PREINSTALL_SYNC (templates/_pod.tpl):
         # installed before the server starts, at the version given (`id@version`).
         "plugins": [f"{versions.AMAZON_PROMETHEUS_PLUGIN}@{versions.AMAZON_PROMETHEUS_PLUGIN_VERSION}"],

@@ -66,19 +66,30 @@ def test_the_chart_draws_no_password_and_grants_no_api_access(objects):
     assert kinds == ["ConfigMap", "Deployment", "Service", "ServiceAccount"]
 
 
-def test_without_the_admin_secret_the_chart_draws_its_own_password(request_):
+def test_without_the_password_file_the_chart_draws_its_own_password(request_):
     # The failing case of the two tests above: the chart's templates/secret.yaml (randAlphaNum 40).
     def chart_password(values):
-        del values["admin"]
+        del values["env"]["GF_SECURITY_ADMIN_PASSWORD__FILE"]
     first, second = render(request_, chart_password), render(request_, chart_password)
     assert "Secret" in {o["kind"] for o in first} and first != second
 
 
-def test_grafana_reads_the_admin_login_from_the_programs_secret(objects):
-    env = {e["name"]: e for e in pod(objects)["containers"][0]["env"]}
-    for name, key in (("GF_SECURITY_ADMIN_USER", dashboards.ADMIN_USER_KEY),
-                      ("GF_SECURITY_ADMIN_PASSWORD", dashboards.ADMIN_PASSWORD_KEY)):
-        assert env[name]["valueFrom"]["secretKeyRef"] == {"name": dashboards.ADMIN_SECRET, "key": key}
+def test_grafana_reads_the_admin_password_from_a_file_of_the_programs_secret(objects):
+    spec = pod(objects)
+    (container,) = spec["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["GF_SECURITY_ADMIN_USER"]["value"] == dashboards.ADMIN_USER
+    path = env["GF_SECURITY_ADMIN_PASSWORD__FILE"]["value"]
+    (mount,) = [m for m in container["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert mount["readOnly"] is True and volume["secret"]["secretName"] == dashboards.ADMIN_SECRET
+    assert path.rsplit("/", 1)[1] == dashboards.ADMIN_PASSWORD_KEY
+    assert volume["secret"]["defaultMode"] == 0o440
+
+
+def test_no_secret_reaches_grafana_as_an_environment_variable(objects):
+    env = pod(objects)["containers"][0]["env"]
+    assert [e["name"] for e in env if "secretKeyRef" in e.get("valueFrom", {})] == []
 
 
 def test_the_data_source_is_the_workspace_signed_with_the_pods_credentials(objects):
