@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Sequence
 
 import yaml
 
@@ -75,13 +76,15 @@ class Sample:
 
 class LocalPrometheus:
     def __init__(self, workdir: pathlib.Path, slurmctld: str, pod: str, node: str,
-                 jobs: tuple[ScrapeJob, ...] = SLURMCTLD_JOBS):
+                 jobs: tuple[ScrapeJob, ...] = SLURMCTLD_JOBS, rule_files: Sequence[pathlib.Path] = ()):
         self.dir = workdir
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = {"global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s",
                                   "evaluation_interval": f"{SCRAPE_INTERVAL_S}s"},
                        "scrape_configs": [local_scrape_config(j, slurmctld, pod, node) for j in jobs]}
+        if rule_files:   # evaluated every SCRAPE_INTERVAL_S, as AMP evaluates its rule groups
+            self.config["rule_files"] = [str(p) for p in rule_files]
         self.jobs = jobs
         self.proc: subprocess.Popen | None = None
 
@@ -160,6 +163,23 @@ class LocalPrometheus:
         except TimeoutError as e:
             raise TimeoutError(f"{e}\ntargets: {json.dumps(self.targets(), indent=1)}") from None
         return self.targets()
+
+    def rule_groups(self) -> list[dict]:
+        return self._get("/api/v1/rules")["data"]["groups"]
+
+    def alerts(self) -> list[dict]:
+        return self._get("/api/v1/alerts")["data"]["alerts"]
+
+    def wait_for_rules(self, timeout: float = 30) -> None:
+        """Every rule evaluated since now, without error."""
+        since = time.time()
+
+        def evaluated() -> bool:
+            found = [r for g in self.rule_groups() for r in g["rules"]]
+            if bad := [r for r in found if r.get("health") == "err"]:
+                raise RuntimeError(f"rules failing: {bad}")
+            return bool(found) and all(_timestamp(r["lastEvaluation"]) > since for r in found)
+        self._until(evaluated, timeout, "every rule to be evaluated")
 
     def query(self, expr: str) -> list[Sample]:
         """An instant query's vector (a scalar answer as one sample without labels)."""
