@@ -107,11 +107,14 @@ def datasource(query_endpoint: str, region: str) -> dict:
     """The one data source, provisioned (so read-only in the UI): the workspace's query endpoint
     (aws.amp.Workspace prometheus_endpoint, https://aps-workspaces.<region>.amazonaws.com/
     workspaces/<id>/, the form the plugin's docs give), signed with SigV4 by the pod's own
-    credentials. jsonData keys: grafana/grafana-plugin-sdk-go v0.294.0 backend/http_settings.go."""
+    credentials. jsonData keys: grafana/grafana-plugin-sdk-go v0.294.0 backend/http_settings.go.
+    manageAlerts off: the alert rules are code in the workspace (observability/alerts), and the
+    role may only query, not list rules or alerts, so Grafana's alerting pages would only show
+    the workspace refusing them."""
     return {"name": DATASOURCE_NAME, "type": DATASOURCE_TYPE, "uid": DATASOURCE_UID, "access": "proxy",
             "url": query_endpoint, "isDefault": True, "editable": False,
             "jsonData": {"sigV4Auth": True, "sigV4AuthType": "default", "sigV4Region": region,
-                         "httpMethod": "POST"}}
+                         "httpMethod": "POST", "manageAlerts": False}}
 
 
 def providers(keys: list[str]) -> list[dict]:

@@ -96,7 +96,7 @@ def test_the_data_source_is_the_workspace_signed_with_the_pods_credentials(objec
     (source,) = provisioning(objects, "datasources.yaml")["datasources"]
     assert (source["uid"], source["type"], source["url"]) == (DATASOURCE_UID, dashboards.DATASOURCE_TYPE, QUERY_ENDPOINT)
     assert source["jsonData"] == {"sigV4Auth": True, "sigV4AuthType": "default", "sigV4Region": REGION,
-                                  "httpMethod": "POST"}
+                                  "httpMethod": "POST", "manageAlerts": False}
     assert source["editable"] is False
 
 
