@@ -118,7 +118,7 @@ class Grafana(pulumi.ComponentResource):
             out.append(k8s.core.v1.ConfigMap(
                 f"{self._name}-dashboard-{key}",
                 metadata={"name": dashboards.configmap_name(key), "namespace": dashboards.NAMESPACE},
-                data={path.name: path.read_text()}, opts=self._child_opts([namespace])))
+                data={path.name: dashboards.dashboard_text(path)}, opts=self._child_opts([namespace])))
         return out
 
     def _release(self, depends_on: Sequence[pulumi.Resource]) -> k8s.helm.v3.Release:

@@ -83,6 +83,15 @@ def dashboard_key(path: pathlib.Path) -> str:
     return path.stem
 
 
+def dashboard_text(path: pathlib.Path) -> str:
+    """The file's text, refused when its ConfigMap could not hold it (the API server would reject
+    the ConfigMap at `up`; this says so at preview)."""
+    text = path.read_text()
+    if len(text.encode()) > CONFIGMAP_LIMIT_BYTES:
+        raise ValueError(f"{path.name}: {len(text.encode())} bytes, more than a ConfigMap holds (1 MiB)")
+    return text
+
+
 def configmap_name(key: str) -> str:
     return f"{RELEASE}-dashboard-{key}"
 

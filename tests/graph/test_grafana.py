@@ -102,6 +102,16 @@ def test_a_dashboard_file_that_cannot_name_a_configmap_is_refused(tmp_path):
         dashboards.dashboard_key(tmp_path / "GPU Overview.json")
 
 
+def test_a_dashboard_too_big_for_a_configmap_is_refused(tmp_path):
+    big = tmp_path / "huge.json"
+    big.write_text('{"title": "' + "x" * dashboards.CONFIGMAP_LIMIT_BYTES + '"}')
+    with pytest.raises(ValueError, match="huge.json: .* more than a ConfigMap holds"):
+        dashboards.dashboard_text(big)
+    fits = tmp_path / "fits.json"
+    fits.write_text('{"title": "fits"}')
+    assert dashboards.dashboard_text(fits) == '{"title": "fits"}'
+
+
 def test_two_runs_register_identical_inputs():
     def inputs(graph):
         return {r.name: r.inputs for r in graph.resources}
