@@ -47,7 +47,6 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 OBSERVABILITY_DIR = REPO / "observability"
 DASHBOARDS_DIR = OBSERVABILITY_DIR / "dashboards"
 ALERTS_DIR = OBSERVABILITY_DIR / "alerts"
-ALERT_TESTS_DIR = ALERTS_DIR / "tests"
 DCGM_COUNTERS_FILE = OBSERVABILITY_DIR / "dcgm-counters.csv"
 
 # The Grafana datasource every dashboard panel names (the AMP workspace, provisioned by the

@@ -11,6 +11,9 @@ import yaml
 
 from model.metrics import ALERTS_DIR, DASHBOARDS_DIR, DCGM_COUNTERS_FILE
 
+# The promtool unit tests of the rule files (observability/alerts/tests/*.yaml).
+ALERT_TESTS_DIR = ALERTS_DIR / "tests"
+
 # What a test gives Grafana's variables: every value of the label, and a range over the scrapes.
 GRAFANA_SUBSTITUTIONS = {"$__rate_interval": "5m", "$partition": ".*", "$node": ".*", "$job": ".*"}
 

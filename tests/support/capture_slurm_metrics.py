@@ -5,7 +5,7 @@ The cluster is the test cluster (tests/support/local_slurm.py) from the dev stac
 metrics on, put in a state where every series the dashboards read is non-trivial: one job running
 on one GPU of slinky-0, slinky-1 drained by an admin, and a two-node job pending that no node can
 run while the drain lasts. Run as root, with the cluster lock free:
-    .venv/bin/python -m devkit.capture_slurm_metrics
+    .venv/bin/python -m tests.support.capture_slurm_metrics
 """
 from __future__ import annotations
 
