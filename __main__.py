@@ -5,23 +5,27 @@ from components.accounting_database import AccountingDatabase, AccountingDatabas
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
+from components.metrics_store import MetricsStore, MetricsStoreArgs, rule_namespaces
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
-from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
+from components.slurm_cluster import SlurmCluster, SlurmClusterArgs, login_user
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
+from model import dashboards
+from model import metrics as metrics_model
 from model.contract import (
-                            CONTROLLER_CONTAINER,
-                            CONTROLLER_POD,
-                            SLURM_CLUSTER,
-                            SLURM_NAMESPACE,
-                            nodeset_object,
+    CONTROLLER_CONTAINER,
+    CONTROLLER_POD,
+    SLURM_CLUSTER,
+    SLURM_NAMESPACE,
+    nodeset_object,
 )
 from model.slurm_values import pool_partition, slinky_image_tag
 from stack import config as stack_config
@@ -116,6 +120,22 @@ AccountingRegistration("accounts", AccountingRegistrationArgs(
 JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
                                   provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
 
+# The metrics store needs only the cluster (AMP makes the scraper's access entry as it creates it) and
+# the VPC: it comes up beside the nodes and the add-ons, and finds the exporters as they start.
+metrics = MetricsStore("metrics", MetricsStoreArgs(
+    cluster_name=config.cluster_name, region=config.region, account_id=network.account_id,
+    private_subnet_ids=network.private_subnet_ids, cluster_security_group_id=cluster.security_group_id,
+    retention_days=config.metrics_retention_days, scrape_configuration=metrics_model.scrape_configuration(),
+    rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR), alert_emails=config.alert_emails,
+    depends_on=cluster.ready)) if config.metrics else None
+# The dashboards, in the cluster on the core nodes, over the store's workspace (read with the pod's
+# own role: Pod Identity); reached through an SSH tunnel via the login node, no endpoint of its own
+# (docs/grafana.md).
+grafana = Grafana("grafana", GrafanaArgs(
+    cluster_name=config.cluster_name, region=config.region, query_endpoint=metrics.query_endpoint,
+    workspace_arn=metrics.workspace_arn, provider=cluster.provider, depends_on=nodes.core_ready,
+    identity_depends_on=cluster.pod_identity_ready)) if metrics is not None else None
+
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
@@ -143,3 +163,15 @@ pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCou
                             "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
+# The metrics workspace's query endpoint (PromQL under api/v1/, SigV4-signed) and the SNS topic its
+# alerts go to; absent with `metrics: false`.
+if metrics is not None:
+    pulumi.export("metricsQueryEndpoint", metrics.query_endpoint)
+    pulumi.export("alertTopicArn", metrics.alert_topic_arn)
+# Grafana: where the tunnel opens it, the tunnel through the login node (as sshCommand logs in),
+# and its admin password (secret); absent with `metrics: false`.
+if grafana is not None:
+    pulumi.export("grafanaUrl", dashboards.url())
+    pulumi.export("grafanaTunnelCommand", slurm.login_hostname.apply(
+        lambda host: dashboards.tunnel_command(f"{login_user(config.ssh_public_key, config.users)}@{host}")))
+    pulumi.export("grafanaAdminPassword", grafana.admin_password)

@@ -163,6 +163,12 @@ def _rds_id(args: pulumi.runtime.MockResourceArgs) -> str:
     return args.inputs.get("identifier") or f"{args.name}-0a1b2c3"
 
 
+def _aws_uuid(prefix: str, args: pulumi.runtime.MockResourceArgs) -> str:
+    """<prefix>-<uuid> as AMP ids read (ws-..., s-...), the same for the same resource every run."""
+    h = hashlib.sha256(f"{args.typ}/{args.name}".encode()).hexdigest()
+    return f"{prefix}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
 class Mocks(pulumi.runtime.Mocks):
     """Inputs come back as outputs, plus what the providers compute and the program reads."""
 
@@ -211,6 +217,28 @@ class Mocks(pulumi.runtime.Mocks):
                                                 "arn": f"arn:aws:rds:us-west-2:123456789012:subgrp:{args.name}-0a1b2c3"},
             "aws:rds/parameterGroup:ParameterGroup": {
                 "name": f"{args.name}-0a1b2c3", "arn": f"arn:aws:rds:us-west-2:123456789012:pg:{args.name}-0a1b2c3"},
+            # AMP names a workspace ws-<uuid> and answers its ARN and endpoint so (AMP API Reference,
+            # WorkspaceDescription: https://docs.aws.amazon.com/prometheus/latest/APIReference/API_WorkspaceDescription.html;
+            # the provider's prometheus_endpoint is the workspace URL without the api/v1/ of the API's
+            # example, as the Terraform provider's aws_prometheus_workspace documents); a scraper is
+            # s-<uuid> with its service-linked role (API_ScraperDescription; AMP User Guide, "Find and
+            # delete scrapers").
+            "aws:amp/workspace:Workspace": {
+                "arn": f"arn:aws:aps:us-west-2:123456789012:workspace/{_aws_uuid('ws', args)}",
+                "prometheusEndpoint": f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/{_aws_uuid('ws', args)}/"},
+            "aws:amp/scraper:Scraper": {
+                "arn": f"arn:aws:aps:us-west-2:123456789012:scraper/{_aws_uuid('s', args)}",
+                "roleArn": "arn:aws:iam::123456789012:role/aws-service-role/scraper.aps.amazonaws.com/"
+                           f"AWSServiceRoleForAmazonPrometheusScraper_{_aws_uuid('', args)[1:16]}"},
+            "aws:amp/ruleGroupNamespace:RuleGroupNamespace": {
+                "arn": f"arn:aws:aps:us-west-2:123456789012:rulegroupsnamespace/{args.inputs.get('workspaceId')}/{args.inputs.get('name')}"},
+            # SNS names a topic's ARN by its (auto)name; KMS a key by its id, a uuid (Service
+            # Authorization Reference, Amazon SNS topic and AWS KMS key resource types).
+            "aws:sns/topic:Topic": {"arn": f"arn:aws:sns:us-west-2:123456789012:{args.name}-0a1b2c3"},
+            "aws:sns/topicSubscription:TopicSubscription": {
+                "arn": f"{args.inputs.get('topic')}:{_aws_uuid('', args)[1:]}", "pendingConfirmation": True},
+            "aws:kms/key:Key": {"arn": f"arn:aws:kms:us-west-2:123456789012:key/{_aws_uuid('', args)[1:]}",
+                                "keyId": _aws_uuid('', args)[1:]},
             "random:index/randomString:RandomString": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))].lower()},
             "random:index/randomPassword:RandomPassword": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))]},
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
@@ -225,6 +253,12 @@ class Mocks(pulumi.runtime.Mocks):
         state.update(computed)
         if args.typ in ("aws:iam/role:Role", "aws:ec2/placementGroup:PlacementGroup"):
             rid = args.name  # their physical id is their name
+        if args.typ in ("aws:amp/workspace:Workspace", "aws:amp/scraper:Scraper"):
+            rid = _aws_uuid("ws" if args.typ.endswith("Workspace") else "s", args)
+        if args.typ == "aws:sns/topic:Topic":
+            rid = state["arn"]   # a topic's id is its ARN
+        if args.typ == "aws:kms/key:Key":
+            rid = state["keyId"]
         if args.typ == "aws:efs/fileSystem:FileSystem":
             rid = "fs-0123456789abcdef0"
         return [rid, state]

@@ -84,6 +84,11 @@ _CHART_VERSION = r"\d+\.\d+\.\d+"
 _IMAGE_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
 _PIN = versions.CONFIG_DEFAULTS   # the version keys' defaults: their pins
 _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.list_of_strings,)
+# AMP's retention (WorkspaceConfiguration retentionPeriodInDays): AMP's default, and the range AMP
+# accepts (AMP User Guide, "Amazon Managed Service for Prometheus service quotas": retention time
+# for ingested data, 150 days by default, up to 1095).
+METRICS_RETENTION_DEFAULT = 150
+METRICS_RETENTION_DAYS = (1, 1095)
 # The support calendar's facts the key table quotes: Slurm's security floors, the pinned
 # cert-manager line's Kubernetes range.
 _FLOORS = "; ".join(f"{', '.join(a.fixed_in)} for {a.cves[0]} and {len(a.cves) - 1} more"
@@ -367,6 +372,28 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             (_whole(*scheduling.HALF_LIFE_DAYS),), attr="priority_decay_half_life_days",
             description="Slurm's PriorityDecayHalfLife, in days: past usage counts half after this long.",
             on_change=_RECONFIGURES),
+        # issue 25, metrics-store: the metrics store and its alerts (components/metrics_store.py,
+        # components/dcgm_exporter.py; docs/decisions/metrics-store.md). Prices: Amazon Managed
+        # Service for Prometheus pricing (https://aws.amazon.com/prometheus/pricing/), US East.
+        Key("metrics", "boolean", True, _boolean, attr="metrics",
+            description="Collect Slurm's and the GPUs' metrics: the DCGM exporter on the GPU nodes, an Amazon "
+                        "Managed Service for Prometheus workspace with its managed scraper, the alert rules and "
+                        "their SNS topic, and the dashboards.",
+            doc="Costs per sample ingested and stored, per scraper hour and per sample queried (the decision "
+                "page estimates the dev stack); false removes all of it, and its stored samples with it.",
+            on_change="in place: false deletes the workspace (its samples), the scraper, the topic and the "
+                      "exporter; true creates them"),
+        Key("metricsRetentionDays", "integer", METRICS_RETENTION_DEFAULT, (_whole(*METRICS_RETENTION_DAYS),),
+            attr="metrics_retention_days",
+            description="Days the metrics workspace keeps samples (Amazon Managed Service for Prometheus "
+                        "retention, 1 to 1095).",
+            doc="Storage is billed per GB-month; 150 days is AMP's own default.",
+            on_change="in place: the workspace's retention; samples older than it are dropped"),
+        Key("alertEmails", "array", [], (rules.list_of_strings, rules.email_addresses), items="string",
+            attr="alert_emails", unset_means="alerts go to the SNS topic only (`alertTopicArn`)",
+            description="Email addresses mailed every firing alert, through the alert SNS topic.",
+            doc="Each address gets a confirmation mail from SNS and receives nothing until it confirms.",
+            on_change="in place: a subscription added or deleted per address"),
     )
 
 

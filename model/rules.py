@@ -171,3 +171,16 @@ def cpu_instance_type(key: str, value: Any) -> list[Problem]:
         return []
     return [error(key, value, "a CPU instance type name such as m6i.2xlarge (GPU types belong in "
                   "gpuInstanceType)")]
+
+
+# An address SNS can mail (SNS API Reference, Subscribe: for the email protocol the Endpoint is
+# "an email address"): one @, a dotted domain, no blanks or commas (a pasted list is not one address).
+_EMAIL = re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[^@\s,;.]+$")
+
+
+def email_addresses(key: str, value: Any) -> list[Problem]:
+    """Each entry one email address, none twice; each wrong one is its own problem."""
+    found = [error(key, address, "an email address such as oncall@example.com")
+             for address in value if not _EMAIL.match(address)]
+    found += [error(key, address, "each address once") for address in sorted(set(value)) if value.count(address) > 1]
+    return found

@@ -65,6 +65,10 @@ class StackConfig:
     priority_weight_age: int
     priority_weight_qos: int
     priority_decay_half_life_days: int
+    # issue 25, metrics-store
+    metrics: bool
+    metrics_retention_days: int
+    alert_emails: tuple[str, ...]
     # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
     # (model/node_zones.py).
     node_zones: tuple[NodeZone, ...]

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from components import grafana as component
-from devkit.offline_run import is_secret
+from devkit.offline_run import SECRET_SIG, is_secret
 from model import dashboards
-from tests.support.grafana_run import CLUSTER, PASSWORD_OUTPUT, WORKSPACE_ARN, grafana_graph
+from tests.support.grafana_run import CLUSTER, WORKSPACE_ARN, grafana_graph
 
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
 
@@ -60,10 +60,16 @@ def test_the_release_waits_for_the_association_and_the_dashboards(graph):
         assert graph.depends_on(release, graph.named(name)), name
 
 
+def registered_password(graph) -> dict:
+    """The admin password as the component registers it (a secret arrives wrapped in the secret
+    signature, its plain value under "value")."""
+    return graph.component_outputs[graph.named("grafana").urn]["admin_password"]
+
+
 def test_the_admin_password_is_a_secret_output(graph):
-    assert is_secret(graph.stack_outputs[PASSWORD_OUTPUT])
-    password = graph.output(PASSWORD_OUTPUT)
-    assert len(password) == dashboards.ADMIN_PASSWORD_LENGTH
+    password = registered_password(graph)
+    assert isinstance(password, dict) and SECRET_SIG in password.values()
+    assert len(password["value"]) == dashboards.ADMIN_PASSWORD_LENGTH
 
 
 def test_the_admin_password_is_drawn_once_and_only_in_the_secret(graph):
@@ -73,7 +79,7 @@ def test_the_admin_password_is_drawn_once_and_only_in_the_secret(graph):
     assert "data" in secret.secret_inputs
     assert secret.inputs["metadata"] == {"name": dashboards.ADMIN_SECRET, "namespace": dashboards.NAMESPACE}
     values = json.dumps(graph.named("grafana-release").inputs["values"])
-    assert graph.output(PASSWORD_OUTPUT) not in values
+    assert registered_password(graph)["value"] not in values
 
 
 def test_every_dashboard_file_is_provisioned_from_its_own_configmap(graph):
@@ -122,3 +128,41 @@ def test_the_query_policy_names_the_workspace_it_is_given():
     other = WORKSPACE_ARN.replace("ws-0a1b", "ws-ffff")
     (statement,) = json.loads(component.query_policy(other))["Statement"]
     assert statement["Resource"] == other
+
+
+# As the program wires it (__main__.py): over the store's workspace, its outputs, and gone with
+# `metrics: false`.
+
+def test_the_program_points_grafana_at_the_stores_workspace(dev):
+    (statement,) = statements(dev, "grafana-policy")
+    (source,) = dev.named("grafana-release").inputs["values"]["datasources"]["datasources.yaml"]["datasources"]
+    assert source["url"] == dev.output("metricsQueryEndpoint")
+    workspace_id = source["url"].rstrip("/").rsplit("/", 1)[1]
+    assert statement["Resource"] == f"arn:aws:aps:us-west-2:123456789012:workspace/{workspace_id}"
+
+
+def test_the_program_exports_grafanas_outputs(dev):
+    from devkit.offline_run import LOGIN_HOSTNAME
+    assert dev.output("grafanaUrl") == dashboards.url()
+    # The dev stack keeps its root key: the tunnel logs in as sshCommand does, root.
+    assert dev.output("sshCommand") == f"ssh root@{LOGIN_HOSTNAME}"
+    assert dev.output("grafanaTunnelCommand") == dashboards.tunnel_command(f"root@{LOGIN_HOSTNAME}")
+    assert is_secret(dev.stack_outputs["grafanaAdminPassword"])
+
+
+def test_grafana_waits_for_the_core_nodes_and_the_pod_identity_agent(dev):
+    association = dev.named("grafana-identity")
+    release = dev.named("grafana-release")
+    for node_group in dev.of_type("aws:eks/nodeGroup:NodeGroup"):
+        if node_group.name == "nodes-core":
+            assert dev.depends_on(release, node_group)
+    agent = [r for r in dev.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == "eks-pod-identity-agent"]
+    assert agent and dev.depends_on(association, agent[0])
+
+
+def test_metrics_false_builds_no_grafana():
+    from devkit.offline_run import run_program
+    graph = run_program("dev", {"metrics": "false"})
+    # Resources only: the mocked engine keeps one root stack per process, whose outputs earlier
+    # runs of the same process have already set.
+    assert not [r for r in graph.resources if r.name.startswith("grafana")]
