@@ -6,6 +6,7 @@ from components.accounting_registration import AccountingRegistration, Accountin
 from components.cluster import Cluster, ClusterArgs
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
@@ -14,10 +15,11 @@ from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
-from components.slurm_cluster import SlurmCluster, SlurmClusterArgs
+from components.slurm_cluster import SlurmCluster, SlurmClusterArgs, login_user
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
+from model import dashboards
 from model import metrics as metrics_model
 from model.contract import (
     CONTROLLER_CONTAINER,
@@ -134,6 +136,13 @@ metrics = MetricsStore("metrics", MetricsStoreArgs(
     retention_days=config.metrics_retention_days, scrape_configuration=metrics_model.scrape_configuration(),
     rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR), alert_emails=config.alert_emails,
     depends_on=cluster.ready)) if config.metrics else None
+# The dashboards, in the cluster on the core nodes, over the store's workspace (read with the pod's
+# own role: Pod Identity); reached through an SSH tunnel via the login node, no endpoint of its own
+# (docs/grafana.md).
+grafana = Grafana("grafana", GrafanaArgs(
+    cluster_name=config.cluster_name, region=config.region, query_endpoint=metrics.query_endpoint,
+    workspace_arn=metrics.workspace_arn, provider=cluster.provider, depends_on=nodes.core_ready,
+    identity_depends_on=cluster.pod_identity_ready)) if metrics is not None else None
 
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
@@ -170,3 +179,10 @@ pulumi.export("costPerHour", config.cost_per_hour)
 if metrics is not None:
     pulumi.export("metricsQueryEndpoint", metrics.query_endpoint)
     pulumi.export("alertTopicArn", metrics.alert_topic_arn)
+# Grafana: where the tunnel opens it, the tunnel through the login node (as sshCommand logs in),
+# and its admin password (secret); absent with `metrics: false`.
+if grafana is not None:
+    pulumi.export("grafanaUrl", dashboards.url())
+    pulumi.export("grafanaTunnelCommand", slurm.login_hostname.apply(
+        lambda host: dashboards.tunnel_command(f"{login_user(config.ssh_public_key, config.users)}@{host}")))
+    pulumi.export("grafanaAdminPassword", grafana.admin_password)

@@ -18,7 +18,7 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `jobs`: what users run, staged onto /shared (JobStaging)
 - `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
   AccountingRegistration)
-- `metrics`: metrics, their store, alerts and dashboards (MetricsStore, DcgmExporter)
+- `metrics`: metrics, their store, alerts and dashboards (MetricsStore, DcgmExporter, Grafana)
 
 A token is part of every URN under it: renaming a group or a class replaces resources, so a new
 component joins an existing group where one fits (tests/repo/test_component_conventions.py).

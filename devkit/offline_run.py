@@ -25,7 +25,7 @@ import runpy
 import sys
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import pulumi
 import yaml
@@ -416,8 +416,19 @@ def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
     return _copy(graph)
 
 
+def run_function(program: Callable[[], None], stack: str = "dev") -> Graph:
+    """Run `program` (code that registers resources, such as one component with literal inputs)
+    under the same mocks as __main__.py, with the stack's config; never kept in _RECORDED. For a
+    component the program does not wire yet."""
+    return _run_program(stack, stack_config(stack), False, False, offline_account.DEV, program)
+
+
+def _run_main() -> None:
+    runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
+
+
 def _run_program(stack: str, cfg: dict[str, str], preview: bool, expect_error: bool,
-                 account: offline_account.Account) -> Graph:
+                 account: offline_account.Account, program: Callable[[], None] = _run_main) -> Graph:
     project = _yaml(PROJECT_DIR / "Pulumi.yaml")["name"]
     mocks = Mocks(account)
     monitor = RecordingMonitor(mocks)
@@ -440,7 +451,7 @@ def _run_program(stack: str, cfg: dict[str, str], preview: bool, expect_error: b
 
     @pulumi.runtime.test
     def _run():
-        runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
+        program()
 
     error = None
     try:

@@ -36,7 +36,9 @@ _DEVICE_PLUGINS = (f"{_SYSTEM}.aws-efa-k8s-device-plugin*", f"{_SYSTEM}.nvidia-d
 _LBC = f"{_SYSTEM}.aws-load-balancer-controller*"
 _OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
 _CERT_MANAGER = "*.cert-manager.cert-manager*"
-_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS)
+# Grafana (components/grafana.py): uid 472, its image's user; the image by tag (model/versions.py).
+_GRAFANA = "*.grafana.grafana*"
+_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS, _GRAFANA)
 # The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
 _API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*",
                 f"*.{SLURM_NAMESPACE}.accounting-registration-*")

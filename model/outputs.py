@@ -48,6 +48,13 @@ OUTPUTS: tuple[Output, ...] = (
                                    "under `api/v1/`, signed with SigV4 (`awscurl --service aps`)"),
     Output("alertTopicArn", "the SNS topic every firing alert is published to: subscribe to it (or set "
                             "`alertEmails`)"),
+    # issue 25, dashboards (absent with `metrics: false`; docs/grafana.md)
+    Output("grafanaUrl", "where Grafana opens while `grafanaTunnelCommand` runs: `http://localhost:3000`"),
+    Output("grafanaTunnelCommand", "`ssh -N -L 3000:grafana.grafana.svc.cluster.local:80 <user>@<loginHostname>`, "
+                                   "the user as `sshCommand` logs in: the SSH tunnel to Grafana through the login "
+                                   "node (Grafana has no endpoint of its own)"),
+    Output("grafanaAdminPassword", "Grafana's `admin` password (secret; `pulumi stack output grafanaAdminPassword "
+                                   "--show-secrets`), drawn once and kept in the state"),
 )
 
 

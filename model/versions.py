@@ -97,6 +97,23 @@ DCGM_EXPORTER_IMAGE = ("nvcr.io/nvidia/k8s/dcgm-exporter", "4.5.3-4.8.2-distrole
 # --addon-name eks-node-monitoring-agent --kubernetes-version <v>` answers (docs/upgrading.md).
 NODE_MONITORING_AGENT_VERSION = "v1.7.0-eksbuild.1"
 
+# Grafana, in-cluster, for the dashboards (components/grafana.py). The chart moved from
+# grafana/helm-charts (deprecated there after 10.5.15) to grafana-community/helm-charts, the
+# repository kube-prometheus-stack 88.5.3 takes it from (its Chart.yaml dependencies); 12.11.1 is
+# its newest release in ../shared/ref/charts. Its appVersion is Grafana 13.2.0, pinned again below
+# so that a chart bump never changes the server unseen.
+GRAFANA = Chart("https://grafana-community.github.io/helm-charts", "grafana", "12.11.1")
+# docker.io/grafana/grafana, by tag: no record that can be cited here gives the digest of this tag
+# (not a Docker Official Image, so docker-library/repo-info has none); docs/upgrading.md says how
+# to read it and pin it by digest (the chart's image.sha).
+GRAFANA_IMAGE_TAG = "13.2.0"
+# Grafana 13 dropped SigV4 from its core Prometheus data source; Amazon Managed Service for
+# Prometheus is read through this plugin, installed by Grafana at start from the plugin catalog at
+# this version. 3.2.0 (2026-07-30, grafana/grafana-amazonprometheus-datasource tag v3.2.0) is its
+# newest release; its src/plugin.json needs Grafana >= 12.2.5.
+AMAZON_PROMETHEUS_PLUGIN = "grafana-amazonprometheus-datasource"
+AMAZON_PROMETHEUS_PLUGIN_VERSION = "3.2.0"
+
 # The utility images below are Docker Official Images pinned by tag and by the digest of their
 # multi-platform index, as docker-library/repo-info records Docker Hub's manifest
 # (repos/<image>/remote/<tag>.md). They are pulled from the ECR Public mirror of the official

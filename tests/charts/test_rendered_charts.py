@@ -1,4 +1,4 @@
-"""What the seven Helm releases put into the cluster, rendered from the upstream charts at the
+"""What the Helm releases put into the cluster, rendered from the upstream charts at the
 pinned versions (devkit/chart_render.py): placement, the service account Pod Identity names, the
 Slinky custom resources, Services and images. Each check also runs on a broken input to show it
 fails."""
@@ -15,7 +15,7 @@ from model.slurm_values import gpu_resources, slinky_image_tag
 from tests.support import rendered_checks as rc
 
 RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds", "dcgm-exporter",
-            "aws-load-balancer-controller", "slurm-operator", "slurm"}
+            "aws-load-balancer-controller", "slurm-operator", "slurm", "grafana"}
 LBC = versions.AWS_LOAD_BALANCER_CONTROLLER.version
 CONTROL_PLANE = ("cert-manager", "slurm-operator", "aws-load-balancer-controller", "slurm")
 
@@ -53,7 +53,7 @@ def by_name(objects, kind, name):
 
 # The renderer
 
-def test_all_seven_releases_render_from_the_reference_charts(rendered):
+def test_every_release_renders_from_the_reference_charts(rendered):
     assert set(rendered) == RELEASES
     assert all(rendered[name] for name in RELEASES)
 
