@@ -158,6 +158,13 @@ class RecordingMonitor(MockMonitor):
         return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(ret, {}))})
 
 
+def _asg_name(args) -> str:
+    """The Auto Scaling group EKS makes for a managed node group (the UUID from the name: stable)."""
+    digest = hashlib.sha256(args.name.encode()).hexdigest()
+    uuid = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+    return f"eks-{args.inputs.get('nodeGroupName', args.name)}-{uuid}"
+
+
 def _rds_id(args: pulumi.runtime.MockResourceArgs) -> str:
     """An RDS resource's identifier: the one given, or what Pulumi's autonaming would make (name + suffix)."""
     return args.inputs.get("identifier") or f"{args.name}-0a1b2c3"
@@ -181,6 +188,10 @@ class Mocks(pulumi.runtime.Mocks):
                 "clusterSecurityGroupId": "sg-0cluster0primary0",
             },
             "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+            # EKS names a managed node group's Auto Scaling group eks-<node group name>-<node group
+            # id>, the id a UUID (EKS API reference, Nodegroup.resources.autoScalingGroups;
+            # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupResources.html).
+            "aws:eks/nodeGroup:NodeGroup": {"resources": [{"autoscalingGroups": [{"name": _asg_name(args)}]}]},
             # EC2 and CloudWatch Logs name their resources' ARNs so (Service Authorization
             # Reference, Amazon EC2 vpc and CloudWatch Logs log-group resource types); the
             # provider drops the log group ARN's trailing ":*".
