@@ -13,7 +13,7 @@ import pulumi_aws as aws
 from model.catalog import GPU_AMI_TYPE
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
 from model.gpu_pools import GpuPool, pool_labels
-from model.node_templates import NodeGroupSize, node_template_tags
+from model.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
 
 _NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
@@ -178,9 +178,11 @@ class NodeGroups(pulumi.ComponentResource):
         labels and taints only while it has never had a node (kubernetes/autoscaler
         cluster-autoscaler/cloudprovider/aws/README.md at cluster-autoscaler-1.36.1, "eks:DescribeNodegroup")."""
         asg = node_group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
-        for i, (key, value) in enumerate(sorted(node_template_tags(pool, labels).items())):
+        for key, value in sorted(node_template_tags(pool, labels).items()):
+            # Named by the tag, so a label added later (a second pool's) adds one tag and moves none.
+            slug = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
-                f"{group}-template-{i}", autoscaling_group_name=asg,
+                f"{group}-template-{slug}", autoscaling_group_name=asg,
                 # Not propagated: the kubelet sets the labels and the taint on the node itself
                 # (the node group's labels and taints); the tags only describe it to CA.
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),

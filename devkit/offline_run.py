@@ -94,6 +94,8 @@ class Resource:
     read: bool = False
     retain_on_delete: bool = False
     deleted_with: str = ""
+    # The inputs whose changes `up` ignores (ResourceOptions.ignore_changes), as registered.
+    ignore_changes: list[str] = field(default_factory=list)
 
 
 def _refs_to_urns(value: struct_pb2.Value) -> None:
@@ -128,7 +130,8 @@ class RecordingMonitor(MockMonitor):
                 k: list(v.urns) for k, v in request.propertyDependencies.items()},
             read=read,
             retain_on_delete=False if read else bool(request.retainOnDelete),
-            deleted_with="" if read else request.deletedWith)
+            deleted_with="" if read else request.deletedWith,
+            ignore_changes=[] if read else list(request.ignoreChanges))
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
