@@ -21,9 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from devkit.offline_run import run_program
-
 import components
+from devkit.offline_run import run_program
 from tests.support.paths import REPO
 
 ROOT = REPO

@@ -9,7 +9,15 @@ import pytest
 
 from cluster_programs import pool_floor, rollout
 from components.slurm_readiness import POD_PACKAGE, shipped_code
-from tests.support.rollout_fakes import NEW_REVISION, OLD_REVISION, Clock, FakeCluster, nodeset, pod, scontrol_line
+from tests.support.rollout_fakes import (
+    NEW_REVISION,
+    OLD_REVISION,
+    Clock,
+    FakeCluster,
+    nodeset,
+    pod,
+    scontrol_line,
+)
 
 
 def _settle(cluster, min_nodes, timeout=600):
