@@ -42,6 +42,12 @@ def query_policy(workspace_arn: str) -> str:
         {"Sid": "QueryTheWorkspace", "Effect": "Allow", "Action": ["aps:QueryMetrics"], "Resource": workspace_arn}]})
 
 
+def keda_values() -> dict:
+    """The values computed here, over charts-values/keda.yaml: KEDA's three Deployments on the
+    core nodes (the chart's nodeSelector serves the operator, the metrics server and the webhook)."""
+    return {"nodeSelector": dict(CORE_LABELS)}
+
+
 @dataclass(frozen=True)
 class PoolAutoscalingArgs:
     """Every field is required (no defaults)."""
@@ -81,7 +87,7 @@ class PoolAutoscaling(pulumi.ComponentResource):
         association = self._identity()
         self.release = pinned_release(
             f"{name}-release", versions.KEDA, namespace=NAMESPACE, create_namespace=True,
-            values={"nodeSelector": dict(CORE_LABELS)},
+            values=keda_values(),
             parent=self, provider=args.provider, depends_on=[*args.depends_on, association])
         authentication = self._authentication()
         self.scaled_objects = {pool.name: self._scaled_object(pool, authentication) for pool in args.pools}
