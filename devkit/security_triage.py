@@ -36,11 +36,14 @@ _DEVICE_PLUGINS = (f"{_SYSTEM}.aws-efa-k8s-device-plugin*", f"{_SYSTEM}.nvidia-d
 _LBC = f"{_SYSTEM}.aws-load-balancer-controller*"
 _OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
 _CERT_MANAGER = "*.cert-manager.cert-manager*"
-_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS)
+# Only where a pool autoscales (docs/scaling.md): reviewed with `--config gpuMinNodes=0 --config gpuMaxNodes=4`.
+_CLUSTER_AUTOSCALER = f"{_SYSTEM}.cluster-autoscaler*"
+_KEDA = "*.keda.keda-*"
+_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS, _KEDA)
 # The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
 _API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*",
                 f"*.{SLURM_NAMESPACE}.accounting-registration-*")
-_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*")
+_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*", _CLUSTER_AUTOSCALER, _KEDA)
 _ALL = ("*",)
 
 
@@ -143,6 +146,10 @@ TRIAGE: tuple[Triage, ...] = (
          "references are pinned, the charts pull as they decide.", "images"),
     _k8s("CKV_K8S_43", _CHART_WORKLOADS, ACCEPTED,
          "The charts name their images by tag; the program's own images are pinned by digest.", "images"),
+    _k8s("CKV_K8S_43", (_CLUSTER_AUTOSCALER,), ACCEPTED,
+         "cluster-autoscaler's image is the release of the cluster's Kubernetes minor, by tag "
+         "(model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "
+         "those tags is at hand to pin them by.", "images"),
 )
 
 
