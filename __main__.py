@@ -5,6 +5,7 @@ from components.accounting_database import AccountingDatabase, AccountingDatabas
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
@@ -60,6 +61,14 @@ nodes = NodeGroups("nodes", NodeGroupsArgs(
     private_subnet_by_zone=network.private_subnet_by_zone, gpu_pools=config.gpu_pools,
     core_instance_type=config.core_instance_type, core_node_count=config.core_node_count,
     reservations=config.reservations))
+# The EC2 capacity under the autoscaling pools (docs/scaling.md); nothing for a stack whose pools
+# all have a fixed size.
+autoscaling_pools = [p for p in config.gpu_pools if p.autoscales]
+if autoscaling_pools:
+    ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(
+        cluster_name=config.cluster_name, region=config.region, kubernetes_version=config.kubernetes_version,
+        account_id=network.account_id, provider=cluster.provider,
+        depends_on=[*nodes.core_ready, *nodes.gpu_ready], identity_depends_on=cluster.pod_identity_ready))
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
 devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
                                                      depends_on=nodes.gpu_ready))
@@ -167,6 +176,7 @@ pulumi.export("sshCommand", slurm.ssh_command)
 # to: every pool with its Slurm partition and NodeSet; and
 # the first pool's type and the node count of all pools as before pools existed.
 pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCount": p.node_count,
+                            "minNodes": p.min_nodes, "maxNodes": p.max_nodes,
                             "availabilityZone": p.availability_zone, "partition": pool_partition(p),
                             "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)

@@ -16,6 +16,8 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `slurm`: the Slurm cluster on top and its named users (SlurmCluster, StateVolumeGuard, SlurmReadiness,
   UserIdentities)
 - `jobs`: what users run, staged onto /shared (JobStaging)
+- `scaling`: what sizes the autoscaling GPU pools to their partitions' queues (ClusterAutoscaler,
+  PoolAutoscaling)
 - `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
   AccountingRegistration)
 - `metrics`: metrics, their store, alerts and dashboards (MetricsStore, DcgmExporter, Grafana)

@@ -17,6 +17,7 @@ from model.catalog import GPU_AMI_TYPE
 from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
 from model.gpu_pools import GpuPool, pool_labels
 from model.node_repair import RepairPolicy
+from model.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
 
 _NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
@@ -133,22 +134,26 @@ class NodeGroups(pulumi.ComponentResource):
         return role
 
     def _node_group(self, suffix: str, role: aws.iam.Role, subnets, instance_type: str, ami_type: str,
-                    labels: dict, count: int, template: aws.ec2.LaunchTemplate, repair: RepairPolicy,
+                    labels: dict, size: NodeGroupSize, template: aws.ec2.LaunchTemplate, repair: RepairPolicy,
                     update_strategy: str = "DEFAULT", capacity_type: str = "ON_DEMAND",
                     **extra) -> aws.eks.NodeGroup:
-        """A fixed size (min = max = desired), one node replaced at a time on updates, a broken
-        node replaced as `repair` says; created once the control plane is up and the role has its
-        policies. A Capacity Block's launch template names the instance type itself, and EKS takes
-        it from one place only (the EKS user guide, "Customize managed nodes with launch templates":
-        an instance type in the launch template or in the node group, not both), so such a group
-        names none."""
+        """A fixed size (min = max = desired) or, autoscaled, the pool's bounds with the desired
+        size left to cluster-autoscaler after creation; one node replaced at a time on updates, a
+        broken node replaced as `repair` says; created once the control plane is up and the role
+        has its policies. A Capacity Block's launch template names the instance type itself, and
+        EKS takes it from one place only (the EKS user guide, "Customize managed nodes with launch
+        templates": an instance type in the launch template or in the node group, not both), so
+        such a group names none."""
         args = self._args
+        # An `up` that set the desired size of an autoscaled group would undo cluster-autoscaler's
+        # work: a smaller size makes the Auto Scaling group terminate instances it picks itself.
+        ignore = ["scalingConfig.desiredSize"] if size.autoscaled else None
         return aws.eks.NodeGroup(
             f"{self._name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
             subnet_ids=subnets, instance_types=None if capacity_type == CAPACITY_BLOCK else [instance_type],
             ami_type=ami_type, capacity_type=capacity_type, labels=labels,
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count,
-                                                              desired_size=count),
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=size.minimum, max_size=size.maximum,
+                                                              desired_size=size.desired),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)),
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
@@ -156,7 +161,8 @@ class NodeGroups(pulumi.ComponentResource):
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(
                 enabled=repair.enabled,
                 max_parallel_nodes_repaired_count=repair.max_parallel_nodes_repaired_count),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self._attachments]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self._attachments],
+                                        ignore_changes=ignore),
             **extra)
 
     def _core_group(self, role: aws.iam.Role) -> aws.eks.NodeGroup:
@@ -166,8 +172,8 @@ class NodeGroups(pulumi.ComponentResource):
             block_device_mappings=[_root_volume(100, 3000, 125)],
             update_default_version=True, opts=pulumi.ResourceOptions(parent=self))
         return self._node_group("core", role, list(args.private_subnet_ids), args.core_instance_type,
-                                "AL2023_x86_64_STANDARD", CORE_LABELS, args.core_node_count, core_lt,
-                                node_repair.CORE_REPAIR)
+                                "AL2023_x86_64_STANDARD", CORE_LABELS, NodeGroupSize.fixed(args.core_node_count),
+                                core_lt, node_repair.CORE_REPAIR)
 
     def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
         args, child = self._args, pulumi.ResourceOptions(parent=self)
@@ -198,12 +204,34 @@ class NodeGroups(pulumi.ComponentResource):
         # for the pool refuses, and which bills an extra GPU node meanwhile (EKS API
         # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
-        return self._node_group(pool.resource_suffix, role, [args.private_subnet_by_zone[pool.availability_zone]],
-                                pool.gpu.name, GPU_AMI_TYPE, {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)},
-                                pool.node_count, gpu_lt, node_repair.GPU_REPAIR, update_strategy="MINIMAL",
-                                capacity_type=CAPACITY_BLOCK if reservation and reservation.is_capacity_block
-                                else "ON_DEMAND",
-                                taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
+        labels = {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)}
+        node_group = self._node_group(pool.resource_suffix, role, [args.private_subnet_by_zone[pool.availability_zone]],
+                                      pool.gpu.name, GPU_AMI_TYPE, labels, NodeGroupSize.of_pool(pool), gpu_lt,
+                                      node_repair.GPU_REPAIR, update_strategy="MINIMAL",
+                                      capacity_type=CAPACITY_BLOCK if reservation and reservation.is_capacity_block
+                                      else "ON_DEMAND",
+                                      taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
+        if pool.autoscales:
+            self._node_template_tags(group, node_group, pool, labels)
+        return node_group
+
+    def _node_template_tags(self, group: str, node_group: aws.eks.NodeGroup, pool: GpuPool,
+                            labels: dict[str, str]) -> None:
+        """What cluster-autoscaler needs to scale the pool's group up from zero nodes, as tags on
+        the Auto Scaling group EKS made for it (node_templates.node_template_tags): the group's
+        own tags are not copied to its Auto Scaling group, and CA asks EKS for a managed group's
+        labels and taints only while it has never had a node (kubernetes/autoscaler
+        cluster-autoscaler/cloudprovider/aws/README.md at cluster-autoscaler-1.36.1, "eks:DescribeNodegroup")."""
+        asg = node_group.resources.apply(lambda rs: rs[0].autoscaling_groups[0].name)
+        for key, value in sorted(node_template_tags(pool, labels).items()):
+            # Named by the tag, so a label added later (a second pool's) adds one tag and moves none.
+            slug = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
+            aws.autoscaling.Tag(
+                f"{group}-template-{slug}", autoscaling_group_name=asg,
+                # Not propagated: the kubelet sets the labels and the taint on the node itself
+                # (the node group's labels and taints); the tags only describe it to CA.
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                opts=pulumi.ResourceOptions(parent=self))
 
     def _coredns(self) -> aws.eks.Addon:
         # The bootstrapped CoreDNS adopted as a managed add-on once the core nodes can run it;

@@ -30,6 +30,9 @@ from model.gpu_pools import DEFAULT_POOL, GpuPool
 PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
 # What runs in the Job, from cluster_programs/: standard library only, on a plain Python image.
 MODULES = ("rollout.py", "incluster.py")
+# And for a stack with an autoscaling pool, the wait over the pool's floor (cluster_programs/pool_floor.py);
+# a stack without one ships the modules above alone, the ConfigMap it always had.
+FLOOR_MODULE = "pool_floor.py"
 # In the Job the modules form the package `tools` (mounted at /app/tools, run as
 # `python -m tools.rollout`; rollout.main imports `tools.incluster`), with this __init__.py: the
 # layout and bytes the first release shipped, kept so that the ConfigMap, named by the hash of its
@@ -40,9 +43,11 @@ POD_PACKAGE_INIT = ('"""Day-two tools: verify the cluster from the stack outputs
                     'into reports, and plan the resource graph offline."""\n')
 
 
-def shipped_code() -> dict[str, str]:
-    """The ConfigMap's files: the pod-side package's __init__.py and the modules, by file name."""
-    return {"__init__.py": POD_PACKAGE_INIT, **{m: (PROGRAMS / m).read_text() for m in MODULES}}
+def shipped_code(autoscaling: bool = False) -> dict[str, str]:
+    """The ConfigMap's files: the pod-side package's __init__.py and the modules, by file name
+    (with the floor wait where a pool autoscales)."""
+    modules = (*MODULES, FLOOR_MODULE) if autoscaling else MODULES
+    return {"__init__.py": POD_PACKAGE_INIT, **{m: (PROGRAMS / m).read_text() for m in modules}}
 TIMEOUT_SECONDS = 1800
 # The ServiceAccount, Role and RoleBinding share it.
 ACCOUNT = "slurm-rollout-wait"
@@ -128,7 +133,7 @@ class SlurmReadiness(pulumi.ComponentResource):
     def _code(self) -> k8s.core.v1.ConfigMap:
         """cluster_programs/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
         change to the code is a new ConfigMap, never an edit under a running Job."""
-        code = shipped_code()
+        code = shipped_code(any(pool.autoscales for pool in self._args.gpu_pools))
         code_hash = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()).hexdigest()
         return k8s.core.v1.ConfigMap(
             f"{self._name}-code", metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}",
@@ -137,8 +142,10 @@ class SlurmReadiness(pulumi.ComponentResource):
 
     def _wait_job(self, pool: GpuPool, code: k8s.core.v1.ConfigMap,
                   binding: k8s.rbac.v1.RoleBinding) -> k8s.batch.v1.Job:
-        """The pool's Job: `python -m tools.rollout` on its NodeSet, named after its trigger."""
+        """The pool's Job: `python -m tools.rollout` on its NodeSet, named after its trigger; for an
+        autoscaling pool `tools.pool_floor`, which waits for its minNodes nodes only."""
         args, suffix = self._args, job_suffix(pool)
+        module, floor = ("pool_floor", ["--min-nodes", str(pool.min_nodes)]) if pool.autoscales else ("rollout", [])
         return k8s.batch.v1.Job(
             f"{self._name}-job{suffix}",
             metadata={"name": self.triggers[pool.name].apply(lambda h: f"slurm-ready{suffix}-{h}"),
@@ -146,11 +153,11 @@ class SlurmReadiness(pulumi.ComponentResource):
                       # A failed wait is run again by the next `pulumi up`.
                       "annotations": job_annotations(TIMEOUT_SECONDS)},
             spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": program_pod(
-                "wait", POD_PACKAGE, "rollout",
+                "wait", POD_PACKAGE, module,
                 ["--namespace", args.namespace, "--nodeset", nodeset_object(pool.name),
                  "--node-prefix", slurm_node_prefix(pool.name), "--slurm-pod", args.slurm_pod,
                  "--slurm-container", args.slurm_container, "--timeout", str(TIMEOUT_SECONDS - 120),
-                 "--stall-after", str(rollout.STALL_AFTER_SECONDS)],
+                 "--stall-after", str(rollout.STALL_AFTER_SECONDS), *floor],
                 ACCOUNT, code.metadata.name)}},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
                                         depends_on=[binding, code, *args.job_depends_on]))

@@ -95,6 +95,8 @@ class Resource:
     read: bool = False
     retain_on_delete: bool = False
     deleted_with: str = ""
+    # The inputs whose changes `up` ignores (ResourceOptions.ignore_changes), as registered.
+    ignore_changes: list[str] = field(default_factory=list)
 
 
 def _refs_to_urns(value: struct_pb2.Value) -> None:
@@ -129,7 +131,8 @@ class RecordingMonitor(MockMonitor):
                 k: list(v.urns) for k, v in request.propertyDependencies.items()},
             read=read,
             retain_on_delete=False if read else bool(request.retainOnDelete),
-            deleted_with="" if read else request.deletedWith)
+            deleted_with="" if read else request.deletedWith,
+            ignore_changes=[] if read else list(request.ignoreChanges))
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
@@ -157,6 +160,13 @@ class RecordingMonitor(MockMonitor):
         args = rpc.deserialize_properties(raw)
         ret = self.mocks.call(MockCallArgs(token=request.tok, args=args, provider=request.provider))
         return provider_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(ret, {}))})
+
+
+def _asg_name(args) -> str:
+    """The Auto Scaling group EKS makes for a managed node group (the UUID from the name: stable)."""
+    digest = hashlib.sha256(args.name.encode()).hexdigest()
+    uuid = f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+    return f"eks-{args.inputs.get('nodeGroupName', args.name)}-{uuid}"
 
 
 def _rds_id(args: pulumi.runtime.MockResourceArgs) -> str:
@@ -188,6 +198,10 @@ class Mocks(pulumi.runtime.Mocks):
                 "clusterSecurityGroupId": "sg-0cluster0primary0",
             },
             "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
+            # EKS names a managed node group's Auto Scaling group eks-<node group name>-<node group
+            # id>, the id a UUID (EKS API reference, Nodegroup.resources.autoScalingGroups;
+            # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupResources.html).
+            "aws:eks/nodeGroup:NodeGroup": {"resources": [{"autoscalingGroups": [{"name": _asg_name(args)}]}]},
             # EC2 and CloudWatch Logs name their resources' ARNs so (Service Authorization
             # Reference, Amazon EC2 vpc and CloudWatch Logs log-group resource types); the
             # provider drops the log group ARN's trailing ":*".

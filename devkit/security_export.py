@@ -52,6 +52,7 @@ TERRAFORM_TYPES = {
     "aws:ec2/routeTable:RouteTable": "aws_route_table",
     "aws:ec2/routeTableAssociation:RouteTableAssociation": "aws_route_table_association",
     "aws:ec2/securityGroup:SecurityGroup": "aws_security_group",
+    "aws:autoscaling/tag:Tag": "aws_autoscaling_group_tag",
     "aws:ec2/securityGroupRule:SecurityGroupRule": "aws_security_group_rule",
     "aws:ec2/subnet:Subnet": "aws_subnet",
     "aws:ec2/vpc:Vpc": "aws_vpc",

@@ -148,8 +148,8 @@ def tools_bin(explicit: str | None) -> pathlib.Path:
     return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 
-def export(out: pathlib.Path) -> dict:
-    graph = run_program("dev")
+def export(out: pathlib.Path, overrides: dict[str, str] | None = None) -> dict:
+    graph = run_program("dev", overrides)
     rendered = chart_render.render_graph_release_sources(graph)
     return security_export.write_all(graph, rendered, out / SCANNED)
 
@@ -181,8 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=pathlib.Path, default=ROOT / "build" / "security-review")
     p.add_argument("--tools", help="a bin/ holding checkov and parliament (default: devkit/security_tools.sh's)")
     p.add_argument("--export-only", action="store_true", help="write the scanners' inputs and stop")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="review the dev stack with this key set too (e.g. gpuMaxNodes=4 for the resources "
+                        "only an autoscaling pool has); repeatable")
     args = p.parse_args(argv)
-    written = export(args.out)
+    try:
+        overrides = dict(item.split("=", 1) for item in args.config)
+    except ValueError:
+        p.error(f"--config takes KEY=VALUE, got {args.config}")
+    written = export(args.out, overrides or None)
     print("exported: " + ", ".join(f"{n} {what}" for what, n in written.items()) + f" -> {args.out}")
     if args.export_only:
         return 0

@@ -38,11 +38,14 @@ _OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
 _CERT_MANAGER = "*.cert-manager.cert-manager*"
 # Grafana (components/grafana.py): uid 472, its image's user; the image by tag (model/versions.py).
 _GRAFANA = "*.grafana.grafana*"
-_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS, _GRAFANA)
+# Only where a pool autoscales (docs/scaling.md): reviewed with `--config gpuMinNodes=0 --config gpuMaxNodes=4`.
+_CLUSTER_AUTOSCALER = f"{_SYSTEM}.cluster-autoscaler*"
+_KEDA = "*.keda.keda-*"
+_CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS, _GRAFANA, _KEDA)
 # The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
 _API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*",
                 f"*.{SLURM_NAMESPACE}.accounting-registration-*")
-_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*")
+_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*", _CLUSTER_AUTOSCALER, _KEDA)
 _ALL = ("*",)
 
 
@@ -160,6 +163,10 @@ TRIAGE: tuple[Triage, ...] = (
     _k8s("CKV_K8S_22", ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
          "A writable root, as the chart has it: what the embedded DCGM host engine writes was not checked "
          "on a GPU here (model/pod_hardening.py).", "privileged-pods"),
+    _k8s("CKV_K8S_43", (_CLUSTER_AUTOSCALER,), ACCEPTED,
+         "cluster-autoscaler's image is the release of the cluster's Kubernetes minor, by tag "
+         "(model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "
+         "those tags is at hand to pin them by.", "images"),
 )
 
 

@@ -624,6 +624,27 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
                                                   ok.get("gpuMaxNodes"))
 
 
+def autoscaling_fits(ok: Mapping[str, Any], found: list[gpu_pools.GpuPool]) -> list[Problem]:
+    """Where a pool autoscales: a cluster-autoscaler release of the cluster's Kubernetes minor
+    (model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES), and a warning below the Kubernetes
+    KEDA's release is tested on (versions.KEDA_MIN_KUBERNETES)."""
+    version = ok.get("kubernetesVersion")
+    scaled = [p for p in found if p.autoscales]
+    if not scaled or version is None:
+        return []
+    key = scaled[0].key("maxNodes")
+    if versions.cluster_autoscaler_tag(version) is None:
+        return [error("kubernetesVersion", version, f"a Kubernetes minor with a pinned cluster-autoscaler release "
+                      f"({', '.join(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES)}), since {key} makes a pool "
+                      "autoscale")]
+    minimum = versions.KEDA_MIN_KUBERNETES
+    if tuple(map(int, version.split("."))) < tuple(map(int, minimum.split("."))):
+        return [warning("kubernetesVersion", version, f"kubernetesVersion {version}: KEDA {versions.KEDA.version}, "
+                        f"which scales the autoscaling pools, is supported and tested on Kubernetes {minimum} or "
+                        "higher (its chart's NOTES.txt); upgrade the cluster")]
+    return []
+
+
 def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Problem]]:
     """The users of `users`; a value that is not JSON is refused as such."""
     raw = values["users"]
@@ -684,6 +705,7 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     if values["apiAllowedCidrs"] == []:
         values["apiAllowedCidrs"] = values["sshAllowedCidrs"] if not ssh_cidrs(ok) else []
     found_pools, pool_problems = pools(ok, values)
+    pool_problems += autoscaling_fits(ok, found_pools)
     pool_problems += overridden_by_pools(values, {k.name: k.default for k in keys}, raw)
     found_users, user_problems = named_users(values)
     return Checked(values, ok, found_pools, problems + pool_problems + user_problems, found_users)

@@ -32,7 +32,8 @@ OUTPUTS: tuple[Output, ...] = (
     Output("loginHostname", "the login NLB's DNS name (waited for until AWS assigns it)"),
     Output("sshCommand", "`ssh root@<loginHostname>` while `sshPublicKey` is set, else `ssh <first admin "
                          "user>@<loginHostname>`"),
-    Output("gpuPools", "every GPU pool: `name`, `instanceType`, `nodeCount`, `availabilityZone`, its Slurm "
+    Output("gpuPools", "every GPU pool: `name`, `instanceType`, `nodeCount`, `minNodes`, `maxNodes` (equal for a "
+                       "pool of a fixed size), `availabilityZone`, its Slurm "
                        "`partition` and its `nodeSet` (the NodeSet object); what `tools/verify.py` checks the "
                        "cluster against, pool by pool; a CI job that submits to one pool reads its `partition` "
                        "here for `sbatch -p`"),

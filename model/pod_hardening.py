@@ -77,6 +77,16 @@ ACCEPTED: tuple[Accepted, ...] = (
     _accepted("aws-load-balancer-controller:Deployment/aws-load-balancer-controller", None, _CALLS_THE_API,
               "The controller reconciles Services and TargetGroupBindings through the API.",
               "aws/eks-charts stable/aws-load-balancer-controller 3.5.0 templates/rbac.yaml"),
+    # Only where a pool autoscales (docs/scaling.md): both hardened by the chart's defaults (KEDA)
+    # or charts-values/cluster-autoscaler.yaml, and clients of the API.
+    _accepted("cluster-autoscaler:Deployment/cluster-autoscaler", None, _CALLS_THE_API,
+              "cluster-autoscaler watches pods and nodes and evicts pods from nodes it empties.",
+              "kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler 9.59.0 templates/clusterrole.yaml"),
+    *(_accepted(f"keda:Deployment/{w}", None, _CALLS_THE_API,
+                "KEDA's operator scales the NodeSets and keeps their HPAs; its metrics server answers the "
+                "HPA through the API's aggregation layer; its webhook validates ScaledObjects.",
+                "kedacore/charts v2.20.2 keda/templates (manager, metrics-server, webhooks: their RBAC)")
+      for w in ("keda-operator", "keda-operator-metrics-apiserver", "keda-admission-webhooks")),
     _accepted("slurm-operator:Deployment/slurm-operator", None, _CALLS_THE_API,
               "The operator reconciles the Slinky custom resources into pods through the API.",
               "SlinkyProject/slurm-operator v1.2.1 helm/slurm-operator/templates/operator/rbac.yaml"),

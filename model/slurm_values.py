@@ -130,7 +130,11 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
     def nodeset(pool: GpuPool) -> dict:
         return {
             "enabled": True,
-            "replicas": pool.node_count,
+            # An autoscaling pool's NodeSet is written at its floor, a value that changes only with
+            # minNodes: Helm patches a custom resource with a two-way merge of the old and new
+            # manifests (helm/helm#9937), so an `up` that leaves minNodes alone never sends
+            # `replicas` and the count KEDA set stays (docs/scaling.md).
+            "replicas": pool.initial_nodes,
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
                 "resources": gpu_resources(pool.gpu),

@@ -114,6 +114,27 @@ GRAFANA_IMAGE_TAG = "13.2.0"
 AMAZON_PROMETHEUS_PLUGIN = "grafana-amazonprometheus-datasource"
 AMAZON_PROMETHEUS_PLUGIN_VERSION = "3.2.0"
 
+# Autoscaling pools (issue 26; docs/scaling.md), installed only where a pool autoscales.
+# KEDA 2.20.2 (kedacore/charts tag v2.20.2): its NOTES.txt says 2.20 "is supported and tested on
+# Kubernetes 1.33 or higher"; its chart's images are KEDA's own at the chart's appVersion.
+KEDA = Chart("https://kedacore.github.io/charts", "keda", "2.20.2")
+KEDA_MIN_KUBERNETES = "1.33"
+# cluster-autoscaler chart 9.59.0 (kubernetes/autoscaler tag cluster-autoscaler-chart-9.59.0); its
+# default image is v1.35.0. CA's versions "match Kubernetes minor releases exactly" and it is only
+# tested with the control plane version it was meant for (cluster-autoscaler/README.md, "Releases",
+# at cluster-autoscaler-1.36.1), so the image is the newest CA patch of the cluster's own minor
+# (the kubernetes/autoscaler tags cluster-autoscaler-<version>, newest of each minor on
+# 2026-07-22), never the chart's 1.35 on a 1.36 cluster.
+CLUSTER_AUTOSCALER = Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.59.0")
+CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
+CLUSTER_AUTOSCALER_FOR_KUBERNETES = {"1.32": "v1.32.7", "1.33": "v1.33.6", "1.34": "v1.34.5",
+                                     "1.35": "v1.35.2", "1.36": "v1.36.1"}
+
+
+def cluster_autoscaler_tag(kubernetes_version: str) -> str | None:
+    """The cluster-autoscaler image tag of a Kubernetes minor, or None for one with no CA release."""
+    return CLUSTER_AUTOSCALER_FOR_KUBERNETES.get(_minor(kubernetes_version))
+
 # The utility images below are Docker Official Images pinned by tag and by the digest of their
 # multi-platform index, as docker-library/repo-info records Docker Hub's manifest
 # (repos/<image>/remote/<tag>.md). They are pulled from the ECR Public mirror of the official

@@ -12,6 +12,9 @@ efa provider. Once: controller, restapi and login pods Running; srun offers pmix
 endpoint accepts TCP on 22.
 --fix first waits for each pool's NodeSet rollout and resumes only what it left stuck (the
 same cluster_programs/rollout.py `pulumi up` runs).
+An autoscaling pool (minNodes < maxNodes) is checked at the size its NodeSet asks for now, at least
+its floor (minNodes) Running; its scaler's state and last decision (the ScaledObject's conditions,
+its HPA's replicas and conditions: tools/scaler_state.py) are one more check.
 
 Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missing, not JSON, masked
 (written without --show-secrets) or lacks an output; 3 the Kubernetes API cannot be reached or
@@ -49,7 +52,7 @@ from model.contract import (
     worker_pod_prefix,
 )
 from model.gpu_pools import DEFAULT_POOL, labels_of_pool
-from tools import command_output
+from tools import command_output, scaler_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
 WRITE_OUTPUTS = "pulumi stack output --json --show-secrets > outputs.json"
@@ -74,6 +77,13 @@ class Pool:
     gpu: GpuInstanceType
     nodes: int
     several: bool   # one of several pools: its nodes carry the pool label, its checks its name
+    # The bounds (the gpuPools output's minNodes/maxNodes; nodeCount each for a stack from before them).
+    min_nodes: int = -1
+    max_nodes: int = -1
+
+    @property
+    def autoscales(self) -> bool:
+        return 0 <= self.min_nodes < self.max_nodes
 
     @property
     def node_selector(self) -> str:
@@ -106,6 +116,9 @@ class ClusterApi(Protocol):
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]: ...
     def nodeset(self, namespace: str, name: str) -> dict: ...
     def pod_objects(self, namespace: str, label_selector: str) -> list[dict]: ...
+    # KEDA's ScaledObject and the HPA it made, or None where there is none.
+    def scaled_object(self, namespace: str, name: str) -> dict | None: ...
+    def hpa(self, namespace: str, name: str) -> dict | None: ...
 
 
 @dataclass(frozen=True)
@@ -144,7 +157,9 @@ def check_workers(pods: list[Pod], pool: Pool) -> list[Check]:
 
 def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
     """Each GPU node advertises the catalog's GPUs and EFA interfaces: the device plugins run
-    there (a plugin that never tolerated the taint advertises nothing)."""
+    there (a plugin that never tolerated the taint advertises nothing). An autoscaling pool's
+    nodes are those of its Running workers (verify picks them): cluster-autoscaler may hold an
+    emptied node for its unneeded time, or be starting one."""
     gpu, workers = pool.gpu, pool.nodes
     want = {GPU_RESOURCE: str(gpu.gpus), EFA_RESOURCE: str(gpu.efa_interfaces)}
     seen = [f"{n.name}: " + ", ".join(f"{k}={n.allocatable.get(k, '0')}" for k in want) for n in nodes]
@@ -154,7 +169,7 @@ def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
                  + ("; " + "; ".join(seen) if seen else ""))
 
 
-def check_slurm_nodes(scontrol: str, pool: Pool) -> Check:
+def check_slurm_nodes(scontrol: str, pool: Pool, running: set[str] | None = None) -> Check:
     """The pool's Slurm nodes (named <pool>-<ordinal> after its NodeSet) take jobs and carry the
     catalog's GRES. Whether a node takes jobs, or is stuck, is the readiness Job's own rule
     (cluster_programs/rollout.py SlurmNode.usable and .stuck, over scontrol's State=BASE+FLAG...):
@@ -162,6 +177,10 @@ def check_slurm_nodes(scontrol: str, pool: Pool) -> Check:
     stuck."""
     gpu, workers = pool.gpu, pool.nodes
     nodes = [n for n in rollout.parse_scontrol(scontrol) if n.name.rsplit("-", 1)[0] == pool.name]
+    if pool.autoscales and running is not None:
+        # The records of nodes the scaler took away stay in Slurm (pruneSlurmNodeRecords Never):
+        # only the nodes of Running workers count.
+        nodes = [n for n in nodes if n.name in running]
     gres = command_output.gres_by_node(scontrol)
     bad = [f"{n.describe()} Gres={gres.get(n.name, '(null)')}" for n in nodes
            if not (n.usable and command_output.without_sockets(gres.get(n.name, "(null)")) == gpu.gres)]
@@ -226,7 +245,33 @@ def pools_of(outputs: dict) -> list[Pool]:
     """The pools of the gpuPools output; a stack from before pools has one, `slinky`."""
     listed = outputs.get("gpuPools") or [{"name": DEFAULT_POOL, "instanceType": outputs["gpuInstanceType"],
                                           "nodeCount": outputs["gpuNodeCount"]}]
-    return [Pool(p["name"], CATALOG[p["instanceType"]], int(p["nodeCount"]), len(listed) > 1) for p in listed]
+    return [Pool(p["name"], CATALOG[p["instanceType"]], int(p["nodeCount"]), len(listed) > 1,
+                 int(p.get("minNodes", p["nodeCount"])), int(p.get("maxNodes", p["nodeCount"]))) for p in listed]
+
+
+def sized_now(api: ClusterApi, pool: Pool, pods: list[Pod]) -> tuple[Pool, list[Check]]:
+    """An autoscaling pool as it is meant to be now: the worker pods Running, which must be at
+    least its floor (minNodes, or what the NodeSet asks for where the scaler holds it lower, as
+    idleReplicaCount 0 does) and at most maxNodes. A pool of a fixed size as it is."""
+    if not pool.autoscales:
+        return pool, []
+    asked = int((api.nodeset(NAMESPACE, nodeset_object(pool.name)).get("spec") or {}).get("replicas", 1))
+    found = _prefixed(pods, pool.worker_prefix)
+    running = [p for p in found if p.phase == "Running"]
+    floor = min(pool.min_nodes, asked)
+    ok = floor <= len(running) <= pool.max_nodes
+    detail = (f"{len(running)} Running; the NodeSet asks for {asked} (bounds {pool.min_nodes}-{pool.max_nodes}, "
+              f"floor {floor}): " + (", ".join(f"{p.name} {p.phase}" for p in found) or "no worker pod"))
+    sized = Pool(pool.name, pool.gpu, len(running), pool.several, pool.min_nodes, pool.max_nodes)
+    return sized, [Check(pool.named("worker pods at the scaler's size"), ok, detail)]
+
+
+def check_scaler(api: ClusterApi, pool: Pool) -> Check:
+    """The pool's scaler: its ScaledObject Ready and its HPA able to scale, with its last decision."""
+    name = f"scale-{pool.name}"   # model/autoscaling.py scaled_object_name
+    ok, detail = scaler_state.assess(api.scaled_object(NAMESPACE, name), api.hpa(NAMESPACE, scaler_state.hpa_name(name)),
+                                     name)
+    return Check(pool.named("scaler"), ok, detail)
 
 
 class _RolloutCluster:
@@ -263,9 +308,20 @@ def fix_rollout(api: ClusterApi, nodeset: str = DEFAULT_POOL, check: str = "roll
 
 
 def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, sleep=None) -> list[Check]:
-    pools = pools_of(outputs)
     pods = api.pods(NAMESPACE)
-    checks = [check_device_plugins(api.nodes(pool.node_selector), pool) for pool in pools]
+    pools, checks = [], []
+    for listed in pools_of(outputs):
+        pool, sized = sized_now(api, listed, pods)
+        pools.append(pool)
+        checks += sized
+        if pool.autoscales:
+            checks.append(check_scaler(api, pool))
+    for pool in pools:
+        nodes = api.nodes(pool.node_selector)
+        if pool.autoscales:
+            hosts = {p.node for p in _prefixed(pods, pool.worker_prefix) if p.phase == "Running"}
+            nodes = [n for n in nodes if n.name in hosts]
+        checks.append(check_device_plugins(nodes, pool))
     checks += check_control_pods(pods)
     for pool in pools:
         checks += check_workers(pods, pool)
@@ -274,7 +330,7 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
         checks += [fix_rollout(api, pool.name, pool.named("rollout settled (--fix)"), sleep=sleep) for pool in pools]
     if login:
         _, scontrol = api.exec(NAMESPACE, login, CONTAINERS["login"], ["scontrol", "-o", "show", "node"])
-        checks += [check_slurm_nodes(scontrol, pool) for pool in pools]
+        checks += [check_slurm_nodes(scontrol, pool, _slurm_names(pods, pool)) for pool in pools]
         checks += [check_node_health(scontrol, pool) for pool in pools]
         _, mpi = api.exec(NAMESPACE, login, CONTAINERS["login"], ["srun", "--mpi=list"])
         checks.append(check_pmix(mpi))
@@ -286,6 +342,13 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
             checks.append(check_efa(worker, fi))
     checks.append((connect or check_login_port)(outputs["loginHostname"]))
     return checks
+
+
+def _slurm_names(pods: list[Pod], pool: Pool) -> set[str]:
+    """The Slurm node names of the pool's Running workers: the pod slurm-worker-<pool>-<n> is
+    the node <pool>-<n> (model/contract.py worker_pod_prefix, slurm_node_prefix)."""
+    return {slurm_node_prefix(pool.name) + p.name.removeprefix(pool.worker_prefix)
+            for p in _prefixed(pods, pool.worker_prefix) if p.phase == "Running"}
 
 
 class VerifyError(Exception):
@@ -413,6 +476,28 @@ class KubernetesApi:
     def pod_objects(self, namespace: str, label_selector: str) -> list[dict]:
         resp = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)
         return json.loads(resp.data)["items"]
+
+    def _absent_is_none(self, what: str, fn, *args):
+        from kubernetes.client.exceptions import ApiException
+        try:
+            return fn(*args)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            return self._call(what, fn, *args)
+
+    def scaled_object(self, namespace: str, name: str) -> dict | None:
+        from kubernetes import client
+        api = client.CustomObjectsApi(self.core.api_client)
+        return self._absent_is_none(f"reading ScaledObject {name}", api.get_namespaced_custom_object,
+                                    "keda.sh", "v1alpha1", namespace, "scaledobjects", name)
+
+    def hpa(self, namespace: str, name: str) -> dict | None:
+        from kubernetes import client
+        api = client.AutoscalingV2Api(self.core.api_client)
+        found = self._absent_is_none(f"reading HPA {name}", api.read_namespaced_horizontal_pod_autoscaler, name,
+                                     namespace)
+        return None if found is None else api.api_client.sanitize_for_serialization(found)
 
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream

@@ -13,7 +13,7 @@ from tests.support.rendered_checks import pod_specs
 
 def test_every_chart_pod_is_hardened_but_for_the_accepted_exceptions(rendered):
     pods = ph.chart_pods(rendered)
-    assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=True)) == []
+    assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=True, releases=set(rendered))) == []
 
 
 def test_the_check_sees_the_pods_of_every_release_but_slurm(rendered):
@@ -42,7 +42,7 @@ def test_the_charts_own_security_context_is_caught_where_it_is_weaker(dev):
 def test_an_accepted_chart_exception_that_is_gone_is_caught(rendered):
     pods = copy.deepcopy(ph.chart_pods(rendered))
     pods["aws-efa-k8s-device-plugin:DaemonSet/aws-efa-k8s-device-plugin"]["hostNetwork"] = False
-    assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=True)) == [
+    assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=True, releases=set(rendered))) == [
         "aws-efa-k8s-device-plugin:DaemonSet/aws-efa-k8s-device-plugin (pod): keeps unprivileged now: "
         "remove its exception from model/pod_hardening.py"]
 

@@ -163,16 +163,18 @@ def test_cluster_env_on_a_node_of_no_pool_fails_naming_it(two, tmp_path):
 
 def test_outputs_list_the_pools(two):
     assert two.output("gpuPools") == [
-        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "availabilityZone": "us-west-2a",
+        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "minNodes": 1, "maxNodes": 1,
+         "availabilityZone": "us-west-2a",
          "partition": "infer", "nodeSet": "slurm-worker-infer"},
-        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "availabilityZone": "us-west-2a",
+        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "minNodes": 2, "maxNodes": 2,
+         "availabilityZone": "us-west-2a",
          "partition": "train", "nodeSet": "slurm-worker-train"}]
     assert two.output("gpuNodeCount") == 3
 
 
 def test_the_dev_stack_lists_its_one_pool(dev):
     assert dev.output("gpuPools") == [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2,
-                                       "availabilityZone": "us-west-2a", "partition": "slinky",
+                                       "minNodes": 2, "maxNodes": 2, "availabilityZone": "us-west-2a", "partition": "slinky",
                                        "nodeSet": "slurm-worker-slinky"}]
 
 

@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import components
+from devkit.offline_run import run_program
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -223,7 +224,9 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 
 
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
-    registered = {r.type for r in dev.resources if r.type.startswith("slinky-eks:")}
+    # The scaling components exist only where a pool autoscales (docs/scaling.md).
+    scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
+    registered = {r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")}
     assert registered == set(component_tokens().values())
 
 

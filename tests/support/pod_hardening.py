@@ -37,7 +37,10 @@ def findings(pods: dict[str, dict]) -> set[Finding]:
     return {f for workload, spec in pods.items() for f in pod_hardening.findings(workload, spec)}
 
 
-def accepted(charts: bool) -> set[Finding]:
+def accepted(charts: bool, releases: set[str] | None = None) -> set[Finding]:
     """The accepted exceptions of the charts' workloads (named `<release>:...`) or of the
-    program's own. An exception whose workload is gone stays, so it shows as stale."""
-    return {f for f in pod_hardening.accepted_findings() if (":" in f[0]) == charts}
+    program's own. An exception whose workload is gone stays, so it shows as stale; with
+    `releases`, only those releases' (a stack installs some charts only where it needs them:
+    KEDA and cluster-autoscaler where a pool autoscales)."""
+    found = {f for f in pod_hardening.accepted_findings() if (":" in f[0]) == charts}
+    return found if releases is None else {f for f in found if f[0].split(":", 1)[0] in releases}

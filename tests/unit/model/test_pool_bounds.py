@@ -114,3 +114,22 @@ def test_gpu_min_and_max_nodes_beside_gpu_pools_are_ignored_with_a_warning():
 def test_an_unknown_pool_field_lists_the_bounds_among_the_fields():
     (found,) = _errors(_pools(pool(minimum=0)))
     assert found[2].endswith("minNodes, maxNodes")
+
+
+def test_an_autoscaling_pool_on_a_kubernetes_keda_does_not_support_is_warned_of():
+    checked = _check(gpuMinNodes="0", gpuMaxNodes="3", kubernetesVersion="1.32")
+    assert [p.message for p in checked.problems if "KEDA" in p.message and not p.is_error] == [
+        "kubernetesVersion 1.32: KEDA 2.20.2, which scales the autoscaling pools, is supported and tested on "
+        "Kubernetes 1.33 or higher (its chart's NOTES.txt); upgrade the cluster"]
+
+
+def test_a_fixed_pool_on_that_kubernetes_is_not_warned_of_keda():
+    checked = _check(kubernetesVersion="1.32")
+    assert not [p for p in checked.problems if "KEDA" in p.message]
+
+
+def test_an_autoscaling_pool_on_a_kubernetes_without_a_cluster_autoscaler_release_is_refused(monkeypatch):
+    from model import versions
+    monkeypatch.delitem(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES, "1.36")
+    (p,) = [p for p in _check(gpuMinNodes="0", gpuMaxNodes="3").problems if p.is_error]
+    assert (p.key, p.value) == ("kubernetesVersion", "1.36") and "gpuMaxNodes makes a pool autoscale" in p.message
