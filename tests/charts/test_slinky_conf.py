@@ -137,3 +137,16 @@ def test_script_refs_become_the_operators_prolog_and_epilog_lines(release):
 def test_the_scripts_are_the_referenced_configmaps_files(release):
     scripts = _with_scripts(release, {"prologScriptRefs": {"prolog-a.sh": "#!/bin/sh\n"}}).scripts
     assert scripts == {"prolog-a.sh": "#!/bin/sh\n"}
+
+
+def test_controller_metrics_add_the_operators_metricstype_line_before_accounting(dev):
+    """controller_config.go buildSlurmConf: Spec.Metrics.Enabled adds MetricsType=metrics/openmetrics
+    right after SlurmctldParameters; the chart's controller.metrics values set Spec.Metrics."""
+    from tests.support.slurm_cluster import rendered_with_metrics
+    lines = Release.from_documents(rendered_with_metrics(dev)).slurm_conf().splitlines()
+    at = lines.index("MetricsType=metrics/openmetrics")
+    assert lines[at - 1].startswith("SlurmctldParameters=") and lines[at + 2] == "### ACCOUNTING ###"
+
+
+def test_without_controller_metrics_slurm_conf_has_no_metricstype(release):
+    assert not [line for line in release.slurm_conf().splitlines() if line.startswith("MetricsType")]

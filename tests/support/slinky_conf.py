@@ -240,7 +240,7 @@ class Release:
         return f"{self.controller_key}.{self.controller['metadata']['namespace']}"
 
     def slurm_conf(self) -> str:
-        """slurm.conf as buildSlurmConf writes it (metrics off: the program's values enable none)."""
+        """slurm.conf as buildSlurmConf writes it."""
         spec = self.controller["spec"]
         cluster = controller_name(self.controller)
         merge = {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"],
@@ -266,8 +266,12 @@ class Release:
                  "AuthAltTypes=auth/jwt",
                  f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
                  f"AuthInfo={','.join(merge['AuthInfo'])}",
-                 f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}",
-                 "#", "### ACCOUNTING ###"]
+                 f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}"]
+        if (spec.get("metrics") or {}).get("enabled"):
+            # controller_config.go buildSlurmConf: Spec.Metrics.Enabled adds this one line, after
+            # SlurmctldParameters, before the ACCOUNTING section (slurm-operator v1.2.1).
+            lines.append("MetricsType=metrics/openmetrics")
+        lines += ["#", "### ACCOUNTING ###"]
         if self.accounting is not None:
             lines += ["AccountingStorageType=accounting_storage/slurmdbd",
                       f"AccountingStorageHost={self.accounting_key}",

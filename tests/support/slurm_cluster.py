@@ -56,3 +56,17 @@ def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
     values = with_scheduling(merge(request["values"], {"accounting": {"enabled": True,
                                                                       "storageConfig": dict(storage)}}), DEFAULT)
     return render(request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev))
+
+
+def rendered_with_metrics(dev) -> list[dict]:
+    """The dev stack's `slurm` release rendered from chart 1.2.1 with slurmctld's metrics on
+    (model/metrics.py CONTROLLER_METRICS_VALUES set over the program's values: the same release
+    whether or not the program's own values already enable them)."""
+    from components._parts.helm import merge
+    from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
+    from model.metrics import CONTROLLER_METRICS_VALUES
+
+    (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
+    request = release_request(release)
+    values = merge(request["values"], {"controller": {"metrics": dict(CONTROLLER_METRICS_VALUES)}})
+    return render(request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev))
