@@ -215,3 +215,23 @@ def test_deleting_a_busy_pod_without_the_drain_kills_its_job(zero):
         assert info["JobState"] != "COMPLETED"
     finally:
         cluster.run(["scancel", job])
+
+
+
+def test_after_a_scale_in_to_zero_a_job_pends_on_the_drained_records_and_still_wakes_the_pool(zero):
+    """The operator keeps a scaled-in pod's Slurm node (StatefulSet mode prunes no record), DOWN and
+    drained with the preStop's reason: the partition is no longer empty, and a job pends for
+    WAIT_NODE_NOT_AVAIL, whose text slurmctld spells out (SchedMD/slurm src/slurmctld/
+    job_scheduler.c, slurm-26-05-3-1, "Nodes required for job are DOWN, DRAINED ..."). The
+    triggers count the pending job all the same."""
+    cluster, pods, prometheus, partition = zero
+    assert not pods.pods
+    job = _submit(cluster, partition, "-N1", "--gres=gpu:1", "--time=2", "--wrap", "true")
+    try:
+        time.sleep(2)
+        assert _ok(cluster, ["squeue", "-h", "-j", job, "-o", "%T %r"]).startswith(
+            "PENDING Nodes required for job are DOWN, DRAINED")
+        answers, replicas = _wanted_replicas(prometheus, partition)
+        assert answers == {"pending-jobs": 1, "largest-pending-job": 1} and replicas == 1
+    finally:
+        _ok(cluster, ["scancel", job])
