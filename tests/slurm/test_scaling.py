@@ -201,23 +201,6 @@ def test_scale_in_drains_a_busy_node_and_stops_its_pod_only_after_the_job_comple
         (cluster.dir / "log-controller/slurmctld.log").read_text(errors="replace")
 
 
-def test_deleting_a_busy_pod_without_the_drain_kills_its_job(zero):
-    """What the drain protects against: the same scale-in with the drain skipped stops slurmd under
-    the running job, and the job does not complete where it ran."""
-    cluster, pods, _, partition = zero
-    pods.scale_up(1)
-    cluster.wait_for_states({f"{partition}-0": "idle"}, 60)
-    job = _submit(cluster, partition, "-N1", "--time=2", "--no-requeue", "--wrap", "sleep 20")
-    try:
-        _wait_state(cluster, job, "RUNNING")
-        pods.scale_down(0, drain=False)
-        info = _wait_state(cluster, job, "NODE_FAIL", 30)
-        assert info["JobState"] != "COMPLETED"
-    finally:
-        cluster.run(["scancel", job])
-
-
-
 def test_after_a_scale_in_to_zero_a_job_pends_on_the_drained_records_and_still_wakes_the_pool(zero):
     """The operator keeps a scaled-in pod's Slurm node (StatefulSet mode prunes no record), DOWN and
     drained with the preStop's reason: the partition is no longer empty, and a job pends for
@@ -235,3 +218,19 @@ def test_after_a_scale_in_to_zero_a_job_pends_on_the_drained_records_and_still_w
         assert answers == {"pending-jobs": 1, "largest-pending-job": 1} and replicas == 1
     finally:
         _ok(cluster, ["scancel", job])
+
+
+def test_deleting_a_busy_pod_without_the_drain_kills_its_job(zero):
+    """What the drain protects against: the same scale-in with the drain skipped stops slurmd under
+    the running job, and the job does not complete where it ran."""
+    cluster, pods, _, partition = zero
+    pods.scale_up(1)
+    cluster.wait_for_states({f"{partition}-0": "idle"}, 60)
+    job = _submit(cluster, partition, "-N1", "--time=2", "--no-requeue", "--wrap", "sleep 20")
+    try:
+        _wait_state(cluster, job, "RUNNING")
+        pods.scale_down(0, drain=False)
+        info = _wait_state(cluster, job, "NODE_FAIL", 30)
+        assert info["JobState"] != "COMPLETED"
+    finally:
+        cluster.run(["scancel", job])
