@@ -4,8 +4,8 @@ import pulumi
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
-from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
@@ -14,6 +14,7 @@ from components.load_balancer_controller import LoadBalancerController, LoadBala
 from components.metrics_store import MetricsStore, MetricsStoreArgs, rule_namespaces
 from components.network import Network, NetworkArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
+from components.pool_autoscaling import PoolAutoscaling, PoolAutoscalingArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
 from components.slinky_operator import SlinkyOperator, SlinkyOperatorArgs
 from components.slurm_cluster import SlurmCluster, SlurmClusterArgs, login_user
@@ -152,6 +153,16 @@ grafana = Grafana("grafana", GrafanaArgs(
     cluster_name=config.cluster_name, region=config.region, query_endpoint=metrics.query_endpoint,
     workspace_arn=metrics.workspace_arn, provider=cluster.provider, depends_on=nodes.core_ready,
     identity_depends_on=cluster.pod_identity_ready)) if metrics is not None else None
+# The pools' scalers: KEDA sizes each autoscaling pool's NodeSet from its partition's pending work,
+# read from the metrics store (docs/scaling.md); the config rules refuse an autoscaling pool
+# without metrics, so `metrics` is set wherever a pool autoscales.
+if autoscaling_pools and metrics is not None:
+    PoolAutoscaling("keda", PoolAutoscalingArgs(
+        cluster_name=config.cluster_name, region=config.region, pools=autoscaling_pools,
+        query_endpoint=metrics.query_endpoint, workspace_arn=metrics.workspace_arn,
+        idle_minutes=config.scale_down_idle_minutes, namespace=SLURM_NAMESPACE, provider=cluster.provider,
+        depends_on=nodes.core_ready, identity_depends_on=cluster.pod_identity_ready,
+        scaler_depends_on=[*slurm.ready, *storage.namespace_ready]))
 
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.

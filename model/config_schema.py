@@ -633,6 +633,11 @@ def autoscaling_fits(ok: Mapping[str, Any], found: list[gpu_pools.GpuPool]) -> l
     if not scaled or version is None:
         return []
     key = scaled[0].key("maxNodes")
+    # The scalers read the pools' pending work from the metrics store (model/autoscaling.py): with
+    # no store a pool would stay at minNodes whatever is queued.
+    if ok.get("metrics") is False:
+        return [error("metrics", False, f"true, since {key} makes a pool autoscale and its scaler reads the "
+                      "metrics store (or set the pool's minNodes equal to its maxNodes)")]
     if versions.cluster_autoscaler_tag(version) is None:
         return [error("kubernetesVersion", version, f"a Kubernetes minor with a pinned cluster-autoscaler release "
                       f"({', '.join(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES)}), since {key} makes a pool "

@@ -59,8 +59,11 @@ DATASOURCE_UID = "amp"
 # scrape of /metrics/jobs walks slurmctld's job list under its locks, so not more often.
 SCRAPE_INTERVAL = "30s"
 SCRAPE_TIMEOUT = "25s"
-# The DCGM chart's ServiceMonitor interval (dcgm-exporter-4.8.2 values.yaml serviceMonitor.interval).
-DCGM_SCRAPE_INTERVAL = "15s"
+# Not the DCGM chart's 15 s (dcgm-exporter-4.8.2 values.yaml serviceMonitor.interval): AMP's managed
+# scraper refuses a scrape interval under 30 s (Amazon Managed Service for Prometheus User Guide,
+# "Scraper configuration": https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-collector-how-to.html).
+MIN_SCRAPE_INTERVAL_SECONDS = 30
+DCGM_SCRAPE_INTERVAL = "30s"
 DCGM_SCRAPE_TIMEOUT = "10s"
 
 # -- slurmctld -------------------------------------------------------------------------------

@@ -34,6 +34,14 @@ def test_the_scrape_configuration_has_only_what_the_amp_scraper_takes():
             assert sd["role"] in ("endpoints", "pod") and not {"api_server", "kubeconfig_file"} & set(sd)
 
 
+def test_no_job_is_scraped_more_often_than_the_amp_scraper_allows():
+    # AMP's managed scraper refuses an interval under 30 s: the scraper would not be created.
+    config = _config()
+    intervals = [config["global"]["scrape_interval"]] + [j["scrape_interval"] for j in config["scrape_configs"]
+                                                         if "scrape_interval" in j]
+    assert all(int(i.removesuffix("s")) >= metrics.MIN_SCRAPE_INTERVAL_SECONDS for i in intervals), intervals
+
+
 def test_slurmctld_is_scraped_at_the_paths_the_operators_servicemonitor_lists(shared_ref):
     values = yaml.safe_load((shared_ref / "charts/slurm-1.2.1/values.yaml").read_text())
     endpoints = [e["path"] for e in values["controller"]["metrics"]["serviceMonitor"]["endpoints"]]

@@ -133,3 +133,13 @@ def test_an_autoscaling_pool_on_a_kubernetes_without_a_cluster_autoscaler_releas
     monkeypatch.delitem(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES, "1.36")
     (p,) = [p for p in _check(gpuMinNodes="0", gpuMaxNodes="3").problems if p.is_error]
     assert (p.key, p.value) == ("kubernetesVersion", "1.36") and "gpuMaxNodes makes a pool autoscale" in p.message
+
+
+def test_an_autoscaling_pool_without_metrics_is_refused_naming_the_key():
+    # The scaler's trigger reads the metrics store; without it the pool would never leave minNodes.
+    (p,) = [p for p in _check(gpuMinNodes="0", gpuMaxNodes="3", metrics="false").problems if p.is_error]
+    assert (p.key, p.value) == ("metrics", False) and "gpuMaxNodes makes a pool autoscale" in p.message
+
+
+def test_a_fixed_pool_without_metrics_is_accepted():
+    assert not [p for p in _check(metrics="false").problems if p.is_error]
