@@ -113,6 +113,7 @@ def test_keda_installs_the_crds_the_scaled_objects_need(keda):
 
 def test_the_scaled_object_the_program_writes_is_valid_against_kedas_crd(keda):
     import jsonschema
+
     from model import autoscaling, catalog
     from model.gpu_pools import GpuPool
     crd = _one(keda, "CustomResourceDefinition", "scaledobjects.keda.sh")
