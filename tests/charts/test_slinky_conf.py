@@ -110,8 +110,11 @@ def test_a_controller_whose_accounting_is_missing_stores_nothing(with_accounting
 
 
 def _with_scripts(release: Release, refs: dict[str, dict[str, str]]) -> Release:
-    """The release with the Controller naming one ConfigMap per script ref, of these files."""
+    """The release with the Controller naming one ConfigMap per script ref, of these files (and no
+    other: the dev release's own DCGM scripts are dropped)."""
     controller = copy.deepcopy(release.controller)
+    for key in ("prologScriptRefs", "epilogScriptRefs", "prologSlurmctldScriptRefs", "epilogSlurmctldScriptRefs"):
+        controller["spec"].pop(key, None)
     maps = dict(release.config_maps)
     for key, files in refs.items():
         controller["spec"][key] = [{"name": f"cm-{key}"}]
@@ -119,8 +122,10 @@ def _with_scripts(release: Release, refs: dict[str, dict[str, str]]) -> Release:
     return Release(controller, release.nodesets, maps, release.accountings)
 
 
-def test_the_dev_release_has_no_script_sections(release):
-    assert "PROLOG" not in release.slurm_conf() and release.scripts == {}
+def test_the_dev_releases_only_scripts_are_the_dcgm_job_mapping(release):
+    # Metrics on (the default): the chart's vendor.nvidia.dcgm prolog and epilog, nothing else.
+    assert sorted(release.scripts) == ["epilog-90-dcgm.sh", "prolog-90-dcgm.sh"]
+    assert "Prolog=prolog-90-dcgm.sh\nEpilog=epilog-90-dcgm.sh\n" in release.slurm_conf()
 
 
 def test_script_refs_become_the_operators_prolog_and_epilog_lines(release):
@@ -149,4 +154,7 @@ def test_controller_metrics_add_the_operators_metricstype_line_before_accounting
 
 
 def test_without_controller_metrics_slurm_conf_has_no_metricstype(release):
-    assert not [line for line in release.slurm_conf().splitlines() if line.startswith("MetricsType")]
+    controller = copy.deepcopy(release.controller)
+    controller["spec"]["metrics"] = {"enabled": False}
+    off = Release(controller, release.nodesets, release.config_maps, release.accountings)
+    assert not [line for line in off.slurm_conf().splitlines() if line.startswith("MetricsType")]

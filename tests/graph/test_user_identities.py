@@ -185,7 +185,9 @@ def test_a_stack_without_users_has_no_identities_and_root_as_before(dev):
     assert "extraSshdConfig" not in login and "initContainers" not in login["podSpec"]
     assert login["rootSshAuthorizedKeys"].split()[1] == EXAMPLE_SSH_KEY
     assert "prologScripts" not in values and "initContainers" not in values["controller"]["podSpec"]
-    assert all(len(n["podSpec"]["volumes"]) == 2 for n in values["nodesets"].values())
+    # The workers mount no entries ConfigMap (other volumes, the health check's, are not the users').
+    assert not [v for n in values["nodesets"].values() for v in n["podSpec"]["volumes"]
+                if v["name"] == identities.ENTRIES_VOLUME or v.get("configMap", {}).get("name") == IDENTITIES_CONFIGMAP]
 
 
 # The homes Job

@@ -63,10 +63,11 @@ PROLOG = f"prolog-{identities.PROLOG_SCRIPT}"
 
 def test_slurm_conf_runs_the_identities_prolog_on_the_workers(slurm):
     conf = slurm.release.slurm_conf()
-    assert f"### PROLOG & EPILOG ###\nProlog={PROLOG}\n" in conf, conf
-    assert slurm.release.scripts == {PROLOG: identities.prolog_script()}
+    # Beside the DCGM job mapping's prolog (metrics on): the operator lists the scripts sorted.
+    assert f"Prolog={PROLOG}\n" in conf.split("### PROLOG & EPILOG ###\n", 1)[1], conf
+    assert slurm.release.scripts[PROLOG] == identities.prolog_script()
     config = slurm.run(["scontrol", "show", "config"]).stdout
-    assert re.search(rf"^Prolog\[0\]\s*=\s*{re.escape(PROLOG)}$", config, re.M), config
+    assert re.search(rf"^Prolog\[\d\]\s*=\s*{re.escape(PROLOG)}$", config, re.M), config
 
 
 def _sacctmgr(slurm):

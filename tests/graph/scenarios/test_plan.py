@@ -47,8 +47,9 @@ def test_secrets_are_redacted(planned):
 
 def test_values_of_every_helm_release_are_written(planned):
     files = sorted(p.name for p in (planned / "values").iterdir())
-    assert files == ["devices-efa.yaml", "devices-nvidia.yaml", "lbc-release.yaml", "slinky-cert-manager.yaml",
-                     "slinky-crds.yaml", "slinky-operator.yaml", "slurm-release.yaml"]
+    assert files == ["dcgm-release.yaml", "devices-efa.yaml", "devices-nvidia.yaml", "grafana-release.yaml",
+                     "lbc-release.yaml", "slinky-cert-manager.yaml", "slinky-crds.yaml", "slinky-operator.yaml",
+                     "slurm-release.yaml"]
     values = yaml.safe_load((planned / "values/slurm-release.yaml").read_text())
     assert values["nodesets"]["slinky"]["extraConfMap"]["Gres"] == ["gpu:nvidia_l4:4"]
 
@@ -81,7 +82,8 @@ def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
 def test_manifests_of_every_release_are_written(planned):
     files = sorted(p.name for p in (planned / "manifests").iterdir())
     assert files == ["aws-efa-k8s-device-plugin.yaml", "aws-load-balancer-controller.yaml", "cert-manager.yaml",
-                     "nvidia-device-plugin.yaml", "slurm-operator-crds.yaml", "slurm-operator.yaml", "slurm.yaml"]
+                     "dcgm-exporter.yaml", "grafana.yaml", "nvidia-device-plugin.yaml", "slurm-operator-crds.yaml",
+                     "slurm-operator.yaml", "slurm.yaml"]
     text = (planned / "manifests/slurm.yaml").read_text()
     assert text.startswith("# slurm 1.2.1 (release slurm, namespace slurm), rendered with the values in "
                            "values/slurm-release.yaml\n")

@@ -34,6 +34,9 @@ CHANGED_BY_A_NEW_POOL = {
     # the Job that copies them are named by their content.
     "jobs-files": {"metadata", "data"},
     "jobs-copy": {"metadata", "spec"},
+    # The node health check's ConfigMap gains the new pool's expectations file (model/node_health.py),
+    # which only the new NodeSet mounts.
+    "slurm-node-health": {"data"},
 }
 
 

@@ -128,8 +128,8 @@ def test_secret_inputs_are_redacted_in_the_manifests(objects):
 
 def test_every_iam_document_is_exported(graph):
     iam = security_export.iam_documents(graph)
-    assert set(iam.identity) == {"lbc_policy", "network_flow_log_delivery"}
+    assert set(iam.identity) == {"lbc_policy", "network_flow_log_delivery", "grafana_policy"}
     assert set(iam.trust) == {"lbc_role", "nodes_node_role", "storage_ebs_csi_role", "storage_efs_csi_role",
-                              "cluster_eks_eksRole", "network_flow_log_role"}
+                              "cluster_eks_eksRole", "network_flow_log_role", "grafana_role"}
     assert iam.managed["aws_iam_role.nodes_node_role"][0] == "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"
     assert iam.managed["aws_iam_role.cluster_eks_eksRole"] == [security_export.EKS_CLUSTER_POLICY]
