@@ -14,7 +14,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
-from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model import versions
 from model.contract import CORE_LABELS, SYSTEM_NAMESPACE
 
@@ -111,10 +111,5 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.account_id).apply(
             lambda account: autoscaler_policy(args.cluster_name, args.region, account))
-        role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), [],
-                                 parent=self, inline_policy=document)
-        # Before the release: EKS hands credentials to pods created after the association exists.
-        return aws.eks.PodIdentityAssociation(
-            f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT, role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.identity_depends_on]))
+        return pod_identity(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), document, self,
+                            [*args.depends_on, *args.identity_depends_on])

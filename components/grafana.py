@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 from components._parts.helm import pinned_release
-from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model import dashboards, versions
 
 # What Grafana may do with the workspace: exactly the actions of the AWS managed policy
@@ -82,13 +82,9 @@ class Grafana(pulumi.ComponentResource):
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
         account = ServiceAccountRef(args.cluster_name, dashboards.NAMESPACE, dashboards.SERVICE_ACCOUNT)
-        role = pod_identity_role(name, account, [], parent=self, inline_policy=document)
         # The association must name the service account the chart creates (serviceAccount.name),
         # or Grafana signs with no credentials and every panel fails.
-        return aws.eks.PodIdentityAssociation(
-            f"{name}-identity", cluster_name=args.cluster_name, namespace=dashboards.NAMESPACE,
-            service_account=dashboards.SERVICE_ACCOUNT, role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.identity_depends_on]))
+        return pod_identity(name, account, document, self, [*args.depends_on, *args.identity_depends_on])
 
     def _generated_password(self) -> pulumi.Output[str]:
         # Drawn once and kept in the state: the same password on every preview and update, and the

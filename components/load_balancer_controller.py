@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.load_balancer_policy import Scope, policy
-from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model import versions
 from model.contract import CORE_LABELS, SYSTEM_NAMESPACE
 
@@ -62,16 +62,11 @@ class LoadBalancerController(pulumi.ComponentResource):
         name, args = self._name, self._args
         document = pulumi.Output.all(args.account_id, args.vpc_arn).apply(
             lambda a: policy(Scope(region=args.region, account_id=a[0], vpc_arn=a[1])))
-        role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), [],
-                                 parent=self, inline_policy=document)
         # The association must name exactly the service account the chart creates, or the
         # controller runs without credentials and Services stay <pending>
-        # (kubernetes-sigs/aws-load-balancer-controller issue #3850;
-        # https://docs.aws.amazon.com/eks/latest/userguide/pod-id-association.html).
-        return aws.eks.PodIdentityAssociation(
-            f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
-            service_account=SERVICE_ACCOUNT, role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.identity_depends_on]))
+        # (kubernetes-sigs/aws-load-balancer-controller issue #3850).
+        return pod_identity(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), document, self,
+                            [*args.depends_on, *args.identity_depends_on])
 
     def _release(self, association: aws.eks.PodIdentityAssociation) -> k8s.helm.v3.Release:
         args = self._args

@@ -16,7 +16,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
-from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model import autoscaling, versions
 from model.contract import CORE_LABELS
 from model.gpu_pools import GpuPool
@@ -97,13 +97,8 @@ class PoolAutoscaling(pulumi.ComponentResource):
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
-        role = pod_identity_role(name, ServiceAccountRef(args.cluster_name, NAMESPACE, OPERATOR_ACCOUNT), [],
-                                 parent=self, inline_policy=document)
-        # Before the release: EKS hands credentials to pods created after the association exists.
-        return aws.eks.PodIdentityAssociation(
-            f"{name}-identity", cluster_name=args.cluster_name, namespace=NAMESPACE,
-            service_account=OPERATOR_ACCOUNT, role_arn=role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *args.identity_depends_on]))
+        return pod_identity(name, ServiceAccountRef(args.cluster_name, NAMESPACE, OPERATOR_ACCOUNT), document, self,
+                            [*args.depends_on, *args.identity_depends_on])
 
     def _after_keda(self) -> pulumi.ResourceOptions:
         args = self._args

@@ -46,3 +46,17 @@ def pod_identity_role(name: str, account: ServiceAccountRef, managed_policy_arns
     if inline_policy is not None:
         aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=inline_policy, opts=opts)
     return role
+
+
+def pod_identity(name: str, account: ServiceAccountRef, inline_policy: pulumi.Input[str], parent: pulumi.Resource,
+                 depends_on: Sequence[pulumi.Resource]) -> aws.eks.PodIdentityAssociation:
+    """A role with `inline_policy` for `account`, and the EKS Pod Identity association that hands it
+    to that service account (`<name>-identity`). The association must exist before the pods start:
+    EKS gives credentials only to pods created after it (Amazon EKS user guide, "Assign an IAM role
+    to a Kubernetes service account": https://docs.aws.amazon.com/eks/latest/userguide/pod-id-association.html),
+    so a release waits for what this returns."""
+    role = pod_identity_role(name, account, [], parent=parent, inline_policy=inline_policy)
+    return aws.eks.PodIdentityAssociation(
+        f"{name}-identity", cluster_name=account.cluster_name, namespace=account.namespace,
+        service_account=account.name, role_arn=role.arn,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)))
