@@ -82,7 +82,8 @@ class ZoneRecord:
 
 @dataclass(frozen=True)
 class ReservationRecord:
-    """One Capacity Reservation as EC2 holds it (the API reference's CapacityReservation fields)."""
+    """One Capacity Reservation as EC2 holds it (Amazon EC2 API Reference, CapacityReservation:
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html)."""
     region: str
     instance_type: str
     availability_zone: str
@@ -234,7 +235,10 @@ ON_DEMAND_TERM, HOURLY_RATE = "JRTCKXETXF", "6YS6EN2CT7"   # the OnDemand offer 
 
 
 def product_document(region: str, instance_type: str, usd: float) -> str:
-    """One EC2 product as GetProducts' PriceList holds it: a JSON string."""
+    """One EC2 product as GetProducts' PriceList holds it: a JSON string of product, serviceCode and
+    terms.OnDemand/Reserved offers with priceDimensions (AWS Price List API Reference, GetProducts:
+    https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html;
+    the term and rate codes as AWS Billing User Guide, "Reading the price list", shows them)."""
     sku = hashlib.sha256(f"{region}/{instance_type}".encode()).hexdigest()[:16].upper()
     on_demand = f"{sku}.{ON_DEMAND_TERM}"
     reserved = f"{sku}.4NA7Y494T4"   # a 1-year No Upfront term: priced per hour too, lower
