@@ -230,7 +230,7 @@ def _reservation(account: Account, region: str, reservation_id: str):
 # The attributes GetProducts is asked to match (model/cost.py product_filters), with the value the
 # fixture's product has where it does not come from the price table's key.
 _PRODUCT_ATTRIBUTES = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
-                       "licenseModel": "No License required", "capacitystatus": "Used"}
+                       "licenseModel": "No License required", "capacitystatus": "Used", "marketoption": "OnDemand"}
 ON_DEMAND_TERM, HOURLY_RATE = "JRTCKXETXF", "6YS6EN2CT7"   # the OnDemand offer term and rate codes
 
 

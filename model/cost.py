@@ -30,8 +30,12 @@ PRICE_LIST_REGION = PRICE_LIST_REGIONS[0]
 # The product attributes that pick one EC2 instance product: its type and region, Linux without
 # pre-installed software or licence, shared tenancy, and `capacitystatus` Used (the price of a
 # running instance; AllocatedCapacityReservation and UnusedCapacityReservation are the rows of a
-# reservation's idle part). Attribute names: the AmazonEC2 offer file's product attributes (AWS
-# Billing User Guide, "Offer file definitions", and the Price List Query API's GetProducts filters,
+# reservation's idle part), and `marketoption` OnDemand, so the answer is the one on-demand product
+# and never also a row of another market for the same type, which would make GetProducts match two
+# and the provider fail (Karpenter's price lookup narrows the same way: aws/karpenter-provider-aws
+# pkg/providers/pricing/pricing.go, its on-demand filters). Attribute names: the AmazonEC2 offer
+# file's product attributes (AWS Billing User Guide, "Offer file definitions", and the Price List
+# Query API's GetProducts filters,
 # https://docs.aws.amazon.com/aws-cost-management/latest/APIReference/API_pricing_GetProducts.html).
 def product_filters(region: str, instance_type: str) -> list[dict[str, str]]:
     return [{"field": "instanceType", "value": instance_type},
@@ -40,7 +44,8 @@ def product_filters(region: str, instance_type: str) -> list[dict[str, str]]:
             {"field": "tenancy", "value": "Shared"},
             {"field": "preInstalledSw", "value": "NA"},
             {"field": "licenseModel", "value": "No License required"},
-            {"field": "capacitystatus", "value": "Used"}]
+            {"field": "capacitystatus", "value": "Used"},
+            {"field": "marketoption", "value": "OnDemand"}]
 
 
 # us-east-1 on-demand list prices in USD per hour, for when the Price List cannot be asked. From

@@ -180,6 +180,12 @@ def test_prices_are_asked_from_the_price_list_through_a_provider_in_an_endpoint_
     assert all({"field": "regionCode", "value": "us-west-2"} in a["filters"] for a in asked)
 
 
+def test_prices_are_asked_for_the_on_demand_market_only(dev):
+    # Without it, a type with a row in another market matches twice and the lookup fails.
+    asked = [a for t, a in dev.calls if t == PRODUCT]
+    assert asked and all({"field": "marketoption", "value": "OnDemand"} in a["filters"] for a in asked)
+
+
 def test_the_price_list_has_no_endpoint_in_the_stacks_region():
     # Why the program needs its own provider: through the default one (us-west-2) it fails.
     _, failures = answer(DEV, PRODUCT, {"serviceCode": "AmazonEC2", "filters": cost.product_filters(
