@@ -1,5 +1,6 @@
 """The nodes: a CPU "core" group for Slurm's control plane and the cluster's controllers, and per
-GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group, tainted so only
+GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group (a reserved pool's:
+the one its reservation was created in, if any), tainted so only
 GPU work lands there. Every group repairs itself: EKS node auto repair replaces a node whose
 health the node monitoring agent reports bad (model/node_repair.py)."""
 from __future__ import annotations
@@ -178,10 +179,6 @@ class NodeGroups(pulumi.ComponentResource):
     def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
         args, child = self._args, pulumi.ResourceOptions(parent=self)
         group = f"{self._name}-{pool.resource_suffix}"
-        # EFA needs every node in one cluster placement group in one AZ
-        # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html, limitations): one
-        # per pool, so EFA traffic stays within a pool.
-        placement = aws.ec2.PlacementGroup(f"{group}-pg", strategy="cluster", opts=child)
         reservation = args.reservations.get(pool.capacity_reservation_id)
         gpu_lt = aws.ec2.LaunchTemplate(
             f"{group}-lt", metadata_options=_metadata_options(),
@@ -196,7 +193,7 @@ class NodeGroups(pulumi.ComponentResource):
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
                     **iface, security_groups=[args.cluster_security_group_id])
                 for iface in pool.gpu.network_interfaces],
-            placement=aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name),
+            placement=self._placement(group, pool, reservation),
             update_default_version=True, opts=child, **_reserved_capacity(pool, reservation))
         # Exactly one subnet, in the pool's AZ: EFA does not cross AZs.
         # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
@@ -214,6 +211,24 @@ class NodeGroups(pulumi.ComponentResource):
         if pool.autoscales:
             self._node_template_tags(group, node_group, pool, labels)
         return node_group
+
+    def _placement(self, group: str, pool: GpuPool,
+                   reservation: Reservation | None) -> aws.ec2.LaunchTemplatePlacementArgs | None:
+        """The cluster placement group the pool's nodes launch in. EFA wants every node of a job
+        in one cluster placement group in one AZ (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html,
+        limitations): one group per pool, so EFA traffic stays within a pool.
+
+        A reserved pool launches where its reservation holds the capacity instead: in the group
+        the reservation was created in, or in none. A reservation made outside a group can never
+        be moved into one (EC2 User Guide, "Use Capacity Reservations with cluster placement
+        groups", Limitations: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html),
+        so a new group of the stack's holds none of it, and its nodes would be placed by the
+        group rather than by the reservation (preflight warns when there is no group)."""
+        if pool.capacity_reservation_id:
+            name = reservation.placement_group_name if reservation is not None else ""
+            return aws.ec2.LaunchTemplatePlacementArgs(group_name=name) if name else None
+        placement = aws.ec2.PlacementGroup(f"{group}-pg", strategy="cluster", opts=pulumi.ResourceOptions(parent=self))
+        return aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name)
 
     def _node_template_tags(self, group: str, node_group: aws.eks.NodeGroup, pool: GpuPool,
                             labels: dict[str, str]) -> None:

@@ -95,6 +95,7 @@ class ReservationRecord:
     instance_platform: str = "Linux/UNIX"
     start_date: str = "2026-11-01T00:00:00Z"
     end_date: str = ""
+    placement_group: str = ""   # the name of the cluster placement group it was created in, if any
 
 
 @dataclass(frozen=True)
@@ -224,6 +225,9 @@ def _reservation(account: Account, region: str, reservation_id: str):
             "endDate": r.end_date, "endDateType": "limited" if r.end_date else "unlimited",
             "instanceMatchCriteria": "targeted" if r.reservation_type == "capacity-block" else "open",
             "ownerId": account.account_id, "ebsOptimized": True, "createdDate": "2026-10-01T00:00:00Z",
+            # The provider sets "" where EC2 leaves PlacementGroupArn out (a reservation in no group).
+            "placementGroupArn": (f"arn:aws:ec2:{region}:{account.account_id}:placement-group/{r.placement_group}"
+                                  if r.placement_group else ""),
             "tags": {}}
 
 

@@ -7,7 +7,7 @@ The fields are those of EC2's CapacityReservation, as DescribeCapacityReservatio
 https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html):
 InstanceType, AvailabilityZone, State, ReservationType (`default` for an ODCR, `capacity-block`
 for a Capacity Block), TotalInstanceCount, AvailableInstanceCount, Tenancy, InstancePlatform,
-StartDate and EndDate.
+StartDate, EndDate and PlacementGroupArn (the cluster placement group it was created in, if any).
 """
 from __future__ import annotations
 
@@ -67,6 +67,14 @@ class Reservation:
     instance_platform: str = LINUX_PLATFORM
     start_date: str = ""
     end_date: str = ""
+    placement_group_arn: str = ""   # "" when it was created in no placement group
+
+    @property
+    def placement_group_name(self) -> str:
+        """The group's name: an ARN's resource part is `placement-group/<name>` (Amazon EC2 API
+        Reference, CapacityReservation.PlacementGroupArn; the Service Authorization Reference's
+        EC2 resource types: arn:${Partition}:ec2:${Region}:${Account}:placement-group/${PlacementGroupName})."""
+        return self.placement_group_arn.rpartition("placement-group/")[2] if self.placement_group_arn else ""
 
     @property
     def is_capacity_block(self) -> bool:

@@ -358,6 +358,16 @@ def reservations(account: Account, region: str, pools: list[GpuPool], out: list[
         found[rid] = reservation
         for pool in users:
             out += _reservation_misfits(pool, reservation)
+        if not reservation.is_capacity_block and not reservation.placement_group_arn:
+            # Its pools launch in no placement group (components/node_groups.py _placement). A
+            # Capacity Block needs none: its instances are colocated in an EC2 UltraCluster (EC2
+            # User Guide, "Capacity Blocks for ML": https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
+            names = ", ".join(p.name for p in users)
+            out.append(warning(users[0].key("capacityReservationId"), rid,
+                               f"capacity: {rid} ({reservation.kind}) was created in no cluster placement "
+                               f"group, so pool {names} launches in none (a reservation cannot be moved "
+                               "into one): EFA works, without the group's closer placement; for it, "
+                               "create the reservation in a cluster placement group"))
         largest = sum(p.max_nodes for p in users)
         if reservation.total_instances < largest:
             who = " + ".join(f"{p.name}: {p.max_nodes}" for p in users)

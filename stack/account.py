@@ -163,7 +163,7 @@ class Account:
             reservation_type=found.reservation_type, total_instances=int(found.instance_count),
             available_instances=int(found.available_instance_count), tenancy=found.tenancy,
             instance_platform=found.instance_platform, start_date=found.start_date or "",
-            end_date=found.end_date or "")
+            end_date=found.end_date or "", placement_group_arn=found.placement_group_arn or "")
 
     def on_demand_price(self, region: str, instance_type: str) -> float:
         """The on-demand USD price per hour from the AWS Price List's GetProducts, through a

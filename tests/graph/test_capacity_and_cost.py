@@ -18,8 +18,11 @@ BLOCK = "cr-02168da1478b509e0"   # the EKS user guide's example id
 PRODUCT = "aws:pricing/getProduct:getProduct"
 RESERVATION = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 
-# The dev pool: 2 x g6.12xlarge in us-west-2a.
-ODCR_FOR_DEV = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=2)
+# The dev pool: 2 x g6.12xlarge in us-west-2a, reserved in a cluster placement group as an HPC
+# user would make it (EC2 User Guide, "Use Capacity Reservations with cluster placement groups").
+RESERVED_GROUP = "team-g6-cpg"
+ODCR_FOR_DEV = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=2,
+                                 placement_group=RESERVED_GROUP)
 BLOCK_FOR_P5 = ReservationRecord("us-west-2", "p5.48xlarge", "us-west-2a", total_instance_count=2,
                                  reservation_type="capacity-block", end_date="2026-12-10T11:30:00Z")
 
@@ -121,7 +124,8 @@ def test_every_reservation_problem_of_every_pool_comes_back_at_once():
 
 
 def test_a_reservation_smaller_than_its_pool_is_a_warning_not_an_error():
-    small = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=1)
+    small = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=1,
+                              placement_group=RESERVED_GROUP)
     graph = run_program("dev", {"gpuCapacityReservationId": ODCR}, account=_with(**{ODCR: small}))
     assert graph.error is None
     (said,) = [w for w in graph.warnings if w.startswith("capacity:")]
@@ -159,6 +163,33 @@ def test_a_capacity_block_is_a_capacity_block_node_group_with_its_market_type_an
     group = graph.named("nodes-gpu").inputs
     assert group["capacityType"] == "CAPACITY_BLOCK"
     assert "instanceTypes" not in group   # the template names the type; EKS takes it from one place
+
+
+def test_a_pool_without_a_reservation_launches_in_its_own_cluster_placement_group(dev):
+    assert dev.named("nodes-gpu-pg").inputs["strategy"] == "cluster"
+    assert dev.named("nodes-gpu-lt").inputs["placement"] == {"groupName": "nodes-gpu-pg"}   # the mock names it by URN name
+
+
+def test_a_reserved_pool_launches_in_the_placement_group_its_reservation_was_created_in():
+    graph = odcr_stack()
+    assert graph.named("nodes-gpu-lt").inputs["placement"] == {"groupName": RESERVED_GROUP}
+    assert not [r for r in graph.resources if r.type == "aws:ec2/placementGroup:PlacementGroup"]
+
+
+def test_a_pool_whose_reservation_is_in_no_placement_group_launches_in_none_with_a_warning():
+    outside = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=2)
+    graph = run_program("dev", {"gpuCapacityReservationId": ODCR}, account=_with(**{ODCR: outside}))
+    assert "placement" not in graph.named("nodes-gpu-lt").inputs
+    assert not [r for r in graph.resources if r.type == "aws:ec2/placementGroup:PlacementGroup"]
+    (said,) = [w for w in graph.warnings if w.startswith("capacity:")]
+    assert f"{ODCR} (On-Demand Capacity Reservation) was created in no cluster placement group" in said
+    assert "pool slinky launches in none" in said
+
+
+def test_a_capacity_block_launches_in_no_placement_group_without_a_warning():
+    graph = block_stack()
+    assert "placement" not in graph.named("nodes-gpu-lt").inputs
+    assert not [w for w in graph.warnings if w.startswith("capacity:")]
 
 
 def test_only_the_pool_that_names_a_reservation_targets_it():
