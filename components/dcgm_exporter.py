@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components._parts.helm import pinned_release
 from model import metrics, versions
 from model.contract import GPU_LABELS, GPU_TOLERATION
+from model.node_repair import DCGM_HOST_ENGINE_PORT
 
 # Where the chart mounts the counter list, the path its default `arguments` read
 # (NVIDIA/dcgm-exporter deployment/values.yaml at 4.5.3-4.8.2: arguments -f
@@ -21,6 +22,18 @@ COUNTERS_PATH = "/etc/dcgm-exporter/default-counters.csv"
 # (NVIDIA/dcgm-exporter pkg/cmd/app.go at 4.5.3-4.8.2, CLIHPCJobMappingDir), one file per GPU index
 # holding the job id (internal/pkg/transformation/hpc.go).
 JOB_MAPPING_ENV = "DCGM_HPC_JOB_MAPPING_DIR"
+# The node's IP, from the pod's status.hostIP, which the exporter's `-r` argument names.
+NODE_IP_ENV = "NODE_IP"
+# Left to itself the exporter starts a DCGM host engine of its own inside its pod (the chart's
+# default arguments have no -r). The node monitoring agent's dcgm-server already runs one on every
+# GPU node (model/node_repair.py), and two engines watching one GPU contend for its profiling
+# counters: the DCGM_FI_PROF_* fields may come back empty or in error in one of them.
+# `-r <host>:<port>` connects to the running engine instead (NVIDIA/dcgm-exporter deployment/
+# values.yaml at 4.5.3-4.8.2, `arguments`: 'Use "-r", "<HOST>:<PORT>" to connect to an already
+# running hostengine'); Kubernetes expands $(NODE_IP) from the container's env in args. Both are
+# DCGM 4 (the exporter image's 4.5.3, the agent's 4.6.1).
+HOST_ENGINE = f"$({NODE_IP_ENV}):{DCGM_HOST_ENGINE_PORT}"
+ARGUMENTS = ["-f", COUNTERS_PATH, "-r", HOST_ENGINE]
 
 
 def exporter_values(counters: str) -> dict:
@@ -37,6 +50,7 @@ def exporter_values(counters: str) -> dict:
         # The chart's default tolerates only the control-plane taint; GPU nodes carry the GPU taint.
         "tolerations": [dict(GPU_TOLERATION)],
         "customMetrics": counters,
+        "arguments": list(ARGUMENTS),
         # The chart's extraHostVolumes take no hostPath type: the job directory goes with the
         # counter list's ConfigMap volume in the raw volume list (templates/daemonset.yaml toYaml).
         "extraConfigMapVolumes": [
@@ -46,12 +60,16 @@ def exporter_values(counters: str) -> dict:
         "extraVolumeMounts": [
             {"name": "exporter-metrics-volume", "mountPath": COUNTERS_PATH, "subPath": "default-counters.csv"},
             {"name": job_mapping["name"], "mountPath": metrics.DCGM_JOB_MAPPING_DIR, "readOnly": True}],
-        "extraEnv": [{"name": JOB_MAPPING_ENV, "value": metrics.DCGM_JOB_MAPPING_DIR}],
+        "extraEnv": [{"name": JOB_MAPPING_ENV, "value": metrics.DCGM_JOB_MAPPING_DIR},
+                     {"name": NODE_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
         "podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        # Root and SYS_ADMIN stay (model/pod_hardening.py says why); the rest is held.
+        # Root stays (model/pod_hardening.py says why); the rest is held. No capability: the chart's
+        # SYS_ADMIN is for the profiling module of an engine inside the pod, and with `-r` the
+        # profiling runs in the agent's engine, whose own pod is privileged.
         "securityContext": {
             "runAsNonRoot": False, "runAsUser": 0,
-            "capabilities": {"drop": ["ALL"], "add": ["SYS_ADMIN"]},
+            # `add: []`, not left out: Helm merges maps, so the chart's SYS_ADMIN would stay.
+            "capabilities": {"drop": ["ALL"], "add": []},
             "allowPrivilegeEscalation": False, "privileged": False,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
@@ -68,6 +86,10 @@ class DcgmExporterArgs:
     counters: str
     # What the release waits for (and is deleted before): the GPU nodes (NodeGroups.gpu_ready) and
     # the NVIDIA device plugin (DevicePlugins.ready), whose runtime set-up gives the pods the GPUs.
+    # Not the node monitoring agent, whose host engine it reads: nothing waits for the agent
+    # (tests/graph/test_node_repair.py). Its add-on installs with the control plane, before any
+    # node; its dcgm-server comes with each GPU node, and an exporter that starts first restarts
+    # until the engine answers.
     depends_on: Sequence[pulumi.Resource]
 
 

@@ -153,16 +153,12 @@ TRIAGE: tuple[Triage, ...] = (
          "The exporter image is the chart's tag (4.5.3-4.8.2-distroless): no stored record gives that nvcr.io "
          "tag's digest to pin it by (model/versions.py DCGM_EXPORTER_IMAGE).", "images"),
     *(_k8s(c, ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
-           "SYS_ADMIN, the one capability added: DCGM's profiling fields (DCGM_FI_PROF_*, in "
-           "observability/dcgm-counters.csv) need it (model/pod_hardening.py).", "privileged-pods")
-      for c in ("CKV_K8S_25", "CKV_K8S_39")),
-    *(_k8s(c, ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
            "Root: the exporter reads the kubelet's root-only pod-resources socket to map GPUs to pods; its "
            "image runs as root; no escalation, not privileged (model/pod_hardening.py).", "privileged-pods")
       for c in ("CKV_K8S_23", "CKV_K8S_40")),
     _k8s("CKV_K8S_22", ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
-         "A writable root, as the chart has it: what the embedded DCGM host engine writes was not checked "
-         "on a GPU here (model/pod_hardening.py).", "privileged-pods"),
+         "A writable root, as the chart has it: what the exporter writes was not checked on a GPU here "
+         "(model/pod_hardening.py).", "privileged-pods"),
     _k8s("CKV_K8S_43", (_CLUSTER_AUTOSCALER,), ACCEPTED,
          "cluster-autoscaler's image is the release of the cluster's Kubernetes minor, by tag "
          "(model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "

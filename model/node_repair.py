@@ -26,6 +26,12 @@ from model.contract import GPU_TOLERATION
 # Kubernetes RBAC: aws/eks-node-monitoring-agent charts/eks-node-monitoring-agent/templates/
 # clusterrole.yaml at v1.7.0).
 MONITORING_AGENT_ADDON = "eks-node-monitoring-agent"
+# The port of the add-on's DCGM host engine on every NVIDIA node: dcgm-server runs
+# `nv-hostengine -n -b ALL` (all interfaces) and publishes container port 5555 as host port 5555,
+# on the node's own IP (aws/eks-node-monitoring-agent charts/eks-node-monitoring-agent/templates/
+# dcgm-daemonset.yaml at v1.7.0; DCGM 4.6.1, its Dockerfile's DCGM_VERSION). The DCGM exporter
+# reads the GPUs through it too (components/dcgm_exporter.py), so a node runs one engine.
+DCGM_HOST_ENGINE_PORT = 5555
 
 
 def monitoring_agent_configuration() -> str:

@@ -96,16 +96,17 @@ ACCEPTED: tuple[Accepted, ...] = (
               "SlinkyProject/slurm-operator v1.2.1 helm/slurm-operator/templates/webhook/rbac.yaml "
               "(automountServiceAccountToken: true), files/webhook_rbac_rules.yaml"),
     # issue 25, metrics-store: NVIDIA's DCGM exporter 4.5.3-4.8.2 (components/dcgm_exporter.py).
-    _accepted("dcgm-exporter:DaemonSet/dcgm-exporter", "exporter", "non-root drop-all read-only-root",
+    _accepted("dcgm-exporter:DaemonSet/dcgm-exporter", "exporter", "non-root read-only-root",
               "Root: it reads the kubelet's pod-resources socket (which pod holds which GPU), root-only under "
-              "/var/lib/kubelet/pod-resources, and its image runs as root. SYS_ADMIN, the one capability "
-              "added: the DCGM_FI_PROF_* fields of observability/dcgm-counters.csv (engine, tensor, DRAM and "
-              "PCIe activity) come from DCGM's profiling module, which needs it. Writable root: the embedded "
-              "DCGM host engine's own files were not checked on a GPU here. No escalation, not privileged, "
-              "RuntimeDefault seccomp, no token; the job-mapping directory is mounted read-only.",
+              "/var/lib/kubelet/pod-resources, and its image runs as root. Writable root, as the chart has it: "
+              "what the exporter writes was not checked on a GPU here. Every capability dropped: it runs no "
+              "DCGM host engine of its own (the chart's SYS_ADMIN is for that engine's profiling module) but "
+              "reads the GPUs through the node monitoring agent's (-r, components/dcgm_exporter.py). No "
+              "escalation, not privileged, RuntimeDefault seccomp, no token; the job-mapping directory is "
+              "mounted read-only.",
               "NVIDIA/dcgm-exporter 4.5.3-4.8.2 deployment/values.yaml (securityContext: SYS_ADMIN "
-              "\"Required for profiling metrics (DCGM_FI_PROF_*)\", kubeletPath), docker/Dockerfile (USER root), "
-              "README.md (docker run --cap-add SYS_ADMIN)"),
+              "\"Required for profiling metrics (DCGM_FI_PROF_*)\", `arguments` -r, kubeletPath), "
+              "docker/Dockerfile (USER root)"),
     # NVIDIA device plugin 0.20.0.
     _accepted("nvidia-device-plugin:DaemonSet/nvidia-device-plugin", "nvidia-device-plugin-ctr", "non-root",
               "Creates its socket in the kubelet's root-owned /var/lib/kubelet/device-plugins; its image runs "

@@ -4,10 +4,11 @@ the directory the slurm chart's job-mapping prolog writes, found by the scrape j
 writes; slurmctld's metrics on with no ServiceMonitor; none of it with `metrics: false`."""
 import pytest
 
-from components.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV
+from components.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV, NODE_IP_ENV
 from devkit.chart_render import render_graph_releases
 from devkit.offline_run import run_program
 from model import metrics
+from model.node_repair import DCGM_HOST_ENGINE_PORT
 from tests.charts.test_rendered_charts import by_name, of_kind, rerender
 from tests.support import rendered_checks as rc
 
@@ -51,10 +52,23 @@ def test_exporter_exports_the_chosen_counter_list(exporter, container, pod):
     config_map = by_name(exporter, "ConfigMap", "exporter-metrics-config-map")
     assert config_map["data"]["metrics"].strip() == metrics.DCGM_COUNTERS_FILE.read_text().strip()
     # ... at the path its arguments read, from that ConfigMap.
-    assert container["args"] == ["-f", COUNTERS_PATH]
+    assert container["args"][container["args"].index("-f") + 1] == COUNTERS_PATH
     (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == COUNTERS_PATH]
     (volume,) = [v for v in pod["spec"]["volumes"] if v["name"] == mount["name"]]
     assert volume["configMap"]["name"] == "exporter-metrics-config-map"
+
+
+def test_exporter_reads_the_gpus_through_the_node_monitoring_agents_host_engine(container):
+    # One DCGM host engine per node: the agent's dcgm-server, on the node's IP (model/node_repair.py).
+    args = container["args"]
+    assert "-r" in args and args[args.index("-r") + 1] == f"$({NODE_IP_ENV}):{DCGM_HOST_ENGINE_PORT}"
+    (node_ip,) = [e for e in container["env"] if e["name"] == NODE_IP_ENV]
+    assert node_ip["valueFrom"] == {"fieldRef": {"fieldPath": "status.hostIP"}}
+
+
+def test_exporter_adds_no_capability(container):
+    # With no host engine in the pod there is no profiling module to grant SYS_ADMIN to.
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": []}
 
 
 def test_exporter_reads_the_directory_the_slurm_prolog_writes(rendered, container, pod):
