@@ -129,3 +129,36 @@ def test_the_scaled_object_the_program_writes_is_valid_against_kedas_crd(keda):
 
 def test_every_keda_pod_template_is_found(keda):
     assert len(list(pod_specs(keda))) == 3
+
+
+# A pool at zero: the slurm chart 1.2.1 merges each NodeSet over nodesetDefaults (replicas: 1) with
+# mergeOverwrite (templates/nodeset/nodeset-cr.yaml). Whether a 0, a zero value, survives that
+# merge is checked on the chart itself, not assumed.
+
+@pytest.fixture(scope="module")
+def pool_at_zero():
+    graph = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
+    (release,) = [r for r in graph.resources if r.type == "kubernetes:helm.sh/v3:Release"
+                  and "nodesets" in (r.inputs.get("values") or {})]
+    return graph, release
+
+
+def _nodeset_replicas(graph, release, values) -> dict[str, int]:
+    request = chart_render.release_request(release)
+    objects = chart_render.render(request["chart"], request["version"], values, request["release_name"],
+                                  request["namespace"], chart_render.kube_version(graph))
+    return {o["metadata"]["name"]: o["spec"].get("replicas") for o in objects if o["kind"] == "NodeSet"}
+
+
+def test_a_pool_at_zero_renders_its_nodeset_at_zero_over_the_charts_default_of_one(pool_at_zero):
+    graph, release = pool_at_zero
+    values = chart_render.release_request(release)["values"]
+    assert _nodeset_replicas(graph, release, values) == {"slurm-worker-slinky": 0}
+
+
+def test_a_nodeset_without_replicas_would_render_at_the_charts_one(pool_at_zero):
+    graph, release = pool_at_zero
+    values = chart_render.release_request(release)["values"]
+    values = {**values, "nodesets": {k: {f: v for f, v in n.items() if f != "replicas"}
+                                     for k, n in values["nodesets"].items()}}
+    assert _nodeset_replicas(graph, release, values) == {"slurm-worker-slinky": 1}
