@@ -1,9 +1,10 @@
 #!/usr/local/bin/python3 -I
 """The node health check slurmd runs on every GPU worker (slurm.conf HealthCheckProgram): it
 looks at the node, drains it with the reason `health: <what failed>` when something is wrong,
-undrains it when the check itself drained it and nothing is wrong any more, and leaves the last
-result in the node's Comment (`scontrol show node` prints it). A drain with any other reason (an
-administrator's, the operator's) is never touched. docs/health.md says what is checked and why.
+undrains it when the check itself drained it and nothing is wrong any more (an Xid drain waits
+for an administrator's resume: below), and leaves the last result in the node's Comment
+(`scontrol show node` prints it). A drain with any other reason (an administrator's, the
+operator's) is never touched. docs/health.md says what is checked and why.
 
 How slurmd runs it (SchedMD/slurm at slurm-26-05-3-1): as root, with no arguments and an
 environment holding only SLURMD_NODENAME (and SLURM_NODE_IS_HEALTHY where slurmctld sends its
@@ -16,6 +17,29 @@ The interpreter is the slurmd image's python3 (image/Dockerfile: the wrapper /us
 standard library only. The pool's expectations (GPU count and model, EFA interfaces, the shared
 mount) are the JSON file beside this program: each NodeSet mounts its own pool's
 (model/node_health.py). Everything that reads the machine is in `probe`; the judgement is pure.
+
+One deadline for the whole run: slurmd kills the check after HealthCheckTimeout, and a killed
+check drains nothing, so a hung nvidia-smi would go unreported. The run has BUDGET seconds from its
+start (SLURMD_HEALTH_CHECK_TIMEOUT less a margin for the interpreter); each probe may take its own
+cap or what is left, whichever is less, and the last REPORT_SECONDS are kept for telling Slurm. A
+probe the deadline leaves no time for is a fault ("nvidia-smi not checked: out of time"): the node
+is drained with a reason, never passed unexamined.
+
+Xids are counted once. The driver's Xid lines stay in the kernel log after the GPU reset that
+repairs the fault, until the node reboots; counting every line of the log would drain the node again
+at every run, even after an administrator resumed it. So the check keeps a cursor -- the boot id
+and the `[seconds since boot]` stamp of the last kernel log line it examined -- in STATE_FILE, in
+slurmd's spool directory (the slurmd container's own, writable filesystem: it lasts as long as the
+container, and a new pod starts without it). A run reads only the lines after the cursor; the first
+run of a pod, and the first run after a reboot (the boot id differs), reads every line of this boot,
+so a GPU that failed before slurmd started is still caught. The cursor moves on only once an Xid is
+in a health drain's reason (not in a dry run, not while Slurm does not know the node yet, not while
+someone else's drain keeps the check from draining): an Xid is never consumed unreported.
+An Xid drain is sticky: the run that sees the Xid drains the node with `health: Xid N on <bus>`,
+and later runs keep that Xid in the reason, even when they see nothing else wrong, until an
+administrator resumes the node (after the GPU reset or the replacement that handles it). Every
+other fault is still undrained by the check once it is gone: those probes look at the GPU as it is
+now, an Xid line only says what happened once.
 
 By hand, in a worker pod:  /etc/slinky-eks/health/node-health --dry-run
 """
@@ -30,17 +54,36 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 # What the check's own drains carry; the rollout wait (rollout.py HEALTH_PREFIX) and verify read it.
 REASON_PREFIX = "health: "
 # slurmd's environment has no PATH; nvidia-smi is /usr/bin/nvidia-smi where the NVIDIA container
 # toolkit injects it and /usr/local/nvidia/bin on some hosts (tests/data/h200-health/README.md).
 PATH = "/usr/local/nvidia/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Each probe gets a share of slurmd's 60 s: a hung nvidia-smi or NFS mount is a fault, reported
-# before slurmd kills the check (a killed check drains nothing).
+# slurmd kills the check after HealthCheckTimeout; the release leaves it at its default, 60 s
+# (SchedMD/slurm doc/man/man5/slurm.conf.5 at slurm-26-05-3-1, "HealthCheckTimeout";
+# model/node_health.py slurm_conf() sets no HealthCheckTimeout, and a unit test holds it to that).
+SLURMD_HEALTH_CHECK_TIMEOUT = 60.0
+# The whole run, from the program's start: 10 s under slurmd's kill for the interpreter's start and
+# exit and a loaded node's scheduling, so the check always reports before it is killed.
+BUDGET = SLURMD_HEALTH_CHECK_TIMEOUT - 10.0
+# The end of the budget kept for telling Slurm: `scontrol show node` and `scontrol update`.
+REPORT_SECONDS = 10.0
+SCONTROL_TIMEOUT = REPORT_SECONDS / 2
+# Each probe's own cap, within what the deadline leaves: a hung nvidia-smi, dmesg or NFS mount is a
+# fault, and the probes after it still get their turn while there is time.
 COMMAND_TIMEOUT = 20.0
 SHARED_TIMEOUT = 10.0
+OUT_OF_TIME = "out of time"
+# The Xid cursor (the module docstring): SlurmdSpoolDir, /var/spool/slurmd as the operator writes
+# slurm.conf (SlinkyProject/slurm-operator v1.2.1 internal/builder/controllerbuilder/
+# controller_config.go). slurmd writes there itself, so it is writable by root; it is not one of
+# the pod's volumes (internal/builder/workerbuilder/worker_app.go mounts only /etc/slurm, read-only,
+# and the log directory; HEALTH_DIR is a read-only ConfigMap), so it is the container's own
+# filesystem and lasts exactly as long as the container.
+STATE_FILE = "/var/spool/slurmd/node-health-xid.json"
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
 # Xids that mean the GPU or its memory needs a reset, a reboot or a replacement, not that one
 # application misbehaved (NVIDIA's Xid catalog,
 # https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): 48 double-bit ECC error,
@@ -51,6 +94,8 @@ HARDWARE_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
 # The driver's kernel log line: "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, ..." (older drivers
 # print the bus id without "PCI:").
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
+# dmesg's default line prefix, the record's time in seconds since boot: "[  969.123456] ".
+STAMP = re.compile(r"^\[\s*(\d+(?:\.\d+)?)\]")
 
 
 @dataclass(frozen=True)
@@ -75,9 +120,12 @@ class Observed:
     proc_models: Sequence[str]                # "Model:" of each /proc/driver/nvidia/gpus/*/information
     smi: str | None                           # `nvidia-smi -q -d ECC,ROW_REMAPPER`, None if it failed
     smi_error: str = ""
-    kernel_log: str | None = None             # dmesg; None when not readable
+    kernel_log: str | None = None             # dmesg's lines after the cursor; None when not readable
     efa_devices: Sequence[str] | None = None  # /sys/class/infiniband entries; None when absent
     shared_error: str | None = None           # why /shared is not a writable mount; None when it is
+    # What the deadline kept from being looked at, and why ("out of time", "... did not answer"):
+    # "nvidia-smi", "kernel log", or the shared mount's path.
+    unchecked: Mapping[str, str] = field(default_factory=dict)
 
 
 # -- nvidia-smi -q ---------------------------------------------------------------------------
@@ -174,6 +222,8 @@ def gpu_faults(expected: Expected, seen: Observed) -> list[str]:
     wrong = sorted({m for m in seen.proc_models if m != expected.gpu_model})
     if wrong:
         faults.append(f"GPU model {', '.join(wrong)}, want {expected.gpu_model}")
+    if seen.smi is None and "nvidia-smi" in seen.unchecked:
+        return faults                     # faults_of reports it as not checked
     if seen.smi is None:
         faults.append(f"nvidia-smi failed: {seen.smi_error}" if seen.smi_error else "nvidia-smi failed")
         return faults
@@ -204,9 +254,60 @@ def shared_faults(expected: Expected, error: str | None) -> list[str]:
     return [f"{expected.shared} {error}"] if error else []
 
 
+def unchecked_faults(seen: Observed) -> list[str]:
+    """What the deadline kept from being looked at: a fault, so the node is drained with the reason
+    rather than passed unexamined."""
+    return [f"{what} not checked: {why}" for what, why in seen.unchecked.items()]
+
+
 def faults_of(expected: Expected, seen: Observed) -> list[str]:
     return (gpu_faults(expected, seen) + xid_faults(seen.kernel_log) + efa_faults(expected, seen.efa_devices)
-            + shared_faults(expected, seen.shared_error))
+            + shared_faults(expected, seen.shared_error) + unchecked_faults(seen))
+
+
+# -- the Xid cursor --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where the last recorded run stopped reading the kernel log: the boot, the last line's
+    stamp, and how many lines carried that stamp (lines within one clock tick, or dmesg without
+    stamps, where every line counts as 0.0 and the cursor is a line count)."""
+    boot_id: str
+    stamp: float
+    at_stamp: int
+
+    def to_json(self) -> str:
+        return json.dumps({"boot_id": self.boot_id, "stamp": self.stamp, "at_stamp": self.at_stamp}) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, boot_id: str) -> "Cursor | None":
+        """The stored cursor if it is of this boot; None (read the whole log) when it is of another
+        boot, unreadable, or when the boot id cannot be read (no cursor can be trusted then)."""
+        try:
+            d = json.loads(text)
+            cursor = cls(str(d["boot_id"]), float(d["stamp"]), int(d["at_stamp"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+        return cursor if cursor.boot_id == boot_id and boot_id else None
+
+
+def log_after(log: str, cursor: Cursor | None, boot_id: str) -> tuple[str, Cursor | None]:
+    """The kernel log's lines after `cursor` (all of them without one), and the cursor at its
+    last line (`cursor` itself when the log is empty). A line without a stamp belongs with the
+    line before it."""
+    fresh = []
+    stamp, at = 0.0, 0
+    last = (cursor.stamp, cursor.at_stamp) if cursor is not None else None
+    lines = log.splitlines()
+    for line in lines:
+        found = STAMP.match(line)
+        t = float(found.group(1)) if found else stamp
+        at = at + 1 if t == stamp else 1
+        stamp = t
+        if last is None or (t, at) > last:
+            fresh.append(line)
+    text = "".join(f"{line}\n" for line in fresh)
+    return text, (Cursor(boot_id, stamp, at) if lines else cursor)
 
 
 # -- what to tell Slurm ----------------------------------------------------------------------
@@ -245,27 +346,67 @@ def reason_of(faults: Sequence[str]) -> str:
     return REASON_PREFIX + _one_field(faults)
 
 
-def comment_of(faults: Sequence[str], when: str) -> str:
-    return f"health {when}: " + (_one_field(faults) if faults else "ok")
+def held_xids(state: NodeState | None) -> list[str]:
+    """The Xid faults of the check's own drain: they hold it until an administrator resumes the
+    node (the module docstring). A later run sees no Xid line for them: that line was counted."""
+    if state is None or not state.ours:
+        return []
+    return [f for f in state.reason.removeprefix(REASON_PREFIX).split("; ") if f.startswith("Xid ")]
+
+
+def comment_of(faults: Sequence[str], when: str, held: Sequence[str] = ()) -> str:
+    text = _one_field(faults) if faults else "ok"
+    if held:
+        text += f" ({_one_field(held)} holds the drain until the node is resumed)"
+    return f"health {when}: {text}"
 
 
 def update_of(node: str, faults: Sequence[str], state: NodeState | None, when: str) -> list[str]:
     """The one `scontrol update` this run makes: the result in the Comment always; a drain when
     something failed and nobody has drained the node (or a new reason for the check's own drain);
-    an undrain when the check's own drain is no longer warranted. [] when the node is unknown."""
+    an undrain when the check's own drain is no longer warranted -- never while an Xid holds it.
+    [] when the node is unknown."""
     if state is None:
         return []
-    argv = ["scontrol", "update", f"nodename={node}", f"comment={comment_of(faults, when)}"]
-    if faults and (not state.drained or (state.ours and state.reason != reason_of(faults))):
-        argv += ["state=drain", f"reason={reason_of(faults)}"]
-    elif not faults and state.ours:
+    held = [x for x in held_xids(state) if x not in faults]
+    argv = ["scontrol", "update", f"nodename={node}", f"comment={comment_of(faults, when, held)}"]
+    drain = [*faults, *held]
+    if drain and (not state.drained or (state.ours and state.reason != reason_of(drain))):
+        argv += ["state=drain", f"reason={reason_of(drain)}"]
+    elif not drain and state.ours:
         argv += ["state=undrain"]
     return argv
 
 
+def consumes_xids(faults: Sequence[str], state: NodeState | None) -> bool:
+    """Whether a recorded run may move the Xid cursor on: when its Xid faults (if any) are in a
+    health drain's reason once its update is made. Not while Slurm does not know the node (the
+    run at slurmd's start), and not while someone else's drain keeps the check from draining:
+    once that drain is lifted, the next run still sees the Xid and drains the node."""
+    if state is None:
+        return False
+    return not any(f.startswith("Xid ") for f in faults) or not state.drained or state.ours
+
+
 # -- the machine -----------------------------------------------------------------------------
 
+class Deadline:
+    """One end for the whole run; each probe gets its own cap or what is left, the lesser."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self.end = clock() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.end - self.clock())
+
+    def cap(self, limit: float) -> float:
+        return min(limit, self.left())
+
+
 def _run(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> tuple[int, str]:
+    if timeout <= 0:
+        return 124, OUT_OF_TIME
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                               env={"PATH": PATH, "LC_ALL": "C"})
@@ -273,7 +414,7 @@ def _run(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> tuple[int, str]:
     except FileNotFoundError:
         return 127, f"{argv[0]} not found"
     except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]} did not answer in {timeout:.0f} s"
+        return 124, f"{argv[0]} did not answer in {timeout:.1f} s"
 
 
 def _listdir(path: str) -> list[str] | None:
@@ -329,6 +470,8 @@ def _shared_error(path: str, node: str) -> str | None:
 
 def _with_deadline(fn: Callable[[], str | None], timeout: float, late: str) -> str | None:
     """fn's answer, or `late` when it has not answered in time (a hung NFS mount)."""
+    if timeout <= 0:
+        return late
     box: list[str | None] = []
     worker = threading.Thread(target=lambda: box.append(fn()), daemon=True)
     worker.start()
@@ -336,16 +479,63 @@ def _with_deadline(fn: Callable[[], str | None], timeout: float, late: str) -> s
     return box[0] if box else late
 
 
-def probe(expected: Expected, node: str, root: str = "") -> Observed:
+def read_cursor(path: str, boot_id: str) -> Cursor | None:
+    try:
+        with open(path) as f:
+            return Cursor.from_json(f.read(), boot_id)
+    except OSError:
+        return None
+
+
+def write_cursor(path: str, cursor: Cursor) -> str | None:
+    """Replaces the stored cursor in one rename (a run killed midway leaves the old one); why not,
+    or None."""
+    try:
+        with open(f"{path}.new", "w") as f:
+            f.write(cursor.to_json())
+        os.replace(f"{path}.new", path)
+    except OSError as e:
+        return f"{path}: {e.strerror}"
+    return None
+
+
+def boot_id(root: str = "") -> str:
+    try:
+        with open(f"{root}{BOOT_ID}") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def probe(expected: Expected, node: str, root: str = "", deadline: Deadline | None = None,
+          cursor: Cursor | None = None, boot: str = "") -> tuple[Observed, Cursor | None]:
+    """What the machine shows, within `deadline` (BUDGET less REPORT_SECONDS from now when not
+    given), and the Xid cursor at the end of the kernel log read. The quick file system reads
+    first; then the kernel log (the Xid that says why a GPU hangs is there even when nvidia-smi
+    hangs), nvidia-smi, and the shared mount."""
+    deadline = deadline or Deadline(BUDGET - REPORT_SECONDS)
+    unchecked: dict[str, str] = {}
     dev = [n for n in _listdir(f"{root}/dev") or [] if re.fullmatch(r"nvidia\d+", n)]
-    rc, smi = _run(["nvidia-smi", "-q", "-d", "ECC,ROW_REMAPPER"])
-    log_rc, log = _run(["dmesg"])
+    models = _proc_models(root)
     efa = _listdir(f"{root}/sys/class/infiniband")
-    shared = _with_deadline(lambda: _shared_error(f"{root}{expected.shared}", node), SHARED_TIMEOUT,
-                            f"did not answer in {SHARED_TIMEOUT:.0f} s")
+    log_rc, log = _run(["dmesg"], deadline.cap(COMMAND_TIMEOUT))
+    kernel_log, after = None, cursor
+    if log_rc == 0:
+        kernel_log, after = log_after(log, cursor, boot)
+    elif log_rc == 124:      # out of time, or hung: not the unreadable log that is skipped
+        unchecked["kernel log"] = log
+    rc, smi = _run(["nvidia-smi", "-q", "-d", "ECC,ROW_REMAPPER"], deadline.cap(COMMAND_TIMEOUT))
+    if rc == 124 and smi == OUT_OF_TIME:
+        unchecked["nvidia-smi"] = OUT_OF_TIME
     smi_error = "" if rc == 0 else (smi.strip().splitlines() or [f"exit {rc}"])[-1]
-    return Observed(dev_gpus=dev, proc_models=_proc_models(root), smi=smi if rc == 0 else None, smi_error=smi_error,
-                    kernel_log=log if log_rc == 0 else None, efa_devices=efa, shared_error=shared)
+    shared_time = deadline.cap(SHARED_TIMEOUT)
+    shared = _with_deadline(lambda: _shared_error(f"{root}{expected.shared}", node), shared_time,
+                            f"did not answer in {shared_time:.1f} s")
+    if shared_time <= 0:
+        shared = None
+        unchecked[expected.shared] = OUT_OF_TIME
+    return Observed(dev_gpus=dev, proc_models=models, smi=smi if rc == 0 else None, smi_error=smi_error,
+                    kernel_log=kernel_log, efa_devices=efa, shared_error=shared, unchecked=unchecked), after
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -354,25 +544,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--expected", default=os.path.join(here, "expected.json"),
                    help="the pool's expectations (default: expected.json beside this program)")
     p.add_argument("--node", default=os.environ.get("SLURMD_NODENAME") or os.uname().nodename)
-    p.add_argument("--dry-run", action="store_true", help="print the result; tell Slurm nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the result; tell Slurm nothing and leave the Xid cursor where it is")
+    p.add_argument("--state", default=STATE_FILE, help=f"the Xid cursor's file (default: {STATE_FILE})")
     args = p.parse_args(argv)
+    # From the program's start: what ran before this line counts against slurmd's timeout too.
+    run = Deadline(BUDGET)
     with open(args.expected) as f:
         expected = Expected.from_json(f.read())
-    faults = faults_of(expected, probe(expected, args.node))
+    boot = boot_id()
+    seen, after = probe(expected, args.node, deadline=Deadline(max(0.0, run.left() - REPORT_SECONDS)),
+                        cursor=read_cursor(args.state, boot), boot=boot)
+    faults = faults_of(expected, seen)
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     print(comment_of(faults, when))
     if args.dry_run:
         return 1 if faults else 0
-    rc, shown = _run(["scontrol", "-o", "show", "node", args.node])
+    rc, shown = _run(["scontrol", "-o", "show", "node", args.node], run.cap(SCONTROL_TIMEOUT))
     state = parse_node(shown) if rc == 0 else None
     update = update_of(args.node, faults, state, when)
     if not update:
         print(f"node {args.node} is not known to Slurm yet: nothing recorded ({shown.strip()[-200:]})")
     else:
-        urc, out = _run(update)
+        urc, out = _run(update, run.cap(SCONTROL_TIMEOUT))
         if urc != 0:
             print(f"{' '.join(update[:3])} failed: {out.strip()[-300:]}")
             return 2
+        if after is not None and consumes_xids(faults, state):
+            if (why := write_cursor(args.state, after)) is not None:
+                # Not a fault: without the cursor the next run reads the whole log again, as the
+                # first run of a pod does, and reports an old Xid once more.
+                print(f"the Xid cursor was not saved: {why}")
     # A non-zero status puts the faults into slurmd's log too ("health_check failed: rc:1 output:").
     return 1 if faults else 0
 

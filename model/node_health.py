@@ -17,7 +17,9 @@ slurm.conf (SchedMD/slurm doc/man/man5/slurm.conf.5 at slurm-26-05-3-1):
 - HealthCheckInterval: seconds between runs; 0 (the default) never runs it.
 - HealthCheckNodeState=ANY: on drained nodes too, so the check can undrain what it drained, and on
   allocated ones, so a GPU lost under a running job keeps the next job off the node.
-HealthCheckTimeout stays at its default, 60 s: the check bounds each probe below that.
+HealthCheckTimeout stays at its default, 60 s, and is set nowhere here: its one home is the
+program's SLURMD_HEALTH_CHECK_TIMEOUT, from which the check's one deadline for its whole run is
+derived (cluster_programs/node_health.py BUDGET). Setting it here would need that constant moved.
 """
 from __future__ import annotations
 

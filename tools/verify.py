@@ -192,7 +192,8 @@ def check_slurm_nodes(scontrol: str, pool: Pool, running: set[str] | None = None
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
         if health := sorted(n.name for n in nodes if n.health_drained):
             detail += (f" (drained by the node health check: {','.join(health)}; it undrains them once "
-                       "the fault is gone, nothing here resumes them)")
+                       "the fault is gone, except an Xid drain, which an administrator resumes after the "
+                       "GPU reset: docs/health.md; nothing here resumes them)")
         if stuck := sorted(n.name for n in nodes if n.stuck and not n.health_drained):
             detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
                        "left stuck and names the rest)")

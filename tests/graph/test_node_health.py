@@ -11,7 +11,7 @@ from components.slurm_readiness import nodeset_template
 from devkit.offline_run import run_program
 from model import catalog, node_health
 from model.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
-from tests.support.slinky_conf import Release
+from tests.support.slinky_conf import SLURMD_SPOOL, Release
 
 TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
              {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
@@ -66,3 +66,15 @@ def test_slurm_conf_runs_the_check_on_every_node_state(rendered):
     assert f"HealthCheckInterval={node_health.INTERVAL_SECONDS}" in conf
     assert "HealthCheckNodeState=ANY" in conf
 
+
+
+def test_the_xid_cursor_is_in_slurmds_spool_on_the_containers_own_filesystem(two):
+    """The check's Xid cursor (cluster_programs/node_health.py STATE_FILE) must be writable by
+    root and last between runs in one container: slurmd's spool directory, which no volume of the
+    NodeSet covers (the health directory is a read-only ConfigMap)."""
+    assert program.STATE_FILE.startswith(SLURMD_SPOOL + "/")
+    values = two.named("slurm-release").inputs["values"]
+    for spec in TWO_POOLS:
+        mounts = nodeset_template(values, spec["name"])["slurmd"]["volumeMounts"]
+        covering = [m for m in mounts if (program.STATE_FILE + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+        assert covering == [], covering

@@ -5,7 +5,9 @@ real driver 580 layout. Only the interval is the harness's: seconds instead of m
 
 A worker one GPU short (a /dev/nvidiaN and its procfs entry removed) or whose nvidia-smi reports a
 DRAM uncorrectable error is drained with the named reason within the interval, a healthy worker is
-not, an administrator's drain is left alone, and a health drain clears once the fault is fixed."""
+not, an administrator's drain is left alone, and a health drain clears once the fault is fixed; a
+hardware Xid in the pod's kernel log (its fake dmesg) drains once and holds until resumed, and is
+not counted again after the resume."""
 from __future__ import annotations
 
 import json
@@ -121,6 +123,37 @@ def test_a_worker_whose_nvidia_smi_reports_a_dram_uncorrectable_error_is_drained
     finally:
         cluster.set_nvidia_smi(sick, nvidia_smi_ecc_query(cluster.gpus))
     _wait(cluster, sick, _healthy, "undrained once nvidia-smi reports no error")
+
+
+def test_an_xid_drains_once_and_an_administrators_resume_after_the_gpu_reset_sticks(cluster):
+    """The reviewer's case: the Xid line stays in the kernel log after the reset that repairs the
+    GPU. The run that sees it drains the node; later runs hold the drain (no new line, but nothing
+    says the GPU was handled); once an administrator resumes the node, the old line is behind the
+    check's cursor (in the pod's slurmd spool) and the node stays in service."""
+    sick, well = cluster.nodes
+    cluster.add_kernel_log(sick, "[ 4242.000001] NVRM: Xid (PCI:0000:30:00): 79, pid=2101, "
+                                 "GPU has fallen off the bus.")
+    try:
+        node = _wait(cluster, sick, lambda n: n.health_drained, "health-drained")
+        assert node.reason == "health: Xid 79 on 0000:30:00", node
+        assert cluster.health_state(sick).exists(), "the run that drained did not keep its cursor"
+        held = _next_result(cluster, sick)
+        assert held.health_drained and held.reason == node.reason, held
+        assert held.comment.endswith(": ok (Xid 79 on 0000:30:00 holds the drain until the node is resumed)"), held
+        assert _healthy(_next_result(cluster, well)), "the healthy worker was drained"
+    finally:
+        resumed = cluster.run(["scontrol", "update", f"nodename={sick}", "state=resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    for _ in range(2):
+        assert _healthy(_next_result(cluster, sick)), "the old Xid drained the resumed node again"
+    cluster.add_kernel_log(sick, "[ 5000.000002] NVRM: Xid (PCI:0000:31:00): 48, pid=3307, "
+                                 "An uncorrectable double bit error.")
+    try:
+        node = _wait(cluster, sick, lambda n: n.health_drained, "health-drained by the new Xid")
+        assert node.reason == "health: Xid 48 on 0000:31:00", node
+    finally:
+        cluster.run(["scontrol", "update", f"nodename={sick}", "state=resume"])
+    _wait(cluster, sick, _healthy, "in service after the second resume")
 
 
 def test_an_administrators_drain_is_left_alone(cluster):

@@ -19,8 +19,10 @@ pytest's temporary tree shared into it, so job output under tmp_path is where th
 With node_health (the ConfigMap's files, model/node_health.py), each worker pod also gets what the
 NodeSet's pod has for the node health check: the ConfigMap's program and its pool's expected.json
 at HEALTH_DIR, python3 at /usr/local/bin (the image's wrapper path, here the host's interpreter), a
-fake nvidia-smi answering `-q -d ECC,ROW_REMAPPER` in the real driver 580 layout, the pool's EFA
-devices under /sys/class/infiniband, and /shared a mount of its own.
+fake nvidia-smi answering `-q -d ECC,ROW_REMAPPER` in the real driver 580 layout, a fake dmesg
+printing the pod's own kernel log (the captured H200 boot line, then what add_kernel_log appends:
+the host's real log is not the test's to judge, and could hold anything), the pool's EFA devices
+under /sys/class/infiniband, and /shared a mount of its own.
 
 One deviation from the pods, forced by one network namespace for all daemons: each slurmd gets its
 own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
@@ -41,6 +43,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+from cluster_programs import node_health as health_program
 from model import node_health
 from model.contract import HEALTH_DIR, SHARED_MOUNT
 from model.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
@@ -176,6 +179,7 @@ def write_nvidia_driver_files(base: pathlib.Path, model: str, count: int, cpus: 
 # The real `nvidia-smi -q -d ECC,ROW_REMAPPER` of one H200 on driver 580 (its README says how it
 # was captured): the fake nvidia-smi answers it with one GPU section per fake GPU.
 H200_ECC_QUERY = REPO / "tests/data/h200-health/nvidia-smi-q-ecc-row-remapper.txt"
+H200_KERNEL_LOG = REPO / "tests/data/h200-health/kernel-log.txt"
 
 
 def smi_bus_id(index: int) -> str:
@@ -428,7 +432,11 @@ class LocalSlurm:
             '#!/bin/sh\n# The one query the health check makes; anything else is an error, as for a missing GPU.\n'
             f'[ "$*" = "-q -d ECC,ROW_REMAPPER" ] && exec cat {shlex.quote(str(query))}\n'
             'echo "fake nvidia-smi: unsupported arguments: $*" >&2; exit 2\n')
-        for tool in ("python3", "nvidia-smi"):
+        log = pod / "gpu" / "kernel-log.txt"
+        log.write_text(re.search(r"^\[.*$", H200_KERNEL_LOG.read_text(), re.M).group(0) + "\n")
+        (bin_dir / "dmesg").write_text(
+            f'#!/bin/sh\n# The pod\'s kernel log, as plain `dmesg` prints it.\nexec cat {shlex.quote(str(log))}\n')
+        for tool in ("python3", "nvidia-smi", "dmesg"):
             (bin_dir / tool).chmod(0o755)
 
     def _health_mounts(self, pod: pathlib.Path) -> list[str]:
@@ -463,6 +471,15 @@ class LocalSlurm:
     def set_nvidia_smi(self, node: str, text: str) -> None:
         """What the pod's fake `nvidia-smi -q -d ECC,ROW_REMAPPER` prints from now on."""
         (self.pod_dir(node) / "gpu" / "nvidia-smi-q.txt").write_text(text)
+
+    def add_kernel_log(self, node: str, line: str) -> None:
+        """A line at the end of the pod's kernel log (what its fake dmesg prints)."""
+        with open(self.pod_dir(node) / "gpu" / "kernel-log.txt", "a") as f:
+            f.write(line.rstrip("\n") + "\n")
+
+    def health_state(self, node: str) -> pathlib.Path:
+        """The pod's Xid cursor file (node_health.STATE_FILE, in the pod's slurmd spool)."""
+        return self.pod_dir(node) / "spool" / pathlib.PurePosixPath(health_program.STATE_FILE).relative_to(SLURMD_SPOOL)
 
     def _check_entered(self, node: str, argv: list[str]) -> None:
         done = self._enter(self.workers[node].pid, argv)

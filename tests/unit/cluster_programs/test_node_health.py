@@ -2,11 +2,13 @@
 driver 580.159.04: its README says how each file was captured) and faults written into it."""
 import json
 import re
+import time
 
 import pytest
 
 from cluster_programs import node_health as health
 from cluster_programs import rollout
+from model import node_health
 from model.catalog import CATALOG
 from tests.support.paths import REPO
 from tests.support.rollout_fakes import scontrol_line
@@ -250,3 +252,196 @@ def test_the_parser_reads_every_gpu_section_of_the_real_output(name):
     text = (DATA / name).read_text()
     attached = int(re.search(r"Attached GPUs\s+: (\d+)", text).group(1))
     assert len(health.parse_query(text)) == attached
+
+
+# -- one deadline for the whole run -----------------------------------------------------------
+
+def test_the_release_leaves_healthcheck_timeout_to_the_default_the_budget_is_derived_from():
+    """The program's SLURMD_HEALTH_CHECK_TIMEOUT is the number's one home: slurm.conf must not set
+    another (model/node_health.py)."""
+    assert "HealthCheckTimeout" not in node_health.slurm_conf()
+    assert health.SLURMD_HEALTH_CHECK_TIMEOUT == 60.0   # slurm.conf(5) at slurm-26-05-3-1
+    assert health.REPORT_SECONDS < health.BUDGET < health.SLURMD_HEALTH_CHECK_TIMEOUT
+
+
+def test_the_probes_own_caps_alone_would_outlast_slurmds_kill():
+    """Why one deadline: the caps the check had before it (20 s per command, 10 s for /shared)
+    add up past HealthCheckTimeout, and a killed check drains nothing."""
+    assert 2 * health.COMMAND_TIMEOUT + health.SHARED_TIMEOUT + 2 * health.SCONTROL_TIMEOUT \
+        > health.BUDGET
+
+
+def test_a_probe_gets_its_own_cap_or_what_is_left_of_the_deadline_whichever_is_less():
+    now = [100.0]
+    deadline = health.Deadline(30.0, clock=lambda: now[0])
+    assert deadline.cap(20.0) == 20.0
+    now[0] += 25.0
+    assert deadline.cap(20.0) == 5.0
+    now[0] += 10.0
+    assert deadline.cap(20.0) == 0.0
+
+
+def _slow_tools(tmp_path, monkeypatch, seconds: float) -> None:
+    """dmesg and nvidia-smi that hang for `seconds`, first on the program's PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("dmesg", "nvidia-smi"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\nexec sleep {seconds}\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setattr(health, "PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_hung_probes_end_within_the_shared_deadline_and_the_late_ones_are_faults(tmp_path, monkeypatch):
+    """With the real caps (20 s a command), a hung dmesg and nvidia-smi: the run ends at the
+    deadline, not at the sum of the caps (the check before the deadline took 20 + 20 + 10 s here),
+    and what had no time left is a fault with its reason."""
+    _slow_tools(tmp_path, monkeypatch, 30)
+    start = time.monotonic()
+    seen, _ = health.probe(ONE_H200, "h200-0", root=str(tmp_path), deadline=health.Deadline(1.5))
+    took = time.monotonic() - start
+    assert took < 1.5 + 0.5, took
+    assert seen.unchecked == {"kernel log": "dmesg did not answer in 1.5 s", "nvidia-smi": "out of time",
+                              "/shared": "out of time"}
+    faults = health.faults_of(ONE_H200, real(kernel_log=None, smi=None, unchecked=seen.unchecked))
+    assert faults == ["kernel log not checked: dmesg did not answer in 1.5 s", "nvidia-smi not checked: out of time",
+                      "/shared not checked: out of time"]
+
+
+def test_a_probe_the_deadline_leaves_no_time_for_is_not_run():
+    assert health._run(["sleep", "30"], 0.0) == (124, health.OUT_OF_TIME)
+    assert health._with_deadline(lambda: None, 0.0, "late") == "late"
+
+
+def test_the_whole_run_reports_to_slurm_before_the_budget_ends(tmp_path, monkeypatch):
+    """main(): hung probes, then the scontrol calls, all inside BUDGET (shrunk here to 3 s, with
+    1 s kept for the report), and the node is drained with the out-of-time faults."""
+    _slow_tools(tmp_path, monkeypatch, 30)
+    monkeypatch.setattr(health, "BUDGET", 3.0)
+    monkeypatch.setattr(health, "REPORT_SECONDS", 1.0)
+    calls = []
+    real_run = health._run
+
+    def run(argv, timeout=health.COMMAND_TIMEOUT):
+        if argv[0] != "scontrol":
+            return real_run(argv, timeout)
+        calls.append((argv, timeout))
+        return (0, scontrol_line("h200-0", "IDLE")) if argv[1] == "-o" else (0, "")
+    monkeypatch.setattr(health, "_run", run)
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps({"pool": "h200", "gpus": 0, "gpu_model": H200, "efa_interfaces": 0,
+                                    "shared": str(tmp_path / "shared")}))
+    start = time.monotonic()
+    assert health.main(["--expected", str(expected), "--node", "h200-0", "--state", str(tmp_path / "s")]) == 1
+    assert time.monotonic() - start < 3.0
+    (show, _), (update, _) = calls
+    assert all(0 < t <= health.SCONTROL_TIMEOUT for _, t in calls)
+    reason = next(a for a in update if a.startswith("reason="))
+    assert "kernel log not checked: dmesg did not answer in" in reason and "nvidia-smi not checked: out of time" in reason
+
+
+# -- Xids since the last run ------------------------------------------------------------------
+
+BOOT = "3c1e4b8a-0f0e-4a55-9d51-2f3b1f6a7c10"
+OLD_XID = "[  969.100000] NVRM: Xid (PCI:0000:00:06): 79, pid=2101, GPU has fallen off the bus.\n"
+NEW_XID = "[ 5012.250000] NVRM: Xid (PCI:0000:00:06): 48, pid=3307, An uncorrectable double bit error.\n"
+
+
+def _read(log: str, cursor: health.Cursor | None, boot: str = BOOT) -> tuple[list[str], health.Cursor | None]:
+    fresh, after = health.log_after(log, cursor, boot)
+    return health.xid_faults(fresh), after
+
+
+def test_the_first_run_of_a_boot_counts_every_xid_of_that_boot():
+    """A GPU that failed before slurmd started is still caught."""
+    faults, _ = _read(_kernel_log() + OLD_XID, None)
+    assert faults == ["Xid 79 on 0000:00:06"]
+
+
+def test_an_xid_counted_by_one_run_is_not_counted_again_by_the_next():
+    log = _kernel_log() + OLD_XID
+    _, cursor = _read(log, None)
+    assert _read(log + "[ 1200.000000] eth0: link up\n", cursor)[0] == []
+
+
+def test_a_new_xid_after_the_cursor_is_counted():
+    _, cursor = _read(_kernel_log() + OLD_XID, None)
+    assert _read(_kernel_log() + OLD_XID + NEW_XID, cursor)[0] == ["Xid 48 on 0000:00:06"]
+
+
+def test_a_line_with_the_same_stamp_as_the_cursors_after_it_is_new():
+    first = "[  969.100000] NVRM: GPU at PCI:0000:00:06: GPU-1\n"
+    _, cursor = _read(first, None)
+    assert _read(first + OLD_XID, cursor)[0] == ["Xid 79 on 0000:00:06"]
+
+
+def test_a_cursor_of_another_boot_is_not_used():
+    """The boot id changed: the machine rebooted, the log is a new one; read all of it."""
+    _, cursor = _read(_kernel_log() + OLD_XID + NEW_XID, None, boot="another-boot")
+    stored = health.Cursor.from_json(cursor.to_json(), BOOT)
+    assert stored is None
+    assert _read(_kernel_log() + OLD_XID, stored)[0] == ["Xid 79 on 0000:00:06"]
+
+
+def test_the_cursor_reads_back_from_its_file(tmp_path):
+    _, cursor = _read(_kernel_log() + OLD_XID, None)
+    assert health.write_cursor(str(tmp_path / "cursor.json"), cursor) is None
+    assert health.read_cursor(str(tmp_path / "cursor.json"), BOOT) == health.Cursor(BOOT, 969.1, 1)
+    assert health.read_cursor(str(tmp_path / "missing.json"), BOOT) is None
+    (tmp_path / "bad.json").write_text("{")
+    assert health.read_cursor(str(tmp_path / "bad.json"), BOOT) is None
+
+
+def test_an_empty_log_leaves_the_cursor_where_it_was():
+    cursor = health.Cursor(BOOT, 969.1, 1)
+    assert health.log_after("", cursor, BOOT) == ("", cursor)
+
+
+def test_an_xid_drain_is_held_when_a_later_run_sees_nothing_wrong():
+    """The line was counted by the run that drained; the GPU may still be broken: an
+    administrator resumes the node once it is handled."""
+    update = health.update_of("h200-0", [], _state("IDLE+DRAIN", "health: Xid 79 on 0000:00:06"), WHEN)
+    assert "state=undrain" not in update and not any(a.startswith("reason=") for a in update)
+    assert update[3] == (f"comment=health {WHEN}: ok (Xid 79 on 0000:00:06 holds the drain until the node "
+                         "is resumed)")
+
+
+def test_an_xid_stays_in_the_reason_when_the_checks_other_faults_change():
+    state = _state("IDLE+DRAIN", "health: 0 of 1 GPUs in /dev; Xid 79 on 0000:00:06")
+    assert health.update_of("h200-0", [], state, WHEN)[-2:] == ["state=drain", "reason=health: Xid 79 on 0000:00:06"]
+    update = health.update_of("h200-0", ["nvidia-smi failed"], state, WHEN)
+    assert update[-1] == "reason=health: nvidia-smi failed; Xid 79 on 0000:00:06"
+
+
+def test_a_resumed_node_with_no_new_xid_stays_in_service():
+    """The reviewer's case: the GPU reset, the administrator resumed the node; the old Xid line is
+    behind the cursor, so this run finds nothing and drains nothing."""
+    log = _kernel_log() + OLD_XID
+    _, cursor = _read(log, None)
+    faults = health.faults_of(ONE_H200, real(kernel_log=health.log_after(log, cursor, BOOT)[0]))
+    update = health.update_of("h200-0", faults, _state("IDLE"), WHEN)
+    assert faults == [] and not any(a.startswith("state=") for a in update)
+
+
+def test_the_cursor_moves_on_only_once_the_xid_is_in_a_health_drain():
+    xid = ["Xid 79 on 0000:00:06"]
+    assert health.consumes_xids(xid, _state("IDLE"))                                  # drained now
+    assert health.consumes_xids(xid, _state("IDLE+DRAIN", "health: Xid 79 on 0000:00:06"))
+    assert not health.consumes_xids(xid, None)                                      # not known yet
+    assert not health.consumes_xids(xid, _state("IDLE+DRAIN", "disk swap"))         # another's drain
+    assert health.consumes_xids([], _state("IDLE+DRAIN", "disk swap"))
+
+
+def test_a_dry_run_leaves_the_cursor_where_it_was(tmp_path, monkeypatch):
+    log = tmp_path / "log.txt"
+    log.write_text(_kernel_log() + OLD_XID)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "dmesg").write_text(f"#!/bin/sh\nexec cat {log}\n")
+    (bin_dir / "dmesg").chmod(0o755)
+    monkeypatch.setattr(health, "PATH", f"{bin_dir}:/usr/bin:/bin")
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps({"pool": "h200", "gpus": 0, "gpu_model": H200, "efa_interfaces": 0,
+                                    "shared": str(tmp_path)}))
+    state = tmp_path / "cursor.json"
+    health.main(["--expected", str(expected), "--node", "h200-0", "--state", str(state), "--dry-run"])
+    assert not state.exists()
