@@ -29,7 +29,8 @@ from typing import Callable, Mapping, Protocol
 
 OPERATOR_PREFIX = "slurm-operator: "
 # The node health check's drains (node_health.py REASON_PREFIX): a fault on the node, which the
-# check itself undrains once it is gone; never resumed here.
+# check itself undrains once it is gone (an Xid's holds until an administrator resumes the node);
+# never resumed here.
 HEALTH_PREFIX = "health: "
 PRESTOP_REASON = "slurm-operator: Pod is terminating"
 REVISION_LABEL = "controller-revision-hash"
@@ -203,7 +204,8 @@ def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode]
             waiting.append(f"  {node.describe()}: left by the old pod's preStop; resuming")
         elif node.health_drained:
             blocked.append(f"  {node.describe()}: drained by the node health check, a fault on the node; "
-                           "left alone (the check undrains it once the fault is gone: docs/health.md)")
+                           "left alone (the check undrains it once the fault is gone; an Xid's drain holds until "
+                           "an administrator resumes the node: docs/health.md)")
         elif node.stuck and node.reason == SLURM_UNRESPONSIVE and "DRAIN" not in node.flags:
             waiting.append(f"  {node.describe()}: Slurm returns it when its slurmd registers")
         elif node.stuck:
