@@ -96,6 +96,7 @@ class ReservationRecord:
     start_date: str = "2026-11-01T00:00:00Z"
     end_date: str = ""
     placement_group: str = ""   # the name of the cluster placement group it was created in, if any
+    owner_id: str = ""          # the owning account; "" for the deploying account's own
 
 
 @dataclass(frozen=True)
@@ -216,17 +217,19 @@ def _reservation(account: Account, region: str, reservation_id: str):
                      f"{not_found}")]
     zone_ids = {z.name: z.zone_id for z in account.zones.get(region, [])}
     available = r.total_instance_count if r.available_instance_count is None else r.available_instance_count
+    owner = r.owner_id or account.account_id
     return {"id": reservation_id, "region": region,
-            "arn": f"arn:aws:ec2:{region}:{account.account_id}:capacity-reservation/{reservation_id}",
+            "arn": f"arn:aws:ec2:{region}:{owner}:capacity-reservation/{reservation_id}",
             "availabilityZone": r.availability_zone, "availabilityZoneId": zone_ids.get(r.availability_zone, ""),
             "instanceType": r.instance_type, "instanceCount": r.total_instance_count,
             "availableInstanceCount": available, "state": r.state, "reservationType": r.reservation_type,
             "tenancy": r.tenancy, "instancePlatform": r.instance_platform, "startDate": r.start_date,
             "endDate": r.end_date, "endDateType": "limited" if r.end_date else "unlimited",
             "instanceMatchCriteria": "targeted" if r.reservation_type == "capacity-block" else "open",
-            "ownerId": account.account_id, "ebsOptimized": True, "createdDate": "2026-10-01T00:00:00Z",
-            # The provider sets "" where EC2 leaves PlacementGroupArn out (a reservation in no group).
-            "placementGroupArn": (f"arn:aws:ec2:{region}:{account.account_id}:placement-group/{r.placement_group}"
+            "ownerId": owner, "ebsOptimized": True, "createdDate": "2026-10-01T00:00:00Z",
+            # The provider sets "" where EC2 leaves PlacementGroupArn out (a reservation in no group);
+            # a group is its owner's.
+            "placementGroupArn": (f"arn:aws:ec2:{region}:{owner}:placement-group/{r.placement_group}"
                                   if r.placement_group else ""),
             "tags": {}}
 

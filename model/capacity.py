@@ -7,7 +7,8 @@ The fields are those of EC2's CapacityReservation, as DescribeCapacityReservatio
 https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html):
 InstanceType, AvailabilityZone, State, ReservationType (`default` for an ODCR, `capacity-block`
 for a Capacity Block), TotalInstanceCount, AvailableInstanceCount, Tenancy, InstancePlatform,
-StartDate, EndDate and PlacementGroupArn (the cluster placement group it was created in, if any).
+StartDate, EndDate, PlacementGroupArn (the cluster placement group it was created in, if any) and
+OwnerId.
 """
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ class Reservation:
     start_date: str = ""
     end_date: str = ""
     placement_group_arn: str = ""   # "" when it was created in no placement group
+    owner_id: str = ""              # the account that owns it (another one's when it is shared)
 
     @property
     def placement_group_name(self) -> str:

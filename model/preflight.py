@@ -81,6 +81,9 @@ class Account(Protocol):
     def deployer_role_arn(self) -> str | None:
         """The IAM role behind the caller's session, or None when the caller is no assumed role."""
 
+    def account_id(self) -> str:
+        """The deploying account's id (STS GetCallerIdentity)."""
+
     def capacity_reservation(self, region: str, reservation_id: str) -> Reservation | None:
         """The Capacity Reservation (ODCR or Capacity Block) as EC2 describes it, in any state, or
         None when EC2 knows no such id in the region."""
@@ -358,6 +361,16 @@ def reservations(account: Account, region: str, pools: list[GpuPool], out: list[
         found[rid] = reservation
         for pool in users:
             out += _reservation_misfits(pool, reservation)
+        if reservation.placement_group_arn and reservation.owner_id not in ("", account.account_id()):
+            # Shared to this account, in its owner's placement group: a launch template names a
+            # group by name only in its own account; another account's group only by its id
+            # (EC2 API Reference, LaunchTemplatePlacementRequest: GroupName, GroupId), which the
+            # program does not look up (components/node_groups.py _placement names the group).
+            out += [error(p.key("capacityReservationId"), rid,
+                          f"{rid} ({reservation.kind}) is shared from account {reservation.owner_id} and was "
+                          f"created in its placement group {reservation.placement_group_arn}, which this "
+                          "stack's launch template cannot name; allowed: a reservation of this account, one "
+                          "created in no placement group, or '' for none") for p in users]
         if not reservation.is_capacity_block and not reservation.placement_group_arn:
             # Its pools launch in no placement group (components/node_groups.py _placement). A
             # Capacity Block needs none: its instances are colocated in an EC2 UltraCluster (EC2

@@ -137,6 +137,9 @@ class Account:
             return None
         return _ask("iam:GetRole", lambda: aws.iam.get_session_context(arn=caller)).issuer_arn
 
+    def account_id(self) -> str:
+        return aws.get_caller_identity().account_id
+
     def capacity_reservation(self, region: str, reservation_id: str) -> Reservation | None:
         """The reservation as EC2's DescribeCapacityReservations describes it, in any state.
 
@@ -163,7 +166,8 @@ class Account:
             reservation_type=found.reservation_type, total_instances=int(found.instance_count),
             available_instances=int(found.available_instance_count), tenancy=found.tenancy,
             instance_platform=found.instance_platform, start_date=found.start_date or "",
-            end_date=found.end_date or "", placement_group_arn=found.placement_group_arn or "")
+            end_date=found.end_date or "", placement_group_arn=found.placement_group_arn or "",
+            owner_id=found.owner_id or "")
 
     def on_demand_price(self, region: str, instance_type: str) -> float:
         """The on-demand USD price per hour from the AWS Price List's GetProducts, through a

@@ -186,6 +186,21 @@ def test_a_pool_whose_reservation_is_in_no_placement_group_launches_in_none_with
     assert "pool slinky launches in none" in said
 
 
+def test_a_reservation_shared_from_another_accounts_placement_group_is_refused():
+    shared = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=2,
+                               placement_group=RESERVED_GROUP, owner_id="210987654321")
+    msg = refused(_with(**{ODCR: shared}), gpuCapacityReservationId=ODCR)
+    assert f"slinky-eks:gpuCapacityReservationId = '{ODCR}'" in msg
+    assert "shared from account 210987654321" in msg and f"placement-group/{RESERVED_GROUP}" in msg
+
+
+def test_a_reservation_shared_from_another_account_outside_a_placement_group_is_accepted():
+    shared = ReservationRecord("us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=2,
+                               owner_id="210987654321")
+    graph = run_program("dev", {"gpuCapacityReservationId": ODCR}, account=_with(**{ODCR: shared}))
+    assert graph.error is None and "placement" not in graph.named("nodes-gpu-lt").inputs
+
+
 def test_a_capacity_block_launches_in_no_placement_group_without_a_warning():
     graph = block_stack()
     assert "placement" not in graph.named("nodes-gpu-lt").inputs
