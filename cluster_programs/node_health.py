@@ -28,11 +28,15 @@ is drained with a reason, never passed unexamined.
 Xids are counted once. The driver's Xid lines stay in the kernel log after the GPU reset that
 repairs the fault, until the node reboots; counting every line of the log would drain the node again
 at every run, even after an administrator resumed it. So the check keeps a cursor -- the boot id
-and the `[seconds since boot]` stamp of the last kernel log line it examined -- in STATE_FILE, in
-slurmd's spool directory (the slurmd container's own, writable filesystem: it lasts as long as the
-container, and a new pod starts without it). A run reads only the lines after the cursor; the first
-run of a pod, and the first run after a reboot (the boot id differs), reads every line of this boot,
-so a GPU that failed before slurmd started is still caught. The cursor moves on only once an Xid is
+and the sequence number of the last kernel log record it examined (/dev/kmsg numbers every record of
+a boot, strictly increasing: Linux Documentation/ABI/testing/dev-kmsg) -- in STATE_FILE, in a
+directory of the node itself (a hostPath the NodeSet mounts, model/node_health.py STATE_DIR): it
+lasts as long as the boot it describes, so a new pod (the operator replaces pods at every NodeSet
+template change) does not read an Xid that was already drained and resumed again. A run reads only
+the records after the cursor; the first run after a reboot (the boot id differs) or ever on a node
+reads every record of this boot, so a GPU that failed before slurmd started is still caught. Where
+/dev/kmsg cannot be opened the check falls back to `dmesg`, which numbers nothing: it then reads the
+whole log at every run, never moves the cursor, and says so. The cursor moves on only once an Xid is
 in a health drain's reason (not in a dry run, not while Slurm does not know the node yet, not while
 someone else's drain keeps the check from draining): an Xid is never consumed unreported.
 An Xid drain is sticky: the run that sees the Xid drains the node with `health: Xid N on <bus>`,
@@ -68,22 +72,38 @@ SLURMD_HEALTH_CHECK_TIMEOUT = 60.0
 # The whole run, from the program's start: 10 s under slurmd's kill for the interpreter's start and
 # exit and a loaded node's scheduling, so the check always reports before it is killed.
 BUDGET = SLURMD_HEALTH_CHECK_TIMEOUT - 10.0
+# scontrol waits up to slurm.conf's MessageTimeout for slurmctld's answer: 10 s by default
+# (SchedMD/slurm doc/man/man5/slurm.conf.5 at slurm-26-05-3-1, "MessageTimeout"), and the release
+# sets none (model/slurm_values.py, model/node_health.py slurm_conf()). Each scontrol call gets that
+# and 5 s for its own start and connect, so a slow but answering slurmctld is not read as a failure.
+SLURM_MESSAGE_TIMEOUT = 10.0
+SCONTROL_TIMEOUT = SLURM_MESSAGE_TIMEOUT + 5.0
 # The end of the budget kept for telling Slurm: `scontrol show node` and `scontrol update`.
-REPORT_SECONDS = 10.0
-SCONTROL_TIMEOUT = REPORT_SECONDS / 2
-# Each probe's own cap, within what the deadline leaves: a hung nvidia-smi, dmesg or NFS mount is a
-# fault, and the probes after it still get their turn while there is time.
-COMMAND_TIMEOUT = 20.0
-SHARED_TIMEOUT = 10.0
+REPORT_SECONDS = 2 * SCONTROL_TIMEOUT
+# Each probe's own cap, within what the deadline leaves (BUDGET - REPORT_SECONDS: 20 s for all of
+# them): a hung nvidia-smi, dmesg or NFS mount is a fault, and the probes after it still get their
+# turn while there is time. nvidia-smi's query answers in well under a second on a healthy node
+# (tests/data/h200-health/README.md); one that needs 10 s is as good as hung.
+COMMAND_TIMEOUT = 10.0
+SHARED_TIMEOUT = 5.0
+# After a timeout the child is killed and waited for this long at most: a process in uninterruptible
+# sleep (an nvidia-smi inside the driver for a GPU that fell off the bus) does not die of SIGKILL
+# until the kernel call returns, and an unbounded wait would hold the check until slurmd kills it,
+# which drains nothing. Such a child is abandoned (slurmd reaps what its check leaves when it ends).
+KILL_WAIT = 1.0
 OUT_OF_TIME = "out of time"
-# The Xid cursor (the module docstring): SlurmdSpoolDir, /var/spool/slurmd as the operator writes
-# slurm.conf (SlinkyProject/slurm-operator v1.2.1 internal/builder/controllerbuilder/
-# controller_config.go). slurmd writes there itself, so it is writable by root; it is not one of
-# the pod's volumes (internal/builder/workerbuilder/worker_app.go mounts only /etc/slurm, read-only,
-# and the log directory; HEALTH_DIR is a read-only ConfigMap), so it is the container's own
-# filesystem and lasts exactly as long as the container.
-STATE_FILE = "/var/spool/slurmd/node-health-xid.json"
+# The Xid cursor (the module docstring), in the node's own directory: model/node_health.py STATE_DIR
+# is the path's one home (this program imports nothing of the repository; a unit test holds the two
+# to each other). Not slurmd's spool: that is the container's writable layer, gone with the pod.
+STATE_FILE = "/var/lib/slinky-eks/node-health/xid-cursor.json"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
+# The kernel log's records, each "prio,seq,usec,flags[,...];message" with continuation lines
+# starting with a space (Linux Documentation/ABI/testing/dev-kmsg). The slurmd container is
+# privileged and runs as root (SlinkyProject/slurm-operator v1.2.1
+# internal/builder/workerbuilder/worker_app.go), so it can read it. The real-Slurm tests bind-mount a
+# file of such records here (tests/support/local_slurm.py).
+KMSG = "/dev/kmsg"
+KMSG_READ = 16384   # more than one record's size: a read(2) of /dev/kmsg returns one whole record
 # Xids that mean the GPU or its memory needs a reset, a reboot or a replacement, not that one
 # application misbehaved (NVIDIA's Xid catalog,
 # https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): 48 double-bit ECC error,
@@ -94,8 +114,6 @@ HARDWARE_XIDS = frozenset({48, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
 # The driver's kernel log line: "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, ..." (older drivers
 # print the bus id without "PCI:").
 XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
-# dmesg's default line prefix, the record's time in seconds since boot: "[  969.123456] ".
-STAMP = re.compile(r"^\[\s*(\d+(?:\.\d+)?)\]")
 
 
 @dataclass(frozen=True)
@@ -120,7 +138,7 @@ class Observed:
     proc_models: Sequence[str]                # "Model:" of each /proc/driver/nvidia/gpus/*/information
     smi: str | None                           # `nvidia-smi -q -d ECC,ROW_REMAPPER`, None if it failed
     smi_error: str = ""
-    kernel_log: str | None = None             # dmesg's lines after the cursor; None when not readable
+    kernel_log: str | None = None             # the kernel log after the cursor; None when not readable
     efa_devices: Sequence[str] | None = None  # /sys/class/infiniband entries; None when absent
     shared_error: str | None = None           # why /shared is not a writable mount; None when it is
     # What the deadline kept from being looked at, and why ("out of time", "... did not answer"):
@@ -269,45 +287,50 @@ def faults_of(expected: Expected, seen: Observed) -> list[str]:
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where the last recorded run stopped reading the kernel log: the boot, the last line's
-    stamp, and how many lines carried that stamp (lines within one clock tick, or dmesg without
-    stamps, where every line counts as 0.0 and the cursor is a line count)."""
+    """Where the last recorded run stopped reading the kernel log: the boot, and the sequence
+    number of the last /dev/kmsg record examined."""
     boot_id: str
-    stamp: float
-    at_stamp: int
+    seq: int
 
     def to_json(self) -> str:
-        return json.dumps({"boot_id": self.boot_id, "stamp": self.stamp, "at_stamp": self.at_stamp}) + "\n"
+        return json.dumps({"boot_id": self.boot_id, "seq": self.seq}) + "\n"
 
     @classmethod
     def from_json(cls, text: str, boot_id: str) -> "Cursor | None":
         """The stored cursor if it is of this boot; None (read the whole log) when it is of another
-        boot, unreadable, or when the boot id cannot be read (no cursor can be trusted then)."""
+        boot, unreadable (a cursor of the earlier, stamp-based format too), or when the boot id
+        cannot be read (no cursor can be trusted then)."""
         try:
             d = json.loads(text)
-            cursor = cls(str(d["boot_id"]), float(d["stamp"]), int(d["at_stamp"]))
+            cursor = cls(str(d["boot_id"]), int(d["seq"]))
         except (ValueError, KeyError, TypeError):
             return None
         return cursor if cursor.boot_id == boot_id and boot_id else None
 
 
-def log_after(log: str, cursor: Cursor | None, boot_id: str) -> tuple[str, Cursor | None]:
-    """The kernel log's lines after `cursor` (all of them without one), and the cursor at its
-    last line (`cursor` itself when the log is empty). A line without a stamp belongs with the
-    line before it."""
-    fresh = []
-    stamp, at = 0.0, 0
-    last = (cursor.stamp, cursor.at_stamp) if cursor is not None else None
-    lines = log.splitlines()
-    for line in lines:
-        found = STAMP.match(line)
-        t = float(found.group(1)) if found else stamp
-        at = at + 1 if t == stamp else 1
-        stamp = t
-        if last is None or (t, at) > last:
-            fresh.append(line)
-    text = "".join(f"{line}\n" for line in fresh)
-    return text, (Cursor(boot_id, stamp, at) if lines else cursor)
+def parse_kmsg(data: str) -> list[tuple[int, str]]:
+    """/dev/kmsg's records as (seq, message): the header's second field is the sequence number;
+    continuation lines (" KEY=value") and anything without a header are left out."""
+    records = []
+    for line in data.splitlines():
+        head, sep, message = line.partition(";")
+        fields = head.split(",")
+        if not sep or line.startswith(" ") or len(fields) < 4 or not fields[1].isdigit():
+            continue
+        records.append((int(fields[1]), message))
+    return records
+
+
+def records_after(records: Sequence[tuple[int, str]], cursor: Cursor | None,
+                  boot_id: str) -> tuple[str, Cursor | None]:
+    """The messages of the records after `cursor` (all of them without one), one a line, and the
+    cursor at the last record (`cursor` itself when there is none). Records the ring buffer
+    overwrote since the last run are simply gone; every record still there is numbered past it."""
+    fresh = [message for seq, message in records if cursor is None or seq > cursor.seq]
+    last = max((seq for seq, _ in records), default=None)
+    if last is None or (cursor is not None and last <= cursor.seq):
+        return "".join(f"{m}\n" for m in fresh), cursor
+    return "".join(f"{m}\n" for m in fresh), Cursor(boot_id, last)
 
 
 # -- what to tell Slurm ----------------------------------------------------------------------
@@ -334,6 +357,14 @@ def parse_node(text: str) -> NodeState | None:
         return None
     reason = re.search(r"\bReason=(.*?)(?:\s+\[[^\]]*\])?(?=\s+[A-Za-z]+=|\s*$)", text)
     return NodeState(frozenset(state.group(1).upper().split("+")), reason.group(1).strip() if reason else "")
+
+
+def node_unknown(rc: int, shown: str, node: str) -> bool:
+    """Whether `scontrol -o show node NODE` said Slurm does not know the node (a dynamic node before
+    its first registration): exit 1 and "Node NODE not found" (SchedMD/slurm
+    src/scontrol/info_node.c scontrol_print_node at slurm-26-05-3-1). Any other failure -- a
+    timeout, "Unable to contact slurm controller" -- is not this."""
+    return rc == 1 and f"Node {node} not found" in shown
 
 
 def _one_field(faults: Sequence[str]) -> str:
@@ -405,16 +436,59 @@ class Deadline:
 
 
 def _run(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> tuple[int, str]:
+    """argv's status and output, within `timeout`. Not subprocess.run: after its timeout it kills the
+    child and then waits for it without a limit (CPython Lib/subprocess.py run()), and a child in
+    uninterruptible sleep outlives SIGKILL (KILL_WAIT). Here the wait after the kill is bounded, and
+    a child still there after it is abandoned."""
     if timeout <= 0:
         return 124, OUT_OF_TIME
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                              env={"PATH": PATH, "LC_ALL": "C"})
-        return done.returncode, done.stdout + (done.stderr if done.returncode else "")
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env={"PATH": PATH, "LC_ALL": "C"})
     except FileNotFoundError:
         return 127, f"{argv[0]} not found"
+    try:
+        out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        child.kill()
+        try:
+            child.wait(timeout=KILL_WAIT)
+        except subprocess.TimeoutExpired:
+            pass    # abandoned: still in the kernel; its pipes close with this process
         return 124, f"{argv[0]} did not answer in {timeout:.1f} s"
+    return child.returncode, out + (err if child.returncode else "")
+
+
+def read_kmsg(path: str, deadline: "Deadline",
+              read: Callable[[int, int], bytes] = os.read) -> list[tuple[int, str]] | None:
+    """The kernel log's records from /dev/kmsg (`path`), or None when it cannot be opened. Opened
+    non-blocking, so the reads end at EAGAIN once every record is read instead of waiting for the
+    next one; EPIPE says the ring buffer overwrote the records the read was at, and the next read
+    goes on with the oldest one left (Documentation/ABI/testing/dev-kmsg). A plain file of records
+    (the tests') ends at end of file. The reads stop at the deadline too: a flood of new records
+    must not keep the check from reporting."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    chunks = []
+    try:
+        while deadline.left() > 0:
+            try:
+                chunk = read(fd, KMSG_READ)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    return parse_kmsg(text if text.endswith("\n") or not text else text + "\n")
 
 
 def _listdir(path: str) -> list[str] | None:
@@ -518,12 +592,20 @@ def probe(expected: Expected, node: str, root: str = "", deadline: Deadline | No
     dev = [n for n in _listdir(f"{root}/dev") or [] if re.fullmatch(r"nvidia\d+", n)]
     models = _proc_models(root)
     efa = _listdir(f"{root}/sys/class/infiniband")
-    log_rc, log = _run(["dmesg"], deadline.cap(COMMAND_TIMEOUT))
     kernel_log, after = None, cursor
-    if log_rc == 0:
-        kernel_log, after = log_after(log, cursor, boot)
-    elif log_rc == 124:      # out of time, or hung: not the unreadable log that is skipped
-        unchecked["kernel log"] = log
+    records = read_kmsg(KMSG, deadline)
+    if records is not None:
+        kernel_log, after = records_after(records, cursor, boot)
+    else:
+        # No sequence numbers: every run reads the whole log, and the cursor stays where it is
+        # (main() says so), so an Xid is counted again by every run of this boot.
+        print(f"{KMSG} cannot be opened: the kernel log is read with dmesg, whole at every run",
+              file=sys.stderr)
+        log_rc, log = _run(["dmesg"], deadline.cap(COMMAND_TIMEOUT))
+        if log_rc == 0:
+            kernel_log = log
+        elif log_rc == 124:      # out of time, or hung: not the unreadable log that is skipped
+            unchecked["kernel log"] = log
     rc, smi = _run(["nvidia-smi", "-q", "-d", "ECC,ROW_REMAPPER"], deadline.cap(COMMAND_TIMEOUT))
     if rc == 124 and smi == OUT_OF_TIME:
         unchecked["nvidia-smi"] = OUT_OF_TIME
@@ -561,6 +643,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         return 1 if faults else 0
     rc, shown = _run(["scontrol", "-o", "show", "node", args.node], run.cap(SCONTROL_TIMEOUT))
+    if not node_unknown(rc, shown, args.node) and (rc != 0 or parse_node(shown) is None):
+        # Not "unknown": slurmctld did not answer (or answered nonsense), so nothing can be decided
+        # about the node's drain; said on stderr, and a status no other case has.
+        print(f"scontrol show node {args.node} failed (exit {rc}): nothing recorded: {shown.strip()[-300:]}",
+              file=sys.stderr)
+        return 3
     state = parse_node(shown) if rc == 0 else None
     update = update_of(args.node, faults, state, when)
     if not update:

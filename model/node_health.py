@@ -36,6 +36,17 @@ PROGRAM = "node-health"
 EXPECTED = "expected.json"
 PROGRAM_PATH = f"{HEALTH_DIR}/{PROGRAM}"
 VOLUME = "node-health"
+# The check's Xid cursor lives on the node (cluster_programs/node_health.py STATE_FILE, which must
+# lie in this directory: a unit test holds them together). It describes the node's kernel log of one
+# boot, so it must outlast the pod: the operator replaces a NodeSet's pods at every template change,
+# and a pod starting without the cursor would read the whole boot's log again and re-drain a node for
+# an Xid that was already handled and resumed (a drain that holds, so the rollout wait fails). A
+# hostPath, DirectoryOrCreate (the kubelet makes it, root-owned, on first use), mounted read-write:
+# as the slurm chart 1.2.1 mounts a host directory into slurmd for the DCGM job mapping
+# (SlinkyProject/slurm-operator v1.2.1 helm/slurm/_vendor/nvidia/dcgm/snippets/nodeset.yaml).
+# A reboot is told by the boot id in the cursor itself.
+STATE_DIR = "/var/lib/slinky-eks/node-health"
+STATE_VOLUME = "node-health-state"
 # Five minutes: a fault is found before most queued jobs would land, for two scontrol calls and
 # one nvidia-smi per node per run.
 INTERVAL_SECONDS = 300
@@ -75,6 +86,16 @@ def volume(pool: GpuPool) -> dict:
 def mount() -> dict:
     """A directory mount (not subPath), so the kubelet keeps the files current."""
     return {"name": VOLUME, "mountPath": HEALTH_DIR, "readOnly": True}
+
+
+def state_volume() -> dict:
+    """The node's directory for the check's Xid cursor (STATE_DIR)."""
+    return {"name": STATE_VOLUME, "hostPath": {"path": STATE_DIR, "type": "DirectoryOrCreate"}}
+
+
+def state_mount() -> dict:
+    """Read-write: the check replaces the cursor file there."""
+    return {"name": STATE_VOLUME, "mountPath": STATE_DIR}
 
 
 def slurm_conf() -> dict[str, list[str]]:

@@ -139,7 +139,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
                 "resources": gpu_resources(pool.gpu),
                 "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}, node_health.mount(),
-                                 *worker_mounts],
+                                 node_health.state_mount(), *worker_mounts],
             },
             # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
             "extraConfMap": {"Gres": [pool.gpu.gres]},
@@ -150,9 +150,10 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # Tolerations replace the operator's defaults rather than merge.
                 "tolerations": [dict(GPU_TOLERATION)],
                 # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
-                # The health check and this pool's expectations (model/node_health.py).
+                # The health check and this pool's expectations, and the node's directory for the
+                # check's Xid cursor (model/node_health.py).
                 "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                            node_health.volume(pool), *worker_volumes],
+                            node_health.volume(pool), node_health.state_volume(), *worker_volumes],
             },
         }
 

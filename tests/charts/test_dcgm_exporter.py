@@ -7,7 +7,7 @@ import pytest
 from components.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV, NODE_IP_ENV
 from devkit.chart_render import render_graph_releases
 from devkit.offline_run import run_program
-from model import metrics
+from model import metrics, node_health
 from model.node_repair import DCGM_HOST_ENGINE_PORT
 from tests.charts.test_rendered_charts import by_name, of_kind, rerender
 from tests.support import rendered_checks as rc
@@ -74,7 +74,11 @@ def test_exporter_adds_no_capability(container):
 def test_exporter_reads_the_directory_the_slurm_prolog_writes(rendered, container, pod):
     # The NodeSet's host directory and the prolog's target, as the slurm chart renders them.
     (nodeset,) = of_kind(rendered["slurm"], "NodeSet")
-    [slurm_dir] = [v["hostPath"]["path"] for v in nodeset["spec"]["template"]["spec"]["volumes"] if "hostPath" in v]
+    # By the chart's name for it (helm/slurm/_vendor/nvidia/dcgm/snippets/nodeset.yaml, slurm 1.2.1): the
+    # NodeSet has another host directory, the health check's (model/node_health.py STATE_DIR).
+    [slurm_dir] = [v["hostPath"]["path"] for v in nodeset["spec"]["template"]["spec"]["volumes"]
+                   if v["name"] == "dcgm-job-mapping"]
+    assert slurm_dir != node_health.STATE_DIR
     prolog = next(o for o in of_kind(rendered["slurm"], "ConfigMap") if o["metadata"]["name"].endswith("-prolog-dcgm"))
     assert f'METRICS_DIR="{slurm_dir}"' in "".join(prolog["data"].values())
     env = {e["name"]: e.get("value") for e in container["env"]}

@@ -67,14 +67,31 @@ def test_slurm_conf_runs_the_check_on_every_node_state(rendered):
     assert "HealthCheckNodeState=ANY" in conf
 
 
-
-def test_the_xid_cursor_is_in_slurmds_spool_on_the_containers_own_filesystem(two):
-    """The check's Xid cursor (cluster_programs/node_health.py STATE_FILE) must be writable by
-    root and last between runs in one container: slurmd's spool directory, which no volume of the
-    NodeSet covers (the health directory is a read-only ConfigMap)."""
-    assert program.STATE_FILE.startswith(SLURMD_SPOOL + "/")
+def test_every_nodeset_mounts_the_nodes_directory_for_the_xid_cursor_read_write(two):
+    """The check's Xid cursor (cluster_programs/node_health.py STATE_FILE) must outlast the pod: a
+    hostPath directory of the node, DirectoryOrCreate, mounted read-write into slurmd beside the
+    health ConfigMap; not slurmd's spool (the container's writable layer, gone with the pod)."""
+    assert pathlib.PurePosixPath(program.STATE_FILE).parent == pathlib.PurePosixPath(node_health.STATE_DIR)
+    assert not program.STATE_FILE.startswith(SLURMD_SPOOL + "/")
     values = two.named("slurm-release").inputs["values"]
     for spec in TWO_POOLS:
-        mounts = nodeset_template(values, spec["name"])["slurmd"]["volumeMounts"]
-        covering = [m for m in mounts if (program.STATE_FILE + "/").startswith(m["mountPath"].rstrip("/") + "/")]
-        assert covering == [], covering
+        template = nodeset_template(values, spec["name"])
+        (volume,) = [v for v in template["podSpec"]["volumes"] if v["name"] == node_health.STATE_VOLUME]
+        assert volume == {"name": node_health.STATE_VOLUME,
+                          "hostPath": {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"}}
+        mounts = template["slurmd"]["volumeMounts"]
+        (mount,) = [m for m in mounts if m["name"] == node_health.STATE_VOLUME]
+        assert mount == {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR}
+        assert not mount.get("readOnly")
+        covering = [m["name"] for m in mounts if (program.STATE_FILE + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+        assert covering == [node_health.STATE_VOLUME], covering
+
+
+def test_the_rendered_nodeset_carries_the_nodes_directory(rendered):
+    """The chart passes the volume and mount through to the NodeSet the operator reads."""
+    (nodeset, *_) = [o for o in rendered["slurm"] if o and o["kind"] == "NodeSet"]
+    spec = nodeset["spec"]["template"]["spec"]
+    assert {"name": node_health.STATE_VOLUME,
+            "hostPath": {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"}} in spec["volumes"]
+    assert {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR} in \
+        nodeset["spec"]["slurmd"]["volumeMounts"]

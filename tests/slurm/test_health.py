@@ -129,7 +129,7 @@ def test_an_xid_drains_once_and_an_administrators_resume_after_the_gpu_reset_sti
     """The reviewer's case: the Xid line stays in the kernel log after the reset that repairs the
     GPU. The run that sees it drains the node; later runs hold the drain (no new line, but nothing
     says the GPU was handled); once an administrator resumes the node, the old line is behind the
-    check's cursor (in the pod's slurmd spool) and the node stays in service."""
+    check's cursor (in the node's directory, STATE_DIR) and the node stays in service."""
     sick, well = cluster.nodes
     cluster.add_kernel_log(sick, "[ 4242.000001] NVRM: Xid (PCI:0000:30:00): 79, pid=2101, "
                                  "GPU has fallen off the bus.")
@@ -154,6 +154,21 @@ def test_an_xid_drains_once_and_an_administrators_resume_after_the_gpu_reset_sti
     finally:
         cluster.run(["scontrol", "update", f"nodename={sick}", "state=resume"])
     _wait(cluster, sick, _healthy, "in service after the second resume")
+
+
+def test_a_new_pod_of_a_resumed_node_does_not_drain_it_again_for_an_old_xid(cluster):
+    """The reviewer's case: the cursor is the node's (the NodeSet's hostPath at STATE_DIR), not the
+    pod's, so a rolling update's new pod reads on from it and does not re-drain the node for the
+    Xids of this boot that were drained and resumed above (a drain that holds: the rollout wait
+    would fail on it)."""
+    sick, _ = cluster.nodes
+    assert "NVRM: Xid" in (cluster.pod_dir(sick).parent / f"{sick}.host" / "kmsg").read_text()
+    cluster.replace_pod(sick)
+    node = _wait(cluster, sick, lambda n: n.base != "DOWN", "up again in its new pod")
+    if "DRAIN" in node.flags and not node.reason.startswith("health: "):   # the old pod's preStop
+        cluster.run(["scontrol", "update", f"nodename={sick}", "state=resume"])
+    for _ in range(2):
+        assert _healthy(_next_result(cluster, sick)), "the new pod drained the node for an old Xid"
 
 
 def test_an_administrators_drain_is_left_alone(cluster):

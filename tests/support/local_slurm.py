@@ -19,10 +19,13 @@ pytest's temporary tree shared into it, so job output under tmp_path is where th
 With node_health (the ConfigMap's files, model/node_health.py), each worker pod also gets what the
 NodeSet's pod has for the node health check: the ConfigMap's program and its pool's expected.json
 at HEALTH_DIR, python3 at /usr/local/bin (the image's wrapper path, here the host's interpreter), a
-fake nvidia-smi answering `-q -d ECC,ROW_REMAPPER` in the real driver 580 layout, a fake dmesg
-printing the pod's own kernel log (the captured H200 boot line, then what add_kernel_log appends:
-the host's real log is not the test's to judge, and could hold anything), the pool's EFA devices
-under /sys/class/infiniband, and /shared a mount of its own.
+fake nvidia-smi answering `-q -d ECC,ROW_REMAPPER` in the real driver 580 layout, a fake kernel
+log of the node (the captured H200 boot line, then what add_kernel_log appends: the host's real log
+is not the test's to judge, and could hold anything) as /dev/kmsg records in a file bind-mounted at
+the program's KMSG (a plain file reads to its end where the real device ends at EAGAIN) and as the
+fallback's dmesg prints it, the node's directory for the Xid cursor (STATE_DIR, a directory of the
+node kept across its pods, as the NodeSet's hostPath is), the pool's EFA devices under
+/sys/class/infiniband, and /shared a mount of its own.
 
 One deviation from the pods, forced by one network namespace for all daemons: each slurmd gets its
 own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
@@ -432,10 +435,15 @@ class LocalSlurm:
             '#!/bin/sh\n# The one query the health check makes; anything else is an error, as for a missing GPU.\n'
             f'[ "$*" = "-q -d ECC,ROW_REMAPPER" ] && exec cat {shlex.quote(str(query))}\n'
             'echo "fake nvidia-smi: unsupported arguments: $*" >&2; exit 2\n')
-        log = pod / "gpu" / "kernel-log.txt"
-        log.write_text(re.search(r"^\[.*$", H200_KERNEL_LOG.read_text(), re.M).group(0) + "\n")
+        host = self._host_dir(pod)
+        (host / "state").mkdir(parents=True, exist_ok=True)
+        log = host / "kernel-log.txt"
+        if not log.exists():   # the node's: a new pod of the node reads the same log
+            log.write_text("")
+            (host / "kmsg").write_text("")
+            self._append_kernel_log(host, re.search(r"^\[.*$", H200_KERNEL_LOG.read_text(), re.M).group(0))
         (bin_dir / "dmesg").write_text(
-            f'#!/bin/sh\n# The pod\'s kernel log, as plain `dmesg` prints it.\nexec cat {shlex.quote(str(log))}\n')
+            f'#!/bin/sh\n# The node\'s kernel log, as plain `dmesg` prints it.\nexec cat {shlex.quote(str(log))}\n')
         for tool in ("python3", "nvidia-smi", "dmesg"):
             (bin_dir / tool).chmod(0o755)
 
@@ -444,7 +452,10 @@ class LocalSlurm:
         efa = int(json.loads(self.node_health[f"{nodeset_name(self.nodeset)}.json"])["efa_interfaces"])
         # The host has no /sys/class/infiniband and sysfs takes no new mount point: the pod's
         # /sys/class becomes a tmpfs holding every host class again, and the pool's EFA devices.
+        host = self._host_dir(pod)
         return [f"mkdir -p {r}{HEALTH_DIR}", f"mount --bind {pod}/health {r}{HEALTH_DIR}",
+                f"mkdir -p {r}{node_health.STATE_DIR}", f"mount --bind {host}/state {r}{node_health.STATE_DIR}",
+                f"touch {r}{health_program.KMSG}", f"mount --bind {host}/kmsg {r}{health_program.KMSG}",
                 f"mount --bind {pod}/usr-local-bin {r}/usr/local/bin",
                 f"mount -t tmpfs -o mode=755 tmpfs {r}/sys/class",
                 f"for c in /sys/class/*; do mkdir {r}$c && mount --rbind $c {r}$c; done",
@@ -472,14 +483,32 @@ class LocalSlurm:
         """What the pod's fake `nvidia-smi -q -d ECC,ROW_REMAPPER` prints from now on."""
         (self.pod_dir(node) / "gpu" / "nvidia-smi-q.txt").write_text(text)
 
+    @staticmethod
+    def _host_dir(pod: pathlib.Path) -> pathlib.Path:
+        """The node's own files, shared by its pods (a pod's directory is NODE.GENERATION)."""
+        return pod.parent / f"{pod.name.rpartition('.')[0]}.host"
+
+    @staticmethod
+    def _append_kernel_log(host: pathlib.Path, line: str) -> None:
+        """`line` ("[stamp] message", as dmesg prints it) at the end of the node's kernel log: in
+        dmesg's file, and as the next /dev/kmsg record ("prio,seq,usec,flags;message")."""
+        line = line.rstrip("\n")
+        stamp, _, message = line.partition("] ")
+        usec = int(float(stamp.lstrip("[ ")) * 1_000_000)
+        with open(host / "kmsg") as f:
+            seq = sum(1 for _ in f)
+        with open(host / "kmsg", "a") as f:
+            f.write(f"6,{seq},{usec},-;{message}\n")
+        with open(host / "kernel-log.txt", "a") as f:
+            f.write(line + "\n")
+
     def add_kernel_log(self, node: str, line: str) -> None:
-        """A line at the end of the pod's kernel log (what its fake dmesg prints)."""
-        with open(self.pod_dir(node) / "gpu" / "kernel-log.txt", "a") as f:
-            f.write(line.rstrip("\n") + "\n")
+        """A line at the end of the node's kernel log (its /dev/kmsg record and dmesg's line)."""
+        self._append_kernel_log(self._host_dir(self.pod_dir(node)), line)
 
     def health_state(self, node: str) -> pathlib.Path:
-        """The pod's Xid cursor file (node_health.STATE_FILE, in the pod's slurmd spool)."""
-        return self.pod_dir(node) / "spool" / pathlib.PurePosixPath(health_program.STATE_FILE).relative_to(SLURMD_SPOOL)
+        """The node's Xid cursor file (node_health.STATE_FILE, in the node's STATE_DIR)."""
+        return self._host_dir(self.pod_dir(node)) / "state" / pathlib.PurePosixPath(health_program.STATE_FILE).name
 
     def _check_entered(self, node: str, argv: list[str]) -> None:
         done = self._enter(self.workers[node].pid, argv)

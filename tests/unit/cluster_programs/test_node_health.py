@@ -1,8 +1,11 @@
 """cluster_programs/node_health.py's judgement, over the real H200 output (tests/data/h200-health,
 driver 580.159.04: its README says how each file was captured) and faults written into it."""
 import json
+import posixpath
 import re
+import subprocess
 import time
+from typing import Sequence
 
 import pytest
 
@@ -269,6 +272,7 @@ def test_the_probes_own_caps_alone_would_outlast_slurmds_kill():
     add up past HealthCheckTimeout, and a killed check drains nothing."""
     assert 2 * health.COMMAND_TIMEOUT + health.SHARED_TIMEOUT + 2 * health.SCONTROL_TIMEOUT \
         > health.BUDGET
+    assert health.BUDGET - health.REPORT_SECONDS >= health.COMMAND_TIMEOUT + health.SHARED_TIMEOUT
 
 
 def test_a_probe_gets_its_own_cap_or_what_is_left_of_the_deadline_whichever_is_less():
@@ -296,6 +300,7 @@ def test_hung_probes_end_within_the_shared_deadline_and_the_late_ones_are_faults
     deadline, not at the sum of the caps (the check before the deadline took 20 + 20 + 10 s here),
     and what had no time left is a fault with its reason."""
     _slow_tools(tmp_path, monkeypatch, 30)
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))   # dmesg, the fallback
     start = time.monotonic()
     seen, _ = health.probe(ONE_H200, "h200-0", root=str(tmp_path), deadline=health.Deadline(1.5))
     took = time.monotonic() - start
@@ -316,6 +321,7 @@ def test_the_whole_run_reports_to_slurm_before_the_budget_ends(tmp_path, monkeyp
     """main(): hung probes, then the scontrol calls, all inside BUDGET (shrunk here to 3 s, with
     1 s kept for the report), and the node is drained with the out-of-time faults."""
     _slow_tools(tmp_path, monkeypatch, 30)
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))   # dmesg, the fallback
     monkeypatch.setattr(health, "BUDGET", 3.0)
     monkeypatch.setattr(health, "REPORT_SECONDS", 1.0)
     calls = []
@@ -342,58 +348,131 @@ def test_the_whole_run_reports_to_slurm_before_the_budget_ends(tmp_path, monkeyp
 # -- Xids since the last run ------------------------------------------------------------------
 
 BOOT = "3c1e4b8a-0f0e-4a55-9d51-2f3b1f6a7c10"
-OLD_XID = "[  969.100000] NVRM: Xid (PCI:0000:00:06): 79, pid=2101, GPU has fallen off the bus.\n"
-NEW_XID = "[ 5012.250000] NVRM: Xid (PCI:0000:00:06): 48, pid=3307, An uncorrectable double bit error.\n"
+OLD_XID = "NVRM: Xid (PCI:0000:00:06): 79, pid=2101, GPU has fallen off the bus."
+NEW_XID = "NVRM: Xid (PCI:0000:00:06): 48, pid=3307, An uncorrectable double bit error."
 
 
-def _read(log: str, cursor: health.Cursor | None, boot: str = BOOT) -> tuple[list[str], health.Cursor | None]:
-    fresh, after = health.log_after(log, cursor, boot)
+def _boot_line() -> str:
+    return _kernel_log().partition("] ")[2].rstrip("\n")
+
+
+def _kmsg(*messages: str, first: int = 0, usec: Sequence[int] | None = None) -> str:
+    """/dev/kmsg records (Linux Documentation/ABI/testing/dev-kmsg): "prio,seq,usec,flags;message",
+    numbered from `first`, each with a continuation line as the driver's records carry."""
+    usec = usec or [1_000_000 * (i + 1) for i in range(len(messages))]
+    return "".join(f"6,{first + i},{t},-;{m}\n SUBSYSTEM=pci\n" for i, (m, t) in enumerate(zip(messages, usec, strict=True)))
+
+
+def _read(kmsg: str, cursor: health.Cursor | None, boot: str = BOOT) -> tuple[list[str], health.Cursor | None]:
+    fresh, after = health.records_after(health.parse_kmsg(kmsg), cursor, boot)
     return health.xid_faults(fresh), after
+
+
+def test_kmsg_records_parse_into_their_sequence_numbers_and_messages():
+    assert health.parse_kmsg(_kmsg(_boot_line(), OLD_XID, first=7)) == [(7, _boot_line()), (8, OLD_XID)]
 
 
 def test_the_first_run_of_a_boot_counts_every_xid_of_that_boot():
     """A GPU that failed before slurmd started is still caught."""
-    faults, _ = _read(_kernel_log() + OLD_XID, None)
-    assert faults == ["Xid 79 on 0000:00:06"]
+    faults, after = _read(_kmsg(_boot_line(), OLD_XID), None)
+    assert faults == ["Xid 79 on 0000:00:06"] and after == health.Cursor(BOOT, 1)
 
 
 def test_an_xid_counted_by_one_run_is_not_counted_again_by_the_next():
-    log = _kernel_log() + OLD_XID
-    _, cursor = _read(log, None)
-    assert _read(log + "[ 1200.000000] eth0: link up\n", cursor)[0] == []
+    _, cursor = _read(_kmsg(_boot_line(), OLD_XID), None)
+    assert _read(_kmsg(_boot_line(), OLD_XID, "eth0: link up"), cursor) == ([], health.Cursor(BOOT, 2))
 
 
 def test_a_new_xid_after_the_cursor_is_counted():
-    _, cursor = _read(_kernel_log() + OLD_XID, None)
-    assert _read(_kernel_log() + OLD_XID + NEW_XID, cursor)[0] == ["Xid 48 on 0000:00:06"]
+    _, cursor = _read(_kmsg(_boot_line(), OLD_XID), None)
+    assert _read(_kmsg(_boot_line(), OLD_XID, NEW_XID), cursor)[0] == ["Xid 48 on 0000:00:06"]
 
 
-def test_a_line_with_the_same_stamp_as_the_cursors_after_it_is_new():
-    first = "[  969.100000] NVRM: GPU at PCI:0000:00:06: GPU-1\n"
-    _, cursor = _read(first, None)
-    assert _read(first + OLD_XID, cursor)[0] == ["Xid 79 on 0000:00:06"]
+def test_a_new_xid_is_counted_after_the_ring_buffer_wrapped():
+    """The reviewer's case: without printk timestamps the old cursor was a line count, and once the
+    ring buffer overwrote old lines the log had no more lines than before, so a new Xid at its end
+    was taken for a line already read. Sequence numbers keep counting past what was overwritten."""
+    _, cursor = _read(_kmsg(_boot_line(), OLD_XID, "eth0: link up", first=100), None)
+    wrapped = _kmsg("usb 1-1: new device", NEW_XID, "eth0: link down", first=5000)
+    assert _read(wrapped, cursor) == (["Xid 48 on 0000:00:06"], health.Cursor(BOOT, 5002))
+
+
+def test_records_whose_stamps_are_out_of_order_are_counted_by_sequence():
+    """Stamps of records logged on different CPUs can go back by microseconds; the sequence cannot."""
+    _, cursor = _read(_kmsg(_boot_line(), "eth0: link up", usec=[969_100_000, 969_100_005]), None)
+    later = _kmsg(_boot_line(), "eth0: link up", OLD_XID, usec=[969_100_000, 969_100_005, 969_100_001])
+    assert _read(later, cursor)[0] == ["Xid 79 on 0000:00:06"]
 
 
 def test_a_cursor_of_another_boot_is_not_used():
     """The boot id changed: the machine rebooted, the log is a new one; read all of it."""
-    _, cursor = _read(_kernel_log() + OLD_XID + NEW_XID, None, boot="another-boot")
+    _, cursor = _read(_kmsg(_boot_line(), OLD_XID, NEW_XID), None, boot="another-boot")
     stored = health.Cursor.from_json(cursor.to_json(), BOOT)
     assert stored is None
-    assert _read(_kernel_log() + OLD_XID, stored)[0] == ["Xid 79 on 0000:00:06"]
+    assert _read(_kmsg(_boot_line(), OLD_XID), stored)[0] == ["Xid 79 on 0000:00:06"]
 
 
 def test_the_cursor_reads_back_from_its_file(tmp_path):
-    _, cursor = _read(_kernel_log() + OLD_XID, None)
+    _, cursor = _read(_kmsg(_boot_line(), OLD_XID), None)
     assert health.write_cursor(str(tmp_path / "cursor.json"), cursor) is None
-    assert health.read_cursor(str(tmp_path / "cursor.json"), BOOT) == health.Cursor(BOOT, 969.1, 1)
+    assert health.read_cursor(str(tmp_path / "cursor.json"), BOOT) == health.Cursor(BOOT, 1)
     assert health.read_cursor(str(tmp_path / "missing.json"), BOOT) is None
     (tmp_path / "bad.json").write_text("{")
     assert health.read_cursor(str(tmp_path / "bad.json"), BOOT) is None
+    (tmp_path / "stamp.json").write_text(json.dumps({"boot_id": BOOT, "stamp": 969.1, "at_stamp": 1}))
+    assert health.read_cursor(str(tmp_path / "stamp.json"), BOOT) is None   # the earlier format
 
 
 def test_an_empty_log_leaves_the_cursor_where_it_was():
-    cursor = health.Cursor(BOOT, 969.1, 1)
-    assert health.log_after("", cursor, BOOT) == ("", cursor)
+    cursor = health.Cursor(BOOT, 41)
+    assert health.records_after([], cursor, BOOT) == ("", cursor)
+
+
+def test_kmsg_is_read_until_eagain_and_on_past_epipe(tmp_path):
+    """/dev/kmsg gives one record a read(2), EPIPE where the ring buffer overwrote the record the
+    reader was at (the next read returns the oldest one left), EAGAIN once every record is read
+    (opened O_NONBLOCK: no wait for the next one)."""
+    (tmp_path / "kmsg").write_text("")
+    answers = [b"6,3,10,-;eth0: link up\n", BrokenPipeError(), b"4,9,20,-;" + OLD_XID.encode() + b"\n",
+               b" SUBSYSTEM=pci\n", BlockingIOError(), b"6,10,30,-;never read\n"]
+
+    def read(fd, size):
+        answer = answers.pop(0)
+        if isinstance(answer, OSError):
+            raise answer
+        return answer
+    records = health.read_kmsg(str(tmp_path / "kmsg"), health.Deadline(5.0), read=read)
+    assert records == [(3, "eth0: link up"), (9, OLD_XID)]
+    assert len(answers) == 1
+
+
+def test_a_file_of_kmsg_records_is_read_to_its_end(tmp_path):
+    """What the real-Slurm tests mount at KMSG (tests/support/local_slurm.py)."""
+    (tmp_path / "kmsg").write_text(_kmsg(_boot_line(), OLD_XID))
+    assert health.read_kmsg(str(tmp_path / "kmsg"), health.Deadline(5.0)) == [(0, _boot_line()), (1, OLD_XID)]
+    assert health.read_kmsg(str(tmp_path / "missing"), health.Deadline(5.0)) is None
+
+
+def _fake_dmesg(tmp_path, monkeypatch, text: str) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (tmp_path / "dmesg.txt").write_text(text)
+    (bin_dir / "dmesg").write_text(f"#!/bin/sh\nexec cat {tmp_path / 'dmesg.txt'}\n")
+    (bin_dir / "dmesg").chmod(0o755)
+    monkeypatch.setattr(health, "PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_without_kmsg_dmesg_is_read_whole_and_the_cursor_never_moves(tmp_path, monkeypatch, capsys):
+    """dmesg numbers nothing: the check reads the whole log at every run (an Xid counted again) and
+    says so, rather than guess a position from stamps or line counts."""
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))
+    _fake_dmesg(tmp_path, monkeypatch, _kernel_log() + f"[  969.100000] {OLD_XID}\n")
+    cursor = health.Cursor(BOOT, 41)
+    for _ in range(2):
+        seen, after = health.probe(ONE_H200, "h200-0", root=str(tmp_path), deadline=health.Deadline(5.0),
+                                   cursor=cursor, boot=BOOT)
+        assert health.xid_faults(seen.kernel_log) == ["Xid 79 on 0000:00:06"] and after == cursor
+    assert "cannot be opened: the kernel log is read with dmesg, whole at every run" in capsys.readouterr().err
 
 
 def test_an_xid_drain_is_held_when_a_later_run_sees_nothing_wrong():
@@ -413,11 +492,11 @@ def test_an_xid_stays_in_the_reason_when_the_checks_other_faults_change():
 
 
 def test_a_resumed_node_with_no_new_xid_stays_in_service():
-    """The reviewer's case: the GPU reset, the administrator resumed the node; the old Xid line is
+    """The reviewer's case: the GPU reset, the administrator resumed the node; the old Xid record is
     behind the cursor, so this run finds nothing and drains nothing."""
-    log = _kernel_log() + OLD_XID
-    _, cursor = _read(log, None)
-    faults = health.faults_of(ONE_H200, real(kernel_log=health.log_after(log, cursor, BOOT)[0]))
+    records = health.parse_kmsg(_kmsg(_boot_line(), OLD_XID))
+    _, cursor = health.records_after(records, None, BOOT)
+    faults = health.faults_of(ONE_H200, real(kernel_log=health.records_after(records, cursor, BOOT)[0]))
     update = health.update_of("h200-0", faults, _state("IDLE"), WHEN)
     assert faults == [] and not any(a.startswith("state=") for a in update)
 
@@ -431,17 +510,156 @@ def test_the_cursor_moves_on_only_once_the_xid_is_in_a_health_drain():
     assert health.consumes_xids([], _state("IDLE+DRAIN", "disk swap"))
 
 
-def test_a_dry_run_leaves_the_cursor_where_it_was(tmp_path, monkeypatch):
-    log = tmp_path / "log.txt"
-    log.write_text(_kernel_log() + OLD_XID)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "dmesg").write_text(f"#!/bin/sh\nexec cat {log}\n")
-    (bin_dir / "dmesg").chmod(0o755)
-    monkeypatch.setattr(health, "PATH", f"{bin_dir}:/usr/bin:/bin")
+def _expected(tmp_path) -> str:
     expected = tmp_path / "expected.json"
     expected.write_text(json.dumps({"pool": "h200", "gpus": 0, "gpu_model": H200, "efa_interfaces": 0,
                                     "shared": str(tmp_path)}))
+    return str(expected)
+
+
+def test_a_dry_run_leaves_the_cursor_where_it_was(tmp_path, monkeypatch):
+    (tmp_path / "kmsg").write_text(_kmsg(_boot_line(), OLD_XID))
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "kmsg"))
     state = tmp_path / "cursor.json"
-    health.main(["--expected", str(expected), "--node", "h200-0", "--state", str(state), "--dry-run"])
+    health.main(["--expected", _expected(tmp_path), "--node", "h200-0", "--state", str(state), "--dry-run"])
     assert not state.exists()
+
+
+# -- the cursor on the node (it outlasts the pod) ----------------------------------------------
+
+def test_the_cursor_file_is_in_the_nodes_directory_the_nodeset_mounts():
+    """The reviewer's case: in slurmd's spool (the container's writable layer) the cursor was gone
+    with every pod replacement, and the new pod re-drained the node for an Xid already resumed."""
+    assert posixpath.dirname(health.STATE_FILE) == node_health.STATE_DIR
+    assert not health.STATE_FILE.startswith("/var/spool/")
+    assert node_health.state_volume()["hostPath"] == {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"}
+    assert node_health.state_mount() == {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR}
+
+
+def test_a_new_pod_on_the_node_does_not_count_a_recorded_xid_again(tmp_path, monkeypatch):
+    """Two runs of main() with the same node directory (two pods of one node, one boot): the first
+    drains for the Xid and records the cursor; the second, after the resume, sees nothing new."""
+    (tmp_path / "kmsg").write_text(_kmsg(_boot_line(), OLD_XID))
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "kmsg"))
+    monkeypatch.setattr(health, "boot_id", lambda root="": BOOT)
+    updates = []
+
+    def run(argv, timeout=health.COMMAND_TIMEOUT):
+        if argv[0] != "scontrol":
+            return 0, ""        # nvidia-smi on a node of no GPUs
+        if argv[1] == "-o":
+            return 0, scontrol_line("h200-0", "IDLE")
+        updates.append(argv)
+        return 0, ""
+    monkeypatch.setattr(health, "_run", run)
+    monkeypatch.setattr(health, "_shared_error", lambda path, node: None)
+    args = ["--expected", _expected(tmp_path), "--node", "h200-0", "--state", str(tmp_path / "node" / "xid.json")]
+    (tmp_path / "node").mkdir()
+    assert health.main(args) == 1 and updates[-1][-1] == "reason=health: Xid 79 on 0000:00:06"
+    assert health.main(args) == 0 and not any(a.startswith("state=") for a in updates[-1])
+
+
+# -- a child that does not die ----------------------------------------------------------------
+
+class _StuckChild:
+    """A Popen whose child ignores the timeout's kill: in uninterruptible sleep (an nvidia-smi
+    inside the driver for a GPU that fell off the bus), SIGKILL takes effect only once the kernel
+    call returns. wait() without a limit would block; here it blocks for HANG seconds."""
+    HANG = 4.0
+    made: list["_StuckChild"] = []
+
+    def __init__(self, argv, **kwargs):
+        self.args, self.waits, self.killed = argv, [], False
+        self.returncode, self.stdout, self.stderr, self.stdin, self.pid = None, None, None, None, 424242
+        _StuckChild.made.append(self)
+
+    def communicate(self, input=None, timeout=None):
+        time.sleep(timeout or 0)
+        raise subprocess.TimeoutExpired(self.args, timeout)
+
+    def kill(self):
+        self.killed = True
+
+    def terminate(self):
+        self.killed = True
+
+    def poll(self):
+        return None
+
+    def wait(self, timeout=None):
+        self.waits.append(timeout)
+        time.sleep(self.HANG if timeout is None else min(timeout, self.HANG))
+        if timeout is not None and timeout < self.HANG:
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        self.returncode = -9
+        return -9
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_child_that_outlives_its_kill_is_abandoned_after_a_bounded_wait(monkeypatch):
+    """The reviewer's case: subprocess.run kills the child at the timeout and then waits for it with
+    no limit, so a check with a stuck nvidia-smi ran into slurmd's kill and drained nothing."""
+    _StuckChild.made.clear()
+    monkeypatch.setattr(subprocess, "Popen", _StuckChild)
+    start = time.monotonic()
+    rc, out = health._run(["nvidia-smi", "-q"], 0.5)
+    took = time.monotonic() - start
+    assert (rc, out) == (124, "nvidia-smi did not answer in 0.5 s")
+    (child,) = _StuckChild.made
+    assert child.killed and child.waits and all(w is not None and w <= health.KILL_WAIT for w in child.waits)
+    assert took < 0.5 + health.KILL_WAIT + 0.5, took
+
+
+# -- telling Slurm ----------------------------------------------------------------------------
+
+def test_each_scontrol_call_has_slurms_message_timeout_and_the_report_both():
+    """scontrol waits MessageTimeout (10 s by default, slurm.conf(5) at slurm-26-05-3-1) for
+    slurmctld; the release sets none, so that default is what the calls must allow for."""
+    assert health.SLURM_MESSAGE_TIMEOUT == 10.0
+    assert "MessageTimeout" not in node_health.slurm_conf()
+    assert "MessageTimeout" not in (REPO / "model/slurm_values.py").read_text()
+    assert health.SCONTROL_TIMEOUT > health.SLURM_MESSAGE_TIMEOUT
+    assert health.REPORT_SECONDS >= 2 * health.SCONTROL_TIMEOUT
+    assert health.REPORT_SECONDS < health.BUDGET
+
+
+def _main_with_show(tmp_path, monkeypatch, shown: tuple[int, str]) -> tuple[int, list[list[str]]]:
+    (tmp_path / "kmsg").write_text(_kmsg(_boot_line()))
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "kmsg"), raising=False)
+    calls = []
+
+    def run(argv, timeout=health.COMMAND_TIMEOUT):
+        calls.append(argv)
+        if argv[0] != "scontrol":
+            return 0, ""        # nvidia-smi on a node of no GPUs
+        return shown if argv[1] == "-o" else (0, "")
+    monkeypatch.setattr(health, "_run", run)
+    monkeypatch.setattr(health, "_shared_error", lambda path, node: None)
+    rc = health.main(["--expected", _expected(tmp_path), "--node", "h200-0", "--state", str(tmp_path / "s.json")])
+    return rc, [c for c in calls if c[0] == "scontrol"]
+
+
+def test_a_show_node_that_times_out_is_a_failure_of_its_own_not_an_unknown_node(tmp_path, monkeypatch, capsys):
+    rc, calls = _main_with_show(tmp_path, monkeypatch, (124, "scontrol did not answer in 15.0 s"))
+    assert rc == 3 and len(calls) == 1
+    out = capsys.readouterr()
+    assert "scontrol show node h200-0 failed (exit 124): nothing recorded: scontrol did not answer" in out.err
+    assert "not known to Slurm" not in out.out
+
+
+def test_a_show_node_that_cannot_reach_slurmctld_is_a_failure(tmp_path, monkeypatch):
+    rc, calls = _main_with_show(tmp_path, monkeypatch, (1, "slurm_load_node error: Unable to contact slurm controller"))
+    assert rc == 3 and len(calls) == 1
+
+
+def test_a_node_slurm_does_not_know_is_said_so_and_nothing_recorded(tmp_path, monkeypatch, capsys):
+    """What scontrol says for a node it does not know: exit 1, "Node NAME not found"
+    (src/scontrol/info_node.c at slurm-26-05-3-1)."""
+    rc, calls = _main_with_show(tmp_path, monkeypatch, (1, "Node h200-0 not found\n"))
+    assert rc == 0 and len(calls) == 1
+    assert "node h200-0 is not known to Slurm yet: nothing recorded" in capsys.readouterr().out
