@@ -1,8 +1,10 @@
 """The shipped node health check on the real H200 (issue 27, item 6): the output of
 tests/support/gpu_health_evidence.sh on the lent machine (tests/data/h200-health/README.md, "The
 health check on the H200"). It passed as the machine was, and failed with the named reason once
-its GPU was hidden from /dev, from /proc/driver/nvidia, or both; and what it said then is what the
-check's judgement says today of what each run saw."""
+its GPU was hidden from /dev, from /proc/driver/nvidia, or both, and once an Xid line was in the
+real kernel log (/dev/kmsg); and what it said then is what the check's judgement says today of what
+each run saw. No Slurm runs there: as slurmd runs it, the check cannot read its node and exits 3
+(NO_SLURM), after its verdict; `--dry-run` asks Slurm nothing and exits with the judgement."""
 import re
 
 import pytest
@@ -22,6 +24,8 @@ SCENARIOS = {"check-pass.txt": "ok",
              "check-hidden-dev.txt": f"0 of 1 GPUs in /dev; {NO_SMI}",
              "check-hidden-proc.txt": "0 of 1 GPUs in /proc/driver/nvidia",
              "check-hidden-both.txt": f"0 of 1 GPUs in /dev; 0 of 1 GPUs in /proc/driver/nvidia; {NO_SMI}"}
+# The exit status of a run that cannot read its node from Slurm (node_health.py main).
+NO_SLURM = 3
 
 
 def _runs(name: str) -> list[tuple[str, int]]:
@@ -48,12 +52,31 @@ def test_the_evidence_ran_on_one_h200_with_the_one_h200_expectations():
 
 
 def test_the_check_passes_on_the_real_h200_as_slurmd_runs_it():
-    assert _runs("check-pass.txt") == [("ok", 0), ("ok", 0)]
+    assert _runs("check-pass.txt") == [("ok", NO_SLURM), ("ok", 0)]
+
+
+def test_a_run_that_cannot_read_its_node_says_so_and_records_nothing():
+    assert "scontrol show node h200-0 failed (exit 127): nothing recorded" in (DATA / "check-pass.txt").read_text()
 
 
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "check-pass.txt"])
 def test_a_hidden_gpu_fails_the_check_with_the_named_reason(name):
-    assert _runs(name) == [(SCENARIOS[name], 1), (SCENARIOS[name], 1)]
+    assert _runs(name) == [(SCENARIOS[name], NO_SLURM), (SCENARIOS[name], 1)]
+
+
+def test_an_xid_in_the_real_kernel_log_fails_the_check_naming_it():
+    # ok before; an Xid 79 record written to /dev/kmsg; then the dry run and slurmd's run name it.
+    text = (DATA / "check-kmsg-xid.txt").read_text()
+    verdicts = [v for _, v in VERDICT.findall(text)]
+    codes = [int(c) for c in re.findall(r"^exit=(\d+)", text, re.M)]
+    assert verdicts == ["ok", "Xid 79 on 0000:00:06", "Xid 79 on 0000:00:06"]
+    assert codes == [0, 0, 1, NO_SLURM]   # the dry run, the write to /dev/kmsg, the dry run, slurmd's
+    assert "] NVRM: Xid (PCI:0000:00:06): 79, pid=1" in text   # dmesg printed the record
+
+
+def test_the_xid_the_h200_run_wrote_is_what_the_judgement_calls_a_hardware_fault():
+    line = "NVRM: Xid (PCI:0000:00:06): 79, pid=1, GPU has fallen off the bus.\n"
+    assert health.xid_faults(line) == ["Xid 79 on 0000:00:06"]
 
 
 def test_the_gpu_was_hidden_only_from_what_each_scenario_names():
