@@ -326,11 +326,11 @@ def records_after(records: Sequence[tuple[int, str]], cursor: Cursor | None,
     """The messages of the records after `cursor` (all of them without one), one a line, and the
     cursor at the last record (`cursor` itself when there is none). Records the ring buffer
     overwrote since the last run are simply gone; every record still there is numbered past it."""
-    fresh = [message for seq, message in records if cursor is None or seq > cursor.seq]
+    fresh = "".join(f"{message}\n" for seq, message in records if cursor is None or seq > cursor.seq)
     last = max((seq for seq, _ in records), default=None)
     if last is None or (cursor is not None and last <= cursor.seq):
-        return "".join(f"{m}\n" for m in fresh), cursor
-    return "".join(f"{m}\n" for m in fresh), Cursor(boot_id, last)
+        return fresh, cursor
+    return fresh, Cursor(boot_id, last)
 
 
 # -- what to tell Slurm ----------------------------------------------------------------------
@@ -611,9 +611,10 @@ def probe(expected: Expected, node: str, root: str = "", deadline: Deadline | No
         unchecked["nvidia-smi"] = OUT_OF_TIME
     smi_error = "" if rc == 0 else (smi.strip().splitlines() or [f"exit {rc}"])[-1]
     shared_time = deadline.cap(SHARED_TIMEOUT)
-    shared = _with_deadline(lambda: _shared_error(f"{root}{expected.shared}", node), shared_time,
-                            f"did not answer in {shared_time:.1f} s")
-    if shared_time <= 0:
+    if shared_time > 0:
+        shared = _with_deadline(lambda: _shared_error(f"{root}{expected.shared}", node), shared_time,
+                                f"did not answer in {shared_time:.1f} s")
+    else:
         shared = None
         unchecked[expected.shared] = OUT_OF_TIME
     return Observed(dev_gpus=dev, proc_models=models, smi=smi if rc == 0 else None, smi_error=smi_error,
