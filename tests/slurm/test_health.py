@@ -59,16 +59,11 @@ def cluster(tmp_path_factory, rendered, dev):
         c.stop()
 
 
-def _node(cluster: LocalSlurm, name: str) -> rollout.SlurmNode:
-    (node,) = rollout.parse_scontrol(cluster.run(["scontrol", "-o", "show", "node", name]).stdout)
-    return node
-
-
 def _wait(cluster: LocalSlurm, name: str, done, what: str, timeout: float = WITHIN) -> rollout.SlurmNode:
     deadline = time.monotonic() + timeout
-    node = _node(cluster, name)
+    node = cluster.slurm_node(name)
     while time.monotonic() < deadline:
-        node = _node(cluster, name)
+        node = cluster.slurm_node(name)
         if done(node):
             return node
         time.sleep(0.5)
@@ -77,7 +72,7 @@ def _wait(cluster: LocalSlurm, name: str, done, what: str, timeout: float = WITH
 
 def _next_result(cluster: LocalSlurm, name: str) -> rollout.SlurmNode:
     """The node once the check has run on it again (its Comment carries the run's time)."""
-    before = _node(cluster, name).comment
+    before = cluster.slurm_node(name).comment
     return _wait(cluster, name, lambda n: n.comment and n.comment != before, "checked again",
                  timeout=WITHIN + 2)
 

@@ -150,7 +150,7 @@ def _between_pods(cluster: LocalSlurm, name: str, timeout: float = 60) -> rollou
     both, with `*` once slurmctld has found the node not responding."""
     deadline = time.monotonic() + timeout
     while True:
-        (node,) = rollout.parse_scontrol(_ok(cluster, ["scontrol", "-o", "show", "node", name]))
+        node = cluster.slurm_node(name)
         if node.base in ("DOWN", "IDLE") and "DRAIN" in node.flags and not node.flags & {"COMPLETING"}:
             return node
         assert time.monotonic() < deadline, f"{node.describe()} is not drained between pods\n{cluster.logs()}"

@@ -64,14 +64,9 @@ def _scontrol(slurm, *args):
     assert result.returncode == 0, result.stderr
 
 
-def _node(slurm, name) -> rollout.SlurmNode:
-    (node,) = rollout.parse_scontrol(slurm.run(["scontrol", "-o", "show", "node", name]).stdout)
-    return node
-
-
 def _until(slurm, name, predicate, timeout=60):
     deadline = time.time() + timeout
-    while not predicate(node := _node(slurm, name)) and time.time() < deadline:
+    while not predicate(node := slurm.slurm_node(name)) and time.time() < deadline:
         time.sleep(0.5)
     return node
 
@@ -90,13 +85,13 @@ def all_idle(slurm):
     """Each test starts and ends with a slurmd per node and both nodes taking jobs."""
     def wait():
         for n in NODES:
-            assert _until(slurm, n, lambda node: node.usable).usable, _node(slurm, n).describe()
+            assert _until(slurm, n, lambda node: node.usable).usable, slurm.slurm_node(n).describe()
     wait()
     yield
     for n in NODES:
         if n not in slurm.workers:
             slurm.start_slurmd(n)
-        if not _node(slurm, n).usable:
+        if not slurm.slurm_node(n).usable:
             _scontrol(slurm, f"nodename={n}", "state=resume")
     wait()
 
@@ -112,7 +107,7 @@ def test_an_operator_style_pod_replacement_left_drained_is_resumed(slurm):
     result, said = _settle(cluster)
     assert cluster.updates == [["scontrol", "update", "nodename=slinky-1", "state=resume"]]
     assert f"slinky-1 {left.state} reason {PRESTOP!r}: left by the old pod's preStop; resuming" in said
-    assert "2 Slurm nodes take jobs" in result and _node(slurm, "slinky-1").usable
+    assert "2 Slurm nodes take jobs" in result and slurm.slurm_node("slinky-1").usable
 
 
 def test_a_plain_pod_replacement_needs_nothing_resumed(slurm):
@@ -128,7 +123,7 @@ def test_an_admin_drain_is_left_alone_and_reported(slurm):
     cluster = RealSlurm(slurm, [ROLLED_OUT])
     with pytest.raises(rollout.RolloutFailed) as failed:
         _settle(cluster)
-    drained = _node(slurm, "slinky-1")
+    drained = slurm.slurm_node("slinky-1")
     assert cluster.updates == [] and drained.state == "IDLE+DRAIN+DYNAMIC_NORM", drained.describe()
     assert ("slinky-1 IDLE+DRAIN+DYNAMIC_NORM reason 'maintenance: bad DIMM': not the rollout's doing; "
             "left alone") in str(failed.value)
@@ -150,7 +145,7 @@ def test_the_249_stall_is_undrained_on_real_slurm(slurm):
     assert cluster.updates == [["scontrol", "update", "nodename=slinky-1", "state=undrain"]]
     assert "SlinkyProject/slurm-operator#249" in said and "undraining slinky-1" in said
     assert "DRAIN" in said and PRESTOP in said
-    assert "take jobs" in result and _node(slurm, "slinky-1").usable
+    assert "take jobs" in result and slurm.slurm_node("slinky-1").usable
 
 
 def test_a_node_that_never_comes_back_fails_with_node_state_reason_and_time(slurm):
@@ -158,7 +153,7 @@ def test_a_node_that_never_comes_back_fails_with_node_state_reason_and_time(slur
     slurm.stop_slurmd("slinky-1")
     # Under load, a registration of the slurmd an earlier test started can land after the preStop's
     # DOWN and return the node (ReturnToService=2); that slurmd gone, the controller is told again.
-    if _node(slurm, "slinky-1").base != "DOWN":
+    if slurm.slurm_node("slinky-1").base != "DOWN":
         _scontrol(slurm, "nodename=slinky-1", "state=down", f"reason={PRESTOP}")
     # Its replacement pod never becomes Ready: the rollout does not finish, nothing is resumed.
     never = (nodeset(ready=1), [*_pods("slinky-0"), pod(1, hostname="slinky-1", ready=False)], None)
@@ -166,7 +161,7 @@ def test_a_node_that_never_comes_back_fails_with_node_state_reason_and_time(slur
     with pytest.raises(rollout.RolloutFailed) as failed:
         _settle(cluster, timeout=3)
     message = str(failed.value)
-    down = _node(slurm, "slinky-1")
+    down = slurm.slurm_node("slinky-1")
     assert cluster.updates == [] and down.base == "DOWN", down.describe()
     assert message.startswith("not finished after 3s (limit 3s)") and "ready 1/2" in message
     assert f"slinky-1 {down.state} reason {PRESTOP!r}" in message

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from cluster_programs import node_health as health_program
+from cluster_programs import rollout
 from model import node_health
 from model.contract import HEALTH_DIR, SHARED_MOUNT
 from model.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
@@ -668,6 +669,11 @@ class LocalSlurm:
             timeout: float = 120) -> subprocess.CompletedProcess:
         """A command on the login pod (configless client commands, the tools' scripts)."""
         return self._enter(self.login.pid, argv, cwd, env, timeout)
+
+    def slurm_node(self, name: str) -> rollout.SlurmNode:
+        """One node as `scontrol -o show node` describes it, read as the rollout wait reads it."""
+        (node,) = rollout.parse_scontrol(self.run(["scontrol", "-o", "show", "node", name]).stdout)
+        return node
 
     def states(self) -> dict[str, str]:
         out = self.run(["sinfo", "-h", "-N", "-o", "%N %T"]).stdout.split()
