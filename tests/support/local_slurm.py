@@ -492,7 +492,9 @@ class LocalSlurm:
     @staticmethod
     def _append_kernel_log(host: pathlib.Path, line: str) -> None:
         """`line` ("[stamp] message", as dmesg prints it) at the end of the node's kernel log: in
-        dmesg's file, and as the next /dev/kmsg record ("prio,seq,usec,flags;message")."""
+        dmesg's file, and as the next /dev/kmsg record ("prio,seq,usec,flags;message": Linux
+        Documentation/ABI/testing/dev-kmsg, the shape the real H200's records have in
+        tests/data/h200-health/README.md)."""
         line = line.rstrip("\n")
         stamp, _, message = line.partition("] ")
         usec = int(float(stamp.lstrip("[ ")) * 1_000_000)
