@@ -1,4 +1,5 @@
 """slinky-eks: an empty AWS account to a GPU Slurm cluster on EKS, in one `pulumi up`."""
+
 import pulumi
 
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
@@ -40,144 +41,305 @@ config = stack_config.load(Account())
 zones = list(config.node_zones)
 
 # The image builds while the network and EKS come up: it needs neither.
-image = SlurmdImage("slurmd", SlurmdImageArgs(
-    repository_name=f"{config.cluster_name}/slurmd", region=config.region,
-    tag=config.slurmd_image_tag, slurm_version=config.slurm_version,
-    dlc_image=config.dlc_base_image, slurmd_base_image=config.slurmd_base_image,
-    build_on_preview=config.build_image_on_preview))
-network = Network("network", NetworkArgs(cidr=config.vpc_cidr, zones=zones,
-                                         cluster_name=config.cluster_name, region=config.region,
-                                         flow_logs_destination=config.flow_logs_destination,
-                                         flow_logs_retention_days=config.flow_logs_retention_days))
-cluster = Cluster("cluster", ClusterArgs(
-    cluster_name=config.cluster_name, kubernetes_version=config.kubernetes_version,
-    vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,
-    public_subnet_ids=network.public_subnet_ids, admin_role_arns=config.admin_role_arns,
-    api_allowed_cidrs=config.api_allowed_cidrs, log_types=config.control_plane_log_types,
-    log_retention_days=config.control_plane_log_retention_days))
-nodes = NodeGroups("nodes", NodeGroupsArgs(
-    cluster_name=config.cluster_name, depends_on=cluster.ready,
-    cluster_security_group_id=cluster.security_group_id,
-    private_subnet_ids=network.private_subnet_ids,
-    private_subnet_by_zone=network.private_subnet_by_zone, gpu_pools=config.gpu_pools,
-    core_instance_type=config.core_instance_type, core_node_count=config.core_node_count,
-    reservations=config.reservations))
+image = SlurmdImage(
+    "slurmd",
+    SlurmdImageArgs(
+        repository_name=f"{config.cluster_name}/slurmd",
+        region=config.region,
+        tag=config.slurmd_image_tag,
+        slurm_version=config.slurm_version,
+        dlc_image=config.dlc_base_image,
+        slurmd_base_image=config.slurmd_base_image,
+        build_on_preview=config.build_image_on_preview,
+    ),
+)
+network = Network(
+    "network",
+    NetworkArgs(
+        cidr=config.vpc_cidr,
+        zones=zones,
+        cluster_name=config.cluster_name,
+        region=config.region,
+        flow_logs_destination=config.flow_logs_destination,
+        flow_logs_retention_days=config.flow_logs_retention_days,
+    ),
+)
+cluster = Cluster(
+    "cluster",
+    ClusterArgs(
+        cluster_name=config.cluster_name,
+        kubernetes_version=config.kubernetes_version,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=network.private_subnet_ids,
+        public_subnet_ids=network.public_subnet_ids,
+        admin_role_arns=config.admin_role_arns,
+        api_allowed_cidrs=config.api_allowed_cidrs,
+        log_types=config.control_plane_log_types,
+        log_retention_days=config.control_plane_log_retention_days,
+    ),
+)
+nodes = NodeGroups(
+    "nodes",
+    NodeGroupsArgs(
+        cluster_name=config.cluster_name,
+        depends_on=cluster.ready,
+        cluster_security_group_id=cluster.security_group_id,
+        private_subnet_ids=network.private_subnet_ids,
+        private_subnet_by_zone=network.private_subnet_by_zone,
+        gpu_pools=config.gpu_pools,
+        core_instance_type=config.core_instance_type,
+        core_node_count=config.core_node_count,
+        reservations=config.reservations,
+    ),
+)
 # The EC2 capacity under the autoscaling pools (docs/scaling.md); nothing for a stack whose pools
 # all have a fixed size.
 autoscaling_pools = [p for p in config.gpu_pools if p.autoscales]
 if autoscaling_pools:
-    ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs(
-        cluster_name=config.cluster_name, region=config.region, kubernetes_version=config.kubernetes_version,
-        account_id=network.account_id, provider=cluster.provider,
-        depends_on=[*nodes.core_ready, *nodes.gpu_ready], identity_depends_on=cluster.pod_identity_ready))
+    ClusterAutoscaler(
+        "autoscaler",
+        ClusterAutoscalerArgs(
+            cluster_name=config.cluster_name,
+            region=config.region,
+            kubernetes_version=config.kubernetes_version,
+            account_id=network.account_id,
+            provider=cluster.provider,
+            depends_on=[*nodes.core_ready, *nodes.gpu_ready],
+            identity_depends_on=cluster.pod_identity_ready,
+        ),
+    )
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
-devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider,
-                                                     depends_on=nodes.gpu_ready))
-lbc = LoadBalancerController("lbc", LoadBalancerControllerArgs(
-    cluster_name=config.cluster_name, region=config.region, vpc_id=network.vpc_id,
-    vpc_arn=network.vpc_arn, account_id=network.account_id, provider=cluster.provider, depends_on=nodes.core_ready,
-    identity_depends_on=cluster.pod_identity_ready))
-storage = SharedStorage("storage", SharedStorageArgs(
-    cluster_name=config.cluster_name, vpc_id=network.vpc_id,
-    cluster_security_group_id=cluster.security_group_id,
-    node_subnet_by_key=network.private_subnet_by_key, provider=cluster.provider,
-    depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
-    retain_data=config.retain_shared_data))
+devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider, depends_on=nodes.gpu_ready))
+lbc = LoadBalancerController(
+    "lbc",
+    LoadBalancerControllerArgs(
+        cluster_name=config.cluster_name,
+        region=config.region,
+        vpc_id=network.vpc_id,
+        vpc_arn=network.vpc_arn,
+        account_id=network.account_id,
+        provider=cluster.provider,
+        depends_on=nodes.core_ready,
+        identity_depends_on=cluster.pod_identity_ready,
+    ),
+)
+storage = SharedStorage(
+    "storage",
+    SharedStorageArgs(
+        cluster_name=config.cluster_name,
+        vpc_id=network.vpc_id,
+        cluster_security_group_id=cluster.security_group_id,
+        node_subnet_by_key=network.private_subnet_by_key,
+        provider=cluster.provider,
+        depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
+        retain_data=config.retain_shared_data,
+    ),
+)
 # Slurm's accounting database needs only the VPC: RDS creates it while EKS comes up. Only its
 # ingress rule (from the cluster security group) and its password's Secret wait for the cluster.
-accounting = AccountingDatabase("accounting", AccountingDatabaseArgs(
-    cluster_name=config.cluster_name, vpc_id=network.vpc_id, private_subnet_ids=network.private_subnet_ids,
-    cluster_security_group_id=cluster.security_group_id, instance_class=config.accounting_instance_class,
-    storage_gib=config.accounting_storage_gib, multi_az=config.accounting_multi_az,
-    retain_data=config.retain_accounting_data, provider=cluster.provider,
-    secret_depends_on=storage.namespace_ready))
+accounting = AccountingDatabase(
+    "accounting",
+    AccountingDatabaseArgs(
+        cluster_name=config.cluster_name,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=network.private_subnet_ids,
+        cluster_security_group_id=cluster.security_group_id,
+        instance_class=config.accounting_instance_class,
+        storage_gib=config.accounting_storage_gib,
+        multi_az=config.accounting_multi_az,
+        retain_data=config.retain_accounting_data,
+        provider=cluster.provider,
+        secret_depends_on=storage.namespace_ready,
+    ),
+)
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image
 # exist, while the operator installs; the NodeSet's pods then start from the nodes' cache.
-ImagePrePull("prepull", ImagePrePullArgs(image=image.reference, namespace=SLURM_NAMESPACE,
-                                         provider=cluster.provider,
-                                         depends_on=[*nodes.gpu_ready, *storage.namespace_ready]))
-slinky = SlinkyOperator("slinky", SlinkyOperatorArgs(
-    chart_version=config.slinky_chart_version, cert_manager_version=config.cert_manager_version,
-    provider=cluster.provider, depends_on=nodes.core_ready))
+ImagePrePull(
+    "prepull",
+    ImagePrePullArgs(
+        image=image.reference,
+        namespace=SLURM_NAMESPACE,
+        provider=cluster.provider,
+        depends_on=[*nodes.gpu_ready, *storage.namespace_ready],
+    ),
+)
+slinky = SlinkyOperator(
+    "slinky",
+    SlinkyOperatorArgs(
+        chart_version=config.slinky_chart_version,
+        cert_manager_version=config.cert_manager_version,
+        provider=cluster.provider,
+        depends_on=nodes.core_ready,
+    ),
+)
 # The named users' entries, keys and homes; nothing for a stack without `users`.
-users = UserIdentities("users", UserIdentitiesArgs(
-    users=config.users, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name, provider=cluster.provider,
-    depends_on=storage.namespace_ready, homes_depends_on=[*storage.ready, *nodes.core_ready]))
-slurm = SlurmCluster("slurm", SlurmClusterArgs(
-    chart_version=config.slinky_chart_version, gpu_pools=config.gpu_pools,
-    image_repository=image.repository_url,
-    image_digest=image.digest, image_tag=config.slurmd_image_tag,
-    slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
-    ssh_public_key=config.ssh_public_key, users=config.users, ssh_allowed_cidrs=config.ssh_allowed_cidrs,
-    shared_claim=storage.claim_name, accounting_host=accounting.address,
-    accounting_password_secret=accounting.password_secret, scheduling=config.scheduling, metrics=config.metrics,
-    provider=cluster.provider,
-    depends_on=storage.namespace_ready, state_depends_on=storage.gp3_ready,
-    release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
-    login_depends_on=lbc.ready))
+users = UserIdentities(
+    "users",
+    UserIdentitiesArgs(
+        users=config.users,
+        namespace=SLURM_NAMESPACE,
+        shared_claim=storage.claim_name,
+        provider=cluster.provider,
+        depends_on=storage.namespace_ready,
+        homes_depends_on=[*storage.ready, *nodes.core_ready],
+    ),
+)
+slurm = SlurmCluster(
+    "slurm",
+    SlurmClusterArgs(
+        chart_version=config.slinky_chart_version,
+        gpu_pools=config.gpu_pools,
+        image_repository=image.repository_url,
+        image_digest=image.digest,
+        image_tag=config.slurmd_image_tag,
+        slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
+        ssh_public_key=config.ssh_public_key,
+        users=config.users,
+        ssh_allowed_cidrs=config.ssh_allowed_cidrs,
+        shared_claim=storage.claim_name,
+        accounting_host=accounting.address,
+        accounting_password_secret=accounting.password_secret,
+        scheduling=config.scheduling,
+        metrics=config.metrics,
+        provider=cluster.provider,
+        depends_on=storage.namespace_ready,
+        state_depends_on=storage.gp3_ready,
+        release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
+        login_depends_on=lbc.ready,
+    ),
+)
 # After the first install and every change to a pool's NodeSet: the operator's rollout finished and
 # every node of the pool taking jobs, or `up` fails saying which node is stuck and why.
-SlurmReadiness("slurm-ready", SlurmReadinessArgs(
-    namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, gpu_pools=config.gpu_pools,
-    slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, release_values=slurm.release_values,
-    provider=cluster.provider, job_depends_on=slurm.ready))
+SlurmReadiness(
+    "slurm-ready",
+    SlurmReadinessArgs(
+        namespace=SLURM_NAMESPACE,
+        depends_on=storage.namespace_ready,
+        gpu_pools=config.gpu_pools,
+        slurm_pod=CONTROLLER_POD,
+        slurm_container=CONTROLLER_CONTAINER,
+        release_values=slurm.release_values,
+        provider=cluster.provider,
+        job_depends_on=slurm.ready,
+    ),
+)
 
 # Every account and user in Slurm's accounting, registered again on every up that changes `users`
 # (a user removed from `users` loses their association; their jobs stay in sacct).
-AccountingRegistration("accounts", AccountingRegistrationArgs(
-    users=config.users, namespace=SLURM_NAMESPACE, depends_on=storage.namespace_ready, cluster=SLURM_CLUSTER,
-    slurm_pod=CONTROLLER_POD, slurm_container=CONTROLLER_CONTAINER, provider=cluster.provider,
-    job_depends_on=slurm.ready, database=accounting.resource_id))
+AccountingRegistration(
+    "accounts",
+    AccountingRegistrationArgs(
+        users=config.users,
+        namespace=SLURM_NAMESPACE,
+        depends_on=storage.namespace_ready,
+        cluster=SLURM_CLUSTER,
+        slurm_pod=CONTROLLER_POD,
+        slurm_container=CONTROLLER_CONTAINER,
+        provider=cluster.provider,
+        job_depends_on=slurm.ready,
+        database=accounting.resource_id,
+    ),
+)
 
 # The jobs and their environment onto /shared, refreshed on every up that changes them.
-JobStaging("jobs", JobStagingArgs(gpu_pools=config.gpu_pools, namespace=SLURM_NAMESPACE, shared_claim=storage.claim_name,
-                                  provider=cluster.provider, depends_on=[*storage.ready, *nodes.core_ready]))
+JobStaging(
+    "jobs",
+    JobStagingArgs(
+        gpu_pools=config.gpu_pools,
+        namespace=SLURM_NAMESPACE,
+        shared_claim=storage.claim_name,
+        provider=cluster.provider,
+        depends_on=[*storage.ready, *nodes.core_ready],
+    ),
+)
 
 # The GPU exporter: on the GPU nodes once their devices are advertised; nothing waits for it.
 if config.metrics:
-    DcgmExporter("dcgm", DcgmExporterArgs(provider=cluster.provider,
-                                          counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
-                                          depends_on=[*nodes.gpu_ready, *devices.ready]))
+    DcgmExporter(
+        "dcgm",
+        DcgmExporterArgs(
+            provider=cluster.provider,
+            counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
+            depends_on=[*nodes.gpu_ready, *devices.ready],
+        ),
+    )
 # The metrics store needs only the cluster (AMP makes the scraper's access entry as it creates it) and
 # the VPC: it comes up beside the nodes and the add-ons, and finds the exporters as they start.
-metrics = MetricsStore("metrics", MetricsStoreArgs(
-    cluster_name=config.cluster_name, region=config.region, account_id=network.account_id,
-    private_subnet_ids=network.private_subnet_ids, cluster_security_group_id=cluster.security_group_id,
-    retention_days=config.metrics_retention_days, scrape_configuration=metrics_model.scrape_configuration(),
-    rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR), alert_emails=config.alert_emails,
-    depends_on=cluster.ready)) if config.metrics else None
+metrics = (
+    MetricsStore(
+        "metrics",
+        MetricsStoreArgs(
+            cluster_name=config.cluster_name,
+            region=config.region,
+            account_id=network.account_id,
+            private_subnet_ids=network.private_subnet_ids,
+            cluster_security_group_id=cluster.security_group_id,
+            retention_days=config.metrics_retention_days,
+            scrape_configuration=metrics_model.scrape_configuration(),
+            rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR),
+            alert_emails=config.alert_emails,
+            depends_on=cluster.ready,
+        ),
+    )
+    if config.metrics
+    else None
+)
 # The dashboards, in the cluster on the core nodes, over the store's workspace (read with the pod's
 # own role: Pod Identity); reached through an SSH tunnel via the login node, no endpoint of its own
 # (docs/grafana.md).
-grafana = Grafana("grafana", GrafanaArgs(
-    cluster_name=config.cluster_name, region=config.region, query_endpoint=metrics.query_endpoint,
-    workspace_arn=metrics.workspace_arn, provider=cluster.provider, depends_on=nodes.core_ready,
-    identity_depends_on=cluster.pod_identity_ready)) if metrics is not None else None
+grafana = (
+    Grafana(
+        "grafana",
+        GrafanaArgs(
+            cluster_name=config.cluster_name,
+            region=config.region,
+            query_endpoint=metrics.query_endpoint,
+            workspace_arn=metrics.workspace_arn,
+            provider=cluster.provider,
+            depends_on=nodes.core_ready,
+            identity_depends_on=cluster.pod_identity_ready,
+        ),
+    )
+    if metrics is not None
+    else None
+)
 # The pools' scalers: KEDA sizes each autoscaling pool's NodeSet from its partition's pending work,
 # read from the metrics store (docs/scaling.md); the config rules refuse an autoscaling pool
 # without metrics, so `metrics` is set wherever a pool autoscales.
 if autoscaling_pools and metrics is not None:
-    PoolAutoscaling("keda", PoolAutoscalingArgs(
-        cluster_name=config.cluster_name, region=config.region, pools=autoscaling_pools,
-        query_endpoint=metrics.query_endpoint, workspace_arn=metrics.workspace_arn,
-        idle_minutes=config.scale_down_idle_minutes, namespace=SLURM_NAMESPACE, provider=cluster.provider,
-        depends_on=nodes.core_ready, identity_depends_on=cluster.pod_identity_ready,
-        scaler_depends_on=[*slurm.ready, *storage.namespace_ready]))
+    PoolAutoscaling(
+        "keda",
+        PoolAutoscalingArgs(
+            cluster_name=config.cluster_name,
+            region=config.region,
+            pools=autoscaling_pools,
+            query_endpoint=metrics.query_endpoint,
+            workspace_arn=metrics.workspace_arn,
+            idle_minutes=config.scale_down_idle_minutes,
+            namespace=SLURM_NAMESPACE,
+            provider=cluster.provider,
+            depends_on=nodes.core_ready,
+            identity_depends_on=cluster.pod_identity_ready,
+            scaler_depends_on=[*slurm.ready, *storage.namespace_ready],
+        ),
+    )
 
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
 # Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.
 pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("region", config.region)   # the stack's AWS region
-pulumi.export("vpcId", network.vpc_id)   # the VPC everything runs in
+pulumi.export("region", config.region)  # the stack's AWS region
+pulumi.export("vpcId", network.vpc_id)  # the VPC everything runs in
 # availabilityZone: the NAT gateway's AZ, and the AZ of every pool that names none.
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
 # The EFS file system behind /shared (kept on destroy when retainSharedData).
 pulumi.export("sharedFileSystemId", storage.file_system_id)
 # The accounting database's endpoint, reachable from inside the cluster only (kept on destroy when
 # retainAccountingData); its password is in the Secret slurmdbd reads, never an output.
-pulumi.export("accountingDatabaseEndpoint", pulumi.Output.concat(accounting.address, ":", accounting.port.apply(str)))
+pulumi.export(
+    "accountingDatabaseEndpoint", pulumi.Output.concat(accounting.address, ":", accounting.port.apply(str))
+)
 # The pushed slurmd image, <repository>@sha256:<digest>: exactly what every slurmd runs.
 pulumi.export("slurmdImage", image.reference)
 # The login NLB's DNS name, and the ssh command line that reaches it.
@@ -186,10 +348,22 @@ pulumi.export("sshCommand", slurm.ssh_command)
 # What `tools/verify.py` checks the cluster against (with the instance catalog), and what CI submits
 # to: every pool with its Slurm partition and NodeSet; and
 # the first pool's type and the node count of all pools as before pools existed.
-pulumi.export("gpuPools", [{"name": p.name, "instanceType": p.gpu.name, "nodeCount": p.node_count,
-                            "minNodes": p.min_nodes, "maxNodes": p.max_nodes,
-                            "availabilityZone": p.availability_zone, "partition": pool_partition(p),
-                            "nodeSet": nodeset_object(p.name)} for p in config.gpu_pools])
+pulumi.export(
+    "gpuPools",
+    [
+        {
+            "name": p.name,
+            "instanceType": p.gpu.name,
+            "nodeCount": p.node_count,
+            "minNodes": p.min_nodes,
+            "maxNodes": p.max_nodes,
+            "availabilityZone": p.availability_zone,
+            "partition": pool_partition(p),
+            "nodeSet": nodeset_object(p.name),
+        }
+        for p in config.gpu_pools
+    ],
+)
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
 # What the nodes cost an hour at the on-demand list price, asked from the AWS Price List at preview
@@ -204,6 +378,12 @@ if metrics is not None:
 # and its admin password (secret); absent with `metrics: false`.
 if grafana is not None:
     pulumi.export("grafanaUrl", dashboards.url())
-    pulumi.export("grafanaTunnelCommand", slurm.login_hostname.apply(
-        lambda host: dashboards.tunnel_command(f"{login_user(config.ssh_public_key, config.users)}@{host}")))
+    pulumi.export(
+        "grafanaTunnelCommand",
+        slurm.login_hostname.apply(
+            lambda host: dashboards.tunnel_command(
+                f"{login_user(config.ssh_public_key, config.users)}@{host}"
+            )
+        ),
+    )
     pulumi.export("grafanaAdminPassword", grafana.admin_password)

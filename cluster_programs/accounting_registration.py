@@ -23,6 +23,7 @@ Account= Cluster=` (that one association; slurmdbd drops the user record with it
 
 Standard library only: the Job runs it on a plain Python image.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,24 +53,28 @@ class Desired:
     organization: str
     default_qos: str
     accounts: frozenset[str]
-    users: dict[str, tuple[str, str]]          # name -> (default account, admin level)
-    associations: frozenset[tuple[str, str]]   # (account, user)
+    users: dict[str, tuple[str, str]]  # name -> (default account, admin level)
+    associations: frozenset[tuple[str, str]]  # (account, user)
 
     @classmethod
     def from_json(cls, text: str) -> "Desired":
         """model/accounting.py to_json's document."""
         d = json.loads(text)
-        return cls(d["organization"], d["defaultQos"], frozenset(d["accounts"]),
-                   {u["name"]: (u["defaultAccount"], u["adminLevel"]) for u in d["users"]},
-                   frozenset((a["account"], a["user"]) for a in d["associations"]))
+        return cls(
+            d["organization"],
+            d["defaultQos"],
+            frozenset(d["accounts"]),
+            {u["name"]: (u["defaultAccount"], u["adminLevel"]) for u in d["users"]},
+            frozenset((a["account"], a["user"]) for a in d["associations"]),
+        )
 
 
 @dataclass(frozen=True)
 class Current:
-    accounts: dict[str, str]                   # name -> organization (account records are global)
-    cluster_accounts: frozenset[str]           # the accounts with an association on the cluster
-    users: dict[str, tuple[str, str]]          # name -> (default account, admin level)
-    associations: frozenset[tuple[str, str]]   # (account, user): users' associations on the cluster
+    accounts: dict[str, str]  # name -> organization (account records are global)
+    cluster_accounts: frozenset[str]  # the accounts with an association on the cluster
+    users: dict[str, tuple[str, str]]  # name -> (default account, admin level)
+    associations: frozenset[tuple[str, str]]  # (account, user): users' associations on the cluster
 
 
 def _rows(output: str, fields: int) -> list[list[str]]:
@@ -87,10 +92,12 @@ def read_current(sacctmgr: Sacctmgr, cluster: str) -> Current:
     accounts = _rows(sacctmgr(["list", "account", "format=Account,Organization"]), 2)
     users = _rows(sacctmgr(["list", "user", "format=User,DefaultAccount,AdminLevel"]), 3)
     associations = _rows(sacctmgr(["list", "association", f"cluster={cluster}", "format=Account,User"]), 2)
-    return Current({name: org for name, org in accounts},
-                   frozenset(account for account, user in associations if not user),
-                   {name: (default, admin) for name, default, admin in users},
-                   frozenset((account, user) for account, user in associations if user))
+    return Current(
+        {name: org for name, org in accounts},
+        frozenset(account for account, user in associations if not user),
+        {name: (default, admin) for name, default, admin in users},
+        frozenset((account, user) for account, user in associations if user),
+    )
 
 
 def plan(current: Current, desired: Desired, cluster: str) -> list[list[str]]:
@@ -100,12 +107,30 @@ def plan(current: Current, desired: Desired, cluster: str) -> list[list[str]]:
     commands: list[list[str]] = []
     # An account record without an association on the cluster gets one by the same command.
     for account in sorted(desired.accounts - current.cluster_accounts):
-        commands.append(["add", "account", account, f"Cluster={cluster}", f"Organization={desired.organization}",
-                         f"QOS={desired.default_qos}", f"DefaultQOS={desired.default_qos}"])
+        commands.append(
+            [
+                "add",
+                "account",
+                account,
+                f"Cluster={cluster}",
+                f"Organization={desired.organization}",
+                f"QOS={desired.default_qos}",
+                f"DefaultQOS={desired.default_qos}",
+            ]
+        )
     for name, (account, admin) in sorted(desired.users.items()):
         if name not in current.users:
-            commands.append(["add", "user", name, f"Account={account}", f"Cluster={cluster}",
-                             f"DefaultAccount={account}", f"AdminLevel={admin}"])
+            commands.append(
+                [
+                    "add",
+                    "user",
+                    name,
+                    f"Account={account}",
+                    f"Cluster={cluster}",
+                    f"DefaultAccount={account}",
+                    f"AdminLevel={admin}",
+                ]
+            )
             continue
         if (account, name) not in current.associations:
             commands.append(["add", "user", name, f"Account={account}", f"Cluster={cluster}"])
@@ -117,7 +142,9 @@ def plan(current: Current, desired: Desired, cluster: str) -> list[list[str]]:
     managed = {a for a, organization in current.accounts.items() if organization == desired.organization}
     for account, user in sorted(current.associations - desired.associations):
         if account in managed:
-            commands.append(["delete", "user", "where", f"Name={user}", f"Account={account}", f"Cluster={cluster}"])
+            commands.append(
+                ["delete", "user", "where", f"Name={user}", f"Account={account}", f"Cluster={cluster}"]
+            )
     # The whole record, not only its association on the cluster: an account record outlives its
     # associations, and one left behind would be deleted again on every run. The database is the
     # stack's own, for its one cluster.
@@ -126,8 +153,9 @@ def plan(current: Current, desired: Desired, cluster: str) -> list[list[str]]:
     return commands
 
 
-def wait_for_cluster(sacctmgr: Sacctmgr, cluster: str, timeout: float, clock=time.monotonic,
-                     sleep=time.sleep) -> None:
+def wait_for_cluster(
+    sacctmgr: Sacctmgr, cluster: str, timeout: float, clock=time.monotonic, sleep=time.sleep
+) -> None:
     deadline = clock() + timeout
     while True:
         try:
@@ -141,21 +169,31 @@ def wait_for_cluster(sacctmgr: Sacctmgr, cluster: str, timeout: float, clock=tim
         sleep(POLL_SECONDS)
 
 
-def register(sacctmgr: Sacctmgr, desired: Desired, cluster: str, timeout: float,
-             log: Callable[[str], None] = print, **wait) -> list[list[str]]:
+def register(
+    sacctmgr: Sacctmgr,
+    desired: Desired,
+    cluster: str,
+    timeout: float,
+    log: Callable[[str], None] = print,
+    **wait,
+) -> list[list[str]]:
     """Wait for the cluster in slurmdbd, then run plan(); the commands that ran."""
     wait_for_cluster(sacctmgr, cluster, timeout, **wait)
     commands = plan(read_current(sacctmgr, cluster), desired, cluster)
     for argv in commands:
         log(f"sacctmgr {' '.join(argv)}")
         sacctmgr(argv)
-    log(f"{len(commands)} change{'' if len(commands) == 1 else 's'} to the accounting database" if commands
-        else "the accounting database already holds every account, user and association: no change")
+    log(
+        f"{len(commands)} change{'' if len(commands) == 1 else 's'} to the accounting database"
+        if commands
+        else "the accounting database already holds every account, user and association: no change"
+    )
     return commands
 
 
 def main(argv: list[str] | None = None) -> int:
     from cluster_programs import incluster
+
     p = argparse.ArgumentParser(prog="accounting_registration", description=__doc__.split("\n\n")[0])
     p.add_argument("--desired", required=True, help="model/accounting.py to_json's file")
     p.add_argument("--cluster", required=True, help="Slurm's ClusterName")
@@ -169,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
 
         def sacctmgr(command: list[str]) -> str:
             try:
-                code, out = api.exec(args.namespace, args.slurm_pod, args.slurm_container, [*SACCTMGR, *command])
-            except incluster.ApiError as e:   # the pod not up yet: wait_for_cluster retries
+                code, out = api.exec(
+                    args.namespace, args.slurm_pod, args.slurm_container, [*SACCTMGR, *command]
+                )
+            except incluster.ApiError as e:  # the pod not up yet: wait_for_cluster retries
                 raise RegistrationFailed(str(e)) from None
             if code != 0:
                 raise RegistrationFailed(f"sacctmgr {' '.join(command)} exited {code}: {out.strip()[-300:]}")

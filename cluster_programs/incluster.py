@@ -9,6 +9,7 @@ on a plain Python image): GET with the pod's service-account token, and exec ove
   ExitCode) (kubernetes/kubernetes staging/src/k8s.io/apimachinery/pkg/util/remotecommand/
   constants.go and staging/src/k8s.io/client-go/tools/remotecommand/v4.go).
 """
+
 from __future__ import annotations
 
 import base64
@@ -30,6 +31,7 @@ class ApiError(RuntimeError):
 
 def _read_frames(stream) -> list[tuple[int, bytes]]:
     """Every server message until close: (opcode, payload). Server frames are never masked."""
+
     def exactly(n: int) -> bytes:
         buf = stream.read(n)
         if len(buf) < n:
@@ -49,14 +51,14 @@ def _read_frames(stream) -> list[tuple[int, bytes]]:
             length = struct.unpack(">Q", exactly(8))[0]
         payload = exactly(length)
         op = b0 & 0x0F
-        if op == 8:            # close
+        if op == 8:  # close
             return frames
-        if op in (9, 10):      # ping/pong: nothing to keep
+        if op in (9, 10):  # ping/pong: nothing to keep
             continue
         if op != 0:
             opcode, partial = op, b""
         partial += payload
-        if b0 & 0x80:          # FIN
+        if b0 & 0x80:  # FIN
             frames.append((opcode, partial))
             partial = b""
 
@@ -98,12 +100,16 @@ class Api:
         except (KeyError, OSError, ValueError) as e:
             raise ApiError(f"not inside a pod with a service account: {e}") from None
         context = ssl.create_default_context(cafile=os.path.join(sa_dir, "ca.crt"))
-        return cls(host, port, token, lambda: http.client.HTTPSConnection(host, port, context=context, timeout=60))
+        return cls(
+            host, port, token, lambda: http.client.HTTPSConnection(host, port, context=context, timeout=60)
+        )
 
     def get(self, path: str) -> dict:
         conn = self._connect()
         try:
-            conn.request("GET", path, headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"})
+            conn.request(
+                "GET", path, headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+            )
             resp = conn.getresponse()
             body = resp.read()
         except OSError as e:
@@ -115,21 +121,34 @@ class Api:
         return json.loads(body)
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str]) -> tuple[int, str]:
-        query = urllib.parse.urlencode([("container", container), *(("command", a) for a in argv),
-                                        ("stdout", "true"), ("stderr", "true")])
+        query = urllib.parse.urlencode(
+            [
+                ("container", container),
+                *(("command", a) for a in argv),
+                ("stdout", "true"),
+                ("stderr", "true"),
+            ]
+        )
         path = f"/api/v1/namespaces/{namespace}/pods/{pod}/exec?{query}"
         conn = self._connect()
         try:
             conn.putrequest("GET", path, skip_accept_encoding=True)
-            for k, v in {"Authorization": f"Bearer {self.token}", "Connection": "Upgrade", "Upgrade": "websocket",
-                         "Sec-WebSocket-Version": "13", "Sec-WebSocket-Protocol": EXEC_PROTOCOL,
-                         "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode()}.items():
+            for k, v in {
+                "Authorization": f"Bearer {self.token}",
+                "Connection": "Upgrade",
+                "Upgrade": "websocket",
+                "Sec-WebSocket-Version": "13",
+                "Sec-WebSocket-Protocol": EXEC_PROTOCOL,
+                "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+            }.items():
                 conn.putheader(k, v)
             conn.endheaders()
             resp = conn.getresponse()
             if resp.status != 101:
-                raise ApiError(f"exec in {namespace}/{pod}: HTTP {resp.status} "
-                               f"{resp.read()[:300].decode(errors='replace')}")
+                raise ApiError(
+                    f"exec in {namespace}/{pod}: HTTP {resp.status} "
+                    f"{resp.read()[:300].decode(errors='replace')}"
+                )
             # The response's buffered reader may already hold the first frames.
             return exec_result(_read_frames(resp.fp))
         except OSError as e:
@@ -146,10 +165,12 @@ class InClusterNodeSet:
         self.slurm_pod, self.slurm_container = slurm_pod, slurm_container
 
     def nodeset(self) -> dict:
-        return self.api.get(f"/apis/slinky.slurm.net/v1beta1/namespaces/{self.namespace}/nodesets/{self.name}")
+        return self.api.get(
+            f"/apis/slinky.slurm.net/v1beta1/namespaces/{self.namespace}/nodesets/{self.name}"
+        )
 
     def pods(self, selector: str) -> list[dict]:
-        if not selector:   # a NodeSet the operator has not reconciled yet selects nothing
+        if not selector:  # a NodeSet the operator has not reconciled yet selects nothing
             return []
         query = urllib.parse.urlencode({"labelSelector": selector})
         return self.api.get(f"/api/v1/namespaces/{self.namespace}/pods?{query}")["items"]

@@ -47,6 +47,7 @@ now, an Xid line only says what happened once.
 
 By hand, in a worker pod:  /etc/slinky-eks/health/node-health --dry-run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -103,7 +104,7 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 # internal/builder/workerbuilder/worker_app.go), so it can read it. The real-Slurm tests bind-mount a
 # file of such records here (tests/support/local_slurm.py).
 KMSG = "/dev/kmsg"
-KMSG_READ = 16384   # more than one record's size: a read(2) of /dev/kmsg returns one whole record
+KMSG_READ = 16384  # more than one record's size: a read(2) of /dev/kmsg returns one whole record
 # Xids that mean the GPU or its memory needs a reset, a reboot or a replacement, not that one
 # application misbehaved (NVIDIA's Xid catalog,
 # https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): 48 double-bit ECC error,
@@ -119,6 +120,7 @@ XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
 @dataclass(frozen=True)
 class Expected:
     """One pool's node, from the catalog (model/node_health.py writes it)."""
+
     pool: str
     gpus: int
     gpu_model: str
@@ -134,19 +136,21 @@ class Expected:
 @dataclass(frozen=True)
 class Observed:
     """What the probe saw; None where the source could not be read."""
-    dev_gpus: Sequence[str]                   # /dev/nvidiaN names
-    proc_models: Sequence[str]                # "Model:" of each /proc/driver/nvidia/gpus/*/information
-    smi: str | None                           # `nvidia-smi -q -d ECC,ROW_REMAPPER`, None if it failed
+
+    dev_gpus: Sequence[str]  # /dev/nvidiaN names
+    proc_models: Sequence[str]  # "Model:" of each /proc/driver/nvidia/gpus/*/information
+    smi: str | None  # `nvidia-smi -q -d ECC,ROW_REMAPPER`, None if it failed
     smi_error: str = ""
-    kernel_log: str | None = None             # the kernel log after the cursor; None when not readable
+    kernel_log: str | None = None  # the kernel log after the cursor; None when not readable
     efa_devices: Sequence[str] | None = None  # /sys/class/infiniband entries; None when absent
-    shared_error: str | None = None           # why /shared is not a writable mount; None when it is
+    shared_error: str | None = None  # why /shared is not a writable mount; None when it is
     # What the deadline kept from being looked at, and why ("out of time", "... did not answer"):
     # "nvidia-smi", "kernel log", or the shared mount's path.
     unchecked: Mapping[str, str] = field(default_factory=dict)
 
 
 # -- nvidia-smi -q ---------------------------------------------------------------------------
+
 
 @dataclass
 class Section:
@@ -170,7 +174,7 @@ def parse_query(text: str) -> list[Section]:
         indent = len(raw) - len(raw.lstrip(" "))
         line = raw.strip()
         key, sep, value = line.partition(" : ")
-        if not sep and line.endswith(":"):   # "Key :" with an empty value
+        if not sep and line.endswith(":"):  # "Key :" with an empty value
             key, sep, value = line[:-1], " : ", ""
         if indent == 0:
             stack = []
@@ -227,6 +231,7 @@ def memory_faults(gpus: Sequence[Section]) -> list[str]:
 
 # -- the judgement ---------------------------------------------------------------------------
 
+
 def gpu_faults(expected: Expected, seen: Observed) -> list[str]:
     """The GPUs this pod sees, counted three ways: nvidia-smi keeps listing a GPU whose device
     file or procfs entry is gone (tests/data/h200-health/hidden-gpu-nvidia-smi.txt), and Slurm's
@@ -241,7 +246,7 @@ def gpu_faults(expected: Expected, seen: Observed) -> list[str]:
     if wrong:
         faults.append(f"GPU model {', '.join(wrong)}, want {expected.gpu_model}")
     if seen.smi is None and "nvidia-smi" in seen.unchecked:
-        return faults                     # faults_of reports it as not checked
+        return faults  # faults_of reports it as not checked
     if seen.smi is None:
         faults.append(f"nvidia-smi failed: {seen.smi_error}" if seen.smi_error else "nvidia-smi failed")
         return faults
@@ -279,16 +284,23 @@ def unchecked_faults(seen: Observed) -> list[str]:
 
 
 def faults_of(expected: Expected, seen: Observed) -> list[str]:
-    return (gpu_faults(expected, seen) + xid_faults(seen.kernel_log) + efa_faults(expected, seen.efa_devices)
-            + shared_faults(expected, seen.shared_error) + unchecked_faults(seen))
+    return (
+        gpu_faults(expected, seen)
+        + xid_faults(seen.kernel_log)
+        + efa_faults(expected, seen.efa_devices)
+        + shared_faults(expected, seen.shared_error)
+        + unchecked_faults(seen)
+    )
 
 
 # -- the Xid cursor --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Cursor:
     """Where the last recorded run stopped reading the kernel log: the boot, and the sequence
     number of the last /dev/kmsg record examined."""
+
     boot_id: str
     seq: int
 
@@ -321,8 +333,9 @@ def parse_kmsg(data: str) -> list[tuple[int, str]]:
     return records
 
 
-def records_after(records: Sequence[tuple[int, str]], cursor: Cursor | None,
-                  boot_id: str) -> tuple[str, Cursor | None]:
+def records_after(
+    records: Sequence[tuple[int, str]], cursor: Cursor | None, boot_id: str
+) -> tuple[str, Cursor | None]:
     """The messages of the records after `cursor` (all of them without one), one a line, and the
     cursor at the last record (`cursor` itself when there is none). Records the ring buffer
     overwrote since the last run are simply gone; every record still there is numbered past it."""
@@ -335,9 +348,10 @@ def records_after(records: Sequence[tuple[int, str]], cursor: Cursor | None,
 
 # -- what to tell Slurm ----------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class NodeState:
-    flags: frozenset[str]   # base state and flags of scontrol's State=IDLE+DRAIN+...
+    flags: frozenset[str]  # base state and flags of scontrol's State=IDLE+DRAIN+...
     reason: str
 
     @property
@@ -421,6 +435,7 @@ def consumes_xids(faults: Sequence[str], state: NodeState | None) -> bool:
 
 # -- the machine -----------------------------------------------------------------------------
 
+
 class Deadline:
     """One end for the whole run; each probe gets its own cap or what is left, the lesser."""
 
@@ -443,8 +458,14 @@ def _run(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> tuple[int, str]:
     if timeout <= 0:
         return 124, OUT_OF_TIME
     try:
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env={"PATH": PATH, "LC_ALL": "C"})
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={"PATH": PATH, "LC_ALL": "C"},
+        )
     except FileNotFoundError:
         return 127, f"{argv[0]} not found"
     try:
@@ -454,13 +475,14 @@ def _run(argv: list[str], timeout: float = COMMAND_TIMEOUT) -> tuple[int, str]:
         try:
             child.wait(timeout=KILL_WAIT)
         except subprocess.TimeoutExpired:
-            pass    # abandoned: still in the kernel; its pipes close with this process
+            pass  # abandoned: still in the kernel; its pipes close with this process
         return 124, f"{argv[0]} did not answer in {timeout:.1f} s"
     return child.returncode, out + (err if child.returncode else "")
 
 
-def read_kmsg(path: str, deadline: "Deadline",
-              read: Callable[[int, int], bytes] = os.read) -> list[tuple[int, str]] | None:
+def read_kmsg(
+    path: str, deadline: "Deadline", read: Callable[[int, int], bytes] = os.read
+) -> list[tuple[int, str]] | None:
     """The kernel log's records from /dev/kmsg (`path`), or None when it cannot be opened. Opened
     non-blocking, so the reads end at EAGAIN once every record is read instead of waiting for the
     next one; EPIPE says the ring buffer overwrote the records the read was at, and the next read
@@ -581,8 +603,14 @@ def boot_id(root: str = "") -> str:
         return ""
 
 
-def probe(expected: Expected, node: str, root: str = "", deadline: Deadline | None = None,
-          cursor: Cursor | None = None, boot: str = "") -> tuple[Observed, Cursor | None]:
+def probe(
+    expected: Expected,
+    node: str,
+    root: str = "",
+    deadline: Deadline | None = None,
+    cursor: Cursor | None = None,
+    boot: str = "",
+) -> tuple[Observed, Cursor | None]:
     """What the machine shows, within `deadline` (BUDGET less REPORT_SECONDS from now when not
     given), and the Xid cursor at the end of the kernel log read. The quick file system reads
     first; then the kernel log (the Xid that says why a GPU hangs is there even when nvidia-smi
@@ -599,12 +627,13 @@ def probe(expected: Expected, node: str, root: str = "", deadline: Deadline | No
     else:
         # No sequence numbers: every run reads the whole log, and the cursor stays where it is
         # (main() says so), so an Xid is counted again by every run of this boot.
-        print(f"{KMSG} cannot be opened: the kernel log is read with dmesg, whole at every run",
-              file=sys.stderr)
+        print(
+            f"{KMSG} cannot be opened: the kernel log is read with dmesg, whole at every run", file=sys.stderr
+        )
         log_rc, log = _run(["dmesg"], deadline.cap(COMMAND_TIMEOUT))
         if log_rc == 0:
             kernel_log = log
-        elif log_rc == 124:      # out of time, or hung: not the unreadable log that is skipped
+        elif log_rc == 124:  # out of time, or hung: not the unreadable log that is skipped
             unchecked["kernel log"] = log
     rc, smi = _run(["nvidia-smi", "-q", "-d", "ECC,ROW_REMAPPER"], deadline.cap(COMMAND_TIMEOUT))
     if rc == 124 and smi == OUT_OF_TIME:
@@ -612,23 +641,40 @@ def probe(expected: Expected, node: str, root: str = "", deadline: Deadline | No
     smi_error = "" if rc == 0 else (smi.strip().splitlines() or [f"exit {rc}"])[-1]
     shared_time = deadline.cap(SHARED_TIMEOUT)
     if shared_time > 0:
-        shared = _with_deadline(lambda: _shared_error(f"{root}{expected.shared}", node), shared_time,
-                                f"did not answer in {shared_time:.1f} s")
+        shared = _with_deadline(
+            lambda: _shared_error(f"{root}{expected.shared}", node),
+            shared_time,
+            f"did not answer in {shared_time:.1f} s",
+        )
     else:
         shared = None
         unchecked[expected.shared] = OUT_OF_TIME
-    return Observed(dev_gpus=dev, proc_models=models, smi=smi if rc == 0 else None, smi_error=smi_error,
-                    kernel_log=kernel_log, efa_devices=efa, shared_error=shared, unchecked=unchecked), after
+    return Observed(
+        dev_gpus=dev,
+        proc_models=models,
+        smi=smi if rc == 0 else None,
+        smi_error=smi_error,
+        kernel_log=kernel_log,
+        efa_devices=efa,
+        shared_error=shared,
+        unchecked=unchecked,
+    ), after
 
 
 def main(argv: list[str] | None = None) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(prog="node-health", description=__doc__.split("\n\n")[0])
-    p.add_argument("--expected", default=os.path.join(here, "expected.json"),
-                   help="the pool's expectations (default: expected.json beside this program)")
+    p.add_argument(
+        "--expected",
+        default=os.path.join(here, "expected.json"),
+        help="the pool's expectations (default: expected.json beside this program)",
+    )
     p.add_argument("--node", default=os.environ.get("SLURMD_NODENAME") or os.uname().nodename)
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the result; tell Slurm nothing and leave the Xid cursor where it is")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the result; tell Slurm nothing and leave the Xid cursor where it is",
+    )
     p.add_argument("--state", default=STATE_FILE, help=f"the Xid cursor's file (default: {STATE_FILE})")
     args = p.parse_args(argv)
     # From the program's start: what ran before this line counts against slurmd's timeout too.
@@ -636,8 +682,13 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.expected) as f:
         expected = Expected.from_json(f.read())
     boot = boot_id()
-    seen, after = probe(expected, args.node, deadline=Deadline(max(0.0, run.left() - REPORT_SECONDS)),
-                        cursor=read_cursor(args.state, boot), boot=boot)
+    seen, after = probe(
+        expected,
+        args.node,
+        deadline=Deadline(max(0.0, run.left() - REPORT_SECONDS)),
+        cursor=read_cursor(args.state, boot),
+        boot=boot,
+    )
     faults = faults_of(expected, seen)
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     print(comment_of(faults, when))
@@ -647,8 +698,10 @@ def main(argv: list[str] | None = None) -> int:
     if not node_unknown(rc, shown, args.node) and (rc != 0 or parse_node(shown) is None):
         # Not "unknown": slurmctld did not answer (or answered nonsense), so nothing can be decided
         # about the node's drain; said on stderr, and a status no other case has.
-        print(f"scontrol show node {args.node} failed (exit {rc}): nothing recorded: {shown.strip()[-300:]}",
-              file=sys.stderr)
+        print(
+            f"scontrol show node {args.node} failed (exit {rc}): nothing recorded: {shown.strip()[-300:]}",
+            file=sys.stderr,
+        )
         return 3
     state = parse_node(shown) if rc == 0 else None
     update = update_of(args.node, faults, state, when)

@@ -13,6 +13,7 @@ drained for someone else's reason.
 
 Standard library only: the Job runs it on a plain Python image, beside rollout.py and incluster.py.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,9 +22,9 @@ import os
 import sys
 from typing import Mapping
 
-try:    # in the Job: the package `tools` (components/slurm_readiness.py POD_PACKAGE)
+try:  # in the Job: the package `tools` (components/slurm_readiness.py POD_PACKAGE)
     from tools import rollout
-except ImportError:   # in the repository
+except ImportError:  # in the repository
     from cluster_programs import rollout
 
 
@@ -48,7 +49,7 @@ class FloorView:
         pods = self._cluster.pods(selector)
         current = [p for p in pods if self._current(rollout.WorkerPod.from_object(p))]
         if len(current) >= self._floor:
-            return current[:self._floor]
+            return current[: self._floor]
         # Short of the floor: every pod, so the wait says which are not there yet.
         return pods
 
@@ -61,6 +62,7 @@ class FloorView:
 
 def main(argv: list[str] | None = None) -> int:
     from tools import incluster
+
     p = argparse.ArgumentParser(prog="pool_floor", description=__doc__.split("\n\n")[0])
     p.add_argument("--namespace", required=True)
     p.add_argument("--nodeset", required=True, help="the NodeSet object's name")
@@ -71,12 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall-after", type=float, default=rollout.STALL_AFTER_SECONDS)
     p.add_argument("--min-nodes", type=int, required=True, help="the pool's minNodes: the nodes waited for")
     args = p.parse_args(argv)
-    print(f"autoscaling pool: waiting for its floor of {args.min_nodes} node(s) (minNodes); the scaler owns the rest")
+    print(
+        f"autoscaling pool: waiting for its floor of {args.min_nodes} node(s) (minNodes); the scaler owns the rest"
+    )
     try:
-        cluster = incluster.InClusterNodeSet(incluster.Api.from_service_account(os.environ), args.namespace,
-                                             args.nodeset, args.slurm_pod, args.slurm_container)
-        rollout.settle(FloorView(cluster, args.min_nodes), args.node_prefix, args.timeout,
-                       stall_after=args.stall_after)
+        cluster = incluster.InClusterNodeSet(
+            incluster.Api.from_service_account(os.environ),
+            args.namespace,
+            args.nodeset,
+            args.slurm_pod,
+            args.slurm_container,
+        )
+        rollout.settle(
+            FloorView(cluster, args.min_nodes), args.node_prefix, args.timeout, stall_after=args.stall_after
+        )
     except (rollout.RolloutFailed, incluster.ApiError) as e:
         print(f"FAILED: {e}", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ What the operator does, SlinkyProject/slurm-operator v1.2.1:
 
 Standard library only: the Job runs it on a plain Python image.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,28 +57,33 @@ class NodeSetStatus:
     name: str
     generation: int
     observed_generation: int
-    desired: int            # spec.replicas
+    desired: int  # spec.replicas
     replicas: int
     updated: int
     ready: int
-    revision: str           # status.nodeSetHash
+    revision: str  # status.nodeSetHash
     selector: str
 
     @classmethod
     def from_object(cls, obj: Mapping) -> "NodeSetStatus":
         status = obj.get("status") or {}
-        return cls(name=obj["metadata"]["name"], generation=int(obj["metadata"].get("generation", 0)),
-                   observed_generation=int(status.get("observedGeneration", 0)),
-                   desired=int(obj.get("spec", {}).get("replicas", 1)),
-                   replicas=int(status.get("replicas", 0)), updated=int(status.get("updatedReplicas", 0)),
-                   ready=int(status.get("readyReplicas", 0)), revision=status.get("nodeSetHash", ""),
-                   selector=status.get("selector", ""))
+        return cls(
+            name=obj["metadata"]["name"],
+            generation=int(obj["metadata"].get("generation", 0)),
+            observed_generation=int(status.get("observedGeneration", 0)),
+            desired=int(obj.get("spec", {}).get("replicas", 1)),
+            replicas=int(status.get("replicas", 0)),
+            updated=int(status.get("updatedReplicas", 0)),
+            ready=int(status.get("readyReplicas", 0)),
+            revision=status.get("nodeSetHash", ""),
+            selector=status.get("selector", ""),
+        )
 
 
 @dataclass(frozen=True)
 class WorkerPod:
     name: str
-    slurm_node: str         # the pod's hostname (utils.go GetSlurmNodeName)
+    slurm_node: str  # the pod's hostname (utils.go GetSlurmNodeName)
     revision: str
     terminating: bool
     ready: bool
@@ -86,16 +92,21 @@ class WorkerPod:
     def from_object(cls, obj: Mapping) -> "WorkerPod":
         meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
         ready = status.get("phase") == "Running" and any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        return cls(name=meta["name"], slurm_node=spec.get("hostname") or meta["name"],
-                   revision=(meta.get("labels") or {}).get(REVISION_LABEL, ""),
-                   terminating=bool(meta.get("deletionTimestamp")), ready=ready)
+            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+        )
+        return cls(
+            name=meta["name"],
+            slurm_node=spec.get("hostname") or meta["name"],
+            revision=(meta.get("labels") or {}).get(REVISION_LABEL, ""),
+            terminating=bool(meta.get("deletionTimestamp")),
+            ready=ready,
+        )
 
 
 @dataclass(frozen=True)
 class SlurmNode:
     name: str
-    state: str              # as scontrol prints it: IDLE+DRAIN+DYNAMIC_NORM
+    state: str  # as scontrol prints it: IDLE+DRAIN+DYNAMIC_NORM
     reason: str = ""
     # The node health check's last result ("health <time>: ok" or its faults): node_health.py
     # leaves it in the node's Comment, which `scontrol show node` prints.
@@ -137,8 +148,14 @@ def parse_scontrol(text: str) -> list[SlurmNode]:
         reason = re.search(r"\bReason=(.*?)(?:\s+\[[^\]]*\])?(?=\s+[A-Za-z]+=|\s*$)", line)
         comment = re.search(r"\bComment=(.*?)(?=\s+[A-Za-z]+=|\s*$)", line)
         comment_text = comment.group(1).strip() if comment else ""
-        nodes.append(SlurmNode(name.group(1), state.group(1).upper(), reason.group(1).strip() if reason else "",
-                               "" if comment_text == "(null)" else comment_text))
+        nodes.append(
+            SlurmNode(
+                name.group(1),
+                state.group(1).upper(),
+                reason.group(1).strip() if reason else "",
+                "" if comment_text == "(null)" else comment_text,
+            )
+        )
     return nodes
 
 
@@ -146,8 +163,10 @@ def rollout_pending(nodeset: NodeSetStatus, pods: list[WorkerPod]) -> str:
     """Why the operator's rollout is not finished ('' when it is): the new generation observed,
     every replica created from the update revision and Ready, no old or terminating pod left."""
     if nodeset.observed_generation < nodeset.generation:
-        return (f"the operator has not yet observed generation {nodeset.generation} "
-                f"(observed {nodeset.observed_generation})")
+        return (
+            f"the operator has not yet observed generation {nodeset.generation} "
+            f"(observed {nodeset.observed_generation})"
+        )
     d = nodeset.desired
     if (nodeset.updated, nodeset.ready, nodeset.replicas) != (d, d, d):
         return f"updated {nodeset.updated}/{d}, ready {nodeset.ready}/{d}, pods {nodeset.replicas}/{d}"
@@ -160,23 +179,34 @@ def rollout_pending(nodeset: NodeSetStatus, pods: list[WorkerPod]) -> str:
 @dataclass(frozen=True)
 class Step:
     """One look at the cluster: what to do now and what is still wrong."""
+
     done: bool
-    blocked: bool           # a node is stuck for a reason that is not ours to clear
+    blocked: bool  # a node is stuck for a reason that is not ours to clear
     message: str
     resume: tuple[str, ...] = ()
     undrain: tuple[str, ...] = ()
     stalled_since: Mapping[str, float] = field(default_factory=dict)
 
 
-def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode], node_prefix: str,
-           now: float, stalled_since: Mapping[str, float], stall_after: float) -> Step:
+def assess(
+    nodeset: NodeSetStatus,
+    pods: list[WorkerPod],
+    slurm: list[SlurmNode],
+    node_prefix: str,
+    now: float,
+    stalled_since: Mapping[str, float],
+    stall_after: float,
+) -> Step:
     ours = sorted((n for n in slurm if n.name.startswith(node_prefix)), key=lambda n: n.name)
     pending = rollout_pending(nodeset, pods)
     if pending:
         # #249: drained by the operator, and no pod (not even a terminating one) for the node.
         with_pod = {p.slurm_node for p in pods}
-        wedged = [n for n in ours if "DRAIN" in n.flags and n.reason.startswith(OPERATOR_PREFIX)
-                  and n.name not in with_pod]
+        wedged = [
+            n
+            for n in ours
+            if "DRAIN" in n.flags and n.reason.startswith(OPERATOR_PREFIX) and n.name not in with_pod
+        ]
         since = {n.name: stalled_since.get(n.name, now) for n in wedged}
         undrain = tuple(n.name for n in wedged if now - since[n.name] >= stall_after)
         lines = [f"rollout of NodeSet {nodeset.name} in progress: {pending}"]
@@ -186,8 +216,10 @@ def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode]
             elif not n.usable:
                 lines.append(f"  {n.describe()}")
         if undrain:
-            lines.append("  stalled as in SlinkyProject/slurm-operator#249 (replacement pod never created); "
-                         f"undraining {', '.join(undrain)} so the operator creates it")
+            lines.append(
+                "  stalled as in SlinkyProject/slurm-operator#249 (replacement pod never created); "
+                f"undraining {', '.join(undrain)} so the operator creates it"
+            )
         return Step(False, False, "\n".join(lines), undrain=undrain, stalled_since=since)
 
     by_name = {n.name: n for n in ours}
@@ -203,22 +235,32 @@ def assess(nodeset: NodeSetStatus, pods: list[WorkerPod], slurm: list[SlurmNode]
             resume.append(node.name)
             waiting.append(f"  {node.describe()}: left by the old pod's preStop; resuming")
         elif node.health_drained:
-            blocked.append(f"  {node.describe()}: drained by the node health check, a fault on the node; "
-                           "left alone (the check undrains it once the fault is gone; an Xid's drain holds until "
-                           "an administrator resumes the node: docs/health.md)")
+            blocked.append(
+                f"  {node.describe()}: drained by the node health check, a fault on the node; "
+                "left alone (the check undrains it once the fault is gone; an Xid's drain holds until "
+                "an administrator resumes the node: docs/health.md)"
+            )
         elif node.stuck and node.reason == SLURM_UNRESPONSIVE and "DRAIN" not in node.flags:
             waiting.append(f"  {node.describe()}: Slurm returns it when its slurmd registers")
         elif node.stuck:
-            blocked.append(f"  {node.describe()}: not the rollout's doing; left alone "
-                           f"(`scontrol update nodename={node.name} state=resume` if it should take jobs)")
+            blocked.append(
+                f"  {node.describe()}: not the rollout's doing; left alone "
+                f"(`scontrol update nodename={node.name} state=resume` if it should take jobs)"
+            )
         else:
             waiting.append(f"  {node.describe()}: not taking jobs yet")
     if not (resume or blocked or waiting):
-        return Step(True, False, f"NodeSet {nodeset.name} rolled out (revision {nodeset.revision}); "
-                                 f"{len(pods)} Slurm nodes take jobs")
+        return Step(
+            True,
+            False,
+            f"NodeSet {nodeset.name} rolled out (revision {nodeset.revision}); "
+            f"{len(pods)} Slurm nodes take jobs",
+        )
     usable = sum(1 for p in pods if p.slurm_node in by_name and by_name[p.slurm_node].usable)
-    head = (f"NodeSet {nodeset.name} rolled out (revision {nodeset.revision}); "
-            f"{usable} of {len(pods)} nodes take jobs")
+    head = (
+        f"NodeSet {nodeset.name} rolled out (revision {nodeset.revision}); "
+        f"{usable} of {len(pods)} nodes take jobs"
+    )
     return Step(False, bool(blocked), "\n".join([head, *blocked, *waiting]), resume=tuple(resume))
 
 
@@ -228,9 +270,16 @@ class Cluster(Protocol):
     def slurm(self, argv: list[str]) -> str: ...
 
 
-def settle(cluster: Cluster, node_prefix: str, timeout: float, poll: float = 10.0,
-           stall_after: float = STALL_AFTER_SECONDS, clock: Callable[[], float] = time.monotonic,
-           sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = print) -> str:
+def settle(
+    cluster: Cluster,
+    node_prefix: str,
+    timeout: float,
+    poll: float = 10.0,
+    stall_after: float = STALL_AFTER_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    log: Callable[[str], None] = print,
+) -> str:
     """Poll until the rollout is done and every node takes jobs; return the final line. Raise
     RolloutFailed at once for a node stuck for someone else's reason, or after `timeout`."""
     start = clock()
@@ -262,6 +311,7 @@ def settle(cluster: Cluster, node_prefix: str, timeout: float, poll: float = 10.
 
 def main(argv: list[str] | None = None) -> int:
     from tools import incluster
+
     p = argparse.ArgumentParser(prog="rollout", description=__doc__.split("\n\n")[0])
     p.add_argument("--namespace", required=True)
     p.add_argument("--nodeset", required=True, help="the NodeSet object's name")
@@ -272,8 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stall-after", type=float, default=STALL_AFTER_SECONDS)
     args = p.parse_args(argv)
     try:
-        cluster = incluster.InClusterNodeSet(incluster.Api.from_service_account(os.environ), args.namespace,
-                                             args.nodeset, args.slurm_pod, args.slurm_container)
+        cluster = incluster.InClusterNodeSet(
+            incluster.Api.from_service_account(os.environ),
+            args.namespace,
+            args.nodeset,
+            args.slurm_pod,
+            args.slurm_container,
+        )
         settle(cluster, args.node_prefix, args.timeout, stall_after=args.stall_after)
     except (RolloutFailed, incluster.ApiError) as e:
         print(f"FAILED: {e}", file=sys.stderr)

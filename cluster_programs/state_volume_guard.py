@@ -9,6 +9,7 @@ this pod to end. When the claim is still there (a node drain, a rollout), it exi
 
 Standard library only: it runs in a stock Python image with the pod's service account.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,12 @@ def claim_released(api: Api, namespace: str, claim: str) -> bool:
 def bound_volumes(api: Api, namespace: str, claim: str) -> list[dict]:
     """The PersistentVolumes whose claimRef names the claim."""
     items = (api.get("/api/v1/persistentvolumes") or {}).get("items", [])
-    return [pv for pv in items
-            if (pv.get("spec", {}).get("claimRef") or {}).get("namespace") == namespace
-            and pv["spec"]["claimRef"].get("name") == claim]
+    return [
+        pv
+        for pv in items
+        if (pv.get("spec", {}).get("claimRef") or {}).get("namespace") == namespace
+        and pv["spec"]["claimRef"].get("name") == claim
+    ]
 
 
 def wait_for_volume_deletion(api: Api, namespace: str, claim: str, poll: float) -> None:
@@ -71,13 +75,22 @@ def wait_for_volume_deletion(api: Api, namespace: str, claim: str, poll: float) 
         if not volumes:
             print(f"no PersistentVolume of {namespace}/{claim} is left", flush=True)
             return
-        kept = [pv["metadata"]["name"] for pv in volumes
-                if pv["spec"].get("persistentVolumeReclaimPolicy") != "Delete"]
+        kept = [
+            pv["metadata"]["name"]
+            for pv in volumes
+            if pv["spec"].get("persistentVolumeReclaimPolicy") != "Delete"
+        ]
         if kept:
-            print(f"{', '.join(kept)} is kept on purpose (reclaim policy is not Delete); not waiting", flush=True)
+            print(
+                f"{', '.join(kept)} is kept on purpose (reclaim policy is not Delete); not waiting",
+                flush=True,
+            )
             return
-        print(f"waiting for {', '.join(pv['metadata']['name'] for pv in volumes)} "
-              "(the EBS volume) to be deleted", flush=True)
+        print(
+            f"waiting for {', '.join(pv['metadata']['name'] for pv in volumes)} "
+            "(the EBS volume) to be deleted",
+            flush=True,
+        )
         time.sleep(poll)
 
 
@@ -90,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ca-file", default=f"{ACCOUNT_DIR}/ca.crt")
     parser.add_argument("--poll-seconds", type=float, default=POLL_SECONDS)
     args = parser.parse_args(argv)
-    base = args.api or (f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:"
-                        f"{os.environ['KUBERNETES_SERVICE_PORT']}")
+    base = args.api or (
+        f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}"
+    )
     api = Api(base, args.token_file, args.ca_file)
 
     # PID 1 ignores SIGTERM without a handler; the kubelet sends it when the pod is deleted.

@@ -8,6 +8,7 @@ The desired state reaches the Job as an immutable ConfigMap named by its hash, a
 named by the same hash: a change of `users` (who, their account, their admin flag) is a new Job,
 one more registration; an `up` that leaves the users as they were leaves the Job as it is. The
 program changes nothing when slurmdbd already holds the state, so a re-run is harmless."""
+
 from __future__ import annotations
 
 import hashlib
@@ -60,7 +61,8 @@ def registration_trigger(users: Sequence[User]) -> str:
 @dataclass(frozen=True)
 class AccountingRegistrationArgs:
     """Every field is required (no defaults)."""
-    users: Sequence[User]      # StackConfig.users: who is registered, under which account
+
+    users: Sequence[User]  # StackConfig.users: who is registered, under which account
     # Where the Slurm release runs; the Job, its ConfigMaps and RBAC objects are created there.
     namespace: str
     # What the objects in the namespace wait for: the Namespace (SharedStorage.namespace_ready).
@@ -70,7 +72,7 @@ class AccountingRegistrationArgs:
     # The pod of fixed name with sacctmgr and slurm.conf (the controller): the only pod exec is
     # allowed into.
     slurm_pod: str
-    slurm_container: str       # that pod's container with sacctmgr (slurmctld)
+    slurm_container: str  # that pod's container with sacctmgr (slurmctld)
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What the Job waits for besides: the Slurm release with its Accounting (SlurmCluster.ready).
@@ -82,9 +84,12 @@ class AccountingRegistrationArgs:
 
 class AccountingRegistration(pulumi.ComponentResource):
     """The registration Job, with its RBAC, code and desired state."""
-    trigger: str   # the 12 hex digits in the Job's and the desired-state ConfigMap's names
 
-    def __init__(self, name: str, args: AccountingRegistrationArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    trigger: str  # the 12 hex digits in the Job's and the desired-state ConfigMap's names
+
+    def __init__(
+        self, name: str, args: AccountingRegistrationArgs, opts: Optional[pulumi.ResourceOptions] = None
+    ):
         super().__init__("slinky-eks:accounting:AccountingRegistration", name, None, opts)
         self._name, self._args = name, args
         self.trigger = registration_trigger(args.users)
@@ -95,38 +100,80 @@ class AccountingRegistration(pulumi.ComponentResource):
         self.register_outputs({"trigger": self.trigger})
 
     def _in_namespace(self) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
-                                      depends_on=list(self._args.depends_on))
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+        )
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
         """The Job's identity: exec into the one Slurm pod, nothing else."""
         args = self._args
-        return job_identity(self._name, ACCOUNT, args.namespace, [exec_rule(args.slurm_pod)], parent=self,
-                            provider=args.provider, depends_on=args.depends_on)
+        return job_identity(
+            self._name,
+            ACCOUNT,
+            args.namespace,
+            [exec_rule(args.slurm_pod)],
+            parent=self,
+            provider=args.provider,
+            depends_on=args.depends_on,
+        )
 
     def _config_map(self, suffix: str, name: str, data: dict[str, str]) -> k8s.core.v1.ConfigMap:
         """Immutable and named by its content's hash: a change is a new ConfigMap, never an edit
         under a running Job."""
-        return k8s.core.v1.ConfigMap(f"{self._name}-{suffix}", metadata={"name": name, "namespace": self._args.namespace},
-                                     data=data, immutable=True, opts=self._in_namespace())
+        return k8s.core.v1.ConfigMap(
+            f"{self._name}-{suffix}",
+            metadata={"name": name, "namespace": self._args.namespace},
+            data=data,
+            immutable=True,
+            opts=self._in_namespace(),
+        )
 
-    def _job(self, code: k8s.core.v1.ConfigMap, desired: k8s.core.v1.ConfigMap,
-             binding: k8s.rbac.v1.RoleBinding) -> k8s.batch.v1.Job:
+    def _job(
+        self, code: k8s.core.v1.ConfigMap, desired: k8s.core.v1.ConfigMap, binding: k8s.rbac.v1.RoleBinding
+    ) -> k8s.batch.v1.Job:
         args = self._args
         return k8s.batch.v1.Job(
             f"{self._name}-job",
-            metadata={"name": pulumi.Output.from_input(args.database).apply(
-                          lambda database: f"accounting-registration-{_digest({'users': self.trigger, 'database': database})}"),
-                      "namespace": args.namespace,
-                      # A failed registration is run again by the next `pulumi up`.
-                      "annotations": job_annotations(TIMEOUT_SECONDS)},
-            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": program_pod(
-                "register", POD_PACKAGE, "accounting_registration",
-                ["--desired", f"/config/{DESIRED_FILE}", "--cluster", args.cluster, "--namespace", args.namespace,
-                 "--slurm-pod", args.slurm_pod, "--slurm-container", args.slurm_container,
-                 "--timeout", str(TIMEOUT_SECONDS - 120)],
-                ACCOUNT, code.metadata.name,
-                mounts=[{"name": "desired", "mountPath": "/config", "readOnly": True}],
-                volumes=[{"name": "desired", "configMap": {"name": desired.metadata.name}}])}},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[binding, code, desired, *args.job_depends_on]))
+            metadata={
+                "name": pulumi.Output.from_input(args.database).apply(
+                    lambda database: (
+                        f"accounting-registration-{_digest({'users': self.trigger, 'database': database})}"
+                    )
+                ),
+                "namespace": args.namespace,
+                # A failed registration is run again by the next `pulumi up`.
+                "annotations": job_annotations(TIMEOUT_SECONDS),
+            },
+            spec={
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": TIMEOUT_SECONDS,
+                "template": {
+                    "spec": program_pod(
+                        "register",
+                        POD_PACKAGE,
+                        "accounting_registration",
+                        [
+                            "--desired",
+                            f"/config/{DESIRED_FILE}",
+                            "--cluster",
+                            args.cluster,
+                            "--namespace",
+                            args.namespace,
+                            "--slurm-pod",
+                            args.slurm_pod,
+                            "--slurm-container",
+                            args.slurm_container,
+                            "--timeout",
+                            str(TIMEOUT_SECONDS - 120),
+                        ],
+                        ACCOUNT,
+                        code.metadata.name,
+                        mounts=[{"name": "desired", "mountPath": "/config", "readOnly": True}],
+                        volumes=[{"name": "desired", "configMap": {"name": desired.metadata.name}}],
+                    )
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[binding, code, desired, *args.job_depends_on]
+            ),
+        )

@@ -1,5 +1,6 @@
 """The EKS control plane, its access entries, the add-ons nodes need to join, and the one
 Kubernetes provider every in-cluster object uses."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPoli
 @dataclass(frozen=True)
 class ClusterArgs:
     """Every field is required (no defaults)."""
+
     # The EKS cluster's name (clusterName): also names its IAM roles, tags and kubeconfig.
     cluster_name: str
     # The control plane's Kubernetes version (kubernetesVersion), e.g. "1.34".
@@ -44,12 +46,12 @@ class ClusterArgs:
 
 
 class Cluster(pulumi.ComponentResource):
-    name: str                                  # the EKS cluster's name
-    eks: eks.Cluster                           # the control plane and its vpc-cni/kube-proxy add-ons
-    log_group: aws.cloudwatch.LogGroup         # where EKS writes the control-plane logs
-    kubeconfig: pulumi.Output[str]             # admin kubeconfig (secret)
-    security_group_id: pulumi.Output[str]      # the EKS-created cluster security group every node has
-    provider: k8s.Provider                     # the one provider every in-cluster object uses
+    name: str  # the EKS cluster's name
+    eks: eks.Cluster  # the control plane and its vpc-cni/kube-proxy add-ons
+    log_group: aws.cloudwatch.LogGroup  # where EKS writes the control-plane logs
+    kubeconfig: pulumi.Output[str]  # admin kubeconfig (secret)
+    security_group_id: pulumi.Output[str]  # the EKS-created cluster security group every node has
+    provider: k8s.Provider  # the one provider every in-cluster object uses
     # What the node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons.
     ready: list[pulumi.Resource]
     # What Pod Identity users wait for (their credentials come from its agent; on destroy it
@@ -67,16 +69,19 @@ class Cluster(pulumi.ComponentResource):
         self.security_group_id = self.eks.cluster_security_group_id
         self.provider = self._kubernetes_provider()
         self.ready = [self.eks]
-        self.register_outputs({"kubeconfig": self.kubeconfig,
-                               "security_group_id": self.security_group_id})
+        self.register_outputs({"kubeconfig": self.kubeconfig, "security_group_id": self.security_group_id})
 
     def _access_entries(self) -> dict[str, eks.AccessEntryArgs]:
         return {
             f"admin-{i}": eks.AccessEntryArgs(
                 principal_arn=arn,
-                access_policies={"admin": eks.AccessPolicyAssociationArgs(
-                    policy_arn=ADMIN_POLICY,
-                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"))})
+                access_policies={
+                    "admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
             for i, arn in enumerate(self._args.admin_role_arns)
         }
 
@@ -89,8 +94,11 @@ class Cluster(pulumi.ComponentResource):
         # the types off keeps what was already logged until it expires. It needs nothing, so it is
         # created while the VPC comes up, well before the control plane may start.
         return aws.cloudwatch.LogGroup(
-            f"{self._name}-logs", name=audit_logs.control_plane_log_group(self._args.cluster_name),
-            retention_in_days=self._args.log_retention_days, opts=pulumi.ResourceOptions(parent=self))
+            f"{self._name}-logs",
+            name=audit_logs.control_plane_log_group(self._args.cluster_name),
+            retention_in_days=self._args.log_retention_days,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _control_plane(self) -> eks.Cluster:
         args = self._args
@@ -138,10 +146,14 @@ class Cluster(pulumi.ComponentResource):
         # it running on destroy until they are gone
         # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html).
         return aws.eks.Addon(
-            f"{self._name}-pod-identity-agent", cluster_name=self._args.cluster_name,
-            addon_name="eks-pod-identity-agent", resolve_conflicts_on_create="OVERWRITE",
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]))
+            f"{self._name}-pod-identity-agent",
+            cluster_name=self._args.cluster_name,
+            addon_name="eks-pod-identity-agent",
+            resolve_conflicts_on_create="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
+        )
 
     def _kubernetes_provider(self) -> k8s.Provider:
-        return k8s.Provider(f"{self._name}-k8s", kubeconfig=self.eks.kubeconfig_json,
-                            opts=pulumi.ResourceOptions(parent=self))
+        return k8s.Provider(
+            f"{self._name}-k8s", kubeconfig=self.eks.kubeconfig_json, opts=pulumi.ResourceOptions(parent=self)
+        )

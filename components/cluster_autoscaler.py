@@ -3,6 +3,7 @@ managed node group when a slurmd pod cannot be scheduled, and removes a node onc
 drained and deleted its slurmd pod; it finds the groups by the tags EKS puts on their Auto Scaling
 groups, and only changes a group's desired size within its min and max (minNodes, maxNodes).
 Why this and not Karpenter: docs/decisions/node-autoscaler.md."""
+
 from __future__ import annotations
 
 import json
@@ -36,30 +37,56 @@ def autoscaler_policy(cluster_name: str, region: str, account_id: str) -> str:
     is narrowed to this cluster's node groups (its resource type nodegroup:
     arn:${Partition}:eks:${Region}:${Account}:nodegroup/${ClusterName}/${NodegroupName}/${UUID},
     Service Authorization Reference, Amazon EKS). The reads take no resource ("*")."""
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Sid": "Discover", "Effect": "Allow", "Resource": "*", "Action": [
-                "autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
-                "autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
-                "ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
-                "ec2:GetInstanceTypesFromInstanceRequirements"]},
-            {"Sid": "ReadNodeGroups", "Effect": "Allow", "Action": ["eks:DescribeNodegroup"],
-             "Resource": f"arn:aws:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*"},
-            {"Sid": "ScaleOwnGroups", "Effect": "Allow",
-             "Action": ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"],
-             "Resource": f"arn:aws:autoscaling:{region}:{account_id}:autoScalingGroup:*:autoScalingGroupName/*",
-             "Condition": {"StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}}},
-        ],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "Discover",
+                    "Effect": "Allow",
+                    "Resource": "*",
+                    "Action": [
+                        "autoscaling:DescribeAutoScalingGroups",
+                        "autoscaling:DescribeAutoScalingInstances",
+                        "autoscaling:DescribeLaunchConfigurations",
+                        "autoscaling:DescribeScalingActivities",
+                        "ec2:DescribeImages",
+                        "ec2:DescribeInstanceTypes",
+                        "ec2:DescribeLaunchTemplateVersions",
+                        "ec2:GetInstanceTypesFromInstanceRequirements",
+                    ],
+                },
+                {
+                    "Sid": "ReadNodeGroups",
+                    "Effect": "Allow",
+                    "Action": ["eks:DescribeNodegroup"],
+                    "Resource": f"arn:aws:eks:{region}:{account_id}:nodegroup/{cluster_name}/*/*",
+                },
+                {
+                    "Sid": "ScaleOwnGroups",
+                    "Effect": "Allow",
+                    "Action": [
+                        "autoscaling:SetDesiredCapacity",
+                        "autoscaling:TerminateInstanceInAutoScalingGroup",
+                    ],
+                    "Resource": f"arn:aws:autoscaling:{region}:{account_id}:autoScalingGroup:*:autoScalingGroupName/*",
+                    "Condition": {
+                        "StringEquals": {f"aws:ResourceTag/k8s.io/cluster-autoscaler/{cluster_name}": "owned"}
+                    },
+                },
+            ],
+        }
+    )
 
 
 def autoscaler_values(cluster_name: str, region: str, kubernetes_version: str) -> dict:
     """The values computed here, over charts-values/cluster-autoscaler.yaml."""
     tag = versions.cluster_autoscaler_tag(kubernetes_version)
     if tag is None:
-        raise ValueError(f"kubernetesVersion {kubernetes_version}: no cluster-autoscaler release is pinned for it; "
-                         f"pinned: {', '.join(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES)}")
+        raise ValueError(
+            f"kubernetesVersion {kubernetes_version}: no cluster-autoscaler release is pinned for it; "
+            f"pinned: {', '.join(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES)}"
+        )
     return {
         "fullnameOverride": SERVICE_ACCOUNT,
         # The chart's --node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,
@@ -75,6 +102,7 @@ def autoscaler_values(cluster_name: str, region: str, kubernetes_version: str) -
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
     """Every field is required (no defaults)."""
+
     # The EKS cluster: the auto-discovery tag, the policy's scope and the association's cluster.
     cluster_name: str
     # The cluster's region: CA's AWS_REGION and the policy's scope.
@@ -93,23 +121,34 @@ class ClusterAutoscalerArgs:
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release   # cluster-autoscaler, in kube-system on the core nodes
-    ready: list[pulumi.Resource]   # what waits for CA running: its release
+    release: k8s.helm.v3.Release  # cluster-autoscaler, in kube-system on the core nodes
+    ready: list[pulumi.Resource]  # what waits for CA running: its release
 
     def __init__(self, name: str, args: ClusterAutoscalerArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:scaling:ClusterAutoscaler", name, None, opts)
         self._name, self._args = name, args
         association = self._identity()
         self.release = pinned_release(
-            f"{name}-release", versions.CLUSTER_AUTOSCALER, namespace=NAMESPACE,
+            f"{name}-release",
+            versions.CLUSTER_AUTOSCALER,
+            namespace=NAMESPACE,
             values=autoscaler_values(args.cluster_name, args.region, args.kubernetes_version),
-            parent=self, provider=args.provider, depends_on=[*args.depends_on, association])
+            parent=self,
+            provider=args.provider,
+            depends_on=[*args.depends_on, association],
+        )
         self.ready = [self.release]
         self.register_outputs({"release": self.release.status})
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.account_id).apply(
-            lambda account: autoscaler_policy(args.cluster_name, args.region, account))
-        return pod_identity(name, ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT), document, self,
-                            [*args.depends_on, *args.identity_depends_on])
+            lambda account: autoscaler_policy(args.cluster_name, args.region, account)
+        )
+        return pod_identity(
+            name,
+            ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT),
+            document,
+            self,
+            [*args.depends_on, *args.identity_depends_on],
+        )

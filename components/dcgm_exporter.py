@@ -1,6 +1,7 @@
 """NVIDIA's DCGM exporter on every GPU node and only there: each GPU's utilisation, memory, power,
 temperature, Xid and ECC counters from the chosen field list (observability/dcgm-counters.csv),
 each series of a GPU a Slurm job holds labelled with the job id."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,11 +40,16 @@ ARGUMENTS = ["-f", COUNTERS_PATH, "-r", HOST_ENGINE]
 def exporter_values(counters: str) -> dict:
     """The release's computed values (over charts-values/dcgm-exporter.yaml)."""
     repository, tag = versions.DCGM_EXPORTER_IMAGE
-    job_mapping = {"name": "slurm-job-mapping", "hostPath": {
-        # The directory slurmd's prolog writes (the slurm chart's vendor.nvidia.dcgm mounts the same
-        # host path into slurmd, DirectoryOrCreate: slurm-1.2.1 _vendor/nvidia/dcgm/snippets/nodeset.yaml);
-        # whichever pod starts first on a node creates it.
-        "path": metrics.DCGM_JOB_MAPPING_DIR, "type": "DirectoryOrCreate"}}
+    job_mapping = {
+        "name": "slurm-job-mapping",
+        "hostPath": {
+            # The directory slurmd's prolog writes (the slurm chart's vendor.nvidia.dcgm mounts the same
+            # host path into slurmd, DirectoryOrCreate: slurm-1.2.1 _vendor/nvidia/dcgm/snippets/nodeset.yaml);
+            # whichever pod starts first on a node creates it.
+            "path": metrics.DCGM_JOB_MAPPING_DIR,
+            "type": "DirectoryOrCreate",
+        },
+    }
     return {
         "image": {"repository": repository, "tag": tag},
         "nodeSelector": dict(GPU_LABELS),
@@ -54,23 +60,38 @@ def exporter_values(counters: str) -> dict:
         # The chart's extraHostVolumes take no hostPath type: the job directory goes with the
         # counter list's ConfigMap volume in the raw volume list (templates/daemonset.yaml toYaml).
         "extraConfigMapVolumes": [
-            {"name": "exporter-metrics-volume", "configMap": {
-                "name": "exporter-metrics-config-map", "items": [{"key": "metrics", "path": "default-counters.csv"}]}},
-            job_mapping],
+            {
+                "name": "exporter-metrics-volume",
+                "configMap": {
+                    "name": "exporter-metrics-config-map",
+                    "items": [{"key": "metrics", "path": "default-counters.csv"}],
+                },
+            },
+            job_mapping,
+        ],
         "extraVolumeMounts": [
-            {"name": "exporter-metrics-volume", "mountPath": COUNTERS_PATH, "subPath": "default-counters.csv"},
-            {"name": job_mapping["name"], "mountPath": metrics.DCGM_JOB_MAPPING_DIR, "readOnly": True}],
-        "extraEnv": [{"name": JOB_MAPPING_ENV, "value": metrics.DCGM_JOB_MAPPING_DIR},
-                     {"name": NODE_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
+            {
+                "name": "exporter-metrics-volume",
+                "mountPath": COUNTERS_PATH,
+                "subPath": "default-counters.csv",
+            },
+            {"name": job_mapping["name"], "mountPath": metrics.DCGM_JOB_MAPPING_DIR, "readOnly": True},
+        ],
+        "extraEnv": [
+            {"name": JOB_MAPPING_ENV, "value": metrics.DCGM_JOB_MAPPING_DIR},
+            {"name": NODE_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+        ],
         "podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         # Root stays (model/pod_hardening.py says why); the rest is held. No capability: the chart's
         # SYS_ADMIN is for the profiling module of an engine inside the pod, and with `-r` the
         # profiling runs in the agent's engine, whose own pod is privileged.
         "securityContext": {
-            "runAsNonRoot": False, "runAsUser": 0,
+            "runAsNonRoot": False,
+            "runAsUser": 0,
             # `add: []`, not left out: Helm merges maps, so the chart's SYS_ADMIN would stay.
             "capabilities": {"drop": ["ALL"], "add": []},
-            "allowPrivilegeEscalation": False, "privileged": False,
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
@@ -79,6 +100,7 @@ def exporter_values(counters: str) -> dict:
 @dataclass(frozen=True)
 class DcgmExporterArgs:
     """Every field is required (no defaults)."""
+
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # The counter list the exporter exports (observability/dcgm-counters.csv, model/metrics.py
@@ -94,7 +116,7 @@ class DcgmExporterArgs:
 
 
 class DcgmExporter(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release   # one exporter pod per GPU node, in metrics.DCGM_EXPORTER_NAMESPACE
+    release: k8s.helm.v3.Release  # one exporter pod per GPU node, in metrics.DCGM_EXPORTER_NAMESPACE
     # What readers of the GPU series wait for: the exporter running on every GPU node.
     ready: list[pulumi.Resource]
 
@@ -102,9 +124,15 @@ class DcgmExporter(pulumi.ComponentResource):
         super().__init__("slinky-eks:metrics:DcgmExporter", name, None, opts)
         self._name, self._args = name, args
         self.release = pinned_release(
-            f"{name}-release", versions.DCGM_EXPORTER, namespace=metrics.DCGM_EXPORTER_NAMESPACE,
-            release_name=metrics.DCGM_EXPORTER_RELEASE, create_namespace=True,
+            f"{name}-release",
+            versions.DCGM_EXPORTER,
+            namespace=metrics.DCGM_EXPORTER_NAMESPACE,
+            release_name=metrics.DCGM_EXPORTER_RELEASE,
+            create_namespace=True,
             values=exporter_values(args.counters),
-            parent=self, provider=args.provider, depends_on=args.depends_on)
+            parent=self,
+            provider=args.provider,
+            depends_on=args.depends_on,
+        )
         self.ready = [self.release]
         self.register_outputs({"status": self.release.status})

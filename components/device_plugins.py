@@ -1,5 +1,6 @@
 """The NVIDIA and EFA device plugins: what makes GPU nodes advertise nvidia.com/gpu and
 vpc.amazonaws.com/efa."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ def gpu_placement() -> dict:
 @dataclass(frozen=True)
 class DevicePluginsArgs:
     """Every field is required (no defaults)."""
+
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
     # What both plugins wait for: the GPU node groups (NodeGroups.gpu_ready). Depending on them
@@ -35,8 +37,8 @@ class DevicePluginsArgs:
 
 
 class DevicePlugins(pulumi.ComponentResource):
-    nvidia: k8s.helm.v3.Release   # advertises nvidia.com/gpu on every GPU node
-    efa: k8s.helm.v3.Release      # advertises vpc.amazonaws.com/efa on every GPU node
+    nvidia: k8s.helm.v3.Release  # advertises nvidia.com/gpu on every GPU node
+    efa: k8s.helm.v3.Release  # advertises vpc.amazonaws.com/efa on every GPU node
     # What pods that request GPUs or EFA devices wait for: both plugins running.
     ready: list[pulumi.Resource]
 
@@ -50,19 +52,42 @@ class DevicePlugins(pulumi.ComponentResource):
 
     def _nvidia(self) -> k8s.helm.v3.Release:
         return pinned_release(
-            f"{self._name}-nvidia", versions.NVIDIA_DEVICE_PLUGIN, namespace=SYSTEM_NAMESPACE,
+            f"{self._name}-nvidia",
+            versions.NVIDIA_DEVICE_PLUGIN,
+            namespace=SYSTEM_NAMESPACE,
             # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
             # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.20.0
             # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
             # nodeadm/internal/kubelet/config.go): select by our label.
-            values={**gpu_placement(), "affinity": {"nodeAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
-                    "matchExpressions": [{"key": k, "operator": "In", "values": [v]}
-                                         for k, v in GPU_LABELS.items()]}]}}}},
-            parent=self, provider=self._args.provider, depends_on=self._args.depends_on)
+            values={
+                **gpu_placement(),
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": k, "operator": "In", "values": [v]}
+                                        for k, v in GPU_LABELS.items()
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            },
+            parent=self,
+            provider=self._args.provider,
+            depends_on=self._args.depends_on,
+        )
 
     def _efa(self) -> k8s.helm.v3.Release:
         return pinned_release(
-            f"{self._name}-efa", versions.EFA_DEVICE_PLUGIN, namespace=SYSTEM_NAMESPACE,
+            f"{self._name}-efa",
+            versions.EFA_DEVICE_PLUGIN,
+            namespace=SYSTEM_NAMESPACE,
             values=gpu_placement(),
-            parent=self, provider=self._args.provider, depends_on=self._args.depends_on)
+            parent=self,
+            provider=self._args.provider,
+            depends_on=self._args.depends_on,
+        )

@@ -1,6 +1,7 @@
 """Grafana in the cluster, on the core nodes: the repository's dashboards over Amazon Managed
 Service for Prometheus, read with the pod's own IAM role (EKS Pod Identity), reached through an SSH
 tunnel via the login node (what it gets and why: model/dashboards.py)."""
+
 from __future__ import annotations
 
 import base64
@@ -27,13 +28,18 @@ QUERY_ACTIONS = ("aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps
 
 
 def query_policy(workspace_arn: str) -> str:
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": list(QUERY_ACTIONS), "Resource": workspace_arn}]})
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": list(QUERY_ACTIONS), "Resource": workspace_arn}],
+        }
+    )
 
 
 @dataclass(frozen=True)
 class GrafanaArgs:
     """Every field is required (no defaults)."""
+
     # The EKS cluster of the Pod Identity association.
     cluster_name: str
     # The workspace's region: the SigV4 signing region of the data source.
@@ -53,9 +59,9 @@ class GrafanaArgs:
 
 
 class Grafana(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release              # the Grafana release, in its own namespace
-    dashboards: list[k8s.core.v1.ConfigMap]   # one per observability/dashboards/*.json, read-only in Grafana
-    admin_password: pulumi.Output[str]        # the admin login's password (secret), drawn once
+    release: k8s.helm.v3.Release  # the Grafana release, in its own namespace
+    dashboards: list[k8s.core.v1.ConfigMap]  # one per observability/dashboards/*.json, read-only in Grafana
+    admin_password: pulumi.Output[str]  # the admin login's password (secret), drawn once
     # What waits for Grafana: its release (Helm waits for the pod to be ready).
     ready: list[pulumi.Resource]
 
@@ -75,8 +81,11 @@ class Grafana(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self, provider=self._args.provider, depends_on=list(depends_on))
 
     def _namespace(self) -> k8s.core.v1.Namespace:
-        return k8s.core.v1.Namespace(f"{self._name}-namespace", metadata={"name": dashboards.NAMESPACE},
-                                     opts=self._child_opts(self._args.depends_on))
+        return k8s.core.v1.Namespace(
+            f"{self._name}-namespace",
+            metadata={"name": dashboards.NAMESPACE},
+            opts=self._child_opts(self._args.depends_on),
+        )
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
@@ -89,8 +98,12 @@ class Grafana(pulumi.ComponentResource):
     def _generated_password(self) -> pulumi.Output[str]:
         # Drawn once and kept in the state: the same password on every preview and update, and the
         # chart's own random one (a new one each render) never drawn.
-        password = random.RandomPassword(f"{self._name}-admin-password", length=dashboards.ADMIN_PASSWORD_LENGTH,
-                                         special=False, opts=pulumi.ResourceOptions(parent=self))
+        password = random.RandomPassword(
+            f"{self._name}-admin-password",
+            length=dashboards.ADMIN_PASSWORD_LENGTH,
+            special=False,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         return pulumi.Output.secret(password.result)
 
     def _admin_secret(self, namespace: k8s.core.v1.Namespace) -> k8s.core.v1.Secret:
@@ -98,11 +111,13 @@ class Grafana(pulumi.ComponentResource):
         # (model/dashboards.py ADMIN_SECRET).
         def encoded(text: str) -> str:
             return base64.b64encode(text.encode()).decode()
+
         return k8s.core.v1.Secret(
             f"{self._name}-admin-secret",
             metadata={"name": dashboards.ADMIN_SECRET, "namespace": dashboards.NAMESPACE},
             data={dashboards.ADMIN_PASSWORD_KEY: self.admin_password.apply(encoded)},
-            opts=self._child_opts([namespace]))
+            opts=self._child_opts([namespace]),
+        )
 
     def _dashboard_configmaps(self, namespace: k8s.core.v1.Namespace) -> list[k8s.core.v1.ConfigMap]:
         # The file's text is the ConfigMap's data: a changed file is an update of its ConfigMap on
@@ -111,18 +126,29 @@ class Grafana(pulumi.ComponentResource):
         out = []
         for path in dashboards.dashboard_files():
             key = dashboards.dashboard_key(path)
-            out.append(k8s.core.v1.ConfigMap(
-                f"{self._name}-dashboard-{key}",
-                metadata={"name": dashboards.configmap_name(key), "namespace": dashboards.NAMESPACE},
-                data={path.name: dashboards.dashboard_text(path)}, opts=self._child_opts([namespace])))
+            out.append(
+                k8s.core.v1.ConfigMap(
+                    f"{self._name}-dashboard-{key}",
+                    metadata={"name": dashboards.configmap_name(key), "namespace": dashboards.NAMESPACE},
+                    data={path.name: dashboards.dashboard_text(path)},
+                    opts=self._child_opts([namespace]),
+                )
+            )
         return out
 
     def _release(self, depends_on: Sequence[pulumi.Resource]) -> k8s.helm.v3.Release:
         args = self._args
         keys = [dashboards.dashboard_key(p) for p in dashboards.dashboard_files()]
         values = pulumi.Output.from_input(args.query_endpoint).apply(
-            lambda endpoint: dashboards.release_values(endpoint, args.region, keys))
+            lambda endpoint: dashboards.release_values(endpoint, args.region, keys)
+        )
         return pinned_release(
-            f"{self._name}-release", versions.GRAFANA, namespace=dashboards.NAMESPACE, values=values,
-            release_name=dashboards.RELEASE, parent=self, provider=args.provider,
-            depends_on=[*args.depends_on, *depends_on])
+            f"{self._name}-release",
+            versions.GRAFANA,
+            namespace=dashboards.NAMESPACE,
+            values=values,
+            release_name=dashboards.RELEASE,
+            parent=self,
+            provider=args.provider,
+            depends_on=[*args.depends_on, *depends_on],
+        )

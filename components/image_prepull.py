@@ -2,6 +2,7 @@
 DaemonSet whose init container is the image itself (running `true`), so the multi-GB pull runs
 while cert-manager, the operator and the Slurm release install, and the NodeSet's pods find the
 image in the node's cache (the chart's pull policy is IfNotPresent and both name the same digest)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ TINY = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "16Mi
 @dataclass(frozen=True)
 class ImagePrePullArgs:
     """Every field is required (no defaults)."""
+
     # <repository>@sha256:<digest>, the reference the slurm chart renders for a digest
     # (SlinkyProject/slurm-operator v1.2.1 helm/slurm/templates/_helpers.tpl "slurm.format-image").
     image: pulumi.Input[str]
@@ -54,8 +56,12 @@ class ImagePrePull(pulumi.ComponentResource):
         labels = {"app.kubernetes.io/name": NAME}
         return k8s.apps.v1.DaemonSet(
             f"{self._name}-ds",
-            metadata={"name": NAME, "namespace": args.namespace, "labels": labels,
-                      "annotations": {jobs_await.TIMEOUT: str(TIMEOUT_SECONDS)}},
+            metadata={
+                "name": NAME,
+                "namespace": args.namespace,
+                "labels": labels,
+                "annotations": {jobs_await.TIMEOUT: str(TIMEOUT_SECONDS)},
+            },
             spec={
                 "selector": {"matchLabels": labels},
                 # A new digest is pulled on every node at once, not node after node.
@@ -71,15 +77,30 @@ class ImagePrePull(pulumi.ComponentResource):
                         # image (whose user is root) runs as any user, and a fixed uid lets the
                         # kubelet check runAsNonRoot without reading the image.
                         "securityContext": pod_security(PAUSE_USER),
-                        "initContainers": [{
-                            "name": "pull", "image": args.image, "imagePullPolicy": "IfNotPresent",
-                            "command": ["true"], "resources": TINY, "securityContext": container_security()}],
+                        "initContainers": [
+                            {
+                                "name": "pull",
+                                "image": args.image,
+                                "imagePullPolicy": "IfNotPresent",
+                                "command": ["true"],
+                                "resources": TINY,
+                                "securityContext": container_security(),
+                            }
+                        ],
                         # The pod stays: its exited init container keeps the image in use, so the
                         # kubelet's image garbage collection leaves it on the node.
-                        "containers": [{
-                            "name": "pause", "image": versions.PAUSE_IMAGE,
-                            "resources": TINY, "securityContext": container_security()}],
+                        "containers": [
+                            {
+                                "name": "pause",
+                                "image": versions.PAUSE_IMAGE,
+                                "resources": TINY,
+                                "securityContext": container_security(),
+                            }
+                        ],
                     },
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+            ),
+        )

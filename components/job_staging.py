@@ -2,6 +2,7 @@
 ConfigMap holding the files and a Job that copies them onto the shared volume. The Job's name
 carries a hash of the content, so a changed job is there after the next up and an unchanged one
 costs nothing."""
+
 from __future__ import annotations
 
 import hashlib
@@ -37,7 +38,8 @@ def job_files() -> dict[str, str]:
 @dataclass(frozen=True)
 class JobStagingArgs:
     """Every field is required (no defaults)."""
-    gpu_pools: Sequence[GpuPool]   # cluster.env (one per pool where there are several)
+
+    gpu_pools: Sequence[GpuPool]  # cluster.env (one per pool where there are several)
     # The namespace's name; the ConfigMap and the copy Job live there.
     namespace: str
     # The /shared claim's name (SharedStorage.claim_name), mounted by the copy Job.
@@ -70,28 +72,43 @@ class JobStaging(pulumi.ComponentResource):
     def _bundle(self, files: dict[str, str]) -> k8s.core.v1.ConfigMap:
         args = self._args
         return k8s.core.v1.ConfigMap(
-            f"{self._name}-files", metadata={"name": f"slinky-eks-jobs-{self.content_hash}",
-                                             "namespace": args.namespace},
-            data=files, immutable=True,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+            f"{self._name}-files",
+            metadata={"name": f"slinky-eks-jobs-{self.content_hash}", "namespace": args.namespace},
+            data=files,
+            immutable=True,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+            ),
+        )
 
     def _copy_job(self, bundle: k8s.core.v1.ConfigMap) -> k8s.batch.v1.Job:
         args = self._args
         # Flat keys back into directories; scripts executable. Old files are replaced, user files
         # elsewhere on /shared are untouched.
-        script = (f"set -e; mkdir -p {TARGET}; cd /staged; for f in *; do "
-                  f"d={TARGET}/$(echo \"$f\" | sed 's|__|/|g'); mkdir -p \"$(dirname \"$d\")\"; "
-                  f"cp \"$f\" \"$d.tmp\"; mv \"$d.tmp\" \"$d\"; done; "
-                  f"chmod +x {TARGET}/*.sbatch {TARGET}/*.sh {TARGET}/lib/*.sh 2>/dev/null || true; "
-                  f"mkdir -p {SHARED_LOGS} {SHARED_HF_CACHE}; ls -l {TARGET}")
+        script = (
+            f"set -e; mkdir -p {TARGET}; cd /staged; for f in *; do "
+            f'd={TARGET}/$(echo "$f" | sed \'s|__|/|g\'); mkdir -p "$(dirname "$d")"; '
+            f'cp "$f" "$d.tmp"; mv "$d.tmp" "$d"; done; '
+            f"chmod +x {TARGET}/*.sbatch {TARGET}/*.sh {TARGET}/lib/*.sh 2>/dev/null || true; "
+            f"mkdir -p {SHARED_LOGS} {SHARED_HF_CACHE}; ls -l {TARGET}"
+        )
         return k8s.batch.v1.Job(
             f"{self._name}-copy",
-            metadata={"name": f"stage-jobs-{self.content_hash}", "namespace": args.namespace,
-                      "annotations": job_annotations(DEADLINE_SECONDS)},
+            metadata={
+                "name": f"stage-jobs-{self.content_hash}",
+                "namespace": args.namespace,
+                "annotations": job_annotations(DEADLINE_SECONDS),
+            },
             # Root without any capability: owning what it writes (earlier copies wrote as root
             # too), it needs none.
-            spec=writer_spec("copy", script, args.shared_claim, DEADLINE_SECONDS,
-                             mounts=[{"name": "staged", "mountPath": "/staged"}],
-                             volumes=[{"name": "staged", "configMap": {"name": bundle.metadata.name}}]),
+            spec=writer_spec(
+                "copy",
+                script,
+                args.shared_claim,
+                DEADLINE_SECONDS,
+                mounts=[{"name": "staged", "mountPath": "/staged"}],
+                volumes=[{"name": "staged", "configMap": {"name": bundle.metadata.name}}],
+            ),
             # Pulumi waits for the copy to complete: the jobs are on /shared when `up` returns.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[bundle]))
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[bundle]),
+        )

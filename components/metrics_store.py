@@ -2,6 +2,7 @@
 workspace, AMP's managed scraper inside the cluster's VPC, the alert rules of observability/alerts
 as rule group namespaces, and the workspace's alert manager routing to an encrypted SNS topic
 (docs/decisions/metrics-store.md)."""
+
 from __future__ import annotations
 
 import json
@@ -26,6 +27,8 @@ REPEAT_INTERVAL = "4h"
 # Amazon Managed Service for Prometheus permission to send alert messages to your Amazon SNS topic",
 # AMP-alertmanager-receiver-AMPpermission.html).
 AMP_PRINCIPAL = "aps.amazonaws.com"
+
+
 def eks_cluster_arn(region: str, account_id: str, cluster_name: str) -> str:
     """An EKS cluster's ARN (Service Authorization Reference, Amazon EKS resource type cluster:
     arn:${Partition}:eks:${Region}:${Account}:cluster/${ClusterName}). Spelt out rather than read from
@@ -42,10 +45,21 @@ def rule_namespaces(directory: pathlib.Path) -> dict[str, str]:
 def alert_manager_definition(topic_arn: str, region: str) -> str:
     """The workspace's alert manager configuration: every alert to the one SNS receiver. AMP wants
     the Alertmanager file under `alertmanager_config` (AMP-alertmanager-config.html)."""
-    config = {"route": {"receiver": RECEIVER, "group_by": list(GROUP_BY), "repeat_interval": REPEAT_INTERVAL},
-              "receivers": [{"name": RECEIVER, "sns_configs": [
-                  {"topic_arn": topic_arn, "sigv4": {"region": region},
-                   "attributes": {"severity": "{{ .CommonLabels.severity }}"}}]}]}
+    config = {
+        "route": {"receiver": RECEIVER, "group_by": list(GROUP_BY), "repeat_interval": REPEAT_INTERVAL},
+        "receivers": [
+            {
+                "name": RECEIVER,
+                "sns_configs": [
+                    {
+                        "topic_arn": topic_arn,
+                        "sigv4": {"region": region},
+                        "attributes": {"severity": "{{ .CommonLabels.severity }}"},
+                    }
+                ],
+            }
+        ],
+    }
     return yaml.safe_dump({"alertmanager_config": yaml.safe_dump(config, sort_keys=False)}, sort_keys=False)
 
 
@@ -53,11 +67,24 @@ def topic_policy(topic_arn: str, workspace_arn: str, account_id: str) -> str:
     """Only AMP, for this account's workspace, may publish (the guide's statement, with its
     confused-deputy conditions). Nothing for the account itself: within one account an IAM policy
     alone grants access to the topic, so the deployer keeps managing it."""
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "AmpPublishesAlerts", "Effect": "Allow", "Principal": {"Service": AMP_PRINCIPAL},
-         "Action": ["sns:Publish", "sns:GetTopicAttributes"], "Resource": topic_arn,
-         "Condition": {"ArnEquals": {"aws:SourceArn": workspace_arn},
-                       "StringEquals": {"aws:SourceAccount": account_id}}}]})
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AmpPublishesAlerts",
+                    "Effect": "Allow",
+                    "Principal": {"Service": AMP_PRINCIPAL},
+                    "Action": ["sns:Publish", "sns:GetTopicAttributes"],
+                    "Resource": topic_arn,
+                    "Condition": {
+                        "ArnEquals": {"aws:SourceArn": workspace_arn},
+                        "StringEquals": {"aws:SourceAccount": account_id},
+                    },
+                }
+            ],
+        }
+    )
 
 
 def key_policy(account_id: str) -> str:
@@ -67,17 +94,34 @@ def key_policy(account_id: str) -> str:
     kms:GenerateDataKey* and kms:Decrypt for AMP to the topic key's policy). So a customer managed key:
     the account administers it through IAM, AMP may only make and open data keys, on behalf of this
     account. The topic policy already limits publishing to this account's workspace."""
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "AccountAdministersKey", "Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
-         "Action": "kms:*", "Resource": "*"},
-        {"Sid": "AmpEncryptsAlerts", "Effect": "Allow", "Principal": {"Service": AMP_PRINCIPAL},
-         "Action": ["kms:GenerateDataKey*", "kms:Decrypt"], "Resource": "*",
-         "Condition": {"StringEquals": {"aws:SourceAccount": account_id}}}]})
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AccountAdministersKey",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+                    "Action": "kms:*",
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "AmpEncryptsAlerts",
+                    "Effect": "Allow",
+                    "Principal": {"Service": AMP_PRINCIPAL},
+                    "Action": ["kms:GenerateDataKey*", "kms:Decrypt"],
+                    "Resource": "*",
+                    "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+                },
+            ],
+        }
+    )
 
 
 @dataclass(frozen=True)
 class MetricsStoreArgs:
     """Every field is required (no defaults)."""
+
     # Names the workspace (its alias), the scraper and the topic, and tags them.
     cluster_name: str
     # The stack's region (aws:region): the alert manager's SNS receiver signs for it.
@@ -106,12 +150,12 @@ class MetricsStoreArgs:
 
 
 class MetricsStore(pulumi.ComponentResource):
-    workspace_arn: pulumi.Output[str]       # arn:aws:aps:<region>:<account>:workspace/ws-...
-    workspace_id: pulumi.Output[str]        # ws-...
+    workspace_arn: pulumi.Output[str]  # arn:aws:aps:<region>:<account>:workspace/ws-...
+    workspace_id: pulumi.Output[str]  # ws-...
     # The workspace's Prometheus endpoint, https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-.../:
     # the query API is under api/v1/ (KEDA's serverAddress, Grafana's datasource URL).
     query_endpoint: pulumi.Output[str]
-    alert_topic_arn: pulumi.Output[str]     # the SNS topic every alert is published to
+    alert_topic_arn: pulumi.Output[str]  # the SNS topic every alert is published to
     # What readers of the workspace wait for: the workspace and its retention.
     ready: list[pulumi.Resource]
 
@@ -127,18 +171,27 @@ class MetricsStore(pulumi.ComponentResource):
         self.query_endpoint = workspace.prometheus_endpoint
         self.alert_topic_arn = topic.arn
         self.ready = [workspace, retention]
-        self.register_outputs({"workspace_arn": self.workspace_arn, "query_endpoint": self.query_endpoint,
-                               "alert_topic_arn": self.alert_topic_arn})
+        self.register_outputs(
+            {
+                "workspace_arn": self.workspace_arn,
+                "query_endpoint": self.query_endpoint,
+                "alert_topic_arn": self.alert_topic_arn,
+            }
+        )
 
     def _workspace(self) -> tuple[aws.amp.Workspace, aws.amp.WorkspaceConfiguration]:
         # AMP keeps samples 150 days unless told (AMP User Guide, "Amazon Managed Service for
         # Prometheus service quotas": retention); the configuration says how long on purpose.
         child = pulumi.ResourceOptions(parent=self)
-        workspace = aws.amp.Workspace(f"{self._name}-workspace", alias=self._args.cluster_name,
-                                      tags=self._tags, opts=child)
+        workspace = aws.amp.Workspace(
+            f"{self._name}-workspace", alias=self._args.cluster_name, tags=self._tags, opts=child
+        )
         retention = aws.amp.WorkspaceConfiguration(
-            f"{self._name}-retention", workspace_id=workspace.id,
-            retention_period_in_days=self._args.retention_days, opts=child)
+            f"{self._name}-retention",
+            workspace_id=workspace.id,
+            retention_period_in_days=self._args.retention_days,
+            opts=child,
+        )
         return workspace, retention
 
     def _scraper(self, workspace: aws.amp.Workspace) -> aws.amp.Scraper:
@@ -151,40 +204,72 @@ class MetricsStore(pulumi.ComponentResource):
         # AMP's (docs/decisions/metrics-store.md).
         args = self._args
         return aws.amp.Scraper(
-            f"{self._name}-scraper", alias=f"{args.cluster_name}-slurm",
-            source=aws.amp.ScraperSourceArgs(eks=aws.amp.ScraperSourceEksArgs(
-                cluster_arn=pulumi.Output.from_input(args.account_id).apply(
-                    lambda a: eks_cluster_arn(args.region, a, args.cluster_name)), subnet_ids=list(args.private_subnet_ids),
-                security_group_ids=[args.cluster_security_group_id])),
-            destination=aws.amp.ScraperDestinationArgs(amp=aws.amp.ScraperDestinationAmpArgs(
-                workspace_arn=workspace.arn)),
-            scrape_configuration=args.scrape_configuration, tags=self._tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
+            f"{self._name}-scraper",
+            alias=f"{args.cluster_name}-slurm",
+            source=aws.amp.ScraperSourceArgs(
+                eks=aws.amp.ScraperSourceEksArgs(
+                    cluster_arn=pulumi.Output.from_input(args.account_id).apply(
+                        lambda a: eks_cluster_arn(args.region, a, args.cluster_name)
+                    ),
+                    subnet_ids=list(args.private_subnet_ids),
+                    security_group_ids=[args.cluster_security_group_id],
+                )
+            ),
+            destination=aws.amp.ScraperDestinationArgs(
+                amp=aws.amp.ScraperDestinationAmpArgs(workspace_arn=workspace.arn)
+            ),
+            scrape_configuration=args.scrape_configuration,
+            tags=self._tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
 
     def _rules(self, workspace: aws.amp.Workspace) -> list[aws.amp.RuleGroupNamespace]:
-        return [aws.amp.RuleGroupNamespace(f"{self._name}-rules-{namespace}", name=namespace,
-                                           workspace_id=workspace.id, data=text, tags=self._tags,
-                                           opts=pulumi.ResourceOptions(parent=self))
-                for namespace, text in self._args.rule_namespaces.items()]
+        return [
+            aws.amp.RuleGroupNamespace(
+                f"{self._name}-rules-{namespace}",
+                name=namespace,
+                workspace_id=workspace.id,
+                data=text,
+                tags=self._tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for namespace, text in self._args.rule_namespaces.items()
+        ]
 
     def _alert_topic(self, workspace: aws.amp.Workspace) -> aws.sns.Topic:
         args, child = self._args, pulumi.ResourceOptions(parent=self)
-        key = aws.kms.Key(f"{self._name}-alerts-key", description=f"{args.cluster_name}: the metrics alert topic",
-                          enable_key_rotation=True, policy=pulumi.Output.from_input(args.account_id).apply(key_policy),
-                          tags=self._tags, opts=child)
+        key = aws.kms.Key(
+            f"{self._name}-alerts-key",
+            description=f"{args.cluster_name}: the metrics alert topic",
+            enable_key_rotation=True,
+            policy=pulumi.Output.from_input(args.account_id).apply(key_policy),
+            tags=self._tags,
+            opts=child,
+        )
         topic = aws.sns.Topic(f"{self._name}-alerts", kms_master_key_id=key.arn, tags=self._tags, opts=child)
         policy = aws.sns.TopicPolicy(
-            f"{self._name}-alerts-policy", arn=topic.arn,
-            policy=pulumi.Output.all(topic.arn, workspace.arn, args.account_id).apply(lambda a: topic_policy(*a)),
-            opts=child)
+            f"{self._name}-alerts-policy",
+            arn=topic.arn,
+            policy=pulumi.Output.all(topic.arn, workspace.arn, args.account_id).apply(
+                lambda a: topic_policy(*a)
+            ),
+            opts=child,
+        )
         for address in args.alert_emails:
             # Named by the address, so removing one leaves the others. Mail waits for the recipient
             # to confirm; until then SNS holds the subscription as pending.
-            aws.sns.TopicSubscription(f"{self._name}-alerts-mail-{re.sub(r'[^A-Za-z0-9]+', '-', address)}", topic=topic.arn, protocol="email",
-                                      endpoint=address, opts=child)
+            aws.sns.TopicSubscription(
+                f"{self._name}-alerts-mail-{re.sub(r'[^A-Za-z0-9]+', '-', address)}",
+                topic=topic.arn,
+                protocol="email",
+                endpoint=address,
+                opts=child,
+            )
         # Created once AMP may publish, so the first alert is not refused.
         aws.amp.AlertManagerDefinition(
-            f"{self._name}-alert-manager", workspace_id=workspace.id,
+            f"{self._name}-alert-manager",
+            workspace_id=workspace.id,
             definition=topic.arn.apply(lambda arn: alert_manager_definition(arn, args.region)),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
         return topic

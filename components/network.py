@@ -1,6 +1,7 @@
 """The VPC: private subnets for nodes, public subnets for load balancers in the cluster's two
 zones, one NAT gateway; each subnet's block is fixed by its zone (model/node_zones.py). Its
 default security group admits nothing, and its flow logs go where flowLogsDestination says."""
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from model.node_zones import NodeZone
 @dataclass(frozen=True)
 class NetworkArgs:
     """Every field is required (no defaults)."""
+
     # The VPC's block (vpcCidr), carved as model/node_zones.py says.
     cidr: str
     # StackConfig.node_zones: the cluster's two zones (a private and a public subnet each; the
@@ -34,13 +36,13 @@ class NetworkArgs:
 
 
 class Network(pulumi.ComponentResource):
-    vpc_id: pulumi.Output[str]                     # the VPC everything runs in
-    vpc_arn: pulumi.Output[str]                    # its ARN, as IAM conditions name it (ec2:Vpc)
-    account_id: pulumi.Output[str]                 # the account that owns it: this stack's
+    vpc_id: pulumi.Output[str]  # the VPC everything runs in
+    vpc_arn: pulumi.Output[str]  # its ARN, as IAM conditions name it (ec2:Vpc)
+    account_id: pulumi.Output[str]  # the account that owns it: this stack's
     # The cluster's two zones' private subnets, in `zones` order: the control plane's and the
     # core nodes'. A pool AZ added later leaves them, and so the cluster and core group, as they are.
     private_subnet_ids: list[pulumi.Output[str]]
-    public_subnet_ids: list[pulumi.Output[str]]    # the cluster's two zones': load balancers'
+    public_subnet_ids: list[pulumi.Output[str]]  # the cluster's two zones': load balancers'
     # The private subnet of each zone: a GPU pool's node group has exactly its AZ's.
     private_subnet_by_zone: dict[str, pulumi.Output[str]]
     # The private subnet of each zone by node_zones.subnet_key: what a resource per node subnet
@@ -63,10 +65,15 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = [s.id for s in public]
         self.private_subnet_by_zone = {z.name: private[z.name].id for z in args.zones}
         self.private_subnet_by_key = {node_zones.subnet_key(z): private[z.name].id for z in args.zones}
-        self.register_outputs({"vpc_id": self.vpc_id, "private_subnet_ids": self.private_subnet_ids,
-                               "public_subnet_ids": self.public_subnet_ids,
-                               "private_subnet_by_zone": self.private_subnet_by_zone,
-                               "private_subnet_by_key": self.private_subnet_by_key})
+        self.register_outputs(
+            {
+                "vpc_id": self.vpc_id,
+                "private_subnet_ids": self.private_subnet_ids,
+                "public_subnet_ids": self.public_subnet_ids,
+                "private_subnet_by_zone": self.private_subnet_by_zone,
+                "private_subnet_by_key": self.private_subnet_by_key,
+            }
+        )
 
     def _cluster_tag(self) -> dict[str, str]:
         # The load balancer controller finds subnets by these tags
@@ -75,46 +82,71 @@ class Network(pulumi.ComponentResource):
 
     def _vpc(self) -> aws.ec2.Vpc:
         name = self._name
-        return aws.ec2.Vpc(f"{name}-vpc", cidr_block=self._args.cidr, enable_dns_hostnames=True,
-                           enable_dns_support=True, tags={"Name": f"{name}-vpc"},
-                           opts=pulumi.ResourceOptions(parent=self))
+        return aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=self._args.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={"Name": f"{name}-vpc"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
-    def _public_subnets(self, vpc: aws.ec2.Vpc, zones: list[NodeZone]) -> tuple[aws.ec2.InternetGateway,
-                                                                                 list[aws.ec2.Subnet]]:
+    def _public_subnets(
+        self, vpc: aws.ec2.Vpc, zones: list[NodeZone]
+    ) -> tuple[aws.ec2.InternetGateway, list[aws.ec2.Subnet]]:
         """The internet gateway and a public subnet in each of the cluster's zones routed through it."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
-        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": f"{name}-igw"},
-                                      opts=child)
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={"Name": f"{name}-igw"}, opts=child)
         public_rt = aws.ec2.RouteTable(
-            f"{name}-public", vpc_id=vpc.id,
+            f"{name}-public",
+            vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
-            tags={"Name": f"{name}-public"}, opts=child)
+            tags={"Name": f"{name}-public"},
+            opts=child,
+        )
         public = []
         for node_zone in zones:
             zone, cidr = node_zone.name, node_zones.public_cidr(self._args.cidr, node_zone)
             subnet = aws.ec2.Subnet(
-                f"{name}-public-{zone}", vpc_id=vpc.id, availability_zone=zone, cidr_block=cidr,
+                f"{name}-public-{zone}",
+                vpc_id=vpc.id,
+                availability_zone=zone,
+                cidr_block=cidr,
                 map_public_ip_on_launch=False,
                 tags={"Name": f"{name}-public-{zone}", "kubernetes.io/role/elb": "1", **self._cluster_tag()},
-                opts=child)
-            aws.ec2.RouteTableAssociation(f"{name}-public-{zone}-rt", subnet_id=subnet.id,
-                                          route_table_id=public_rt.id, opts=child)
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{zone}-rt", subnet_id=subnet.id, route_table_id=public_rt.id, opts=child
+            )
             public.append(subnet)
         return igw, public
 
-    def _private_route_table(self, vpc: aws.ec2.Vpc, igw: aws.ec2.InternetGateway,
-                             nat_subnet: aws.ec2.Subnet) -> aws.ec2.RouteTable:
+    def _private_route_table(
+        self, vpc: aws.ec2.Vpc, igw: aws.ec2.InternetGateway, nat_subnet: aws.ec2.Subnet
+    ) -> aws.ec2.RouteTable:
         """One NAT gateway, in the first zone's public subnet, for every private subnet."""
         name = self._name
-        eip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags={"Name": f"{name}-nat"},
-                          opts=pulumi.ResourceOptions(parent=self))
-        nat = aws.ec2.NatGateway(f"{name}-nat", subnet_id=nat_subnet.id, allocation_id=eip.id,
-                                 tags={"Name": f"{name}-nat"},
-                                 opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]))
+        eip = aws.ec2.Eip(
+            f"{name}-nat",
+            domain="vpc",
+            tags={"Name": f"{name}-nat"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        nat = aws.ec2.NatGateway(
+            f"{name}-nat",
+            subnet_id=nat_subnet.id,
+            allocation_id=eip.id,
+            tags={"Name": f"{name}-nat"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+        )
         return aws.ec2.RouteTable(
-            f"{name}-private", vpc_id=vpc.id,
+            f"{name}-private",
+            vpc_id=vpc.id,
             routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-            tags={"Name": f"{name}-private"}, opts=pulumi.ResourceOptions(parent=self))
+            tags={"Name": f"{name}-private"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _private_subnets(self, vpc: aws.ec2.Vpc, private_rt: aws.ec2.RouteTable) -> dict[str, aws.ec2.Subnet]:
         """A private subnet per zone, by zone name."""
@@ -123,12 +155,20 @@ class Network(pulumi.ComponentResource):
         for node_zone in self._args.zones:
             zone, cidr = node_zone.name, node_zones.private_cidr(self._args.cidr, node_zone)
             subnet = aws.ec2.Subnet(
-                f"{name}-private-{zone}", vpc_id=vpc.id, availability_zone=zone, cidr_block=cidr,
-                tags={"Name": f"{name}-private-{zone}", "kubernetes.io/role/internal-elb": "1",
-                      **self._cluster_tag()},
-                opts=child)
-            aws.ec2.RouteTableAssociation(f"{name}-private-{zone}-rt", subnet_id=subnet.id,
-                                          route_table_id=private_rt.id, opts=child)
+                f"{name}-private-{zone}",
+                vpc_id=vpc.id,
+                availability_zone=zone,
+                cidr_block=cidr,
+                tags={
+                    "Name": f"{name}-private-{zone}",
+                    "kubernetes.io/role/internal-elb": "1",
+                    **self._cluster_tag(),
+                },
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{zone}-rt", subnet_id=subnet.id, route_table_id=private_rt.id, opts=child
+            )
             private[zone] = subnet
         return private
 
@@ -140,9 +180,14 @@ class Network(pulumi.ComponentResource):
         # endpoints themselves cost nothing.
         name = self._name
         return aws.ec2.VpcEndpoint(
-            f"{name}-s3", vpc_id=vpc.id, service_name=f"com.amazonaws.{self._args.region}.s3",
-            vpc_endpoint_type="Gateway", route_table_ids=[private_rt.id],
-            tags={"Name": f"{name}-s3"}, opts=pulumi.ResourceOptions(parent=self))
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{self._args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[private_rt.id],
+            tags={"Name": f"{name}-s3"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _lock_default_security_group(self, vpc: aws.ec2.Vpc) -> aws.ec2.DefaultSecurityGroup:
         # Every VPC comes with a default security group that admits all traffic from its members
@@ -152,8 +197,13 @@ class Network(pulumi.ComponentResource):
         # it adopts it and then adds only those given (pulumi-aws 7.51.1 ec2.DefaultSecurityGroup,
         # from hashicorp/terraform-provider-aws website/docs/r/default_security_group.html.markdown).
         return aws.ec2.DefaultSecurityGroup(
-            f"{self._name}-default-sg", vpc_id=vpc.id, ingress=[], egress=[],
-            tags={"Name": f"{self._name}-default-locked"}, opts=pulumi.ResourceOptions(parent=self))
+            f"{self._name}-default-sg",
+            vpc_id=vpc.id,
+            ingress=[],
+            egress=[],
+            tags={"Name": f"{self._name}-default-locked"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _flow_logs(self, vpc: aws.ec2.Vpc) -> aws.ec2.FlowLog | None:
         """The VPC's flow logs, accepted and rejected, to CloudWatch Logs or S3; None when off.
@@ -166,13 +216,20 @@ class Network(pulumi.ComponentResource):
         else:
             target, role, after = self._flow_log_group(vpc)
         return aws.ec2.FlowLog(
-            f"{self._name}-flow-logs", vpc_id=vpc.id, traffic_type="ALL",
-            log_destination_type=destination, log_destination=target,
-            iam_role_arn=role.arn if role else None, max_aggregation_interval=600,
+            f"{self._name}-flow-logs",
+            vpc_id=vpc.id,
+            traffic_type="ALL",
+            log_destination_type=destination,
+            log_destination=target,
+            iam_role_arn=role.arn if role else None,
+            max_aggregation_interval=600,
             tags={"Name": f"{self._name}-flow-logs"},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=after))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+        )
 
-    def _flow_log_group(self, vpc: aws.ec2.Vpc) -> tuple[pulumi.Output[str], aws.iam.Role, list[pulumi.Resource]]:
+    def _flow_log_group(
+        self, vpc: aws.ec2.Vpc
+    ) -> tuple[pulumi.Output[str], aws.iam.Role, list[pulumi.Resource]]:
         """The log group, and the role the flow logs service delivers to it with: trusted by that
         service for this account's flow logs only, allowed to write to this group only. The trust
         and the actions are the Amazon VPC user guide's, "IAM role for publishing flow logs to
@@ -180,33 +237,72 @@ class Network(pulumi.ComponentResource):
         whose Resource "*" is narrowed to the one group for everything but the list call DescribeLogGroups."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
         group = aws.cloudwatch.LogGroup(
-            f"{name}-flow-log-group", name=audit_logs.flow_log_group(self._args.cluster_name),
-            retention_in_days=self._args.flow_logs_retention_days, opts=child)
+            f"{name}-flow-log-group",
+            name=audit_logs.flow_log_group(self._args.cluster_name),
+            retention_in_days=self._args.flow_logs_retention_days,
+            opts=child,
+        )
         account = vpc.owner_id
-        role = aws.iam.Role(f"{name}-flow-log-role", assume_role_policy=account.apply(lambda a: json.dumps({
-            "Version": "2012-10-17",
-            "Statement": [{
-                "Effect": "Allow", "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-                # The confused-deputy guard of the guide: only this account's flow logs.
-                "Condition": {
-                    "StringEquals": {"aws:SourceAccount": a},
-                    "ArnLike": {"aws:SourceArn": f"arn:aws:ec2:{self._args.region}:{a}:vpc-flow-log/*"}},
-            }]})), opts=child)
-        policy = aws.iam.RolePolicy(f"{name}-flow-log-delivery", role=role.id, policy=group.arn.apply(lambda arn: json.dumps({
-                "Version": "2012-10-17",
-                "Statement": [
-                    # Writes to the one group and its streams (arn:...:log-group:<name>:log-stream:<s>).
-                    # CreateLogGroup, which the guide lists, only ever finds the group there.
-                    {"Effect": "Allow", "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-                     "Resource": [arn, f"{arn}:*"]},
-                    # The guide's reads: the streams of the one group, and the list of groups.
-                    # DescribeLogGroups is a list call that names no group, so it is granted on "*"
-                    # as the guide grants it (a narrower ARN may deny it; parliament's
-                    # RESOURCE_MISMATCH says the same).
-                    {"Effect": "Allow", "Action": ["logs:DescribeLogStreams"], "Resource": [arn, f"{arn}:*"]},
-                    {"Effect": "Allow", "Action": ["logs:DescribeLogGroups"], "Resource": "*"},
-                ]})), opts=child)
+        role = aws.iam.Role(
+            f"{name}-flow-log-role",
+            assume_role_policy=account.apply(
+                lambda a: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                                "Action": "sts:AssumeRole",
+                                # The confused-deputy guard of the guide: only this account's flow logs.
+                                "Condition": {
+                                    "StringEquals": {"aws:SourceAccount": a},
+                                    "ArnLike": {
+                                        "aws:SourceArn": f"arn:aws:ec2:{self._args.region}:{a}:vpc-flow-log/*"
+                                    },
+                                },
+                            }
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
+        policy = aws.iam.RolePolicy(
+            f"{name}-flow-log-delivery",
+            role=role.id,
+            policy=group.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            # Writes to the one group and its streams (arn:...:log-group:<name>:log-stream:<s>).
+                            # CreateLogGroup, which the guide lists, only ever finds the group there.
+                            {
+                                "Effect": "Allow",
+                                "Action": [
+                                    "logs:CreateLogGroup",
+                                    "logs:CreateLogStream",
+                                    "logs:PutLogEvents",
+                                ],
+                                "Resource": [arn, f"{arn}:*"],
+                            },
+                            # The guide's reads: the streams of the one group, and the list of groups.
+                            # DescribeLogGroups is a list call that names no group, so it is granted on "*"
+                            # as the guide grants it (a narrower ARN may deny it; parliament's
+                            # RESOURCE_MISMATCH says the same).
+                            {
+                                "Effect": "Allow",
+                                "Action": ["logs:DescribeLogStreams"],
+                                "Resource": [arn, f"{arn}:*"],
+                            },
+                            {"Effect": "Allow", "Action": ["logs:DescribeLogGroups"], "Resource": "*"},
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
         return group.arn, role, [policy]
 
     def _flow_log_bucket(self, vpc: aws.ec2.Vpc) -> tuple[pulumi.Output[str], None, list[pulumi.Resource]]:
@@ -216,31 +312,69 @@ class Network(pulumi.ComponentResource):
         permissions for flow logs": https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-s3-permissions.html)."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
         bucket = aws.s3.Bucket(f"{name}-flow-log-bucket", force_destroy=True, opts=child)
-        aws.s3.BucketPublicAccessBlock(f"{name}-flow-log-private", bucket=bucket.id, block_public_acls=True,
-                                       block_public_policy=True, ignore_public_acls=True,
-                                       restrict_public_buckets=True, opts=child)
-        aws.s3.BucketLifecycleConfiguration(f"{name}-flow-log-expiry", bucket=bucket.id, rules=[
-            aws.s3.BucketLifecycleConfigurationRuleArgs(
-                id="expire-flow-logs", status="Enabled",
-                filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
-                    days=self._args.flow_logs_retention_days))], opts=child)
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-flow-log-private",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-flow-log-expiry",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-flow-logs",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
+                        days=self._args.flow_logs_retention_days
+                    ),
+                )
+            ],
+            opts=child,
+        )
         region = self._args.region
-        policy = aws.s3.BucketPolicy(f"{name}-flow-log-delivery", bucket=bucket.id, policy=pulumi.Output.all(
-            bucket.arn, vpc.owner_id).apply(lambda a: json.dumps({
-                "Version": "2012-10-17",
-                "Statement": [
-                    {"Sid": "AWSLogDeliveryWrite", "Effect": "Allow",
-                     "Principal": {"Service": "delivery.logs.amazonaws.com"}, "Action": "s3:PutObject",
-                     "Resource": f"{a[0]}/AWSLogs/{a[1]}/*",
-                     "Condition": {"StringEquals": {"aws:SourceAccount": a[1],
-                                                    "s3:x-amz-acl": "bucket-owner-full-control"},
-                                   "ArnLike": {"aws:SourceArn": f"arn:aws:logs:{region}:{a[1]}:*"}}},
-                    {"Sid": "AWSLogDeliveryAclCheck", "Effect": "Allow",
-                     "Principal": {"Service": "delivery.logs.amazonaws.com"}, "Action": "s3:GetBucketAcl",
-                     "Resource": a[0],
-                     "Condition": {"StringEquals": {"aws:SourceAccount": a[1]},
-                                   "ArnLike": {"aws:SourceArn": f"arn:aws:logs:{region}:{a[1]}:*"}}},
-                ]})), opts=child)
+        policy = aws.s3.BucketPolicy(
+            f"{name}-flow-log-delivery",
+            bucket=bucket.id,
+            policy=pulumi.Output.all(bucket.arn, vpc.owner_id).apply(
+                lambda a: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "AWSLogDeliveryWrite",
+                                "Effect": "Allow",
+                                "Principal": {"Service": "delivery.logs.amazonaws.com"},
+                                "Action": "s3:PutObject",
+                                "Resource": f"{a[0]}/AWSLogs/{a[1]}/*",
+                                "Condition": {
+                                    "StringEquals": {
+                                        "aws:SourceAccount": a[1],
+                                        "s3:x-amz-acl": "bucket-owner-full-control",
+                                    },
+                                    "ArnLike": {"aws:SourceArn": f"arn:aws:logs:{region}:{a[1]}:*"},
+                                },
+                            },
+                            {
+                                "Sid": "AWSLogDeliveryAclCheck",
+                                "Effect": "Allow",
+                                "Principal": {"Service": "delivery.logs.amazonaws.com"},
+                                "Action": "s3:GetBucketAcl",
+                                "Resource": a[0],
+                                "Condition": {
+                                    "StringEquals": {"aws:SourceAccount": a[1]},
+                                    "ArnLike": {"aws:SourceArn": f"arn:aws:logs:{region}:{a[1]}:*"},
+                                },
+                            },
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
         # The flow log waits for the policy: CreateFlowLogs checks that the service may write.
         return bucket.arn, None, [policy]

@@ -3,6 +3,7 @@ GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group (
 the one its reservation was created in, if any), tainted so only
 GPU work lands there. Every group repairs itself: EKS node auto repair replaces a node whose
 health the node monitoring agent reports bad (model/node_repair.py)."""
+
 from __future__ import annotations
 
 import json
@@ -21,16 +22,17 @@ from model.node_repair import RepairPolicy
 from model.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
 
 _NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",   # includes AssumeRoleForPodIdentity
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",  # includes AssumeRoleForPodIdentity
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",  # pull the slurmd image
-    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",       # shell without SSH keys
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",  # shell without SSH keys
 )
 
 
 @dataclass(frozen=True)
 class NodeGroupsArgs:
     """Every field is required (no defaults)."""
+
     # The EKS cluster the groups join.
     cluster_name: str
     # What the node groups wait for: the control plane and what it needs (Cluster.ready).
@@ -61,7 +63,8 @@ IMDS_HOP_LIMIT = 1
 
 def _metadata_options() -> aws.ec2.LaunchTemplateMetadataOptionsArgs:
     return aws.ec2.LaunchTemplateMetadataOptionsArgs(
-        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT)
+        http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT
+    )
 
 
 def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTemplateBlockDeviceMappingArgs:
@@ -69,8 +72,14 @@ def _root_volume(size_gib: int, iops: int, throughput: int) -> aws.ec2.LaunchTem
     return aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
         device_name="/dev/xvda",
         ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-            volume_size=size_gib, volume_type="gp3", iops=iops, throughput=throughput,
-            encrypted="true", delete_on_termination="true"))
+            volume_size=size_gib,
+            volume_type="gp3",
+            iops=iops,
+            throughput=throughput,
+            encrypted="true",
+            delete_on_termination="true",
+        ),
+    )
 
 
 # The managed node group capacity type of a Capacity Block (EKS user guide, "Create a managed node
@@ -88,19 +97,27 @@ def _reserved_capacity(pool: GpuPool, reservation: Reservation | None) -> dict:
     its template stays as it was."""
     if not pool.capacity_reservation_id:
         return {}
-    fields = {"capacity_reservation_specification": aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-        capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-            capacity_reservation_id=pool.capacity_reservation_id))}
+    fields = {
+        "capacity_reservation_specification": aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=pool.capacity_reservation_id
+            )
+        )
+    }
     if reservation is not None and reservation.is_capacity_block:
-        fields.update(instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
-            market_type="capacity-block"), instance_type=pool.gpu.name)
+        fields.update(
+            instance_market_options=aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(
+                market_type="capacity-block"
+            ),
+            instance_type=pool.gpu.name,
+        )
     return fields
 
 
 class NodeGroups(pulumi.ComponentResource):
-    core: aws.eks.NodeGroup              # the CPU nodes: Slurm's control plane and the controllers
-    gpu: dict[str, aws.eks.NodeGroup]   # by pool name
-    coredns: aws.eks.Addon               # CoreDNS adopted as a managed add-on
+    core: aws.eks.NodeGroup  # the CPU nodes: Slurm's control plane and the controllers
+    gpu: dict[str, aws.eks.NodeGroup]  # by pool name
+    coredns: aws.eks.Addon  # CoreDNS adopted as a managed add-on
     # The node monitoring agent add-on: the node conditions auto repair acts on
     monitoring_agent: aws.eks.Addon
     # What in-cluster installs wait for (depending on nodes also deletes the installs first):
@@ -125,19 +142,45 @@ class NodeGroups(pulumi.ComponentResource):
         """The role every node runs as; its policy attachments (self._attachments) are what
         every node group waits for besides the control plane."""
         child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(f"{self._name}-node-role", assume_role_policy=json.dumps({
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
-                           "Action": "sts:AssumeRole"}]}), opts=child)
-        self._attachments = [aws.iam.RolePolicyAttachment(f"{self._name}-node-policy-{i}", role=role.name,
-                                                          policy_arn=arn, opts=child)
-                             for i, arn in enumerate(_NODE_POLICIES)]
+        role = aws.iam.Role(
+            f"{self._name}-node-role",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "ec2.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ],
+                }
+            ),
+            opts=child,
+        )
+        self._attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{self._name}-node-policy-{i}", role=role.name, policy_arn=arn, opts=child
+            )
+            for i, arn in enumerate(_NODE_POLICIES)
+        ]
         return role
 
-    def _node_group(self, suffix: str, role: aws.iam.Role, subnets, instance_type: str, ami_type: str,
-                    labels: dict, size: NodeGroupSize, template: aws.ec2.LaunchTemplate, repair: RepairPolicy,
-                    update_strategy: str = "DEFAULT", capacity_type: str = "ON_DEMAND",
-                    **extra) -> aws.eks.NodeGroup:
+    def _node_group(
+        self,
+        suffix: str,
+        role: aws.iam.Role,
+        subnets,
+        instance_type: str,
+        ami_type: str,
+        labels: dict,
+        size: NodeGroupSize,
+        template: aws.ec2.LaunchTemplate,
+        repair: RepairPolicy,
+        update_strategy: str = "DEFAULT",
+        capacity_type: str = "ON_DEMAND",
+        **extra,
+    ) -> aws.eks.NodeGroup:
         """A fixed size (min = max = desired) or, autoscaled, the pool's bounds with the desired
         size left to cluster-autoscaler after creation; one node replaced at a time on updates, a
         broken node replaced as `repair` says; created once the control plane is up and the role
@@ -150,38 +193,61 @@ class NodeGroups(pulumi.ComponentResource):
         # work: a smaller size makes the Auto Scaling group terminate instances it picks itself.
         ignore = ["scalingConfig.desiredSize"] if size.autoscaled else None
         return aws.eks.NodeGroup(
-            f"{self._name}-{suffix}", cluster_name=args.cluster_name, node_role_arn=role.arn,
-            subnet_ids=subnets, instance_types=None if capacity_type == CAPACITY_BLOCK else [instance_type],
-            ami_type=ami_type, capacity_type=capacity_type, labels=labels,
-            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=size.minimum, max_size=size.maximum,
-                                                              desired_size=size.desired),
+            f"{self._name}-{suffix}",
+            cluster_name=args.cluster_name,
+            node_role_arn=role.arn,
+            subnet_ids=subnets,
+            instance_types=None if capacity_type == CAPACITY_BLOCK else [instance_type],
+            ami_type=ami_type,
+            capacity_type=capacity_type,
+            labels=labels,
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=size.minimum, max_size=size.maximum, desired_size=size.desired
+            ),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
-                id=template.id, version=template.latest_version.apply(str)),
-            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1,
-                                                            update_strategy=update_strategy),
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(
+                max_unavailable=1, update_strategy=update_strategy
+            ),
             node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(
                 enabled=repair.enabled,
-                max_parallel_nodes_repaired_count=repair.max_parallel_nodes_repaired_count),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *self._attachments],
-                                        ignore_changes=ignore),
-            **extra)
+                max_parallel_nodes_repaired_count=repair.max_parallel_nodes_repaired_count,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*args.depends_on, *self._attachments], ignore_changes=ignore
+            ),
+            **extra,
+        )
 
     def _core_group(self, role: aws.iam.Role) -> aws.eks.NodeGroup:
         args = self._args
         core_lt = aws.ec2.LaunchTemplate(
-            f"{self._name}-core-lt", metadata_options=_metadata_options(),
+            f"{self._name}-core-lt",
+            metadata_options=_metadata_options(),
             block_device_mappings=[_root_volume(100, 3000, 125)],
-            update_default_version=True, opts=pulumi.ResourceOptions(parent=self))
-        return self._node_group("core", role, list(args.private_subnet_ids), args.core_instance_type,
-                                "AL2023_x86_64_STANDARD", CORE_LABELS, NodeGroupSize.fixed(args.core_node_count),
-                                core_lt, node_repair.CORE_REPAIR)
+            update_default_version=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return self._node_group(
+            "core",
+            role,
+            list(args.private_subnet_ids),
+            args.core_instance_type,
+            "AL2023_x86_64_STANDARD",
+            CORE_LABELS,
+            NodeGroupSize.fixed(args.core_node_count),
+            core_lt,
+            node_repair.CORE_REPAIR,
+        )
 
     def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
         args, child = self._args, pulumi.ResourceOptions(parent=self)
         group = f"{self._name}-{pool.resource_suffix}"
         reservation = args.reservations.get(pool.capacity_reservation_id)
         gpu_lt = aws.ec2.LaunchTemplate(
-            f"{group}-lt", metadata_options=_metadata_options(),
+            f"{group}-lt",
+            metadata_options=_metadata_options(),
             # The slurmd image is many GB: a large gp3 root with raised throughput unpacks it
             # in minutes instead of tens of minutes at gp3's 125 MiB/s baseline.
             block_device_mappings=[_root_volume(pool.root_volume_gib, 6000, 500)],
@@ -191,10 +257,15 @@ class NodeGroups(pulumi.ComponentResource):
             # Managed node groups forbid SubnetId here: the subnet is the node group's.
             network_interfaces=[
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                    **iface, security_groups=[args.cluster_security_group_id])
-                for iface in pool.gpu.network_interfaces],
+                    **iface, security_groups=[args.cluster_security_group_id]
+                )
+                for iface in pool.gpu.network_interfaces
+            ],
             placement=self._placement(group, pool, reservation),
-            update_default_version=True, opts=child, **_reserved_capacity(pool, reservation))
+            update_default_version=True,
+            opts=child,
+            **_reserved_capacity(pool, reservation),
+        )
         # Exactly one subnet, in the pool's AZ: EFA does not cross AZs.
         # MINIMAL: an update terminates a node before launching its replacement. The DEFAULT
         # strategy launches first, which a full cluster placement group or a GPU quota sized
@@ -202,18 +273,27 @@ class NodeGroups(pulumi.ComponentResource):
         # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
         labels = {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)}
-        node_group = self._node_group(pool.resource_suffix, role, [args.private_subnet_by_zone[pool.availability_zone]],
-                                      pool.gpu.name, GPU_AMI_TYPE, labels, NodeGroupSize.of_pool(pool), gpu_lt,
-                                      node_repair.GPU_REPAIR, update_strategy="MINIMAL",
-                                      capacity_type=CAPACITY_BLOCK if reservation and reservation.is_capacity_block
-                                      else "ON_DEMAND",
-                                      taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)])
+        node_group = self._node_group(
+            pool.resource_suffix,
+            role,
+            [args.private_subnet_by_zone[pool.availability_zone]],
+            pool.gpu.name,
+            GPU_AMI_TYPE,
+            labels,
+            NodeGroupSize.of_pool(pool),
+            gpu_lt,
+            node_repair.GPU_REPAIR,
+            update_strategy="MINIMAL",
+            capacity_type=CAPACITY_BLOCK if reservation and reservation.is_capacity_block else "ON_DEMAND",
+            taints=[aws.eks.NodeGroupTaintArgs(**GPU_TAINT.node_group)],
+        )
         if pool.autoscales:
             self._node_template_tags(group, node_group, pool, labels)
         return node_group
 
-    def _placement(self, group: str, pool: GpuPool,
-                   reservation: Reservation | None) -> aws.ec2.LaunchTemplatePlacementArgs | None:
+    def _placement(
+        self, group: str, pool: GpuPool, reservation: Reservation | None
+    ) -> aws.ec2.LaunchTemplatePlacementArgs | None:
         """The cluster placement group the pool's nodes launch in. EFA wants every node of a job
         in one cluster placement group in one AZ (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html,
         limitations): one group per pool, so EFA traffic stays within a pool.
@@ -227,11 +307,14 @@ class NodeGroups(pulumi.ComponentResource):
         if pool.capacity_reservation_id:
             name = reservation.placement_group_name if reservation is not None else ""
             return aws.ec2.LaunchTemplatePlacementArgs(group_name=name) if name else None
-        placement = aws.ec2.PlacementGroup(f"{group}-pg", strategy="cluster", opts=pulumi.ResourceOptions(parent=self))
+        placement = aws.ec2.PlacementGroup(
+            f"{group}-pg", strategy="cluster", opts=pulumi.ResourceOptions(parent=self)
+        )
         return aws.ec2.LaunchTemplatePlacementArgs(group_name=placement.name)
 
-    def _node_template_tags(self, group: str, node_group: aws.eks.NodeGroup, pool: GpuPool,
-                            labels: dict[str, str]) -> None:
+    def _node_template_tags(
+        self, group: str, node_group: aws.eks.NodeGroup, pool: GpuPool, labels: dict[str, str]
+    ) -> None:
         """What cluster-autoscaler needs to scale the pool's group up from zero nodes, as tags on
         the Auto Scaling group EKS made for it (node_templates.node_template_tags): the group's
         own tags are not copied to its Auto Scaling group, and CA asks EKS for a managed group's
@@ -242,20 +325,26 @@ class NodeGroups(pulumi.ComponentResource):
             # Named by the tag, so a label added later (a second pool's) adds one tag and moves none.
             slug = key.removeprefix(f"{TEMPLATE}/").replace("/", "-").replace(".", "-")
             aws.autoscaling.Tag(
-                f"{group}-template-{slug}", autoscaling_group_name=asg,
+                f"{group}-template-{slug}",
+                autoscaling_group_name=asg,
                 # Not propagated: the kubelet sets the labels and the taint on the node itself
                 # (the node group's labels and taints); the tags only describe it to CA.
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
-                opts=pulumi.ResourceOptions(parent=self))
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
     def _coredns(self) -> aws.eks.Addon:
         # The bootstrapped CoreDNS adopted as a managed add-on once the core nodes can run it;
         # nothing waits for it, and `preserve` keeps DNS serving through destroy
         # (docs/decisions/coredns-adoption.md).
         return aws.eks.Addon(
-            f"{self._name}-coredns", cluster_name=self._args.cluster_name, addon_name="coredns",
-            resolve_conflicts_on_create="OVERWRITE", preserve=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]))
+            f"{self._name}-coredns",
+            cluster_name=self._args.cluster_name,
+            addon_name="coredns",
+            resolve_conflicts_on_create="OVERWRITE",
+            preserve=True,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.core]),
+        )
 
     def _monitoring_agent(self) -> aws.eks.Addon:
         # A DaemonSet, ACTIVE with no nodes yet (like eks-pod-identity-agent), so it installs with
@@ -263,8 +352,12 @@ class NodeGroups(pulumi.ComponentResource):
         # from its first minute. Nothing waits for it; the node groups' repair works without it,
         # on the kubelet's Ready alone, until it runs (model/node_repair.py).
         return aws.eks.Addon(
-            f"{self._name}-monitoring-agent", cluster_name=self._args.cluster_name,
-            addon_name=node_repair.MONITORING_AGENT_ADDON, addon_version=versions.NODE_MONITORING_AGENT_VERSION,
+            f"{self._name}-monitoring-agent",
+            cluster_name=self._args.cluster_name,
+            addon_name=node_repair.MONITORING_AGENT_ADDON,
+            addon_version=versions.NODE_MONITORING_AGENT_VERSION,
             configuration_values=node_repair.monitoring_agent_configuration(),
-            resolve_conflicts_on_create="OVERWRITE", resolve_conflicts_on_update="OVERWRITE",
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self._args.depends_on)))
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self._args.depends_on)),
+        )

@@ -5,6 +5,7 @@ operator's own EKS Pod Identity, whose role may only query that one workspace.
 SlinkyProject/slurm-operator docs/usage/autoscaling.md at v1.2.1 prescribes this shape: KEDA (for its
 metrics API server and 0 <-> 1 scaling) rather than a bare HPA, a ScaledObject on the NodeSet's scale
 subresource, a Prometheus trigger on Slurm's partition metrics, idleReplicaCount 0."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,19 @@ def query_policy(workspace_arn: str) -> str:
     pkg/scalers/prometheus_scaler.go at v2.20.2), which AMP authorizes as aps:QueryMetrics on the
     workspace (Service Authorization Reference, Amazon Managed Service for Prometheus: QueryMetrics,
     resource type workspace; https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-onboard-query-APIs.html)."""
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": "QueryTheWorkspace", "Effect": "Allow", "Action": ["aps:QueryMetrics"], "Resource": workspace_arn}]})
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "QueryTheWorkspace",
+                    "Effect": "Allow",
+                    "Action": ["aps:QueryMetrics"],
+                    "Resource": workspace_arn,
+                }
+            ],
+        }
+    )
 
 
 def keda_values() -> dict:
@@ -51,6 +63,7 @@ def keda_values() -> dict:
 @dataclass(frozen=True)
 class PoolAutoscalingArgs:
     """Every field is required (no defaults)."""
+
     # The EKS cluster (the Pod Identity association's).
     cluster_name: str
     # The region the store is in: what KEDA signs its queries for (SigV4's awsRegion).
@@ -77,52 +90,76 @@ class PoolAutoscalingArgs:
 
 
 class PoolAutoscaling(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release                             # KEDA, in its own namespace
-    scaled_objects: dict[str, k8s.apiextensions.CustomResource]   # by pool name
-    ready: list[pulumi.Resource]   # what waits for the pools to scale: KEDA and the ScaledObjects
+    release: k8s.helm.v3.Release  # KEDA, in its own namespace
+    scaled_objects: dict[str, k8s.apiextensions.CustomResource]  # by pool name
+    ready: list[pulumi.Resource]  # what waits for the pools to scale: KEDA and the ScaledObjects
 
     def __init__(self, name: str, args: PoolAutoscalingArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:scaling:PoolAutoscaling", name, None, opts)
         self._name, self._args = name, args
         association = self._identity()
         self.release = pinned_release(
-            f"{name}-release", versions.KEDA, namespace=NAMESPACE, create_namespace=True,
+            f"{name}-release",
+            versions.KEDA,
+            namespace=NAMESPACE,
+            create_namespace=True,
             values=keda_values(),
-            parent=self, provider=args.provider, depends_on=[*args.depends_on, association])
+            parent=self,
+            provider=args.provider,
+            depends_on=[*args.depends_on, association],
+        )
         authentication = self._authentication()
         self.scaled_objects = {pool.name: self._scaled_object(pool, authentication) for pool in args.pools}
         self.ready = [self.release, *self.scaled_objects.values()]
-        self.register_outputs({"scaledObjects": {p: o.metadata["name"] for p, o in self.scaled_objects.items()}})
+        self.register_outputs(
+            {"scaledObjects": {p: o.metadata["name"] for p, o in self.scaled_objects.items()}}
+        )
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
-        return pod_identity(name, ServiceAccountRef(args.cluster_name, NAMESPACE, OPERATOR_ACCOUNT), document, self,
-                            [*args.depends_on, *args.identity_depends_on])
+        return pod_identity(
+            name,
+            ServiceAccountRef(args.cluster_name, NAMESPACE, OPERATOR_ACCOUNT),
+            document,
+            self,
+            [*args.depends_on, *args.identity_depends_on],
+        )
 
     def _after_keda(self) -> pulumi.ResourceOptions:
         args = self._args
-        return pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                      depends_on=[self.release, *args.scaler_depends_on])
+        return pulumi.ResourceOptions(
+            parent=self, provider=args.provider, depends_on=[self.release, *args.scaler_depends_on]
+        )
 
     def _authentication(self) -> k8s.apiextensions.CustomResource:
         # podIdentity provider aws with no roleArn: KEDA signs with the operator's own identity
         # (the association above); it cannot be combined with other auth modes (facts:
         # ../shared/docs/scaling-and-metrics-facts.md, KEDA pkg/scalers/prometheus_scaler.go).
         return k8s.apiextensions.CustomResource(
-            f"{self._name}-authentication", api_version=KEDA_API, kind="TriggerAuthentication",
+            f"{self._name}-authentication",
+            api_version=KEDA_API,
+            kind="TriggerAuthentication",
             metadata={"name": AUTHENTICATION, "namespace": self._args.namespace},
-            spec={"podIdentity": {"provider": "aws"}}, opts=self._after_keda())
+            spec={"podIdentity": {"provider": "aws"}},
+            opts=self._after_keda(),
+        )
 
-    def _scaled_object(self, pool: GpuPool, authentication: k8s.apiextensions.CustomResource
-                       ) -> k8s.apiextensions.CustomResource:
+    def _scaled_object(
+        self, pool: GpuPool, authentication: k8s.apiextensions.CustomResource
+    ) -> k8s.apiextensions.CustomResource:
         args = self._args
         spec = pulumi.Output.from_input(args.query_endpoint).apply(
-            lambda endpoint: autoscaling.scaled_object_spec(pool, autoscaling.server_address(endpoint), args.region,
-                                                            AUTHENTICATION, args.idle_minutes))
+            lambda endpoint: autoscaling.scaled_object_spec(
+                pool, autoscaling.server_address(endpoint), args.region, AUTHENTICATION, args.idle_minutes
+            )
+        )
         opts = self._after_keda()
         return k8s.apiextensions.CustomResource(
-            f"{self._name}-{pool.name}", api_version=KEDA_API, kind="ScaledObject",
+            f"{self._name}-{pool.name}",
+            api_version=KEDA_API,
+            kind="ScaledObject",
             metadata={"name": autoscaling.scaled_object_name(pool), "namespace": args.namespace},
-            spec=spec, opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                depends_on=[authentication])))
+            spec=spec,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[authentication])),
+        )

@@ -1,5 +1,6 @@
 """Storage: the EBS and EFS CSI drivers, the gp3 StorageClass, and the EFS file system that is
 /shared for every slurmd and login pod (a static ReadWriteMany PV bound by name to a PVC)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ SHARED_CAPACITY = "1Ti"
 @dataclass(frozen=True)
 class SharedStorageArgs:
     """Every field is required (no defaults)."""
+
     # The EKS cluster the CSI add-ons and their Pod Identity roles belong to; names tags.
     cluster_name: str
     # The VPC of the NFS security group (Network.vpc_id).
@@ -43,8 +45,8 @@ class SharedStorageArgs:
 
 
 class SharedStorage(pulumi.ComponentResource):
-    file_system_id: pulumi.Output[str]   # the EFS file system behind /shared
-    claim_name: str                      # the /shared claim's name, in the slurm namespace
+    file_system_id: pulumi.Output[str]  # the EFS file system behind /shared
+    claim_name: str  # the /shared claim's name, in the slurm namespace
     # What a pod mounting /shared waits for: the claim, bound to the EFS volume.
     ready: list[pulumi.Resource]
     # What an object in the slurm namespace waits for (and is deleted before): the Namespace.
@@ -55,11 +57,19 @@ class SharedStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: SharedStorageArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:storage:SharedStorage", name, None, opts)
         self._name, self._args = name, args
-        ebs_driver = self._csi_driver("ebs-csi", "aws-ebs-csi-driver", "ebs-csi-controller-sa",
-                                      "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy")
+        ebs_driver = self._csi_driver(
+            "ebs-csi",
+            "aws-ebs-csi-driver",
+            "ebs-csi-controller-sa",
+            "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+        )
         # The EFS node DaemonSet tolerates every taint by default, so it mounts on GPU nodes too.
-        efs_driver = self._csi_driver("efs-csi", "aws-efs-csi-driver", "efs-csi-controller-sa",
-                                      "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy")
+        efs_driver = self._csi_driver(
+            "efs-csi",
+            "aws-efs-csi-driver",
+            "efs-csi-controller-sa",
+            "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
+        )
         storage_class = self._gp3_class()
         fs, mount_targets = self._file_system()
         namespace = self._slurm_namespace()
@@ -74,14 +84,22 @@ class SharedStorage(pulumi.ComponentResource):
     def _csi_driver(self, short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
         name, args = self._name, self._args
         # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
-        role = pod_identity_role(f"{name}-{short}", ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, account),
-                                 [policy], parent=self)
+        role = pod_identity_role(
+            f"{name}-{short}",
+            ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, account),
+            [policy],
+            parent=self,
+        )
         return aws.eks.Addon(
-            f"{name}-{short}", cluster_name=args.cluster_name, addon_name=addon,
+            f"{name}-{short}",
+            cluster_name=args.cluster_name,
+            addon_name=addon,
             resolve_conflicts_on_create="OVERWRITE",
-            pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(
-                role_arn=role.arn, service_account=account)],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
+            pod_identity_associations=[
+                aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=account)
+            ],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
 
     def _gp3_class(self) -> k8s.storage.v1.StorageClass:
         return k8s.storage.v1.StorageClass(
@@ -90,55 +108,90 @@ class SharedStorage(pulumi.ComponentResource):
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "fsType": "ext4"},
             # Bind where the pod lands: an EBS volume lives in one AZ.
-            volume_binding_mode="WaitForFirstConsumer", allow_volume_expansion=True,
-            reclaim_policy="Delete", opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider))
+            volume_binding_mode="WaitForFirstConsumer",
+            allow_volume_expansion=True,
+            reclaim_policy="Delete",
+            opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider),
+        )
 
     def _file_system(self) -> tuple[aws.efs.FileSystem, list[aws.efs.MountTarget]]:
         """The EFS file system and a mount target in every node subnet, reachable over NFS from
         the cluster's nodes only."""
         name, args, child = self._name, self._args, pulumi.ResourceOptions(parent=self)
         nfs = aws.ec2.SecurityGroup(
-            f"{name}-nfs", vpc_id=args.vpc_id, description="NFS from the EKS cluster only",
-            ingress=[aws.ec2.SecurityGroupIngressArgs(
-                protocol="tcp", from_port=2049, to_port=2049,
-                security_groups=[args.cluster_security_group_id], description="NFS from cluster nodes")],
-            tags={"Name": f"{args.cluster_name}-nfs"}, opts=child)
+            f"{name}-nfs",
+            vpc_id=args.vpc_id,
+            description="NFS from the EKS cluster only",
+            ingress=[
+                aws.ec2.SecurityGroupIngressArgs(
+                    protocol="tcp",
+                    from_port=2049,
+                    to_port=2049,
+                    security_groups=[args.cluster_security_group_id],
+                    description="NFS from cluster nodes",
+                )
+            ],
+            tags={"Name": f"{args.cluster_name}-nfs"},
+            opts=child,
+        )
         fs = aws.efs.FileSystem(
-            f"{name}-efs", encrypted=True, throughput_mode="elastic", performance_mode="generalPurpose",
+            f"{name}-efs",
+            encrypted=True,
+            throughput_mode="elastic",
+            performance_mode="generalPurpose",
             tags={"Name": f"{args.cluster_name}-shared"},
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_data))
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_data),
+        )
         mount_targets = [
-            aws.efs.MountTarget(f"{name}-efs-mt-{key}", file_system_id=fs.id, subnet_id=subnet,
-                                security_groups=[nfs.id], opts=child)
-            for key, subnet in args.node_subnet_by_key.items()]
+            aws.efs.MountTarget(
+                f"{name}-efs-mt-{key}",
+                file_system_id=fs.id,
+                subnet_id=subnet,
+                security_groups=[nfs.id],
+                opts=child,
+            )
+            for key, subnet in args.node_subnet_by_key.items()
+        ]
         return fs, mount_targets
 
     def _slurm_namespace(self) -> k8s.core.v1.Namespace:
         return k8s.core.v1.Namespace(
-            f"{self._name}-slurm-ns", metadata={"name": SLURM_NAMESPACE},
-            opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider))
+            f"{self._name}-slurm-ns",
+            metadata={"name": SLURM_NAMESPACE},
+            opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider),
+        )
 
-    def _shared_claim(self, fs: aws.efs.FileSystem, mountable: list[pulumi.Resource],
-                      namespace: k8s.core.v1.Namespace) -> k8s.core.v1.PersistentVolumeClaim:
+    def _shared_claim(
+        self, fs: aws.efs.FileSystem, mountable: list[pulumi.Resource], namespace: k8s.core.v1.Namespace
+    ) -> k8s.core.v1.PersistentVolumeClaim:
         """A static ReadWriteMany PV on the file system, bound by name to the /shared claim."""
         name, args = self._name, self._args
         volume = k8s.core.v1.PersistentVolume(
             f"{name}-shared-pv",
             metadata={"name": SHARED_PV},
-            spec={"capacity": {"storage": SHARED_CAPACITY}, "accessModes": ["ReadWriteMany"],
-                  # Deleting the claim never deletes the data (docs/operations.md, Teardown).
-                  "persistentVolumeReclaimPolicy": "Retain",
-                  "storageClassName": "", "volumeMode": "Filesystem",
-                  # Reserved for our claim, so no other claim can take it.
-                  "claimRef": {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC},
-                  "csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id}},
+            spec={
+                "capacity": {"storage": SHARED_CAPACITY},
+                "accessModes": ["ReadWriteMany"],
+                # Deleting the claim never deletes the data (docs/operations.md, Teardown).
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "volumeMode": "Filesystem",
+                # Reserved for our claim, so no other claim can take it.
+                "claimRef": {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC},
+                "csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id},
+            },
             # A PV used before its mount targets (and the EFS driver) exist hangs pods in
             # ContainerCreating.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=mountable))
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=mountable),
+        )
         return k8s.core.v1.PersistentVolumeClaim(
             f"{name}-shared-pvc",
             metadata={"name": SHARED_PVC, "namespace": SLURM_NAMESPACE},
-            spec={"accessModes": ["ReadWriteMany"], "storageClassName": "",
-                  "volumeName": SHARED_PV, "resources": {"requests": {"storage": SHARED_CAPACITY}}},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[volume, namespace]))
+            spec={
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": SHARED_PV,
+                "resources": {"requests": {"storage": SHARED_CAPACITY}},
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[volume, namespace]),
+        )

@@ -1,5 +1,6 @@
 """cert-manager and the Slinky operator (CRDs, operator, webhook): what the Slurm release needs
 in place, webhook ready, before it can be installed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from model.contract import CORE_LABELS, OPERATOR_NAMESPACE
 @dataclass(frozen=True)
 class SlinkyOperatorArgs:
     """Every field is required (no defaults)."""
+
     # The Slinky charts' version (slinkyChartVersion): slurm-operator-crds and slurm-operator.
     chart_version: str
     # The cert-manager chart's version (certManagerVersion).
@@ -27,9 +29,9 @@ class SlinkyOperatorArgs:
 
 
 class SlinkyOperator(pulumi.ComponentResource):
-    cert_manager: k8s.helm.v3.Release   # issues the operator webhook's certificate
-    crds: k8s.helm.v3.Release           # the Slinky custom resource definitions
-    operator: k8s.helm.v3.Release       # the operator and its webhook, in the slinky namespace
+    cert_manager: k8s.helm.v3.Release  # issues the operator webhook's certificate
+    crds: k8s.helm.v3.Release  # the Slinky custom resource definitions
+    operator: k8s.helm.v3.Release  # the operator and its webhook, in the slinky namespace
     # What the Slurm release waits for: the operator with its webhook Ready.
     ready: list[pulumi.Resource]
 
@@ -42,30 +44,72 @@ class SlinkyOperator(pulumi.ComponentResource):
         self.ready = [self.operator]
         self.register_outputs({"operator": self.operator.status})
 
-    def _release(self, suffix: str, chart: str, version: str, repo: str, namespace: str,
-                 values: dict, depends_on: Sequence[pulumi.Resource], timeout: int) -> k8s.helm.v3.Release:
+    def _release(
+        self,
+        suffix: str,
+        chart: str,
+        version: str,
+        repo: str,
+        namespace: str,
+        values: dict,
+        depends_on: Sequence[pulumi.Resource],
+        timeout: int,
+    ) -> k8s.helm.v3.Release:
         # Helm --wait makes the webhooks Ready before anything depends on them ("no endpoints
         # available for service": SlinkyProject/slurm-operator issue #96).
-        return chart_release(f"{self._name}-{suffix}", chart, version, repo, namespace=namespace,
-                             values=values, parent=self, provider=self._args.provider,
-                             depends_on=depends_on, timeout=timeout, create_namespace=True)
+        return chart_release(
+            f"{self._name}-{suffix}",
+            chart,
+            version,
+            repo,
+            namespace=namespace,
+            values=values,
+            parent=self,
+            provider=self._args.provider,
+            depends_on=depends_on,
+            timeout=timeout,
+            create_namespace=True,
+        )
 
     def _cert_manager(self) -> k8s.helm.v3.Release:
         core, cm = dict(CORE_LABELS), versions.CERT_MANAGER
         return self._release(
-            "cert-manager", cm.chart, self._args.cert_manager_version, cm.repository, "cert-manager",
-            {"nodeSelector": core, "webhook": {"nodeSelector": core},
-             "cainjector": {"nodeSelector": core}, "startupapicheck": {"nodeSelector": core}},
-            self._args.depends_on, timeout=900)
+            "cert-manager",
+            cm.chart,
+            self._args.cert_manager_version,
+            cm.repository,
+            "cert-manager",
+            {
+                "nodeSelector": core,
+                "webhook": {"nodeSelector": core},
+                "cainjector": {"nodeSelector": core},
+                "startupapicheck": {"nodeSelector": core},
+            },
+            self._args.depends_on,
+            timeout=900,
+        )
 
     def _crds(self) -> k8s.helm.v3.Release:
-        return self._release("crds", "slurm-operator-crds", self._args.chart_version,
-                             versions.SLINKY_REPOSITORY, OPERATOR_NAMESPACE, {},
-                             self._args.depends_on, timeout=300)
+        return self._release(
+            "crds",
+            "slurm-operator-crds",
+            self._args.chart_version,
+            versions.SLINKY_REPOSITORY,
+            OPERATOR_NAMESPACE,
+            {},
+            self._args.depends_on,
+            timeout=300,
+        )
 
     def _operator(self) -> k8s.helm.v3.Release:
         core = dict(CORE_LABELS)
         return self._release(
-            "operator", "slurm-operator", self._args.chart_version, versions.SLINKY_REPOSITORY,
-            OPERATOR_NAMESPACE, {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
-            [*self._args.depends_on, self.cert_manager, self.crds], timeout=900)
+            "operator",
+            "slurm-operator",
+            self._args.chart_version,
+            versions.SLINKY_REPOSITORY,
+            OPERATOR_NAMESPACE,
+            {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
+            [*self._args.depends_on, self.cert_manager, self.crds],
+            timeout=900,
+        )

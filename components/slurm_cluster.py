@@ -1,5 +1,6 @@
 """The Slurm cluster: its keys, the controller's state volume, the node health check's ConfigMap
 (model/node_health.py), the Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
+
 from __future__ import annotations
 
 import pathlib
@@ -42,9 +43,10 @@ def health_program() -> str:
 @dataclass(frozen=True)
 class SlurmClusterArgs:
     """Every field is required (no defaults)."""
+
     # The Slinky `slurm` chart's version (slinkyChartVersion).
     chart_version: str
-    gpu_pools: Sequence[GpuPool]   # one NodeSet and one partition each
+    gpu_pools: Sequence[GpuPool]  # one NodeSet and one partition each
     # The slurmd image's repository URL as pushed (SlurmdImage.repository_url).
     image_repository: pulumi.Input[str]
     # Its digest (SlurmdImage.digest): the NodeSet runs the image by digest.
@@ -101,11 +103,11 @@ def login_user(root_key: str, users: Sequence[User]) -> str:
 
 
 class SlurmCluster(pulumi.ComponentResource):
-    release: k8s.helm.v3.Release          # the Slinky `slurm` release (custom resources only)
-    release_values: pulumi.Output[dict]   # the values computed here, before the reviewed base
-    login: k8s.core.v1.Service            # the login NLB's Service
-    login_hostname: pulumi.Output[str]    # the NLB's DNS name
-    ssh_command: pulumi.Output[str]       # `ssh <login_user>@<login_hostname>`
+    release: k8s.helm.v3.Release  # the Slinky `slurm` release (custom resources only)
+    release_values: pulumi.Output[dict]  # the values computed here, before the reviewed base
+    login: k8s.core.v1.Service  # the login NLB's Service
+    login_hostname: pulumi.Output[str]  # the NLB's DNS name
+    ssh_command: pulumi.Output[str]  # `ssh <login_user>@<login_hostname>`
     # What waits for the Slurm cluster (the readiness check): the release and the login endpoint.
     ready: list[pulumi.Resource]
 
@@ -120,21 +122,27 @@ class SlurmCluster(pulumi.ComponentResource):
         self.release = self._release([slurm_key, jwt_key, state, health])
         self.login = self._login()
         self.login_hostname = self.login.status.load_balancer.ingress[0].hostname
-        self.ssh_command = pulumi.Output.concat(f"ssh {login_user(args.ssh_public_key, args.users)}@",
-                                                self.login_hostname)
+        self.ssh_command = pulumi.Output.concat(
+            f"ssh {login_user(args.ssh_public_key, args.users)}@", self.login_hostname
+        )
         self.ready = [self.release, self.login]
         self.register_outputs({"login_hostname": self.login_hostname, "ssh_command": self.ssh_command})
 
     def _key_secret(self, suffix: str, secret: str, key: str, length: int) -> k8s.core.v1.Secret:
         # Random bytes live in the state: the same keys on every preview and update.
         name, args = self._name, self._args
-        raw = random.RandomBytes(f"{name}-{suffix}-key-bytes", length=length,
-                                 opts=pulumi.ResourceOptions(parent=self))
+        raw = random.RandomBytes(
+            f"{name}-{suffix}-key-bytes", length=length, opts=pulumi.ResourceOptions(parent=self)
+        )
         return k8s.core.v1.Secret(
             f"{name}-{suffix}-key",
             metadata={"name": secret, "namespace": SLURM_NAMESPACE},
-            data={key: raw.base64}, immutable=True,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+            data={key: raw.base64},
+            immutable=True,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+            ),
+        )
 
     def _health_check(self) -> k8s.core.v1.ConfigMap:
         """The health check and every pool's expectations. A fixed name and mutable: the NodeSets
@@ -142,67 +150,119 @@ class SlurmCluster(pulumi.ComponentResource):
         running slurmd pods without a rollout."""
         args = self._args
         return k8s.core.v1.ConfigMap(
-            f"{self._name}-node-health", metadata={"name": HEALTH_CONFIGMAP, "namespace": SLURM_NAMESPACE},
+            f"{self._name}-node-health",
+            metadata={"name": HEALTH_CONFIGMAP, "namespace": SLURM_NAMESPACE},
             data=node_health.configmap_data(health_program(), args.gpu_pools),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+            ),
+        )
 
     def _state_claim(self) -> k8s.core.v1.PersistentVolumeClaim:
         name, args = self._name, self._args
         # Deleted after the claim and before the StorageClass, the EBS driver and the nodes, the
         # guard holds destroy until the claim's EBS volume is deleted too.
-        guard = StateVolumeGuard(f"{name}-state-guard", StateVolumeGuardArgs(
-            namespace=SLURM_NAMESPACE, claim=STATE_CLAIM, provider=args.provider,
-            depends_on=[*args.depends_on, *args.state_depends_on]), opts=pulumi.ResourceOptions(parent=self))
+        guard = StateVolumeGuard(
+            f"{name}-state-guard",
+            StateVolumeGuardArgs(
+                namespace=SLURM_NAMESPACE,
+                claim=STATE_CLAIM,
+                provider=args.provider,
+                depends_on=[*args.depends_on, *args.state_depends_on],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         return k8s.core.v1.PersistentVolumeClaim(
             f"{name}-state",
-            metadata={"name": STATE_CLAIM, "namespace": SLURM_NAMESPACE,
-                      # gp3 binds when slurmctld is scheduled (WaitForFirstConsumer): no wait here.
-                      "annotations": {"pulumi.com/skipAwait": "true"}},
-            spec={"accessModes": ["ReadWriteOnce"], "storageClassName": GP3,
-                  "resources": {"requests": {"storage": "4Gi"}}},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.depends_on, *args.state_depends_on, guard.deployment]))
+            metadata={
+                "name": STATE_CLAIM,
+                "namespace": SLURM_NAMESPACE,
+                # gp3 binds when slurmctld is scheduled (WaitForFirstConsumer): no wait here.
+                "annotations": {"pulumi.com/skipAwait": "true"},
+            },
+            spec={
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": GP3,
+                "resources": {"requests": {"storage": "4Gi"}},
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[*args.depends_on, *args.state_depends_on, guard.deployment],
+            ),
+        )
 
     def _values(self) -> pulumi.Output[dict]:
         args = self._args
         return pulumi.Output.all(args.image_repository, args.image_digest, args.accounting_host).apply(
-            lambda known: slurm_values(SlurmValuesArgs(
-                gpu_pools=args.gpu_pools, image_repository=known[0],
-                image_digest=known[1], image_tag=args.image_tag, ssh_public_key=args.ssh_public_key,
-                users=args.users, init_security=_INIT_SECURITY,
-                shared_claim=args.shared_claim, state_claim=STATE_CLAIM,
-                slurm_key_secret=SLURM_KEY_SECRET, jwt_key_secret=JWT_KEY_SECRET,
-                slinky_image_tag=args.slinky_image_tag, accounting_host=known[2],
-                accounting_password_secret=args.accounting_password_secret, scheduling=args.scheduling,
-                metrics=args.metrics)))
+            lambda known: slurm_values(
+                SlurmValuesArgs(
+                    gpu_pools=args.gpu_pools,
+                    image_repository=known[0],
+                    image_digest=known[1],
+                    image_tag=args.image_tag,
+                    ssh_public_key=args.ssh_public_key,
+                    users=args.users,
+                    init_security=_INIT_SECURITY,
+                    shared_claim=args.shared_claim,
+                    state_claim=STATE_CLAIM,
+                    slurm_key_secret=SLURM_KEY_SECRET,
+                    jwt_key_secret=JWT_KEY_SECRET,
+                    slinky_image_tag=args.slinky_image_tag,
+                    accounting_host=known[2],
+                    accounting_password_secret=args.accounting_password_secret,
+                    scheduling=args.scheduling,
+                    metrics=args.metrics,
+                )
+            )
+        )
 
     def _release(self, own: list[pulumi.Resource]) -> k8s.helm.v3.Release:
         """The release, after what it waits for and this component's keys and state claim (`own`)."""
         args = self._args
         return chart_release(
-            f"{self._name}-release", "slurm", args.chart_version, versions.SLINKY_REPOSITORY,
-            release_name=RELEASE, namespace=SLURM_NAMESPACE, values=self.release_values, parent=self,
-            provider=args.provider, depends_on=[*args.release_depends_on, *own], timeout=1200)
+            f"{self._name}-release",
+            "slurm",
+            args.chart_version,
+            versions.SLINKY_REPOSITORY,
+            release_name=RELEASE,
+            namespace=SLURM_NAMESPACE,
+            values=self.release_values,
+            parent=self,
+            provider=args.provider,
+            depends_on=[*args.release_depends_on, *own],
+            timeout=1200,
+        )
 
     def _login(self) -> k8s.core.v1.Service:
         args = self._args
         return k8s.core.v1.Service(
             f"{self._name}-login",
-            metadata={"name": LOGIN_SERVICE, "namespace": SLURM_NAMESPACE, "annotations": {
-                "service.beta.kubernetes.io/aws-load-balancer-type": "external",
-                "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
-                # Targets are the login pod's IP: no NodePort on every node.
-                "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
-                # Pulumi waits for the NLB's hostname and a Ready login pod behind it
-                # (pulumi-kubernetes provider/pkg/await/service.go): the NLB is provisioned while
-                # the release installs, so the wait covers the release's own timeout.
-                jobs_await.TIMEOUT: "1500"}},
-            spec={"type": "LoadBalancer", "loadBalancerClass": NLB_CLASS,
-                  # The controller turns these into the NLB security group's only SSH rules.
-                  "loadBalancerSourceRanges": list(args.ssh_allowed_cidrs),
-                  "selector": {"app.kubernetes.io/instance": LOGINSET_OBJECT},
-                  "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}]},
+            metadata={
+                "name": LOGIN_SERVICE,
+                "namespace": SLURM_NAMESPACE,
+                "annotations": {
+                    "service.beta.kubernetes.io/aws-load-balancer-type": "external",
+                    "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
+                    # Targets are the login pod's IP: no NodePort on every node.
+                    "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+                    # Pulumi waits for the NLB's hostname and a Ready login pod behind it
+                    # (pulumi-kubernetes provider/pkg/await/service.go): the NLB is provisioned while
+                    # the release installs, so the wait covers the release's own timeout.
+                    jobs_await.TIMEOUT: "1500",
+                },
+            },
+            spec={
+                "type": "LoadBalancer",
+                "loadBalancerClass": NLB_CLASS,
+                # The controller turns these into the NLB security group's only SSH rules.
+                "loadBalancerSourceRanges": list(args.ssh_allowed_cidrs),
+                "selector": {"app.kubernetes.io/instance": LOGINSET_OBJECT},
+                "ports": [{"name": "ssh", "port": 22, "targetPort": 22, "protocol": "TCP"}],
+            },
             # Not after the release: nothing of it is needed to create the NLB. The controller
             # must run first (and still run on delete to remove the NLB); the namespace holds it.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.login_depends_on, *args.depends_on]))
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[*args.login_depends_on, *args.depends_on]
+            ),
+        )

@@ -6,6 +6,7 @@ replaced), then until every NodeSet node takes jobs, resuming only what the roll
 
 One Job per pool, named by a hash of its NodeSet, so each runs again exactly when the operator
 has pods to replace in that pool (docs/decisions/readiness-job-per-pool.md)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -39,8 +40,10 @@ FLOOR_MODULE = "pool_floor.py"
 # contents, and the Job that mounts it are not replaced on upgrade
 # (docs/decisions/in-cluster-programs.md).
 POD_PACKAGE = "tools"
-POD_PACKAGE_INIT = ('"""Day-two tools: verify the cluster from the stack outputs, resume stuck nodes, turn job output\n'
-                    'into reports, and plan the resource graph offline."""\n')
+POD_PACKAGE_INIT = (
+    '"""Day-two tools: verify the cluster from the stack outputs, resume stuck nodes, turn job output\n'
+    'into reports, and plan the resource graph offline."""\n'
+)
 
 
 def shipped_code(autoscaling: bool = False) -> dict[str, str]:
@@ -48,6 +51,8 @@ def shipped_code(autoscaling: bool = False) -> dict[str, str]:
     (with the floor wait where a pool autoscales)."""
     modules = (*MODULES, FLOOR_MODULE) if autoscaling else MODULES
     return {"__init__.py": POD_PACKAGE_INIT, **{m: (PROGRAMS / m).read_text() for m in modules}}
+
+
 TIMEOUT_SECONDS = 1800
 # The ServiceAccount, Role and RoleBinding share it.
 ACCOUNT = "slurm-rollout-wait"
@@ -77,6 +82,7 @@ def job_suffix(pool: GpuPool) -> str:
 @dataclass(frozen=True)
 class SlurmReadinessArgs:
     """Every field is required (no defaults)."""
+
     # Where the Slurm release runs; the Job and its RBAC objects are created there.
     namespace: str
     # What the objects in the namespace wait for: the Namespace itself (SharedStorage.namespace_ready),
@@ -87,7 +93,7 @@ class SlurmReadinessArgs:
     gpu_pools: Sequence[GpuPool]
     # A pod of fixed name with scontrol (the controller): the only pod exec is allowed into.
     slurm_pod: str
-    slurm_container: str         # that pod's container with scontrol
+    slurm_container: str  # that pod's container with scontrol
     # The slurm release's values (SlurmCluster.release_values): each pool's NodeSet template is
     # hashed into its Job's name.
     release_values: pulumi.Input[dict]
@@ -99,6 +105,7 @@ class SlurmReadinessArgs:
 
 class SlurmReadiness(pulumi.ComponentResource):
     """One wait Job per GPU pool, with the RBAC and code they share."""
+
     # By pool name, the 12 hex digits in its Job's name (rollout_trigger of its NodeSet): a new
     # value is a new Job, i.e. one more wait for that pool.
     triggers: dict[str, pulumi.Output[str]]
@@ -109,55 +116,106 @@ class SlurmReadiness(pulumi.ComponentResource):
         binding = self._access()
         code = self._code()
         values = pulumi.Output.from_input(args.release_values)
-        self.triggers = {pool.name: values.apply(lambda v, name=pool.name: rollout_trigger(v, name))
-                         for pool in args.gpu_pools}
+        self.triggers = {
+            pool.name: values.apply(lambda v, name=pool.name: rollout_trigger(v, name))
+            for pool in args.gpu_pools
+        }
         for pool in args.gpu_pools:
             self._wait_job(pool, code, binding)
         self.register_outputs({"triggers": self.triggers})
 
     def _in_namespace(self) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
-                                      depends_on=list(self._args.depends_on))
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+        )
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
         """The Job's identity: `get` on exactly the pools' NodeSets, `list` pods, exec into the
         one Slurm pod (scontrol)."""
         args = self._args
-        return job_identity(self._name, ACCOUNT, args.namespace, [
-            {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"],
-             "resourceNames": [nodeset_object(pool.name) for pool in args.gpu_pools]},
-            # Listing by label selector cannot be narrowed by name.
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-            exec_rule(args.slurm_pod)], parent=self, provider=args.provider, depends_on=args.depends_on)
+        return job_identity(
+            self._name,
+            ACCOUNT,
+            args.namespace,
+            [
+                {
+                    "apiGroups": ["slinky.slurm.net"],
+                    "resources": ["nodesets"],
+                    "verbs": ["get"],
+                    "resourceNames": [nodeset_object(pool.name) for pool in args.gpu_pools],
+                },
+                # Listing by label selector cannot be narrowed by name.
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                exec_rule(args.slurm_pod),
+            ],
+            parent=self,
+            provider=args.provider,
+            depends_on=args.depends_on,
+        )
 
     def _code(self) -> k8s.core.v1.ConfigMap:
         """cluster_programs/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
         change to the code is a new ConfigMap, never an edit under a running Job."""
         code = shipped_code(any(pool.autoscales for pool in self._args.gpu_pools))
-        code_hash = hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()).hexdigest()
+        code_hash = hashlib.sha256(
+            "".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()
+        ).hexdigest()
         return k8s.core.v1.ConfigMap(
-            f"{self._name}-code", metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}",
-                                            "namespace": self._args.namespace},
-            data=code, immutable=True, opts=self._in_namespace())
+            f"{self._name}-code",
+            metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}", "namespace": self._args.namespace},
+            data=code,
+            immutable=True,
+            opts=self._in_namespace(),
+        )
 
-    def _wait_job(self, pool: GpuPool, code: k8s.core.v1.ConfigMap,
-                  binding: k8s.rbac.v1.RoleBinding) -> k8s.batch.v1.Job:
+    def _wait_job(
+        self, pool: GpuPool, code: k8s.core.v1.ConfigMap, binding: k8s.rbac.v1.RoleBinding
+    ) -> k8s.batch.v1.Job:
         """The pool's Job: `python -m tools.rollout` on its NodeSet, named after its trigger; for an
         autoscaling pool `tools.pool_floor`, which waits for its minNodes nodes only."""
         args, suffix = self._args, job_suffix(pool)
-        module, floor = ("pool_floor", ["--min-nodes", str(pool.min_nodes)]) if pool.autoscales else ("rollout", [])
+        module, floor = (
+            ("pool_floor", ["--min-nodes", str(pool.min_nodes)]) if pool.autoscales else ("rollout", [])
+        )
         return k8s.batch.v1.Job(
             f"{self._name}-job{suffix}",
-            metadata={"name": self.triggers[pool.name].apply(lambda h: f"slurm-ready{suffix}-{h}"),
-                      "namespace": args.namespace,
-                      # A failed wait is run again by the next `pulumi up`.
-                      "annotations": job_annotations(TIMEOUT_SECONDS)},
-            spec={"backoffLimit": 2, "activeDeadlineSeconds": TIMEOUT_SECONDS, "template": {"spec": program_pod(
-                "wait", POD_PACKAGE, module,
-                ["--namespace", args.namespace, "--nodeset", nodeset_object(pool.name),
-                 "--node-prefix", slurm_node_prefix(pool.name), "--slurm-pod", args.slurm_pod,
-                 "--slurm-container", args.slurm_container, "--timeout", str(TIMEOUT_SECONDS - 120),
-                 "--stall-after", str(rollout.STALL_AFTER_SECONDS), *floor],
-                ACCOUNT, code.metadata.name)}},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[binding, code, *args.job_depends_on]))
+            metadata={
+                "name": self.triggers[pool.name].apply(lambda h: f"slurm-ready{suffix}-{h}"),
+                "namespace": args.namespace,
+                # A failed wait is run again by the next `pulumi up`.
+                "annotations": job_annotations(TIMEOUT_SECONDS),
+            },
+            spec={
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": TIMEOUT_SECONDS,
+                "template": {
+                    "spec": program_pod(
+                        "wait",
+                        POD_PACKAGE,
+                        module,
+                        [
+                            "--namespace",
+                            args.namespace,
+                            "--nodeset",
+                            nodeset_object(pool.name),
+                            "--node-prefix",
+                            slurm_node_prefix(pool.name),
+                            "--slurm-pod",
+                            args.slurm_pod,
+                            "--slurm-container",
+                            args.slurm_container,
+                            "--timeout",
+                            str(TIMEOUT_SECONDS - 120),
+                            "--stall-after",
+                            str(rollout.STALL_AFTER_SECONDS),
+                            *floor,
+                        ],
+                        ACCOUNT,
+                        code.metadata.name,
+                    )
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[binding, code, *args.job_depends_on]
+            ),
+        )

@@ -2,6 +2,7 @@
 Deployment the state claim depends on, deleted after the claim and before the EBS CSI driver and
 the nodes, whose pod (cluster_programs/state_volume_guard.py) ends only once the claim's volume is
 gone. Why the delete waits for that pod: docs/decisions/state-volume-guard.md."""
+
 from __future__ import annotations
 
 import pathlib
@@ -27,6 +28,7 @@ WAIT_SECONDS = 600
 @dataclass(frozen=True)
 class StateVolumeGuardArgs:
     """Every field is required (no defaults)."""
+
     # The namespace's name: the guard's objects and the claim live there.
     namespace: str
     # The name of the claim whose EBS volume destroy waits for.
@@ -54,56 +56,111 @@ class StateVolumeGuard(pulumi.ComponentResource):
         return {"name": GUARD, "namespace": self._args.namespace}
 
     def _k8s_opts(self) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._args.provider,
-                                      depends_on=list(self._args.depends_on))
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+        )
 
     def _account(self) -> k8s.core.v1.ServiceAccount:
-        return k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=self._meta(), opts=self._k8s_opts())
+        return k8s.core.v1.ServiceAccount(
+            f"{self._name}-account", metadata=self._meta(), opts=self._k8s_opts()
+        )
 
     def _read_access(self) -> list[pulumi.Resource]:
         """Read-only: the claim in its namespace, and PersistentVolumes (cluster-scoped)."""
         name, args, meta, k8s_opts = self._name, self._args, self._meta(), self._k8s_opts()
-        claim_reader = k8s.rbac.v1.Role(f"{name}-claim-reader", metadata=meta, rules=[
-            {"apiGroups": [""], "resources": ["persistentvolumeclaims"], "resourceNames": [args.claim],
-             "verbs": ["get"]}], opts=k8s_opts)
-        volume_reader = k8s.rbac.v1.ClusterRole(f"{name}-volume-reader", metadata={"name": GUARD}, rules=[
-            {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["list"]}], opts=k8s_opts)
+        claim_reader = k8s.rbac.v1.Role(
+            f"{name}-claim-reader",
+            metadata=meta,
+            rules=[
+                {
+                    "apiGroups": [""],
+                    "resources": ["persistentvolumeclaims"],
+                    "resourceNames": [args.claim],
+                    "verbs": ["get"],
+                }
+            ],
+            opts=k8s_opts,
+        )
+        volume_reader = k8s.rbac.v1.ClusterRole(
+            f"{name}-volume-reader",
+            metadata={"name": GUARD},
+            rules=[{"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": ["list"]}],
+            opts=k8s_opts,
+        )
         subjects = [{"kind": "ServiceAccount", "name": GUARD, "namespace": args.namespace}]
         return [
             k8s.rbac.v1.RoleBinding(
-                f"{name}-claim-reader-binding", metadata=meta, subjects=subjects,
+                f"{name}-claim-reader-binding",
+                metadata=meta,
+                subjects=subjects,
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": GUARD},
-                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[claim_reader]))),
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[claim_reader])
+                ),
+            ),
             k8s.rbac.v1.ClusterRoleBinding(
-                f"{name}-volume-reader-binding", metadata={"name": GUARD}, subjects=subjects,
+                f"{name}-volume-reader-binding",
+                metadata={"name": GUARD},
+                subjects=subjects,
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": GUARD},
-                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[volume_reader]))),
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[volume_reader])
+                ),
+            ),
         ]
 
-    def _deployment(self, account: k8s.core.v1.ServiceAccount,
-                    bindings: list[pulumi.Resource]) -> k8s.apps.v1.Deployment:
+    def _deployment(
+        self, account: k8s.core.v1.ServiceAccount, bindings: list[pulumi.Resource]
+    ) -> k8s.apps.v1.Deployment:
         args = self._args
         labels = {"app.kubernetes.io/name": GUARD}
         return k8s.apps.v1.Deployment(
             f"{self._name}-deployment",
-            metadata={**self._meta(), "annotations": {
-                # The delete waits for the pod to end: its wait plus a margin.
-                TIMEOUT: str(WAIT_SECONDS + 60)}},
-            spec={"replicas": 1, "selector": {"matchLabels": labels}, "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "serviceAccountName": GUARD, "nodeSelector": dict(CORE_LABELS),
-                    "terminationGracePeriodSeconds": WAIT_SECONDS,
-                    # It writes nothing; the service account token it reads is readable by the
-                    # pod's user (the readiness Job runs the same way).
-                    "securityContext": pod_security(NOBODY),
-                    "containers": [{
-                        "name": "guard", "image": versions.PYTHON_IMAGE,
-                        # The script travels in the command, so a changed script rolls the pod.
-                        "command": ["python3", "-c", SCRIPT.read_text(), "--namespace", args.namespace,
-                                    "--claim", args.claim],
-                        "env": [NO_BYTECODE], "securityContext": container_security(),
-                        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"},
-                                      "limits": {"memory": "64Mi"}}}]}}},
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.depends_on, account, *bindings]))
+            metadata={
+                **self._meta(),
+                "annotations": {
+                    # The delete waits for the pod to end: its wait plus a margin.
+                    TIMEOUT: str(WAIT_SECONDS + 60)
+                },
+            },
+            spec={
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": GUARD,
+                        "nodeSelector": dict(CORE_LABELS),
+                        "terminationGracePeriodSeconds": WAIT_SECONDS,
+                        # It writes nothing; the service account token it reads is readable by the
+                        # pod's user (the readiness Job runs the same way).
+                        "securityContext": pod_security(NOBODY),
+                        "containers": [
+                            {
+                                "name": "guard",
+                                "image": versions.PYTHON_IMAGE,
+                                # The script travels in the command, so a changed script rolls the pod.
+                                "command": [
+                                    "python3",
+                                    "-c",
+                                    SCRIPT.read_text(),
+                                    "--namespace",
+                                    args.namespace,
+                                    "--claim",
+                                    args.claim,
+                                ],
+                                "env": [NO_BYTECODE],
+                                "securityContext": container_security(),
+                                "resources": {
+                                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                                    "limits": {"memory": "64Mi"},
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[*args.depends_on, account, *bindings]
+            ),
+        )

@@ -2,6 +2,7 @@
 keys, which the login, controller and slurmd pods read (model/identities.py), and a Job that makes
 each user's home on the shared volume, owned by them. A stack without `users` gets the component
 alone, with nothing in it (no cloud or cluster object: its resources stay as they were)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -33,17 +34,18 @@ def homes_script(users: Sequence[User], shared: str = SHARED_MOUNT) -> str:
         home = f"{homes}/{u.name}"
         # chmod before chown: root owns a new directory until then, so no CAP_FOWNER is needed.
         steps.append(f"if [ ! -d {home} ]; then mkdir {home} && chmod {HOME_MODE} {home}; fi")
-        steps.append(f"[ \"$(stat -c %u:%g {home})\" = {u.uid}:{u.uid} ] || chown {u.uid}:{u.uid} {home}")
+        steps.append(f'[ "$(stat -c %u:%g {home})" = {u.uid}:{u.uid} ] || chown {u.uid}:{u.uid} {home}')
     return "set -eu; " + "; ".join(steps) + f"; ls -ln {homes}"
 
 
 @dataclass(frozen=True)
 class UserIdentitiesArgs:
     """Every field is required (no defaults)."""
-    users: Sequence[User]          # StackConfig.users; none makes nothing
-    namespace: str                 # the Slurm namespace: where the pods that mount the ConfigMaps run
-    shared_claim: str              # the /shared claim's name (SharedStorage.claim_name)
-    provider: k8s.Provider         # the cluster's Kubernetes provider (Cluster.provider)
+
+    users: Sequence[User]  # StackConfig.users; none makes nothing
+    namespace: str  # the Slurm namespace: where the pods that mount the ConfigMaps run
+    shared_claim: str  # the /shared claim's name (SharedStorage.claim_name)
+    provider: k8s.Provider  # the cluster's Kubernetes provider (Cluster.provider)
     # What the ConfigMaps wait for: the namespace (SharedStorage.namespace_ready).
     depends_on: Sequence[pulumi.Resource]
     # What the homes Job waits for as well: the bound /shared claim and the core nodes it runs on.
@@ -72,8 +74,13 @@ class UserIdentities(pulumi.ComponentResource):
     def _configmap(self, suffix: str, name: str, data: dict[str, str]) -> k8s.core.v1.ConfigMap:
         args = self._args
         return k8s.core.v1.ConfigMap(
-            f"{self._name}-{suffix}", metadata={"name": name, "namespace": args.namespace}, data=data,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)))
+            f"{self._name}-{suffix}",
+            metadata={"name": name, "namespace": args.namespace},
+            data=data,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+            ),
+        )
 
     def _homes_job(self) -> k8s.batch.v1.Job:
         args = self._args
@@ -82,10 +89,17 @@ class UserIdentities(pulumi.ComponentResource):
         digest = hashlib.sha256(script.encode()).hexdigest()[:12]
         return k8s.batch.v1.Job(
             f"{self._name}-homes",
-            metadata={"name": f"user-homes-{digest}", "namespace": args.namespace,
-                      "annotations": job_annotations(DEADLINE_SECONDS)},
+            metadata={
+                "name": f"user-homes-{digest}",
+                "namespace": args.namespace,
+                "annotations": job_annotations(DEADLINE_SECONDS),
+            },
             # Root with CAP_CHOWN alone: giving a home to its user is a chown.
-            spec=writer_spec("homes", script, args.shared_claim, DEADLINE_SECONDS, add_capabilities=["CHOWN"]),
+            spec=writer_spec(
+                "homes", script, args.shared_claim, DEADLINE_SECONDS, add_capabilities=["CHOWN"]
+            ),
             # Pulumi waits for the Job to complete: every home is there when `up` returns.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider,
-                                        depends_on=[*args.depends_on, *args.homes_depends_on]))
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=[*args.depends_on, *args.homes_depends_on]
+            ),
+        )

@@ -13,6 +13,7 @@ measures a new clone on a machine that has run the tests before; --cold-cache gi
 an empty cache each (a new machine, less pip's wheel cache). Prints median and range of each kind
 as a markdown table; each run's log is kept in the benchmark's directory, printed on a failure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,46 +39,63 @@ def _clone(source: Path, commit: str, where: Path) -> Path:
 def _make(clone: Path, target: str, log: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
     with log.open("w") as out:
-        code = subprocess.run(["make", "--no-print-directory", target], cwd=clone, stdout=out,
-                              stderr=subprocess.STDOUT, env=env).returncode
+        code = subprocess.run(
+            ["make", "--no-print-directory", target], cwd=clone, stdout=out, stderr=subprocess.STDOUT, env=env
+        ).returncode
     took = time.perf_counter() - start
     if code != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-        raise SystemExit(f"make {target} in {clone} exited with {code} after {took:.0f} s "
-                         f"(log: {log}):\n{tail}")
+        raise SystemExit(
+            f"make {target} in {clone} exited with {code} after {took:.0f} s (log: {log}):\n{tail}"
+        )
     return took
 
 
 def _row(kind: str, times: list[float]) -> str:
     if not times:
         return f"| {kind} | 0 | - | - |"
-    return (f"| {kind} | {len(times)} | {statistics.median(times):.0f} s | "
-            f"{min(times):.0f}-{max(times):.0f} s |")
+    return (
+        f"| {kind} | {len(times)} | {statistics.median(times):.0f} s | {min(times):.0f}-{max(times):.0f} s |"
+    )
 
 
 def table(fresh: list[float], warm: list[float]) -> str:
-    return "\n".join(["| run | n | median | range |", "|---|---|---|---|",
-                      _row("fresh clone", fresh), _row("warm", warm)])
+    return "\n".join(
+        ["| run | n | median | range |", "|---|---|---|---|", _row("fresh clone", fresh), _row("warm", warm)]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench_suite", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench_suite", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--commit", default="HEAD")
     p.add_argument("--source", type=Path, default=PROJECT_DIR, help="the repository to clone")
     p.add_argument("--fresh", type=int, default=3, metavar="N")
     p.add_argument("--warm", type=int, default=3, metavar="N")
     p.add_argument("--target", default="test", help="the make target (default test)")
     p.add_argument("--cold-cache", action="store_true", help="an empty cache for each fresh run")
-    p.add_argument("--logs", type=Path, default=None, help="where each run's log goes (default: a new temporary directory)")
-    p.add_argument("--beside", type=Path, default=None,
-                   help="where the clones go (default: the directory holding ../shared)")
+    p.add_argument(
+        "--logs",
+        type=Path,
+        default=None,
+        help="where each run's log goes (default: a new temporary directory)",
+    )
+    p.add_argument(
+        "--beside",
+        type=Path,
+        default=None,
+        help="where the clones go (default: the directory holding ../shared)",
+    )
     args = p.parse_args(argv)
     for name in ("fresh", "warm"):
         if getattr(args, name) < 0:
             p.error(f"--{name} {getattr(args, name)}: a number of runs, 0 or more")
-    commit = subprocess.run(["git", "-C", str(args.source), "rev-parse", "--verify", args.commit + "^{commit}"],
-                            capture_output=True, text=True)
+    commit = subprocess.run(
+        ["git", "-C", str(args.source), "rev-parse", "--verify", args.commit + "^{commit}"],
+        capture_output=True,
+        text=True,
+    )
     if commit.returncode != 0:
         p.error(f"--commit {args.commit}: not a commit of {args.source} ({commit.stderr.strip()})")
     rev = commit.stdout.strip()
@@ -121,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if clone is not None:
             shutil.rmtree(clone, ignore_errors=True)
-    print(f"`make {args.target}` at {rev[:12]}, {os.cpu_count()} CPUs, "
-          f"{'empty' if args.cold_cache else 'existing'} cache for fresh clones (logs: {bench})\n")
+    print(
+        f"`make {args.target}` at {rev[:12]}, {os.cpu_count()} CPUs, "
+        f"{'empty' if args.cold_cache else 'existing'} cache for fresh clones (logs: {bench})\n"
+    )
     print(table(fresh, warm))
     return 0
 

@@ -13,6 +13,7 @@ Two waits are not edges of the graph, and the model adds them:
   a pod (pulumi-kubernetes provider/pkg/await/service.go), so the login Service is done no
   earlier than the login pod of the Helm release in its namespace.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,43 +32,71 @@ class Step:
     source: str
 
 
-_LOG = ("terraform apply log, ignvb/devsu-devops-assessment IaC/Apply_output.md "
-        "@ 076ccb162a7d84318fdcd099ff90627d9e8899df")
+_LOG = (
+    "terraform apply log, ignvb/devsu-devops-assessment IaC/Apply_output.md "
+    "@ 076ccb162a7d84318fdcd099ff90627d9e8899df"
+)
 # Seconds by resource type; anything not listed is one API call.
 DURATIONS: dict[str, Step] = {
     "aws:ec2/vpc:Vpc": Step(14, f"{_LOG}: aws_vpc 14s"),
     "aws:ec2/natGateway:NatGateway": Step(107, f"{_LOG}: aws_nat_gateway 1m47s"),
     # pulumi-eks' Cluster: the control plane, then its vpc-cni and kube-proxy add-ons.
-    "eks:index:Cluster": Step(644 + 90, f"{_LOG}: aws_eks_cluster 10m44s (aws/containers-roadmap "
-                                        "issue #1227: was 15 min on average); plus one add-on (below) "
-                                        "for vpc-cni/kube-proxy, installed side by side"),
-    "aws:eks/nodeGroup:NodeGroup": Step(210, f"{_LOG}: a CPU aws_eks_node_group 1m20s; 3.5 min assumed "
-                                             "for the NVIDIA AMI and EFA interfaces to boot and join"),
-    "aws:eks/addon:Addon": Step(90, "EKS CreateAddon until ACTIVE; assumed 1.5 min (public Terraform logs "
-                                    "show 14 s-1 min for coredns, kube-proxy, eks-pod-identity-agent)"),
+    "eks:index:Cluster": Step(
+        644 + 90,
+        f"{_LOG}: aws_eks_cluster 10m44s (aws/containers-roadmap "
+        "issue #1227: was 15 min on average); plus one add-on (below) "
+        "for vpc-cni/kube-proxy, installed side by side",
+    ),
+    "aws:eks/nodeGroup:NodeGroup": Step(
+        210,
+        f"{_LOG}: a CPU aws_eks_node_group 1m20s; 3.5 min assumed "
+        "for the NVIDIA AMI and EFA interfaces to boot and join",
+    ),
+    "aws:eks/addon:Addon": Step(
+        90,
+        "EKS CreateAddon until ACTIVE; assumed 1.5 min (public Terraform logs "
+        "show 14 s-1 min for coredns, kube-proxy, eks-pod-identity-agent)",
+    ),
     "aws:efs/fileSystem:FileSystem": Step(12, "EFS CreateFileSystem until available (seconds)"),
-    "aws:efs/mountTarget:MountTarget": Step(90, "EFS mount target until available: typically 1-2 min "
-                                                "(https://alchemy.run/providers/aws/efs/mounttarget), at times "
-                                                "over 10 min (hashicorp/terraform-provider-aws issue #15278)"),
-    "aws:rds/instance:Instance": Step(600, "public Terraform apply logs of aws_db_instance for MySQL and "
-                                           "MariaDB, Single-AZ: 3m16s-4m56s, one MariaDB 10.6 9m59s; the "
-                                           "longest taken (Multi-AZ adds the standby's creation)"),
+    "aws:efs/mountTarget:MountTarget": Step(
+        90,
+        "EFS mount target until available: typically 1-2 min "
+        "(https://alchemy.run/providers/aws/efs/mounttarget), at times "
+        "over 10 min (hashicorp/terraform-provider-aws issue #15278)",
+    ),
+    "aws:rds/instance:Instance": Step(
+        600,
+        "public Terraform apply logs of aws_db_instance for MySQL and "
+        "MariaDB, Single-AZ: 3m16s-4m56s, one MariaDB 10.6 9m59s; the "
+        "longest taken (Multi-AZ adds the standby's creation)",
+    ),
     "random:index/randomPassword:RandomPassword": Step(0, "no cloud call"),
     "random:index/randomString:RandomString": Step(0, "no cloud call"),
-    "kubernetes:helm.sh/v3:Release": Step(102, f"{_LOG}: helm_release (load balancer controller, --wait) 1m42s"),
+    "kubernetes:helm.sh/v3:Release": Step(
+        102, f"{_LOG}: helm_release (load balancer controller, --wait) 1m42s"
+    ),
     "kubernetes:batch/v1:Job": Step(30, "assumed: a small image pulled and one short command run"),
-    "docker-build:index:Image": Step(600, "derived: the DLC pull, the build and a ~5 GB push at 100 Mb/s "
-                                          "(5e9 B x 8 / 1e8 b/s = 400 s) plus layer overhead"),
+    "docker-build:index:Image": Step(
+        600,
+        "derived: the DLC pull, the build and a ~5 GB push at 100 Mb/s "
+        "(5e9 B x 8 / 1e8 b/s = 400 s) plus layer overhead",
+    ),
     "pulumi:providers:kubernetes": Step(0, "no cloud call"),
     "random:index/randomBytes:RandomBytes": Step(0, "no cloud call"),
 }
 API_CALL = Step(5, "one create call (IAM, EC2 networking, Kubernetes objects): seconds")
-NLB = Step(150, "'Wait 2-3 minutes for the ALB to provision and register all targets' "
-                "(awsdocs/amazon-eks-user-guide latest/ug/automode/auto-elb-example.adoc); "
-                "an NLB alike, 2.5 min assumed")
-IMAGE_PULL = Step(300, "images beyond a few hundred MB: 'it can take several minutes to start a container' "
-                       "(https://aws.amazon.com/blogs/containers/start-pods-faster-by-prefetching-images/); "
-                       "5 min assumed for the multi-GB slurmd image")
+NLB = Step(
+    150,
+    "'Wait 2-3 minutes for the ALB to provision and register all targets' "
+    "(awsdocs/amazon-eks-user-guide latest/ug/automode/auto-elb-example.adoc); "
+    "an NLB alike, 2.5 min assumed",
+)
+IMAGE_PULL = Step(
+    300,
+    "images beyond a few hundred MB: 'it can take several minutes to start a container' "
+    "(https://aws.amazon.com/blogs/containers/start-pods-faster-by-prefetching-images/); "
+    "5 min assumed for the multi-GB slurmd image",
+)
 # From a warm cache: what remains for a pod of the image once the pull is done.
 FROM_CACHE = {
     "kubernetes:helm.sh/v3:Release": Step(30, "assumed: slurmd starts and registers with slurmctld"),
@@ -112,8 +141,11 @@ def model(graph: Graph) -> Timeline:
             return {urn}
         return set().union(*(expand(c) for c in children.get(urn, [])))
 
-    edges = {u: set().union(*(expand(d) for d in ds)) if ds else set()
-             for u, ds in direct_dependencies(graph).items() if u in nodes}
+    edges = {
+        u: set().union(*(expand(d) for d in ds)) if ds else set()
+        for u, ds in direct_dependencies(graph).items()
+        if u in nodes
+    }
 
     @functools.cache
     def ancestors(urn: str) -> frozenset[str]:
@@ -176,10 +208,20 @@ def critical_path(t: Timeline) -> list[Segment]:
     while u is not None:
         why, via = t.bound[u]
         if why == "pull":
-            path.append(Segment(f"{names[u]}: its pods start once the image is on the node", t.pull_start + IMAGE_PULL.seconds,
-                                t.finish[u]))
-            path.append(Segment(f"slurmd image pull (started by {names[via]})", t.pull_start,
-                                t.pull_start + IMAGE_PULL.seconds))
+            path.append(
+                Segment(
+                    f"{names[u]}: its pods start once the image is on the node",
+                    t.pull_start + IMAGE_PULL.seconds,
+                    t.finish[u],
+                )
+            )
+            path.append(
+                Segment(
+                    f"slurmd image pull (started by {names[via]})",
+                    t.pull_start,
+                    t.pull_start + IMAGE_PULL.seconds,
+                )
+            )
             u = via
             s = t.start[u]
         elif why == "pods":
@@ -196,9 +238,9 @@ def critical_path(t: Timeline) -> list[Segment]:
 
 @dataclass(frozen=True)
 class Floor:
-    cluster_ready: float   # the EKS chain: network -> control plane and its add-ons
-    nodes: float           # a node group joining
-    image_pushed: float    # built alongside
+    cluster_ready: float  # the EKS chain: network -> control plane and its add-ons
+    nodes: float  # a node group joining
+    image_pushed: float  # built alongside
     total: float
 
 
@@ -209,8 +251,12 @@ def floor(t: Timeline) -> Floor:
     (eks,) = [u for u in t.finish if t.graph.by_urn(u).type == "eks:index:Cluster"]
     (build,) = [u for u in t.finish if t.graph.by_urn(u).type == "docker-build:index:Image"]
     nodes = DURATIONS["aws:eks/nodeGroup:NodeGroup"].seconds
-    total = (max(t.finish[eks] + nodes, t.finish[build]) + IMAGE_PULL.seconds
-             + FROM_CACHE["kubernetes:helm.sh/v3:Release"].seconds + DURATIONS["kubernetes:batch/v1:Job"].seconds)
+    total = (
+        max(t.finish[eks] + nodes, t.finish[build])
+        + IMAGE_PULL.seconds
+        + FROM_CACHE["kubernetes:helm.sh/v3:Release"].seconds
+        + DURATIONS["kubernetes:batch/v1:Job"].seconds
+    )
     return Floor(cluster_ready=t.finish[eks], nodes=nodes, image_pushed=t.finish[build], total=total)
 
 
@@ -225,18 +271,27 @@ def report(graph: Graph, title: str) -> tuple[str, float]:
     end = max(t.finish.values())
     lines = [f"modelled `pulumi up` of {title}: {len(t.finish)} resources"]
     lines += [f"  {s.start / 60:5.1f} -> {s.end / 60:5.1f} min  {s.label}" for s in path]
-    lines.append(f"critical path {_mmss(end)}; floor {_mmss(low.total)} = max(EKS ready {_mmss(low.cluster_ready)}"
-                 f" + node group {_mmss(low.nodes)}, image pushed {_mmss(low.image_pushed)}) + image pull "
-                 f"{_mmss(IMAGE_PULL.seconds)} + slurmd start + readiness check; ratio {end / low.total:.3f}")
+    lines.append(
+        f"critical path {_mmss(end)}; floor {_mmss(low.total)} = max(EKS ready {_mmss(low.cluster_ready)}"
+        f" + node group {_mmss(low.nodes)}, image pushed {_mmss(low.image_pushed)}) + image pull "
+        f"{_mmss(IMAGE_PULL.seconds)} + slurmd start + readiness check; ratio {end / low.total:.3f}"
+    )
     return "\n".join(lines), end / low.total
 
 
 def durations_table() -> str:
-    rows = [(k, v) for k, v in DURATIONS.items()] + [
-        ("Service type LoadBalancer (NLB)", NLB), ("slurmd image pull, once per node", IMAGE_PULL),
-        ("any other resource", API_CALL)] + [(f"from cache: {k}", v) for k, v in FROM_CACHE.items()]
+    rows = (
+        [(k, v) for k, v in DURATIONS.items()]
+        + [
+            ("Service type LoadBalancer (NLB)", NLB),
+            ("slurmd image pull, once per node", IMAGE_PULL),
+            ("any other resource", API_CALL),
+        ]
+        + [(f"from cache: {k}", v) for k, v in FROM_CACHE.items()]
+    )
     return "durations (s) and their sources:\n" + "\n".join(
-        f"  {v.seconds:5.0f}  {k}: {v.source}" for k, v in rows)
+        f"  {v.seconds:5.0f}  {k}: {v.source}" for k, v in rows
+    )
 
 
 def parse_sets(items: list[str]) -> dict:
@@ -251,8 +306,9 @@ def parse_sets(items: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench_timeline", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="bench_timeline", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--stack", default="dev")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args(argv)

@@ -13,6 +13,7 @@ What Helm install does and this reproduces:
 - Capabilities.KubeVersion: the cluster's Kubernetes version. `lookup` finds nothing, as on a
   first install: charts that then generate keys or certificates generate fresh ones each render.
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,14 @@ def _enabled_crds(chart: helm_python.Chart, rendered: dict[str, str]) -> list[tu
     return sorted(out)
 
 
-def render_sources(chart: str, version: str, values: dict, release_name: str, namespace: str,
-                   kube_version: str = DEFAULT_KUBE_VERSION) -> list[tuple[str, dict]]:
+def render_sources(
+    chart: str,
+    version: str,
+    values: dict,
+    release_name: str,
+    namespace: str,
+    kube_version: str = DEFAULT_KUBE_VERSION,
+) -> list[tuple[str, dict]]:
     """(source file, object) of everything Helm would install for this release, CRDs first, then
     the templates in path order."""
     directory = reference_data.chart_dir(chart, version)
@@ -75,8 +82,9 @@ def render_sources(chart: str, version: str, values: dict, release_name: str, na
     try:
         with helm_python.Chart.load(directory) as loaded:
             # Chart.render() has no kube_version; the native call it wraps takes one.
-            rendered = json.loads(_native.call_string(
-                "helm_render", loaded._raw(), json.dumps(values), json.dumps(options)))
+            rendered = json.loads(
+                _native.call_string("helm_render", loaded._raw(), json.dumps(values), json.dumps(options))
+            )
             crds = _enabled_crds(loaded, rendered)
     except helm_python.HelmError as e:
         raise ChartRenderError(f"{chart} {version} (release {release_name}): {e}") from None
@@ -87,8 +95,14 @@ def render_sources(chart: str, version: str, values: dict, release_name: str, na
     return out
 
 
-def render(chart: str, version: str, values: dict, release_name: str, namespace: str,
-           kube_version: str = DEFAULT_KUBE_VERSION) -> list[dict]:
+def render(
+    chart: str,
+    version: str,
+    values: dict,
+    release_name: str,
+    namespace: str,
+    kube_version: str = DEFAULT_KUBE_VERSION,
+) -> list[dict]:
     """The objects Helm would install for a release of `chart` at `version`."""
     return [obj for _, obj in render_sources(chart, version, values, release_name, namespace, kube_version)]
 
@@ -110,10 +124,16 @@ def release_request(resource) -> dict[str, Any]:
         raise ChartRenderError(f"{resource.name}: skipCrds is set; rendering assumes Helm installs crds/")
     values = inputs.get("values", {})
     if not isinstance(values, dict):  # an unknown (preview) value arrives as a sentinel string
-        raise ChartRenderError(f"{resource.name}: its values are not known yet (preview); render an update run")
-    return {"chart": inputs["chart"].rsplit("/", 1)[-1], "version": inputs["version"],
-            "release_name": inputs.get("name") or resource.name,
-            "namespace": inputs.get("namespace", "default"), "values": values}
+        raise ChartRenderError(
+            f"{resource.name}: its values are not known yet (preview); render an update run"
+        )
+    return {
+        "chart": inputs["chart"].rsplit("/", 1)[-1],
+        "version": inputs["version"],
+        "release_name": inputs.get("name") or resource.name,
+        "namespace": inputs.get("namespace", "default"),
+        "values": values,
+    }
 
 
 def render_graph_release_sources(graph) -> dict[str, list[tuple[str, dict]]]:
@@ -125,12 +145,14 @@ def render_graph_release_sources(graph) -> dict[str, list[tuple[str, dict]]]:
         name = request["release_name"]
         if name in out:
             raise ChartRenderError(f"two helm Releases are named {name!r}")
-        out[name] = render_sources(request["chart"], request["version"], request["values"], name,
-                                   request["namespace"], version)
+        out[name] = render_sources(
+            request["chart"], request["version"], request["values"], name, request["namespace"], version
+        )
     return out
 
 
 def render_graph_releases(graph) -> dict[str, list[dict]]:
     """The objects of every helm Release registered in an offline run's Graph (devkit/offline_run.py), keyed by release name."""
-    return {name: [obj for _, obj in sources]
-            for name, sources in render_graph_release_sources(graph).items()}
+    return {
+        name: [obj for _, obj in sources] for name, sources in render_graph_release_sources(graph).items()
+    }

@@ -52,6 +52,7 @@ github.com/hashicorp/terraform-provider-aws):
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -67,8 +68,8 @@ from model.cost import LIST_PRICES, PRICE_LIST_REGIONS
 class ZoneRecord:
     name: str
     zone_id: str
-    zone_type: str = "availability-zone"         # or local-zone, wavelength-zone
-    opt_in_status: str = "opt-in-not-required"   # or opted-in, not-opted-in
+    zone_type: str = "availability-zone"  # or local-zone, wavelength-zone
+    opt_in_status: str = "opt-in-not-required"  # or opted-in, not-opted-in
     state: str = "available"
 
     @property
@@ -84,39 +85,40 @@ class ZoneRecord:
 class ReservationRecord:
     """One Capacity Reservation as EC2 holds it (Amazon EC2 API Reference, CapacityReservation:
     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html)."""
+
     region: str
     instance_type: str
     availability_zone: str
     total_instance_count: int
     state: str = "active"
-    reservation_type: str = "default"      # or capacity-block
-    available_instance_count: int | None = None   # None: all of them
+    reservation_type: str = "default"  # or capacity-block
+    available_instance_count: int | None = None  # None: all of them
     tenancy: str = "default"
     instance_platform: str = "Linux/UNIX"
     start_date: str = "2026-11-01T00:00:00Z"
     end_date: str = ""
-    placement_group: str = ""   # the name of the cluster placement group it was created in, if any
-    owner_id: str = ""          # the owning account; "" for the deploying account's own
+    placement_group: str = ""  # the name of the cluster placement group it was created in, if any
+    owner_id: str = ""  # the owning account; "" for the deploying account's own
 
 
 @dataclass(frozen=True)
 class Account:
     account_id: str
     caller_arn: str
-    role_paths: dict[str, str]                   # role name -> path, as iam:GetRole answers
-    zones: dict[str, list[ZoneRecord]]           # region -> zones
-    offerings: dict[str, frozenset[str]]         # zone id -> instance types offered there
-    quotas: dict[str, float]                     # ec2 quota code -> applied value
+    role_paths: dict[str, str]  # role name -> path, as iam:GetRole answers
+    zones: dict[str, list[ZoneRecord]]  # region -> zones
+    offerings: dict[str, frozenset[str]]  # zone id -> instance types offered there
+    quotas: dict[str, float]  # ec2 quota code -> applied value
     quota_defaults: dict[str, float]
-    denied: frozenset[str] = field(default_factory=frozenset)   # IAM actions refused
+    denied: frozenset[str] = field(default_factory=frozenset)  # IAM actions refused
     # Opt-in regions (https://docs.aws.amazon.com/accounts/latest/reference/manage-acct-regions.html)
     # this account has not enabled: EC2 answers OptInRequired there.
     regions_not_enabled: frozenset[str] = frozenset()
     failure: tuple[int, str, str] | None = None  # every EC2 call fails: (status, code, message)
-    reservations: dict[str, ReservationRecord] = field(default_factory=dict)   # by cr- id
+    reservations: dict[str, ReservationRecord] = field(default_factory=dict)  # by cr- id
     # The Price List's on-demand Linux price in USD per hour, by (regionCode, instance type).
     prices: dict[tuple[str, str], float] = field(default_factory=dict)
-    price_list_failure: str | None = None   # every GetProducts call fails with this text
+    price_list_failure: str | None = None  # every GetProducts call fails with this text
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
@@ -132,8 +134,10 @@ _CPU = frozenset(_CPU_VCPUS)
 # (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html); an opted-in Local
 # Zone (Los Angeles) and Wavelength Zone (Las Vegas), one Local Zone not opted in.
 US_WEST_2 = [
-    ZoneRecord("us-west-2a", "usw2-az2"), ZoneRecord("us-west-2b", "usw2-az1"),
-    ZoneRecord("us-west-2c", "usw2-az3"), ZoneRecord("us-west-2d", "usw2-az4"),
+    ZoneRecord("us-west-2a", "usw2-az2"),
+    ZoneRecord("us-west-2b", "usw2-az1"),
+    ZoneRecord("us-west-2c", "usw2-az3"),
+    ZoneRecord("us-west-2d", "usw2-az4"),
     ZoneRecord("us-west-2-lax-1a", "usw2-lax1-az1", "local-zone", "opted-in"),
     ZoneRecord("us-west-2-lax-1b", "usw2-lax1-az2", "local-zone", "opted-in"),
     ZoneRecord("us-west-2-den-1a", "usw2-den1-az1", "local-zone", "not-opted-in"),
@@ -141,14 +145,20 @@ US_WEST_2 = [
 ]
 # us-east-1 with use1-az3 (where EKS places no control plane) behind us-east-1e in this account.
 US_EAST_1 = [
-    ZoneRecord("us-east-1a", "use1-az4"), ZoneRecord("us-east-1b", "use1-az6"),
-    ZoneRecord("us-east-1c", "use1-az1"), ZoneRecord("us-east-1d", "use1-az2"),
-    ZoneRecord("us-east-1e", "use1-az3"), ZoneRecord("us-east-1f", "use1-az5"),
+    ZoneRecord("us-east-1a", "use1-az4"),
+    ZoneRecord("us-east-1b", "use1-az6"),
+    ZoneRecord("us-east-1c", "use1-az1"),
+    ZoneRecord("us-east-1d", "use1-az2"),
+    ZoneRecord("us-east-1e", "use1-az3"),
+    ZoneRecord("us-east-1f", "use1-az5"),
     ZoneRecord("us-east-1-bos-1a", "use1-bos1-az1", "local-zone", "opted-in"),
 ]
 # ap-east-1 (Hong Kong): its DLC registry is another account than most regions'.
-AP_EAST_1 = [ZoneRecord("ap-east-1a", "ape1-az1"), ZoneRecord("ap-east-1b", "ape1-az2"),
-             ZoneRecord("ap-east-1c", "ape1-az3")]
+AP_EAST_1 = [
+    ZoneRecord("ap-east-1a", "ape1-az1"),
+    ZoneRecord("ap-east-1b", "ape1-az2"),
+    ZoneRecord("ap-east-1c", "ape1-az3"),
+]
 
 # What each zone offers is this fixture's choice, not a copy of AWS's current tables.
 # A well-provisioned account: every EFA GPU type in the first two AZs of each region; p5 not in
@@ -156,8 +166,10 @@ AP_EAST_1 = [ZoneRecord("ap-east-1a", "ape1-az1"), ZoneRecord("ap-east-1b", "ape
 DEV = Account(
     account_id="123456789012",
     caller_arn="arn:aws:sts::123456789012:assumed-role/platform-deployer/ci-session",
-    role_paths={"platform-deployer": "/", "AWSReservedSSO_Admin_0123456789abcdef":
-                "/aws-reserved/sso.amazonaws.com/"},
+    role_paths={
+        "platform-deployer": "/",
+        "AWSReservedSSO_Admin_0123456789abcdef": "/aws-reserved/sso.amazonaws.com/",
+    },
     zones={"us-west-2": US_WEST_2, "us-east-1": US_EAST_1, "ap-east-1": AP_EAST_1},
     offerings={
         "usw2-az1": _ALL_GPU | _CPU - {"m7i.2xlarge"},
@@ -167,7 +179,9 @@ DEV = Account(
         **{z: _ALL_GPU | _CPU for z in ("use1-az1", "use1-az2", "use1-az4", "use1-az5", "use1-az6")},
         "use1-az3": _CPU,
         **{z: frozenset({"g5.12xlarge"}) | _CPU for z in ("ape1-az1", "ape1-az2", "ape1-az3")},
-        "usw2-lax1-az1": _CPU, "usw2-lax1-az2": _CPU, "use1-bos1-az1": _CPU,
+        "usw2-lax1-az1": _CPU,
+        "usw2-lax1-az2": _CPU,
+        "use1-bos1-az1": _CPU,
     },
     quotas={"L-DB2E81BA": 768.0, "L-417A185B": 768.0, "L-1216C47A": 640.0},
     # This fixture's values where nothing was requested: below two g6.12xlarge (96 vCPUs) and one
@@ -180,29 +194,46 @@ DEV = Account(
 # table) for us-west-2 and us-east-1 alike, except g6.12xlarge in us-west-2, priced apart so a test
 # can tell a Price List answer from the table's.
 _PRICED = [*efa_gpu_types(), *_CPU_VCPUS]
-DEV = DEV.but(prices={
-    **{(region, t): LIST_PRICES[t] for region in ("us-west-2", "us-east-1") for t in _PRICED if t in LIST_PRICES},
-    ("us-west-2", "g6.12xlarge"): 4.6016 + 0.1,
-})
+DEV = DEV.but(
+    prices={
+        **{
+            (region, t): LIST_PRICES[t]
+            for region in ("us-west-2", "us-east-1")
+            for t in _PRICED
+            if t in LIST_PRICES
+        },
+        ("us-west-2", "g6.12xlarge"): 4.6016 + 0.1,
+    }
+)
 # A new account: default quotas only.
 NEW = DEV.but(quotas={})
 
 
 def denied_message(account: Account, action: str) -> str:
-    return (f"operation error: https response error StatusCode: 403, api error AccessDenied: "
-            f"User: {account.caller_arn} is not authorized to perform: {action} because no "
-            f"identity-based policy allows the {action} action")
+    return (
+        f"operation error: https response error StatusCode: 403, api error AccessDenied: "
+        f"User: {account.caller_arn} is not authorized to perform: {action} because no "
+        f"identity-based policy allows the {action} action"
+    )
 
 
 def api_error(operation: str, status: int, code: str, message: str) -> str:
     """The provider's text for a failed EC2 call, as the AWS SDK for Go v2 words it."""
-    return (f"operation error EC2: {operation}, https response error StatusCode: {status}, "
-            f"RequestID: 00000000-0000-0000-0000-000000000000, api error {code}: {message}")
+    return (
+        f"operation error EC2: {operation}, https response error StatusCode: {status}, "
+        f"RequestID: 00000000-0000-0000-0000-000000000000, api error {code}: {message}"
+    )
 
 
 def _zone_filter(z: ZoneRecord, name: str, values: list[str]) -> bool:
-    attr = {"state": z.state, "zone-type": z.zone_type, "opt-in-status": z.opt_in_status,
-            "zone-name": z.name, "zone-id": z.zone_id, "group-name": z.group_name}
+    attr = {
+        "state": z.state,
+        "zone-type": z.zone_type,
+        "opt-in-status": z.opt_in_status,
+        "zone-name": z.name,
+        "zone-id": z.zone_id,
+        "group-name": z.group_name,
+    }
     if name not in attr:
         raise ValueError(f"the mock does not model the zone filter {name!r}")
     return any(fnmatch.fnmatchcase(attr[name], v) for v in values)
@@ -210,35 +241,63 @@ def _zone_filter(z: ZoneRecord, name: str, values: list[str]) -> bool:
 
 def _reservation(account: Account, region: str, reservation_id: str):
     r = account.reservations.get(reservation_id)
-    if r is None or r.region != region:   # Capacity Reservations are regional
-        not_found = api_error("DescribeCapacityReservations", 400, "InvalidCapacityReservationId.NotFound",
-                              f"The capacity reservation ID '{reservation_id}' does not exist")
-        return {}, [("", f"reading EC2 Capacity Block Reservation ({reservation_id}): couldn't find resource: "
-                     f"{not_found}")]
+    if r is None or r.region != region:  # Capacity Reservations are regional
+        not_found = api_error(
+            "DescribeCapacityReservations",
+            400,
+            "InvalidCapacityReservationId.NotFound",
+            f"The capacity reservation ID '{reservation_id}' does not exist",
+        )
+        return {}, [
+            (
+                "",
+                f"reading EC2 Capacity Block Reservation ({reservation_id}): couldn't find resource: "
+                f"{not_found}",
+            )
+        ]
     zone_ids = {z.name: z.zone_id for z in account.zones.get(region, [])}
     available = r.total_instance_count if r.available_instance_count is None else r.available_instance_count
     owner = r.owner_id or account.account_id
-    return {"id": reservation_id, "region": region,
-            "arn": f"arn:aws:ec2:{region}:{owner}:capacity-reservation/{reservation_id}",
-            "availabilityZone": r.availability_zone, "availabilityZoneId": zone_ids.get(r.availability_zone, ""),
-            "instanceType": r.instance_type, "instanceCount": r.total_instance_count,
-            "availableInstanceCount": available, "state": r.state, "reservationType": r.reservation_type,
-            "tenancy": r.tenancy, "instancePlatform": r.instance_platform, "startDate": r.start_date,
-            "endDate": r.end_date, "endDateType": "limited" if r.end_date else "unlimited",
-            "instanceMatchCriteria": "targeted" if r.reservation_type == "capacity-block" else "open",
-            "ownerId": owner, "ebsOptimized": True, "createdDate": "2026-10-01T00:00:00Z",
-            # The provider sets "" where EC2 leaves PlacementGroupArn out (a reservation in no group);
-            # a group is its owner's.
-            "placementGroupArn": (f"arn:aws:ec2:{region}:{owner}:placement-group/{r.placement_group}"
-                                  if r.placement_group else ""),
-            "tags": {}}
+    return {
+        "id": reservation_id,
+        "region": region,
+        "arn": f"arn:aws:ec2:{region}:{owner}:capacity-reservation/{reservation_id}",
+        "availabilityZone": r.availability_zone,
+        "availabilityZoneId": zone_ids.get(r.availability_zone, ""),
+        "instanceType": r.instance_type,
+        "instanceCount": r.total_instance_count,
+        "availableInstanceCount": available,
+        "state": r.state,
+        "reservationType": r.reservation_type,
+        "tenancy": r.tenancy,
+        "instancePlatform": r.instance_platform,
+        "startDate": r.start_date,
+        "endDate": r.end_date,
+        "endDateType": "limited" if r.end_date else "unlimited",
+        "instanceMatchCriteria": "targeted" if r.reservation_type == "capacity-block" else "open",
+        "ownerId": owner,
+        "ebsOptimized": True,
+        "createdDate": "2026-10-01T00:00:00Z",
+        # The provider sets "" where EC2 leaves PlacementGroupArn out (a reservation in no group);
+        # a group is its owner's.
+        "placementGroupArn": (
+            f"arn:aws:ec2:{region}:{owner}:placement-group/{r.placement_group}" if r.placement_group else ""
+        ),
+        "tags": {},
+    }
 
 
 # The attributes GetProducts is asked to match (model/cost.py product_filters), with the value the
 # fixture's product has where it does not come from the price table's key.
-_PRODUCT_ATTRIBUTES = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
-                       "licenseModel": "No License required", "capacitystatus": "Used", "marketoption": "OnDemand"}
-ON_DEMAND_TERM, HOURLY_RATE = "JRTCKXETXF", "6YS6EN2CT7"   # the OnDemand offer term and rate codes
+_PRODUCT_ATTRIBUTES = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "licenseModel": "No License required",
+    "capacitystatus": "Used",
+    "marketoption": "OnDemand",
+}
+ON_DEMAND_TERM, HOURLY_RATE = "JRTCKXETXF", "6YS6EN2CT7"  # the OnDemand offer term and rate codes
 
 
 def product_document(region: str, instance_type: str, usd: float) -> str:
@@ -248,37 +307,82 @@ def product_document(region: str, instance_type: str, usd: float) -> str:
     the term and rate codes as AWS Billing User Guide, "Reading the price list", shows them)."""
     sku = hashlib.sha256(f"{region}/{instance_type}".encode()).hexdigest()[:16].upper()
     on_demand = f"{sku}.{ON_DEMAND_TERM}"
-    reserved = f"{sku}.4NA7Y494T4"   # a 1-year No Upfront term: priced per hour too, lower
-    return json.dumps({
-        "product": {"productFamily": "Compute Instance", "sku": sku,
-                    "attributes": {"instanceType": instance_type, "regionCode": region, **_PRODUCT_ATTRIBUTES,
-                                   "servicecode": "AmazonEC2"}},
-        "serviceCode": "AmazonEC2",
-        "terms": {
-            "OnDemand": {on_demand: {
-                "sku": sku, "offerTermCode": ON_DEMAND_TERM, "effectiveDate": "2026-11-01T00:00:00Z",
-                "termAttributes": {},
-                "priceDimensions": {f"{on_demand}.{HOURLY_RATE}": {
-                    "rateCode": f"{on_demand}.{HOURLY_RATE}", "unit": "Hrs", "beginRange": "0", "endRange": "Inf",
-                    "appliesTo": [], "pricePerUnit": {"USD": f"{usd:.10f}"},
-                    "description": f"${usd:g} per On Demand Linux {instance_type} Instance Hour"}}}},
-            "Reserved": {reserved: {
-                "sku": sku, "offerTermCode": "4NA7Y494T4", "effectiveDate": "2026-11-01T00:00:00Z",
-                "termAttributes": {"LeaseContractLength": "1yr", "OfferingClass": "standard",
-                                   "PurchaseOption": "No Upfront"},
-                "priceDimensions": {f"{reserved}.{HOURLY_RATE}": {
-                    "rateCode": f"{reserved}.{HOURLY_RATE}", "unit": "Hrs", "beginRange": "0", "endRange": "Inf",
-                    "appliesTo": [], "pricePerUnit": {"USD": f"{usd * 0.6:.10f}"},
-                    "description": f"Linux/UNIX ({instance_type}) reserved hour"}}}}},
-        "version": "20261120000000", "publicationDate": "2026-11-20T00:00:00Z"}, sort_keys=True)
+    reserved = f"{sku}.4NA7Y494T4"  # a 1-year No Upfront term: priced per hour too, lower
+    return json.dumps(
+        {
+            "product": {
+                "productFamily": "Compute Instance",
+                "sku": sku,
+                "attributes": {
+                    "instanceType": instance_type,
+                    "regionCode": region,
+                    **_PRODUCT_ATTRIBUTES,
+                    "servicecode": "AmazonEC2",
+                },
+            },
+            "serviceCode": "AmazonEC2",
+            "terms": {
+                "OnDemand": {
+                    on_demand: {
+                        "sku": sku,
+                        "offerTermCode": ON_DEMAND_TERM,
+                        "effectiveDate": "2026-11-01T00:00:00Z",
+                        "termAttributes": {},
+                        "priceDimensions": {
+                            f"{on_demand}.{HOURLY_RATE}": {
+                                "rateCode": f"{on_demand}.{HOURLY_RATE}",
+                                "unit": "Hrs",
+                                "beginRange": "0",
+                                "endRange": "Inf",
+                                "appliesTo": [],
+                                "pricePerUnit": {"USD": f"{usd:.10f}"},
+                                "description": f"${usd:g} per On Demand Linux {instance_type} Instance Hour",
+                            }
+                        },
+                    }
+                },
+                "Reserved": {
+                    reserved: {
+                        "sku": sku,
+                        "offerTermCode": "4NA7Y494T4",
+                        "effectiveDate": "2026-11-01T00:00:00Z",
+                        "termAttributes": {
+                            "LeaseContractLength": "1yr",
+                            "OfferingClass": "standard",
+                            "PurchaseOption": "No Upfront",
+                        },
+                        "priceDimensions": {
+                            f"{reserved}.{HOURLY_RATE}": {
+                                "rateCode": f"{reserved}.{HOURLY_RATE}",
+                                "unit": "Hrs",
+                                "beginRange": "0",
+                                "endRange": "Inf",
+                                "appliesTo": [],
+                                "pricePerUnit": {"USD": f"{usd * 0.6:.10f}"},
+                                "description": f"Linux/UNIX ({instance_type}) reserved hour",
+                            }
+                        },
+                    }
+                },
+            },
+            "version": "20261120000000",
+            "publicationDate": "2026-11-20T00:00:00Z",
+        },
+        sort_keys=True,
+    )
 
 
 def _product(account: Account, endpoint_region: str, args: dict):
     operation = "operation error Pricing: GetProducts"
     if endpoint_region not in PRICE_LIST_REGIONS:
         host = f"api.pricing.{endpoint_region}.amazonaws.com"
-        return {}, [("", f"{operation}, https response error StatusCode: 0, RequestID: , request send failed, "
-                     f'Post "https://{host}/": dial tcp: lookup {host}: no such host')]
+        return {}, [
+            (
+                "",
+                f"{operation}, https response error StatusCode: 0, RequestID: , request send failed, "
+                f'Post "https://{host}/": dial tcp: lookup {host}: no such host',
+            )
+        ]
     if account.price_list_failure:
         return {}, [("", f"{operation}, {account.price_list_failure}")]
     if "pricing:GetProducts" in account.denied:
@@ -293,28 +397,44 @@ def _product(account: Account, endpoint_region: str, args: dict):
     matches = key in account.prices and all(wanted.get(k, v) == v for k, v in _PRODUCT_ATTRIBUTES.items())
     if not matches:
         return {}, [("", "reading Pricing Product: empty result")]
-    return {"id": "aws-pricing-product", "filters": args.get("filters"), "serviceCode": "AmazonEC2",
-            "result": product_document(key[0], key[1], account.prices[key])}
+    return {
+        "id": "aws-pricing-product",
+        "filters": args.get("filters"),
+        "serviceCode": "AmazonEC2",
+        "result": product_document(key[0], key[1], account.prices[key]),
+    }
 
 
 def answer(account: Account, token: str, args: dict, provider_region: str | None = None):
     """The invoke's result dict, or (result, failures) as the provider fails it; None when the
     token is not one the account answers. `provider_region` is the region of the provider the
     invoke went through (an explicit one's, or the stack's for the default provider)."""
+
     def refuse(action):
         return {}, [("", denied_message(account, action))]
 
     region = args.get("region") or provider_region or "us-west-2"
     provider_region = provider_region or region
-    ec2_operation = {"aws:index/getAvailabilityZones:getAvailabilityZones": "DescribeAvailabilityZones",
-                     "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
-                         "DescribeInstanceTypeOfferings",
-                     "aws:ec2/getInstanceType:getInstanceType": "DescribeInstanceTypes"}.get(token)
+    ec2_operation = {
+        "aws:index/getAvailabilityZones:getAvailabilityZones": "DescribeAvailabilityZones",
+        "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": "DescribeInstanceTypeOfferings",
+        "aws:ec2/getInstanceType:getInstanceType": "DescribeInstanceTypes",
+    }.get(token)
     if ec2_operation and account.failure:
         return {}, [("", api_error(ec2_operation, *account.failure))]
     if ec2_operation and region in account.regions_not_enabled:
-        return {}, [("", api_error(ec2_operation, 401, "OptInRequired", "You are not subscribed "
-                                   "to this service. Please go to http://aws.amazon.com to subscribe."))]
+        return {}, [
+            (
+                "",
+                api_error(
+                    ec2_operation,
+                    401,
+                    "OptInRequired",
+                    "You are not subscribed "
+                    "to this service. Please go to http://aws.amazon.com to subscribe.",
+                ),
+            )
+        ]
     if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
         if "ec2:DescribeAvailabilityZones" in account.denied:
             return refuse("ec2:DescribeAvailabilityZones")
@@ -322,14 +442,26 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
             return {}, [("region", f"invalid AWS Region: {region}")]
         filters = [{"name": "state", "values": [args["state"]]}] if args.get("state") else []
         filters += args.get("filters") or []
-        zones = [z for z in account.zones[region]
-                 if (args.get("allAvailabilityZones") or z.opt_in_status != "not-opted-in")
-                 and all(_zone_filter(z, f["name"], f["values"]) for f in filters)]
+        zones = [
+            z
+            for z in account.zones[region]
+            if (args.get("allAvailabilityZones") or z.opt_in_status != "not-opted-in")
+            and all(_zone_filter(z, f["name"], f["values"]) for f in filters)
+        ]
         zones = sorted(zones, key=lambda z: z.name)
-        zones = [z for z in zones if z.name not in (args.get("excludeNames") or [])
-                 and z.zone_id not in (args.get("excludeZoneIds") or [])]
-        return {"names": [z.name for z in zones], "zoneIds": [z.zone_id for z in zones],
-                "groupNames": sorted({z.group_name for z in zones}), "id": region, "region": region}
+        zones = [
+            z
+            for z in zones
+            if z.name not in (args.get("excludeNames") or [])
+            and z.zone_id not in (args.get("excludeZoneIds") or [])
+        ]
+        return {
+            "names": [z.name for z in zones],
+            "zoneIds": [z.zone_id for z in zones],
+            "groupNames": sorted({z.group_name for z in zones}),
+            "id": region,
+            "region": region,
+        }
     if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
         if "ec2:DescribeInstanceTypeOfferings" in account.denied:
             return refuse("ec2:DescribeInstanceTypeOfferings")
@@ -337,15 +469,21 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
         rows = []
         for z in account.zones.get(region, []):
             for t in sorted(account.offerings.get(z.zone_id, ())):
-                location = {"availability-zone": z.name, "availability-zone-id": z.zone_id,
-                            "region": region}[location_type]
+                location = {"availability-zone": z.name, "availability-zone-id": z.zone_id, "region": region}[
+                    location_type
+                ]
                 rows.append((t, location))
         rows = sorted(set(rows))
         for f in args.get("filters") or []:
             col = {"instance-type": 0, "location": 1}[f["name"]]
             rows = [r for r in rows if any(fnmatch.fnmatchcase(r[col], v) for v in f["values"])]
-        return {"instanceTypes": [r[0] for r in rows], "locations": [r[1] for r in rows],
-                "locationTypes": [location_type] * len(rows), "id": region, "region": region}
+        return {
+            "instanceTypes": [r[0] for r in rows],
+            "locations": [r[1] for r in rows],
+            "locationTypes": [location_type] * len(rows),
+            "id": region,
+            "region": region,
+        }
     if token == "aws:ec2/getInstanceType:getInstanceType":
         if "ec2:DescribeInstanceTypes" in account.denied:
             return refuse("ec2:DescribeInstanceTypes")
@@ -353,8 +491,17 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
         gpu = lookup(name)
         vcpus = gpu.vcpus if gpu else _CPU_VCPUS.get(name)
         if vcpus is None:  # DescribeInstanceTypes refuses an unknown type name
-            return {}, [("", api_error("DescribeInstanceTypes", 400, "InvalidInstanceType",
-                                       f"The following supplied instance types do not exist: [{name}]"))]
+            return {}, [
+                (
+                    "",
+                    api_error(
+                        "DescribeInstanceTypes",
+                        400,
+                        "InvalidInstanceType",
+                        f"The following supplied instance types do not exist: [{name}]",
+                    ),
+                )
+            ]
         return {"instanceType": name, "defaultVcpus": vcpus, "id": name, "region": region}
     if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
         for action in ("servicequotas:GetAWSDefaultServiceQuota", "servicequotas:GetServiceQuota"):
@@ -362,10 +509,16 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
                 return refuse(action)
         code = args["quotaCode"]
         value = account.quotas.get(code, account.quota_defaults[code])
-        return {"quotaCode": code, "serviceCode": args["serviceCode"], "value": value,
-                "defaultValue": account.quota_defaults[code], "adjustable": True,
-                "globalQuota": False, "id": f"arn:aws:servicequotas:{region}:{account.account_id}:ec2/{code}",
-                "region": region}
+        return {
+            "quotaCode": code,
+            "serviceCode": args["serviceCode"],
+            "value": value,
+            "defaultValue": account.quota_defaults[code],
+            "adjustable": True,
+            "globalQuota": False,
+            "id": f"arn:aws:servicequotas:{region}:{account.account_id}:ec2/{code}",
+            "region": region,
+        }
     if token == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
         if account.failure:
             return {}, [("", api_error("DescribeCapacityReservations", *account.failure))]
@@ -375,19 +528,35 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
     if token == "aws:pricing/getProduct:getProduct":
         return _product(account, provider_region, args)
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
-        return {"accountId": account.account_id, "arn": account.caller_arn,
-                "userId": "AROAEXAMPLEROLEID:ci-session", "id": account.account_id}
+        return {
+            "accountId": account.account_id,
+            "arn": account.caller_arn,
+            "userId": "AROAEXAMPLEROLEID:ci-session",
+            "id": account.account_id,
+        }
     if token == "aws:iam/getSessionContext:getSessionContext":
         arn = args["arn"]
         resource = arn.split(":", 5)[5]
         if not (arn.split(":")[2] == "sts" and resource.startswith("assumed-role/")):
-            return {"arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "",
-                    "sessionName": "", "id": arn}
+            return {
+                "arn": arn,
+                "issuerArn": arn,
+                "issuerId": "",
+                "issuerName": "",
+                "sessionName": "",
+                "id": arn,
+            }
         if "iam:GetRole" in account.denied:
             return refuse("iam:GetRole")
         role, session = resource.split("/")[-2:]
         partition, acct = arn.split(":")[1], arn.split(":")[4]
         path = account.role_paths[role]
-        return {"arn": arn, "issuerArn": f"arn:{partition}:iam::{acct}:role{path}{role}",
-                "issuerId": "AROAEXAMPLEROLEID", "issuerName": role, "sessionName": session, "id": arn}
+        return {
+            "arn": arn,
+            "issuerArn": f"arn:{partition}:iam::{acct}:role{path}{role}",
+            "issuerId": "AROAEXAMPLEROLEID",
+            "issuerName": role,
+            "sessionName": session,
+            "id": arn,
+        }
     return None

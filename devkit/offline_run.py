@@ -11,6 +11,7 @@ thread and fails intermittently with "attached to a different loop").
 
 devkit/plan.py is built on this run and the tests assert on the same Graph.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -90,7 +91,7 @@ class Resource:
     provider: str
     dependencies: list[str]
     property_dependencies: dict[str, list[str]]
-    inputs: dict = field(default_factory=dict)   # secrets unwrapped; see secret_inputs
+    inputs: dict = field(default_factory=dict)  # secrets unwrapped; see secret_inputs
     secret_inputs: set[str] = field(default_factory=set)
     read: bool = False
     retain_on_delete: bool = False
@@ -122,17 +123,22 @@ class RecordingMonitor(MockMonitor):
     def _record(self, request, read: bool) -> None:
         urn = self.make_urn(request.parent, request.type, request.name)
         self.recorded[urn] = Resource(
-            urn=urn, type=request.type, name=request.name,
+            urn=urn,
+            type=request.type,
+            name=request.name,
             custom=True if read else bool(request.custom),
             remote=False if read else bool(request.remote),
-            parent=request.parent, provider=request.provider,
+            parent=request.parent,
+            provider=request.provider,
             dependencies=list(request.dependencies),
-            property_dependencies={} if read else {
-                k: list(v.urns) for k, v in request.propertyDependencies.items()},
+            property_dependencies={}
+            if read
+            else {k: list(v.urns) for k, v in request.propertyDependencies.items()},
             read=read,
             retain_on_delete=False if read else bool(request.retainOnDelete),
             deleted_with="" if read else request.deletedWith,
-            ignore_changes=[] if read else list(request.ignoreChanges))
+            ignore_changes=[] if read else list(request.ignoreChanges),
+        )
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
@@ -201,13 +207,19 @@ class Mocks(pulumi.runtime.Mocks):
             # EKS names a managed node group's Auto Scaling group eks-<node group name>-<node group
             # id>, the id a UUID (EKS API reference, Nodegroup.resources.autoScalingGroups;
             # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupResources.html).
-            "aws:eks/nodeGroup:NodeGroup": {"resources": [{"autoscalingGroups": [{"name": _asg_name(args)}]}]},
+            "aws:eks/nodeGroup:NodeGroup": {
+                "resources": [{"autoscalingGroups": [{"name": _asg_name(args)}]}]
+            },
             # EC2 and CloudWatch Logs name their resources' ARNs so (Service Authorization
             # Reference, Amazon EC2 vpc and CloudWatch Logs log-group resource types); the
             # provider drops the log group ARN's trailing ":*".
-            "aws:ec2/vpc:Vpc": {"arn": f"arn:aws:ec2:us-west-2:123456789012:vpc/{rid}", "ownerId": "123456789012"},
+            "aws:ec2/vpc:Vpc": {
+                "arn": f"arn:aws:ec2:us-west-2:123456789012:vpc/{rid}",
+                "ownerId": "123456789012",
+            },
             "aws:cloudwatch/logGroup:LogGroup": {
-                "arn": f"arn:aws:logs:us-west-2:123456789012:log-group:{args.inputs.get('name', args.name)}"},
+                "arn": f"arn:aws:logs:us-west-2:123456789012:log-group:{args.inputs.get('name', args.name)}"
+            },
             "aws:s3/bucket:Bucket": {"arn": f"arn:aws:s3:::{args.name}", "bucket": args.name},
             "aws:iam/role:Role": {"arn": f"arn:aws:iam::123456789012:role/{args.name}"},
             "aws:iam/policy:Policy": {"arn": f"arn:aws:iam::123456789012:policy/{args.name}"},
@@ -216,29 +228,39 @@ class Mocks(pulumi.runtime.Mocks):
             # Authorization Reference, Amazon EKS resource type addon:
             # arn:${Partition}:eks:${Region}:${Account}:addon/${ClusterName}/${AddonName}/${UUID});
             # it answers the addonVersion it was given, so the inputs' one stands.
-            "aws:eks/addon:Addon": {"arn": "arn:aws:eks:us-west-2:123456789012:addon/"
-                                           f"{args.inputs.get('clusterName')}/{args.inputs.get('addonName')}/"
-                                           f"{uuid.uuid5(uuid.NAMESPACE_URL, args.name)}"},
+            "aws:eks/addon:Addon": {
+                "arn": "arn:aws:eks:us-west-2:123456789012:addon/"
+                f"{args.inputs.get('clusterName')}/{args.inputs.get('addonName')}/"
+                f"{uuid.uuid5(uuid.NAMESPACE_URL, args.name)}"
+            },
             "aws:ecr/repository:Repository": {
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
-                "registryId": "123456789012"},
+                "registryId": "123456789012",
+            },
             "aws:efs/fileSystem:FileSystem": {"dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com"},
             # RDS answers an instance's endpoint as <identifier>.<account hash>.<region>.rds.amazonaws.com
             # on the engine's port, and names its ARN by the identifier (Amazon RDS User Guide, "Finding
             # the connection information for an RDS for MariaDB DB instance"; Service Authorization
             # Reference, Amazon RDS resource type db).
             "aws:rds/instance:Instance": {
-                "address": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com", "port": 3306,
+                "address": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com",
+                "port": 3306,
                 "endpoint": f"{_rds_id(args)}.c0ffee123abc.us-west-2.rds.amazonaws.com:3306",
-                "arn": f"arn:aws:rds:us-west-2:123456789012:db:{_rds_id(args)}", "engineVersionActual": "11.4.10",
+                "arn": f"arn:aws:rds:us-west-2:123456789012:db:{_rds_id(args)}",
+                "engineVersionActual": "11.4.10",
                 # RDS's DbiResourceId, the instance's region-unique, immutable id (Amazon RDS API
                 # Reference, DBInstance: https://docs.aws.amazon.com/AmazonRDS/latest/APIReference/API_DBInstance.html),
                 # in the form its examples show: db- and 26 upper-case letters and digits.
-                "resourceId": "db-" + hashlib.sha256(_rds_id(args).encode()).hexdigest()[:26].upper()},
-            "aws:rds/subnetGroup:SubnetGroup": {"name": f"{args.name}-0a1b2c3",
-                                                "arn": f"arn:aws:rds:us-west-2:123456789012:subgrp:{args.name}-0a1b2c3"},
+                "resourceId": "db-" + hashlib.sha256(_rds_id(args).encode()).hexdigest()[:26].upper(),
+            },
+            "aws:rds/subnetGroup:SubnetGroup": {
+                "name": f"{args.name}-0a1b2c3",
+                "arn": f"arn:aws:rds:us-west-2:123456789012:subgrp:{args.name}-0a1b2c3",
+            },
             "aws:rds/parameterGroup:ParameterGroup": {
-                "name": f"{args.name}-0a1b2c3", "arn": f"arn:aws:rds:us-west-2:123456789012:pg:{args.name}-0a1b2c3"},
+                "name": f"{args.name}-0a1b2c3",
+                "arn": f"arn:aws:rds:us-west-2:123456789012:pg:{args.name}-0a1b2c3",
+            },
             # AMP names a workspace ws-<uuid> and answers its ARN and endpoint so (AMP API Reference,
             # WorkspaceDescription: https://docs.aws.amazon.com/prometheus/latest/APIReference/API_WorkspaceDescription.html;
             # the provider's prometheus_endpoint is the workspace URL without the api/v1/ of the API's
@@ -247,30 +269,49 @@ class Mocks(pulumi.runtime.Mocks):
             # delete scrapers").
             "aws:amp/workspace:Workspace": {
                 "arn": f"arn:aws:aps:us-west-2:123456789012:workspace/{_aws_uuid('ws', args)}",
-                "prometheusEndpoint": f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/{_aws_uuid('ws', args)}/"},
+                "prometheusEndpoint": f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/{_aws_uuid('ws', args)}/",
+            },
             "aws:amp/scraper:Scraper": {
                 "arn": f"arn:aws:aps:us-west-2:123456789012:scraper/{_aws_uuid('s', args)}",
                 "roleArn": "arn:aws:iam::123456789012:role/aws-service-role/scraper.aps.amazonaws.com/"
-                           f"AWSServiceRoleForAmazonPrometheusScraper_{_aws_uuid('', args)[1:16]}"},
+                f"AWSServiceRoleForAmazonPrometheusScraper_{_aws_uuid('', args)[1:16]}",
+            },
             "aws:amp/ruleGroupNamespace:RuleGroupNamespace": {
-                "arn": f"arn:aws:aps:us-west-2:123456789012:rulegroupsnamespace/{args.inputs.get('workspaceId')}/{args.inputs.get('name')}"},
+                "arn": f"arn:aws:aps:us-west-2:123456789012:rulegroupsnamespace/{args.inputs.get('workspaceId')}/{args.inputs.get('name')}"
+            },
             # SNS names a topic's ARN by its (auto)name; KMS a key by its id, a uuid (Service
             # Authorization Reference, Amazon SNS topic and AWS KMS key resource types).
             "aws:sns/topic:Topic": {"arn": f"arn:aws:sns:us-west-2:123456789012:{args.name}-0a1b2c3"},
             "aws:sns/topicSubscription:TopicSubscription": {
-                "arn": f"{args.inputs.get('topic')}:{_aws_uuid('', args)[1:]}", "pendingConfirmation": True},
-            "aws:kms/key:Key": {"arn": f"arn:aws:kms:us-west-2:123456789012:key/{_aws_uuid('', args)[1:]}",
-                                "keyId": _aws_uuid('', args)[1:]},
-            "random:index/randomString:RandomString": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))].lower()},
-            "random:index/randomPassword:RandomPassword": {"result": (args.name * 8)[:int(args.inputs.get("length", 16))]},
+                "arn": f"{args.inputs.get('topic')}:{_aws_uuid('', args)[1:]}",
+                "pendingConfirmation": True,
+            },
+            "aws:kms/key:Key": {
+                "arn": f"arn:aws:kms:us-west-2:123456789012:key/{_aws_uuid('', args)[1:]}",
+                "keyId": _aws_uuid("", args)[1:],
+            },
+            "random:index/randomString:RandomString": {
+                "result": (args.name * 8)[: int(args.inputs.get("length", 16))].lower()
+            },
+            "random:index/randomPassword:RandomPassword": {
+                "result": (args.name * 8)[: int(args.inputs.get("length", 16))]
+            },
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
             "random:index/randomBytes:RandomBytes": {
-                "base64": base64.b64encode(args.name.encode().ljust(int(args.inputs.get("length", 32)), b"k")).decode()},
-            "kubernetes:core/v1:Service": {"status": {"loadBalancer": {"ingress": [
-                {"hostname": LOGIN_HOSTNAME}]}}},
-            "kubernetes:helm.sh/v3:Release": {"status": {
-                "name": args.inputs.get("name", args.name),
-                "namespace": args.inputs.get("namespace", "default"), "status": "deployed"}},
+                "base64": base64.b64encode(
+                    args.name.encode().ljust(int(args.inputs.get("length", 32)), b"k")
+                ).decode()
+            },
+            "kubernetes:core/v1:Service": {
+                "status": {"loadBalancer": {"ingress": [{"hostname": LOGIN_HOSTNAME}]}}
+            },
+            "kubernetes:helm.sh/v3:Release": {
+                "status": {
+                    "name": args.inputs.get("name", args.name),
+                    "namespace": args.inputs.get("namespace", "default"),
+                    "status": "deployed",
+                }
+            },
         }.get(args.typ, {})
         state.update(computed)
         if args.typ in ("aws:iam/role:Role", "aws:ec2/placementGroup:PlacementGroup"):
@@ -278,7 +319,7 @@ class Mocks(pulumi.runtime.Mocks):
         if args.typ in ("aws:amp/workspace:Workspace", "aws:amp/scraper:Scraper"):
             rid = _aws_uuid("ws" if args.typ.endswith("Workspace") else "s", args)
         if args.typ == "aws:sns/topic:Topic":
-            rid = state["arn"]   # a topic's id is its ARN
+            rid = state["arn"]  # a topic's id is its ARN
         if args.typ == "aws:kms/key:Key":
             rid = state["keyId"]
         if args.typ == "aws:efs/fileSystem:FileSystem":
@@ -298,27 +339,35 @@ class Mocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         self.calls.append((args.token, dict(args.args)))
-        answered = offline_account.answer(self.account, args.token, dict(args.args), self._provider_region(args.provider))
+        answered = offline_account.answer(
+            self.account, args.token, dict(args.args), self._provider_region(args.provider)
+        )
         if answered is not None:
             return answered
         if args.token == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
             registry = args.args.get("registryId", "123456789012")
             region = args.args.get("region") or "us-west-2"
-            return {"userName": "AWS", "password": f"token-for-{registry}",
-                    "proxyEndpoint": f"https://{registry}.dkr.ecr.{region}.amazonaws.com",
-                    "authorizationToken": "dG9rZW4=", "expiresAt": "never", "id": registry}
+            return {
+                "userName": "AWS",
+                "password": f"token-for-{registry}",
+                "proxyEndpoint": f"https://{registry}.dkr.ecr.{region}.amazonaws.com",
+                "authorizationToken": "dG9rZW4=",
+                "expiresAt": "never",
+                "id": registry,
+            }
         return {}
 
 
 @dataclass
 class Graph:
     """The program's resource graph as the engine would see it."""
+
     resources: list[Resource]
     stack_outputs: dict[str, Any]
     component_outputs: dict[str, dict]
     calls: list[tuple[str, dict]]
     error: BaseException | None = None
-    warnings: list[str] = field(default_factory=list)   # pulumi.log.warn messages
+    warnings: list[str] = field(default_factory=list)  # pulumi.log.warn messages
 
     def named(self, name: str) -> Resource:
         found = [r for r in self.resources if r.name == name]
@@ -413,9 +462,13 @@ def _copy(graph: Graph) -> Graph:
     return copy.deepcopy(graph, {} if graph.error is None else {id(graph.error): graph.error})
 
 
-def run_program(stack: str = "dev", overrides: dict[str, Any] | None = None,
-                preview: bool = False, expect_error: bool = False,
-                account: offline_account.Account = offline_account.DEV) -> Graph:
+def run_program(
+    stack: str = "dev",
+    overrides: dict[str, Any] | None = None,
+    preview: bool = False,
+    expect_error: bool = False,
+    account: offline_account.Account = offline_account.DEV,
+) -> Graph:
     """Run __main__.py once against `account` (devkit/offline_account.py). With expect_error, a
     failing program returns its error in the Graph (with whatever it registered before failing)
     instead of raising. A configuration this process already ran returns a copy of that graph
@@ -441,8 +494,14 @@ def _run_main() -> None:
     runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
 
 
-def _run_program(stack: str, cfg: dict[str, str], preview: bool, expect_error: bool,
-                 account: offline_account.Account, program: Callable[[], None] = _run_main) -> Graph:
+def _run_program(
+    stack: str,
+    cfg: dict[str, str],
+    preview: bool,
+    expect_error: bool,
+    account: offline_account.Account,
+    program: Callable[[], None] = _run_main,
+) -> Graph:
     project = _yaml(PROJECT_DIR / "Pulumi.yaml")["name"]
     mocks = Mocks(account)
     monitor = RecordingMonitor(mocks)
@@ -450,8 +509,9 @@ def _run_program(stack: str, cfg: dict[str, str], preview: bool, expect_error: b
     logger = logging.getLogger(f"slinky-eks-mocks-{id(warnings)}")
     logger.propagate = False
     logger.addHandler(warnings)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor,
-                             logger=logger)
+    pulumi.runtime.set_mocks(
+        mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger
+    )
     pulumi.runtime.set_all_config(cfg, [])
     if str(PROJECT_DIR) not in sys.path:
         sys.path.insert(0, str(PROJECT_DIR))
@@ -479,18 +539,29 @@ def _run_program(stack: str, cfg: dict[str, str], preview: bool, expect_error: b
         r.secret_inputs = {k for k, v in raw.items() if is_secret(v)}
         r.inputs = {k: unwrap(v) for k, v in raw.items()}
     if error is not None:
-        return Graph(resources=list(monitor.recorded.values()), stack_outputs={},
-                     component_outputs=monitor.outputs, calls=mocks.calls, error=error,
-                     warnings=warnings.messages)
+        return Graph(
+            resources=list(monitor.recorded.values()),
+            stack_outputs={},
+            component_outputs=monitor.outputs,
+            calls=mocks.calls,
+            error=error,
+            warnings=warnings.messages,
+        )
     if expect_error:
         raise AssertionError("the program succeeded but an error was expected")
     stack = pulumi.runtime.settings.get_root_resource()
 
     @pulumi.runtime.test
     def _resolve_exports():
-        return pulumi.Output.from_input(asyncio.ensure_future(asyncio.gather(
-            *[resolve(k, v) for k, v in stack.outputs.items()])))
+        return pulumi.Output.from_input(
+            asyncio.ensure_future(asyncio.gather(*[resolve(k, v) for k, v in stack.outputs.items()]))
+        )
 
     _resolve_exports()
-    return Graph(resources=list(monitor.recorded.values()), stack_outputs=exported,
-                 component_outputs=monitor.outputs, calls=mocks.calls, warnings=warnings.messages)
+    return Graph(
+        resources=list(monitor.recorded.values()),
+        stack_outputs=exported,
+        component_outputs=monitor.outputs,
+        calls=mocks.calls,
+        warnings=warnings.messages,
+    )

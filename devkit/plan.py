@@ -13,6 +13,7 @@ Writes plan/graph.json (resources, inputs with secrets redacted, dependency edge
 (Mermaid), plan/graph.png, plan/values/<release>.yaml and plan/manifests/<release>.yaml (what each
 release installs, rendered from the upstream chart at its pinned version: devkit/chart_render.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,11 +67,18 @@ def to_json(graph: Graph) -> dict:
     resources = []
     for r in sorted(graph.resources, key=lambda r: r.urn):
         inputs = {k: (REDACTED if k in r.secret_inputs else integers(v)) for k, v in sorted(r.inputs.items())}
-        resources.append({"name": r.name, "type": r.type, "urn": r.urn,
-                          "parent": by_urn.get(r.parent), "component": not r.custom,
-                          "dependsOn": sorted(by_urn[d] for d in edges[r.urn]), "inputs": inputs})
-    outputs = {k: (REDACTED if is_secret(v) else integers(v))
-               for k, v in sorted(graph.stack_outputs.items())}
+        resources.append(
+            {
+                "name": r.name,
+                "type": r.type,
+                "urn": r.urn,
+                "parent": by_urn.get(r.parent),
+                "component": not r.custom,
+                "dependsOn": sorted(by_urn[d] for d in edges[r.urn]),
+                "inputs": inputs,
+            }
+        )
+    outputs = {k: (REDACTED if is_secret(v) else integers(v)) for k, v in sorted(graph.stack_outputs.items())}
     return {"resources": resources, "outputs": outputs, "counts": counts(graph)}
 
 
@@ -143,18 +151,27 @@ def counts(graph: Graph) -> dict[str, int]:
     its provider at deploy time and are not in either number."""
     custom = sum(1 for r in graph.resources if r.custom)
     components = len(graph.resources) - custom
-    default_providers = {r.type.split(":")[0] for r in graph.resources
-                         if (r.custom or r.remote) and not r.provider and not r.type.startswith("pulumi:")}
-    return {"registered": len(graph.resources), "custom": custom, "components": components,
-            "defaultProviders": len(default_providers),
-            "preview": 1 + len(graph.resources) + len(default_providers)}
+    default_providers = {
+        r.type.split(":")[0]
+        for r in graph.resources
+        if (r.custom or r.remote) and not r.provider and not r.type.startswith("pulumi:")
+    }
+    return {
+        "registered": len(graph.resources),
+        "custom": custom,
+        "components": components,
+        "defaultProviders": len(default_providers),
+        "preview": 1 + len(graph.resources) + len(default_providers),
+    }
 
 
 def reduced_edges(graph: Graph) -> dict[str, set[str]]:
     """Dependencies between drawn nodes without the ones another path already implies (a
     transitive reduction): the picture shows order, graph.json keeps every edge."""
     nodes = engine_resources(graph)
-    direct = {u: {d for d in deps if d in nodes} for u, deps in direct_dependencies(graph).items() if u in nodes}
+    direct = {
+        u: {d for d in deps if d in nodes} for u, deps in direct_dependencies(graph).items() if u in nodes
+    }
     reach: dict[str, set[str]] = {}
 
     def below(urn: str) -> set[str]:
@@ -164,7 +181,9 @@ def reduced_edges(graph: Graph) -> dict[str, set[str]]:
                 reach[urn] |= {d} | below(d)
         return reach[urn]
 
-    return {u: {d for d in deps if not any(d in below(o) for o in deps if o != d)} for u, deps in direct.items()}
+    return {
+        u: {d for d in deps if not any(d in below(o) for o in deps if o != d)} for u, deps in direct.items()
+    }
 
 
 PER_ROW = 6  # boxes per row: 1600 px / 6 leaves room for a 9 pt two-line label
@@ -183,35 +202,74 @@ def to_png(graph: Graph, path: pathlib.Path) -> None:
         urns = sorted(waves[d], key=lambda u: (top_component(graph, by_urn[u]), by_urn[u].name, u))
         wave_rows.append((d, row))
         for i in range(0, len(urns), PER_ROW):
-            chunk = urns[i:i + PER_ROW]
+            chunk = urns[i : i + PER_ROW]
             for j, urn in enumerate(chunk):
                 pos[urn] = (j - (len(chunk) - 1) / 2, -row)
             row += 1
         row += 0.35  # a gap between waves
     components = sorted({top_component(graph, by_urn[u]) for u in pos})
-    palette = plt.get_cmap("tab20").colors[1::2] + plt.get_cmap("Pastel2").colors  # light: black text stays legible
+    palette = (
+        plt.get_cmap("tab20").colors[1::2] + plt.get_cmap("Pastel2").colors
+    )  # light: black text stays legible
     colour = {c: palette[i % len(palette)] for i, c in enumerate(components)}
 
     fig, ax = plt.subplots(figsize=(16, 1.5 + 0.95 * row), dpi=100)
     for urn, deps in sorted(reduced_edges(graph).items()):
         for d in sorted(deps):
-            ax.annotate("", xy=pos[urn], xytext=pos[d], zorder=1,
-                        arrowprops={"arrowstyle": "-|>", "color": "0.55", "lw": 0.8, "mutation_scale": 12,
-                                    "shrinkA": 17, "shrinkB": 17, "connectionstyle": "arc3,rad=0.08"})
+            ax.annotate(
+                "",
+                xy=pos[urn],
+                xytext=pos[d],
+                zorder=1,
+                arrowprops={
+                    "arrowstyle": "-|>",
+                    "color": "0.55",
+                    "lw": 0.8,
+                    "mutation_scale": 12,
+                    "shrinkA": 17,
+                    "shrinkB": 17,
+                    "connectionstyle": "arc3,rad=0.08",
+                },
+            )
     for urn, (x, y) in sorted(pos.items()):
         r = by_urn[urn]
-        ax.text(x, y, f"{r.name}\n{short_type(r.type)}", fontsize=9, ha="center", va="center", zorder=2,
-                bbox={"boxstyle": "round,pad=0.35", "fc": colour[top_component(graph, r)], "ec": "0.3", "lw": 0.6})
+        ax.text(
+            x,
+            y,
+            f"{r.name}\n{short_type(r.type)}",
+            fontsize=9,
+            ha="center",
+            va="center",
+            zorder=2,
+            bbox={
+                "boxstyle": "round,pad=0.35",
+                "fc": colour[top_component(graph, r)],
+                "ec": "0.3",
+                "lw": 0.6,
+            },
+        )
     for d, y in wave_rows:
         ax.text(-PER_ROW / 2 - 0.05, -y, f"wave {d}", fontsize=9, ha="right", va="center", color="0.35")
     n = counts(graph)
-    ax.set_title(f"{len(pos)} resources the engine creates, in {len(waves)} waves (top to bottom; an arrow "
-                 f"points from a dependency to what waits for it)\nThe program registers {n['registered']}: "
-                 f"{n['custom']} custom, {n['components']} components; `pulumi preview` also counts the stack and "
-                 f"{n['defaultProviders']} default providers: {n['preview']}", fontsize=11, loc="left")
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, fc=colour[c], ec="0.3") for c in components],
-              labels=components, loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(components), 12),
-              fontsize=9, frameon=False, title="component", title_fontsize=9)
+    ax.set_title(
+        f"{len(pos)} resources the engine creates, in {len(waves)} waves (top to bottom; an arrow "
+        f"points from a dependency to what waits for it)\nThe program registers {n['registered']}: "
+        f"{n['custom']} custom, {n['components']} components; `pulumi preview` also counts the stack and "
+        f"{n['defaultProviders']} default providers: {n['preview']}",
+        fontsize=11,
+        loc="left",
+    )
+    ax.legend(
+        handles=[plt.Rectangle((0, 0), 1, 1, fc=colour[c], ec="0.3") for c in components],
+        labels=components,
+        loc="upper center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncol=min(len(components), 12),
+        fontsize=9,
+        frameon=False,
+        title="component",
+        title_fontsize=9,
+    )
     ax.axis("off")
     ax.set_xlim(-PER_ROW / 2 - 0.9, PER_ROW / 2 - 0.3)
     ax.set_ylim(-row + 0.3, 1.2)
@@ -230,8 +288,10 @@ def write_plan(graph: Graph, out: pathlib.Path) -> None:
     values.mkdir(exist_ok=True)
     for r in graph.of_type("kubernetes:helm.sh/v3:Release"):
         body = REDACTED if "values" in r.secret_inputs else integers(r.inputs.get("values", {}))
-        header = f"# {r.inputs.get('chart')} {r.inputs.get('version')} (release {r.inputs.get('name')}, " \
-                 f"namespace {r.inputs.get('namespace')})\n"
+        header = (
+            f"# {r.inputs.get('chart')} {r.inputs.get('version')} (release {r.inputs.get('name')}, "
+            f"namespace {r.inputs.get('namespace')})\n"
+        )
         (values / f"{r.name}.yaml").write_text(header + yaml.safe_dump(body, sort_keys=True))
 
 
@@ -247,8 +307,10 @@ def parse_overrides(strings: list[str], json_values: list[str]) -> dict:
             try:
                 overrides[key] = json.loads(value)
             except json.JSONDecodeError as e:
-                raise ValueError(f"{flag} {key}: {value!r} is not JSON ({e.msg}); quote it for the shell, "
-                                 f"e.g. --set-json '{key}=[\"198.51.100.7/32\"]'") from None
+                raise ValueError(
+                    f"{flag} {key}: {value!r} is not JSON ({e.msg}); quote it for the shell, "
+                    f"e.g. --set-json '{key}=[\"198.51.100.7/32\"]'"
+                ) from None
         else:
             overrides[key] = value
     return overrides
@@ -260,7 +322,10 @@ def _generated_as_marker(first, second, where: str):
     if isinstance(first, dict) and isinstance(second, dict) and first.keys() == second.keys():
         return {k: _generated_as_marker(first[k], second[k], f"{where}.{k}") for k in first}
     if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
-        return [_generated_as_marker(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(first, second, strict=True))]
+        return [
+            _generated_as_marker(a, b, f"{where}[{i}]")
+            for i, (a, b) in enumerate(zip(first, second, strict=True))
+        ]
     if type(first) is type(second) and not isinstance(first, (dict, list)):
         return first if first == second else GENERATED
     raise chart_render.ChartRenderError(f"{where}: two renders of the same input differ in shape")
@@ -272,9 +337,13 @@ def stable_manifests(graph: Graph) -> dict[str, list[tuple[str, dict]]]:
     bytes on every run, and a plan diff shows only what the program changed."""
     first = chart_render.render_graph_release_sources(graph)
     second = chart_render.render_graph_release_sources(graph)
-    return {release: [(source, _generated_as_marker(obj, again, f"{release}:{source}"))
-                      for (source, obj), (_, again) in zip(objects, second[release], strict=True)]
-            for release, objects in first.items()}
+    return {
+        release: [
+            (source, _generated_as_marker(obj, again, f"{release}:{source}"))
+            for (source, obj), (_, again) in zip(objects, second[release], strict=True)
+        ]
+        for release, objects in first.items()
+    }
 
 
 def write_manifests(graph: Graph, out: pathlib.Path, rendered: dict[str, list[tuple[str, dict]]]) -> None:
@@ -285,24 +354,40 @@ def write_manifests(graph: Graph, out: pathlib.Path, rendered: dict[str, list[tu
     for r in graph.of_type(chart_render.RELEASE_TYPE):
         request = chart_render.release_request(r)
         name = request["release_name"]
-        header = (f"# {request['chart']} {request['version']} (release {name}, namespace {request['namespace']}), "
-                  f"rendered with the values in values/{r.name}.yaml\n")
+        header = (
+            f"# {request['chart']} {request['version']} (release {name}, namespace {request['namespace']}), "
+            f"rendered with the values in values/{r.name}.yaml\n"
+        )
         if "values" in r.secret_inputs:
             body = f"# {REDACTED}: the values are secret\n"
         else:
-            body = "".join(f"---\n# Source: {source}\n" + yaml.safe_dump(obj, sort_keys=True)
-                           for source, obj in rendered[name])
+            body = "".join(
+                f"---\n# Source: {source}\n" + yaml.safe_dump(obj, sort_keys=True)
+                for source, obj in rendered[name]
+            )
         (manifests / f"{name}.yaml").write_text(header + body)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--stack", default="dev")
     p.add_argument("--out", type=pathlib.Path, default=pathlib.Path("plan"))
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key with a string, as `pulumi config set` does")
-    p.add_argument("--set-json", action="append", default=[], metavar="KEY=JSON",
-                   help="override a config key with a JSON list or object: --set-json 'sshAllowedCidrs=[\"198.51.100.7/32\"]'")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key with a string, as `pulumi config set` does",
+    )
+    p.add_argument(
+        "--set-json",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="override a config key with a JSON list or object: --set-json 'sshAllowedCidrs=[\"198.51.100.7/32\"]'",
+    )
     args = p.parse_args(argv)
     try:
         overrides = parse_overrides(args.set, args.set_json)
@@ -322,10 +407,12 @@ def main(argv: list[str] | None = None) -> int:
     write_plan(graph, args.out)
     write_manifests(graph, args.out, rendered)
     n = counts(graph)
-    print(f"{n['registered']} resources ({n['custom']} custom, {n['components']} components; `pulumi preview` "
-          f"counts {n['preview']} with the stack and {n['defaultProviders']} default providers), "
-          f"{len(graph.of_type('kubernetes:helm.sh/v3:Release'))} Helm releases -> "
-          f"{args.out}/graph.json, graph.mmd, graph.png, values/, manifests/")
+    print(
+        f"{n['registered']} resources ({n['custom']} custom, {n['components']} components; `pulumi preview` "
+        f"counts {n['preview']} with the stack and {n['defaultProviders']} default providers), "
+        f"{len(graph.of_type('kubernetes:helm.sh/v3:Release'))} Helm releases -> "
+        f"{args.out}/graph.json, graph.mmd, graph.png, values/, manifests/"
+    )
     print(cost_line(graph))
     return 0
 
@@ -334,8 +421,10 @@ def cost_line(graph: Graph) -> str:
     """The costPerHour output in one line, for the reviewer of a plan (graph.json has it whole)."""
     cost = graph.output("costPerHour")
     unpriced = f"; no price for {', '.join(cost['unpriced'])}" if cost["unpriced"] else ""
-    return (f"nodes at on-demand list price: ${cost['clusterAtMinNodes']:.2f}/h at minNodes, "
-            f"${cost['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})")
+    return (
+        f"nodes at on-demand list price: ${cost['clusterAtMinNodes']:.2f}/h at minNodes, "
+        f"${cost['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})"
+    )
 
 
 if __name__ == "__main__":

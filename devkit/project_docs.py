@@ -7,6 +7,7 @@ their markers), from model/config_schema.py and model/outputs.py.
 
 The output depends on the tables only, never on the day or the machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def _yaml_scalar(value: Any) -> str:
     plain = value if isinstance(value, str) else json.dumps(value)
     try:
         reads_as_itself = bool(plain) and yaml.safe_load(f"k: {plain}\n") == {"k": value}
-    except yaml.YAMLError:   # e.g. ': ' inside, which starts a mapping
+    except yaml.YAMLError:  # e.g. ': ' inside, which starts a mapping
         reads_as_itself = False
     return plain if reads_as_itself else json.dumps(value, ensure_ascii=False)
 
@@ -68,12 +69,17 @@ def _reads_back(block: str, keys: tuple[config_schema.Key, ...]) -> None:
     for key in keys:
         if ":" in key.name:
             continue
-        want = {"type": key.type, "description": key.description,
-                **({"items": {"type": key.items}} if key.items else {}),
-                **({} if key.default is config_schema.REQUIRED else {"default": key.default})}
+        want = {
+            "type": key.type,
+            "description": key.description,
+            **({"items": {"type": key.items}} if key.items else {}),
+            **({} if key.default is config_schema.REQUIRED else {"default": key.default}),
+        }
         if read[key.name] != want:
-            raise StaleDocError(f"{PROJECT_FILE}: key {key.name} reads back as {read[key.name]!r}, "
-                                f"the table declares {want!r}")
+            raise StaleDocError(
+                f"{PROJECT_FILE}: key {key.name} reads back as {read[key.name]!r}, "
+                f"the table declares {want!r}"
+            )
 
 
 def project_file(text: str, keys: tuple[config_schema.Key, ...]) -> str:
@@ -82,7 +88,7 @@ def project_file(text: str, keys: tuple[config_schema.Key, ...]) -> str:
     if not start:
         raise StaleDocError(f"{PROJECT_FILE}: no top-level 'config:' line to write the keys under")
     end = re.compile(r"^[^\s#]", re.M).search(text, start.end())
-    return text[:start.start()] + config_block(keys) + (text[end.start():] if end else "")
+    return text[: start.start()] + config_block(keys) + (text[end.start() :] if end else "")
 
 
 def _cell(text: str) -> str:
@@ -98,8 +104,11 @@ def _default_cell(key: config_schema.Key) -> str:
 
 def config_table(keys: tuple[config_schema.Key, ...]) -> str:
     rows = ["| key | default | meaning | changing it on a running stack |", "| --- | --- | --- | --- |"]
-    rows += [f"| `{k.name}` | {_cell(_default_cell(k))} | {_cell(' '.join(filter(None, (k.description, k.doc))))} "
-             f"| {_cell(k.on_change)} |" for k in keys]
+    rows += [
+        f"| `{k.name}` | {_cell(_default_cell(k))} | {_cell(' '.join(filter(None, (k.description, k.doc))))} "
+        f"| {_cell(k.on_change)} |"
+        for k in keys
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -114,7 +123,7 @@ def _between_markers(text: str, marker: str, body: str) -> str:
     found = re.search(rf"^<!-- {marker}:[^\n]*-->\n(.*?)^<!-- /{marker} -->$", text, re.M | re.S)
     if not found:
         raise StaleDocError(f"{README}: no '<!-- {marker}: ... -->' ... '<!-- /{marker} -->' block")
-    return text[:found.start(1)] + body + text[found.end(1):]
+    return text[: found.start(1)] + body + text[found.end(1) :]
 
 
 def readme(text: str, keys: tuple[config_schema.Key, ...], outputs: tuple[Output, ...]) -> str:
@@ -126,7 +135,10 @@ def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
     """Each file's name -> (its text now, the text the tables give)."""
     keys = config_schema.schema(_DAY)
     out = {}
-    for name, write in ((PROJECT_FILE, lambda t: project_file(t, keys)), (README, lambda t: readme(t, keys, OUTPUTS))):
+    for name, write in (
+        (PROJECT_FILE, lambda t: project_file(t, keys)),
+        (README, lambda t: readme(t, keys, OUTPUTS)),
+    ):
         now = (root / name).read_text()
         out[name] = (now, write(now))
     return out
@@ -135,7 +147,9 @@ def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming each stale file")
-    parser.add_argument("--root", type=pathlib.Path, default=REPO, help="the project directory (default: this one)")
+    parser.add_argument(
+        "--root", type=pathlib.Path, default=REPO, help="the project directory (default: this one)"
+    )
     args = parser.parse_args(argv)
     try:
         files = written(args.root)

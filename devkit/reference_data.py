@@ -7,6 +7,7 @@ Looked up, in order:
 2. `../shared/ref` beside this checkout.
 A missing directory is an error that names where it looked, never a silent skip.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,4 +52,5 @@ def chart_dir(chart: str, version: str) -> pathlib.Path:
     except ReferenceDataMissing as e:
         raise ReferenceDataMissing(
             f"no reference chart for {chart} {version}: {e} (the pinned version has no upstream copy "
-            "to render; add charts/<chart>-<version> to the reference data)") from None
+            "to render; add charts/<chart>-<version> to the reference data)"
+        ) from None

@@ -20,6 +20,7 @@ which it puts in place of a value missing from `values` (_add_references). That 
 plan shows a value known only after apply (a VPC's id in a subnet), and how checkov's graph checks
 (a VPC with its flow log, a security group attached to something) see one resource name another.
 """
+
 from __future__ import annotations
 
 import json
@@ -118,8 +119,10 @@ def terraform_type(token: str) -> str:
     try:
         return TERRAFORM_TYPES[token]
     except KeyError:
-        raise UnmappedType(f"{token}: no Terraform type in devkit/security_export.py TERRAFORM_TYPES; "
-                           "add it (pulumi-aws names it after the Terraform resource)") from None
+        raise UnmappedType(
+            f"{token}: no Terraform type in devkit/security_export.py TERRAFORM_TYPES; "
+            "add it (pulumi-aws names it after the Terraform resource)"
+        ) from None
 
 
 def terraform_name(name: str) -> str:
@@ -145,6 +148,7 @@ def terraform_values(tf_type: str, inputs: Any, key: str | None = None) -> Any:
 
 # --- Kubernetes ---------------------------------------------------------------------------------
 
+
 def _api_version(token: str) -> tuple[str, str]:
     """kubernetes:apps/v1:DaemonSet -> ("apps/v1", "DaemonSet"); the core group is plain v1."""
     _, group_version, kind = token.split(":")
@@ -164,16 +168,29 @@ def registered_object(resource: Resource) -> dict:
     """A Kubernetes resource the program registers, as the object the provider sends (secret
     inputs' leaves redacted: the scanners need their shape, not their bytes)."""
     api_version, kind = _api_version(resource.type)
-    body = {k: (_redacted(v) if k in resource.secret_inputs else integers(v))
-            for k, v in sorted(resource.inputs.items())}
+    body = {
+        k: (_redacted(v) if k in resource.secret_inputs else integers(v))
+        for k, v in sorted(resource.inputs.items())
+    }
     return {**body, "apiVersion": api_version, "kind": kind}
 
 
 # Kinds without a namespace (kubectl api-resources --namespaced=false, of those the charts render).
-CLUSTER_SCOPED = {"APIService", "ClusterIssuer", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                  "MutatingWebhookConfiguration", "Namespace", "PersistentVolume", "PriorityClass", "StorageClass",
-                  "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-                  "ValidatingWebhookConfiguration"}
+CLUSTER_SCOPED = {
+    "APIService",
+    "ClusterIssuer",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "MutatingWebhookConfiguration",
+    "Namespace",
+    "PersistentVolume",
+    "PriorityClass",
+    "StorageClass",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration",
+}
 
 
 def in_namespace(obj: dict, namespace: str) -> dict:
@@ -184,14 +201,20 @@ def in_namespace(obj: dict, namespace: str) -> dict:
     return {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": namespace}}
 
 
-def kubernetes_objects(graph: Graph, rendered: dict[str, list[tuple[str, dict]]],
-                       namespaces: dict[str, str]) -> dict[str, list[dict]]:
+def kubernetes_objects(
+    graph: Graph, rendered: dict[str, list[tuple[str, dict]]], namespaces: dict[str, str]
+) -> dict[str, list[dict]]:
     """Every Kubernetes object the program creates, by the file it is written to: `program`
     (what it registers itself) and one per Helm release (`rendered`: chart_render's
     render_graph_release_sources of the same graph; `namespaces`, each release's namespace)."""
-    own = [registered_object(r) for r in sorted(graph.resources, key=lambda r: r.urn)
-           if r.type.startswith("kubernetes:") and r.custom and r.type != chart_render.RELEASE_TYPE
-           and not r.type.startswith("kubernetes:helm.sh/")]
+    own = [
+        registered_object(r)
+        for r in sorted(graph.resources, key=lambda r: r.urn)
+        if r.type.startswith("kubernetes:")
+        and r.custom
+        and r.type != chart_render.RELEASE_TYPE
+        and not r.type.startswith("kubernetes:helm.sh/")
+    ]
     out = {"program": own}
     for release, objects in sorted(rendered.items()):
         out[f"release-{release}"] = [in_namespace(obj, namespaces[release]) for _, obj in objects]
@@ -205,6 +228,7 @@ def write_kubernetes(objects: dict[str, list[dict]], directory: pathlib.Path) ->
 
 
 # --- Terraform plan -----------------------------------------------------------------------------
+
 
 def _ids(graph: Graph) -> dict[str, str]:
     """What a resource's id or ARN reads as in the mocks' answers (devkit/offline_run.py Mocks:
@@ -225,8 +249,11 @@ def _ids(graph: Graph) -> dict[str, str]:
 
 def _addresses(graph: Graph) -> dict[str, str]:
     """URN -> Terraform address of every resource that has one."""
-    return {r.urn: f"{TERRAFORM_TYPES[r.type]}.{terraform_name(r.name)}"
-            for r in graph.resources if r.custom and r.type in TERRAFORM_TYPES}
+    return {
+        r.urn: f"{TERRAFORM_TYPES[r.type]}.{terraform_name(r.name)}"
+        for r in graph.resources
+        if r.custom and r.type in TERRAFORM_TYPES
+    }
 
 
 def _unknown_references(resource: Resource, values: dict, addresses: dict[str, str]) -> dict:
@@ -274,28 +301,55 @@ def eks_cluster_resources(resource: Resource) -> list[tuple[str, str, dict, dict
     i = integers(resource.inputs)
     name = terraform_name(resource.name)
     cluster = {
-        "name": i.get("name"), "version": i.get("version"),
-        "vpc_config": [{
-            "endpoint_private_access": i.get("endpointPrivateAccess", False),
-            "endpoint_public_access": i.get("endpointPublicAccess", True),
-            "public_access_cidrs": i.get("publicAccessCidrs", ["0.0.0.0/0"]),
-            "subnet_ids": [*i.get("publicSubnetIds", []), *i.get("privateSubnetIds", [])]}],
-        "access_config": [{"authentication_mode": i.get("authenticationMode", "CONFIG_MAP"),
-                           "bootstrap_cluster_creator_admin_permissions": True}],
+        "name": i.get("name"),
+        "version": i.get("version"),
+        "vpc_config": [
+            {
+                "endpoint_private_access": i.get("endpointPrivateAccess", False),
+                "endpoint_public_access": i.get("endpointPublicAccess", True),
+                "public_access_cidrs": i.get("publicAccessCidrs", ["0.0.0.0/0"]),
+                "subnet_ids": [*i.get("publicSubnetIds", []), *i.get("privateSubnetIds", [])],
+            }
+        ],
+        "access_config": [
+            {
+                "authentication_mode": i.get("authenticationMode", "CONFIG_MAP"),
+                "bootstrap_cluster_creator_admin_permissions": True,
+            }
+        ],
     }
     # Unset is absent (checkov 3.3.30 EKSControlPlaneLogging indexes the list's first item).
     if i.get("enabledClusterLogTypes"):
         cluster["enabled_cluster_log_types"] = i["enabledClusterLogTypes"]
     if i.get("encryptionConfigKeyArn"):
-        cluster["encryption_config"] = [{"provider": [{"key_arn": i["encryptionConfigKeyArn"]}],
-                                         "resources": ["secrets"]}]
-    role = {"assume_role_policy": json.dumps({"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"},
-        "Action": ["sts:AssumeRole", "sts:TagSession"]}]})}
+        cluster["encryption_config"] = [
+            {"provider": [{"key_arn": i["encryptionConfigKeyArn"]}], "resources": ["secrets"]}
+        ]
+    role = {
+        "assume_role_policy": json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "eks.amazonaws.com"},
+                        "Action": ["sts:AssumeRole", "sts:TagSession"],
+                    }
+                ],
+            }
+        )
+    }
     role_address = f"aws_iam_role.{name}_eksRole"
-    return [("aws_eks_cluster", name, cluster, {}), ("aws_iam_role", f"{name}_eksRole", role, {}),
-            ("aws_iam_role_policy_attachment", f"{name}_eksRole_policy", {"policy_arn": EKS_CLUSTER_POLICY},
-             {"role": {"references": [f"{role_address}.name", role_address]}})]
+    return [
+        ("aws_eks_cluster", name, cluster, {}),
+        ("aws_iam_role", f"{name}_eksRole", role, {}),
+        (
+            "aws_iam_role_policy_attachment",
+            f"{name}_eksRole_policy",
+            {"policy_arn": EKS_CLUSTER_POLICY},
+            {"role": {"references": [f"{role_address}.name", role_address]}},
+        ),
+    ]
 
 
 def aws_resources(graph: Graph) -> list[tuple[str, str, dict, dict]]:
@@ -323,24 +377,42 @@ def terraform_plan(graph: Graph) -> dict:
     """The AWS resources as `terraform show -json` prints a plan, as far as checkov reads one."""
     resources = aws_resources(graph)
     return {
-        "format_version": "1.2", "terraform_version": "1.9.0",
-        "planned_values": {"root_module": {"resources": [
-            {"address": f"{t}.{n}", "mode": "managed", "type": t, "name": n,
-             "provider_name": "registry.terraform.io/hashicorp/aws", "values": v}
-            for t, n, v, _ in resources]}},
-        "configuration": {"root_module": {"resources": [
-            {"address": f"{t}.{n}", "mode": "managed", "type": t, "name": n, "expressions": e}
-            for t, n, _, e in resources]}},
+        "format_version": "1.2",
+        "terraform_version": "1.9.0",
+        "planned_values": {
+            "root_module": {
+                "resources": [
+                    {
+                        "address": f"{t}.{n}",
+                        "mode": "managed",
+                        "type": t,
+                        "name": n,
+                        "provider_name": "registry.terraform.io/hashicorp/aws",
+                        "values": v,
+                    }
+                    for t, n, v, _ in resources
+                ]
+            }
+        },
+        "configuration": {
+            "root_module": {
+                "resources": [
+                    {"address": f"{t}.{n}", "mode": "managed", "type": t, "name": n, "expressions": e}
+                    for t, n, _, e in resources
+                ]
+            }
+        },
     }
 
 
 # --- IAM ----------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class IamDocuments:
-    identity: dict[str, dict]       # inline and customer-managed policies by name
-    trust: dict[str, dict]          # each role's trust policy by the role's name
-    managed: dict[str, list[str]]   # role address -> the AWS-managed policy ARNs attached
+    identity: dict[str, dict]  # inline and customer-managed policies by name
+    trust: dict[str, dict]  # each role's trust policy by the role's name
+    managed: dict[str, list[str]]  # role address -> the AWS-managed policy ARNs attached
 
 
 def iam_documents(graph: Graph) -> IamDocuments:
@@ -367,8 +439,10 @@ def _referenced(expression: dict | None) -> str | None:
 def write_all(graph: Graph, rendered: dict[str, list[tuple[str, dict]]], out: pathlib.Path) -> dict[str, Any]:
     """Write kubernetes/, terraform/plan.json, iam/ and iam-managed.json under `out`; what was
     written, counted."""
-    namespaces = {chart_render.release_request(r)["release_name"]: chart_render.release_request(r)["namespace"]
-                  for r in graph.of_type(chart_render.RELEASE_TYPE)}
+    namespaces = {
+        chart_render.release_request(r)["release_name"]: chart_render.release_request(r)["namespace"]
+        for r in graph.of_type(chart_render.RELEASE_TYPE)
+    }
     objects = kubernetes_objects(graph, rendered, namespaces)
     write_kubernetes(objects, out / "kubernetes")
     plan = terraform_plan(graph)
@@ -380,8 +454,10 @@ def write_all(graph: Graph, rendered: dict[str, list[tuple[str, dict]]], out: pa
         for name, doc in documents.items():
             (out / folder / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
     (out / "iam-managed.json").write_text(json.dumps(iam.managed, indent=1, sort_keys=True) + "\n")
-    return {"kubernetes objects": sum(len(v) for v in objects.values()),
-            "aws resources": len(plan["planned_values"]["root_module"]["resources"]),
-            "identity policies": len(iam.identity), "trust policies": len(iam.trust),
-            "managed attachments": sum(len(v) for v in iam.managed.values())}
-
+    return {
+        "kubernetes objects": sum(len(v) for v in objects.values()),
+        "aws resources": len(plan["planned_values"]["root_module"]["resources"]),
+        "identity policies": len(iam.identity),
+        "trust policies": len(iam.trust),
+        "managed attachments": sum(len(v) for v in iam.managed.values()),
+    }

@@ -12,6 +12,7 @@ iam-trust/, iam-managed.json), the raw results DIR/checkov.json and DIR/parliame
 DIR/findings.json (counts and findings) and DIR/report.txt (what it prints).
 Exit status: 0 every finding explained; 1 some unexplained (listed); 2 a scanner failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,11 @@ SCANNED = "scanned"
 class Finding:
     """One failed check: which tool and framework, the check, what it failed on, and for
     parliament the actions or condition it names (detail) and its severity."""
-    tool: str          # checkov | parliament
-    framework: str     # kubernetes | terraform_plan | iam
-    check: str         # CKV_K8S_16, RESOURCE_STAR, ...
-    resource: str      # DaemonSet.kube-system.nvidia-device-plugin, aws_vpc.network_vpc, lbc_policy
+
+    tool: str  # checkov | parliament
+    framework: str  # kubernetes | terraform_plan | iam
+    check: str  # CKV_K8S_16, RESOURCE_STAR, ...
+    resource: str  # DaemonSet.kube-system.nvidia-device-plugin, aws_vpc.network_vpc, lbc_policy
     detail: str = ""
     severity: str = ""
 
@@ -64,8 +66,15 @@ def checkov_findings(reports: list[dict]) -> list[Finding]:
     out = []
     for report in reports:
         for failed in report.get("results", {}).get("failed_checks", []):
-            out.append(Finding("checkov", report["check_type"], failed["check_id"], failed["resource"],
-                               failed.get("check_name") or ""))
+            out.append(
+                Finding(
+                    "checkov",
+                    report["check_type"],
+                    failed["check_id"],
+                    failed["resource"],
+                    failed.get("check_name") or "",
+                )
+            )
     return out
 
 
@@ -81,23 +90,35 @@ def parliament_findings(lines: str) -> list[Finding]:
         items = detail if isinstance(detail, list) else [detail] if detail else []
         detail = ", ".join(i if isinstance(i, str) else json.dumps(i, sort_keys=True) for i in items)
         where = pathlib.Path(item.get("location", {}).get("filepath", "")).name
-        out.append(Finding("parliament", "iam", item["issue"], where.removesuffix(".json"), detail,
-                           item.get("severity", "")))
+        out.append(
+            Finding(
+                "parliament",
+                "iam",
+                item["issue"],
+                where.removesuffix(".json"),
+                detail,
+                item.get("severity", ""),
+            )
+        )
     return out
 
 
 def explanation(finding: Finding, table: tuple[Triage, ...] = TRIAGE) -> Triage | None:
     """The first triage entry that explains `finding`, or None: it is unexplained."""
     for entry in table:
-        if (entry.tool == finding.tool and entry.check == finding.check
-                and any(fnmatch.fnmatchcase(finding.resource, r) for r in entry.resources)
-                and fnmatch.fnmatchcase(finding.detail, entry.detail)):
+        if (
+            entry.tool == finding.tool
+            and entry.check == finding.check
+            and any(fnmatch.fnmatchcase(finding.resource, r) for r in entry.resources)
+            and fnmatch.fnmatchcase(finding.detail, entry.detail)
+        ):
             return entry
     return None
 
 
-def triage(findings: list[Finding], table: tuple[Triage, ...] = TRIAGE
-           ) -> tuple[list[tuple[Finding, Triage]], list[Finding], list[Triage]]:
+def triage(
+    findings: list[Finding], table: tuple[Triage, ...] = TRIAGE
+) -> tuple[list[tuple[Finding, Triage]], list[Finding], list[Triage]]:
     """(explained with their entries, unexplained, entries that explained nothing)."""
     explained, unexplained, used = [], [], set()
     for f in findings:
@@ -118,8 +139,10 @@ def counts(findings: list[Finding]) -> dict:
             out["checkov"].setdefault(f.framework, collections.Counter())[f.check] += 1
         else:
             out["parliament"].setdefault(f.severity, collections.Counter())[f.check] += 1
-    return {tool: {group: dict(sorted(c.items())) for group, c in sorted(groups.items())}
-            for tool, groups in out.items()}
+    return {
+        tool: {group: dict(sorted(c.items())) for group, c in sorted(groups.items())}
+        for tool, groups in out.items()
+    }
 
 
 def report(findings: list[Finding], table: tuple[Triage, ...] = TRIAGE) -> str:
@@ -129,12 +152,16 @@ def report(findings: list[Finding], table: tuple[Triage, ...] = TRIAGE) -> str:
         for group, by_check in groups.items():
             lines.append(f"{tool} {group}: {sum(by_check.values())}")
             lines += [f"  {n:4d} {check}" for check, n in by_check.items()]
-    lines.append(f"explained by devkit/security_triage.py: {len(explained)} "
-                 f"({sum(e.verdict == 'accepted' for _, e in explained)} accepted, "
-                 f"{sum(e.verdict == 'not applicable' for _, e in explained)} not applicable)")
+    lines.append(
+        f"explained by devkit/security_triage.py: {len(explained)} "
+        f"({sum(e.verdict == 'accepted' for _, e in explained)} accepted, "
+        f"{sum(e.verdict == 'not applicable' for _, e in explained)} not applicable)"
+    )
     lines.append(f"UNEXPLAINED: {len(unexplained)}")
-    lines += [f"  {f.tool} {f.framework} {f.check} {f.resource}" + (f" [{f.detail}]" if f.detail else "")
-              for f in unexplained]
+    lines += [
+        f"  {f.tool} {f.framework} {f.check} {f.resource}" + (f" [{f.detail}]" if f.detail else "")
+        for f in unexplained
+    ]
     if unused:
         lines.append(f"triage entries that matched nothing (fixed since? remove them): {len(unused)}")
         lines += [f"  {e.tool} {e.check} {', '.join(e.resources)}" for e in unused]
@@ -156,10 +183,22 @@ def export(out: pathlib.Path, overrides: dict[str, str] | None = None) -> dict:
 
 def run_checkov(bin_dir: pathlib.Path, out: pathlib.Path) -> list[Finding]:
     # Exit 1 means failed checks; anything else with no JSON is the scanner failing.
-    done = subprocess.run([str(bin_dir / "checkov"), "--directory", str(out / SCANNED),
-                           "--framework", *CHECKOV_FRAMEWORKS,
-                           "--output", "json", "--quiet", "--skip-download", "--compact"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            str(bin_dir / "checkov"),
+            "--directory",
+            str(out / SCANNED),
+            "--framework",
+            *CHECKOV_FRAMEWORKS,
+            "--output",
+            "json",
+            "--quiet",
+            "--skip-download",
+            "--compact",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode not in (0, 1) or not done.stdout.strip():
         raise RuntimeError(f"checkov exited {done.returncode}: {done.stderr[-2000:]}")
     (out / "checkov.json").write_text(done.stdout)
@@ -167,8 +206,11 @@ def run_checkov(bin_dir: pathlib.Path, out: pathlib.Path) -> list[Finding]:
 
 
 def run_parliament(bin_dir: pathlib.Path, out: pathlib.Path) -> list[Finding]:
-    done = subprocess.run([str(bin_dir / "parliament"), "--directory", str(out / SCANNED / "iam"), "--json"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(bin_dir / "parliament"), "--directory", str(out / SCANNED / "iam"), "--json"],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode not in (0, 1):
         raise RuntimeError(f"parliament exited {done.returncode}: {done.stderr[-2000:]}")
     (out / "parliament.json").write_text(done.stdout)
@@ -176,14 +218,22 @@ def run_parliament(bin_dir: pathlib.Path, out: pathlib.Path) -> list[Finding]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="security_review", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="security_review", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", type=pathlib.Path, default=ROOT / "build" / "security-review")
-    p.add_argument("--tools", help="a bin/ holding checkov and parliament (default: devkit/security_tools.sh's)")
+    p.add_argument(
+        "--tools", help="a bin/ holding checkov and parliament (default: devkit/security_tools.sh's)"
+    )
     p.add_argument("--export-only", action="store_true", help="write the scanners' inputs and stop")
-    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
-                   help="review the dev stack with this key set too (e.g. gpuMaxNodes=4 for the resources "
-                        "only an autoscaling pool has); repeatable")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="review the dev stack with this key set too (e.g. gpuMaxNodes=4 for the resources "
+        "only an autoscaling pool has); repeatable",
+    )
     args = p.parse_args(argv)
     try:
         overrides = dict(item.split("=", 1) for item in args.config)
@@ -201,8 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = report(findings)
     (args.out / "report.txt").write_text(text)
-    (args.out / "findings.json").write_text(json.dumps(
-        {"counts": counts(findings), "findings": [asdict(f) for f in findings]}, indent=1, sort_keys=True) + "\n")
+    (args.out / "findings.json").write_text(
+        json.dumps(
+            {"counts": counts(findings), "findings": [asdict(f) for f in findings]}, indent=1, sort_keys=True
+        )
+        + "\n"
+    )
     print(text, end="")
     return 0 if not triage(findings)[1] else 1
 

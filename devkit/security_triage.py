@@ -9,6 +9,7 @@ Resources are globs over what the scanners name: checkov's `Kind.namespace.name`
 continues with its labels) or `terraform_type.name`; parliament's policy file (devkit/
 security_export.py writes iam/<role policy>.json).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,13 +22,13 @@ NOT_APPLICABLE = "not applicable"
 
 @dataclass(frozen=True)
 class Triage:
-    tool: str                   # checkov | parliament
-    check: str                  # the check id (checkov) or issue (parliament)
+    tool: str  # checkov | parliament
+    check: str  # the check id (checkov) or issue (parliament)
     resources: tuple[str, ...]  # globs over the finding's resource
-    verdict: str                # ACCEPTED | NOT_APPLICABLE
+    verdict: str  # ACCEPTED | NOT_APPLICABLE
     reason: str
-    section: str                # the docs/security.md heading anchor that explains it
-    detail: str = "*"           # a glob over parliament's detail (the actions or condition named)
+    section: str  # the docs/security.md heading anchor that explains it
+    detail: str = "*"  # a glob over parliament's detail (the actions or condition named)
 
 
 # What the upstream charts run, by the names the review sees them under (`Kind.namespace.name`).
@@ -43,9 +44,19 @@ _CLUSTER_AUTOSCALER = f"{_SYSTEM}.cluster-autoscaler*"
 _KEDA = "*.keda.keda-*"
 _CHART_WORKLOADS = (_CERT_MANAGER, _LBC, _OPERATOR, *_DEVICE_PLUGINS, _GRAFANA, _KEDA)
 # The program's pods that call the Kubernetes API (cluster_programs/): they need their token.
-_API_CALLERS = (f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*", f"*.{SLURM_NAMESPACE}.slurm-ready-*",
-                f"*.{SLURM_NAMESPACE}.accounting-registration-*")
-_CONTROLLERS = (_CERT_MANAGER, _LBC, _OPERATOR, f"{_SYSTEM}.nvidia-device-plugin*", _CLUSTER_AUTOSCALER, _KEDA)
+_API_CALLERS = (
+    f"*.{SLURM_NAMESPACE}.slurm-state-volume-guard*",
+    f"*.{SLURM_NAMESPACE}.slurm-ready-*",
+    f"*.{SLURM_NAMESPACE}.accounting-registration-*",
+)
+_CONTROLLERS = (
+    _CERT_MANAGER,
+    _LBC,
+    _OPERATOR,
+    f"{_SYSTEM}.nvidia-device-plugin*",
+    _CLUSTER_AUTOSCALER,
+    _KEDA,
+)
 _ALL = ("*",)
 
 
@@ -55,114 +66,317 @@ def _k8s(check: str, resources: tuple[str, ...], verdict: str, reason: str, sect
 
 TRIAGE: tuple[Triage, ...] = (
     # --- AWS (terraform_plan) ---
-    Triage("checkov", "CKV_AWS_39", ("aws_eks_cluster.*",), ACCEPTED,
-           "The public API endpoint is how `pulumi up` and kubectl reach the cluster; it admits apiAllowedCidrs only.",
-           "the-kubernetes-api-endpoint"),
-    Triage("checkov", "CKV_AWS_37", ("aws_eks_cluster.*",), ACCEPTED,
-           "api, audit and authenticator logs are on; controllerManager and scheduler are left off by default "
-           "for their CloudWatch cost (controlPlaneLogTypes chooses the set).", "control-plane-logs"),
-    Triage("checkov", "CKV_AWS_58", ("aws_eks_cluster.*",), ACCEPTED,
-           "EKS envelope-encrypts all Kubernetes API data with an AWS-owned key; a customer-managed key is "
-           "not configured.", "encryption-at-rest"),
-    Triage("checkov", "CKV_AWS_136", ("aws_ecr_repository.*",), ACCEPTED,
-           "The slurmd repository is encrypted with AES256 (S3-managed keys), not a customer-managed KMS key.",
-           "encryption-at-rest"),
-    Triage("checkov", "CKV_AWS_184", ("aws_efs_file_system.*",), ACCEPTED,
-           "The shared file system is encrypted with the AWS-managed EFS key, not a customer-managed one.", "encryption-at-rest"),
-    Triage("checkov", "CKV_AWS_158", ("aws_cloudwatch_log_group.*",), ACCEPTED,
-           "Log groups are encrypted by CloudWatch Logs' own keys, not a customer-managed KMS key.",
-           "encryption-at-rest"),
-    Triage("checkov", "CKV_AWS_338", ("aws_cloudwatch_log_group.*",), ACCEPTED,
-           "Retention is a config choice sized for a development cluster, shorter than the check's one year.",
-           "control-plane-logs"),
-    Triage("checkov", "CKV_AWS_293", ("aws_db_instance.accounting_db",), ACCEPTED,
-           "No deletion protection: with it RDS refuses the delete and `destroy` stops halfway. The records "
-           "outlive destroy as a final snapshot unless retainAccountingData is false.", "the-accounting-database"),
-    Triage("checkov", "CKV_AWS_157", ("aws_db_instance.accounting_db",), ACCEPTED,
-           "Single-AZ by default for a development cluster's cost; accountingMultiAz adds the standby. "
-           "Meanwhile slurmctld keeps scheduling and queues its records for slurmdbd.", "the-accounting-database"),
-    Triage("checkov", "CKV_AWS_118", ("aws_db_instance.accounting_db",), ACCEPTED,
-           "No enhanced monitoring (an IAM role and per-second OS metrics billed as CloudWatch Logs); RDS's "
-           "own CloudWatch metrics and the error log are kept.", "the-accounting-database"),
-    Triage("checkov", "CKV_AWS_51", ("aws_ecr_repository.*",), ACCEPTED,
-           "Tags are mutable so a re-push of the same tag succeeds; every node runs the image by digest.",
-           "images"),
-    Triage("checkov", "CKV_AWS_355", ("aws_iam_role_policy.lbc_policy",), ACCEPTED,
-           "`*` remains on the load balancer controller's reads, its service-linked role, tagging listeners "
-           "and registering targets, as upstream.", "the-load-balancer-controllers-policy"),
-    Triage("checkov", "CKV_AWS_339", ("aws_eks_cluster.*",), NOT_APPLICABLE,
-           "checkov 3.3.30's list of supported EKS versions ends before the default; model/eks_versions.py "
-           "holds EKS's own calendar.", "what-the-scanners-cannot-see"),
-    Triage("checkov", "CKV2_AWS_19", ("aws_eip.*",), NOT_APPLICABLE,
-           "The Elastic IP is the NAT gateway's, not an instance's.", "what-the-scanners-cannot-see"),
+    Triage(
+        "checkov",
+        "CKV_AWS_39",
+        ("aws_eks_cluster.*",),
+        ACCEPTED,
+        "The public API endpoint is how `pulumi up` and kubectl reach the cluster; it admits apiAllowedCidrs only.",
+        "the-kubernetes-api-endpoint",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_37",
+        ("aws_eks_cluster.*",),
+        ACCEPTED,
+        "api, audit and authenticator logs are on; controllerManager and scheduler are left off by default "
+        "for their CloudWatch cost (controlPlaneLogTypes chooses the set).",
+        "control-plane-logs",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_58",
+        ("aws_eks_cluster.*",),
+        ACCEPTED,
+        "EKS envelope-encrypts all Kubernetes API data with an AWS-owned key; a customer-managed key is "
+        "not configured.",
+        "encryption-at-rest",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_136",
+        ("aws_ecr_repository.*",),
+        ACCEPTED,
+        "The slurmd repository is encrypted with AES256 (S3-managed keys), not a customer-managed KMS key.",
+        "encryption-at-rest",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_184",
+        ("aws_efs_file_system.*",),
+        ACCEPTED,
+        "The shared file system is encrypted with the AWS-managed EFS key, not a customer-managed one.",
+        "encryption-at-rest",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_158",
+        ("aws_cloudwatch_log_group.*",),
+        ACCEPTED,
+        "Log groups are encrypted by CloudWatch Logs' own keys, not a customer-managed KMS key.",
+        "encryption-at-rest",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_338",
+        ("aws_cloudwatch_log_group.*",),
+        ACCEPTED,
+        "Retention is a config choice sized for a development cluster, shorter than the check's one year.",
+        "control-plane-logs",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_293",
+        ("aws_db_instance.accounting_db",),
+        ACCEPTED,
+        "No deletion protection: with it RDS refuses the delete and `destroy` stops halfway. The records "
+        "outlive destroy as a final snapshot unless retainAccountingData is false.",
+        "the-accounting-database",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_157",
+        ("aws_db_instance.accounting_db",),
+        ACCEPTED,
+        "Single-AZ by default for a development cluster's cost; accountingMultiAz adds the standby. "
+        "Meanwhile slurmctld keeps scheduling and queues its records for slurmdbd.",
+        "the-accounting-database",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_118",
+        ("aws_db_instance.accounting_db",),
+        ACCEPTED,
+        "No enhanced monitoring (an IAM role and per-second OS metrics billed as CloudWatch Logs); RDS's "
+        "own CloudWatch metrics and the error log are kept.",
+        "the-accounting-database",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_51",
+        ("aws_ecr_repository.*",),
+        ACCEPTED,
+        "Tags are mutable so a re-push of the same tag succeeds; every node runs the image by digest.",
+        "images",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_355",
+        ("aws_iam_role_policy.lbc_policy",),
+        ACCEPTED,
+        "`*` remains on the load balancer controller's reads, its service-linked role, tagging listeners "
+        "and registering targets, as upstream.",
+        "the-load-balancer-controllers-policy",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_339",
+        ("aws_eks_cluster.*",),
+        NOT_APPLICABLE,
+        "checkov 3.3.30's list of supported EKS versions ends before the default; model/eks_versions.py "
+        "holds EKS's own calendar.",
+        "what-the-scanners-cannot-see",
+    ),
+    Triage(
+        "checkov",
+        "CKV2_AWS_19",
+        ("aws_eip.*",),
+        NOT_APPLICABLE,
+        "The Elastic IP is the NAT gateway's, not an instance's.",
+        "what-the-scanners-cannot-see",
+    ),
     # --- IAM (parliament) ---
-    Triage("parliament", "RESOURCE_STAR", ("lbc_policy",), ACCEPTED,
-           "As CKV_AWS_355.", "the-load-balancer-controllers-policy"),
-    Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
-           "ec2:CreateSecurityGroup authorizes on the VPC and on the new group; parliament 1.6.4 judges the "
-           "statement naming only the VPC on its own, and the next statement names the security group.", "what-the-scanners-cannot-see",
-           detail='*"action": "ec2:CreateSecurityGroup"*'),
-    Triage("parliament", "RESOURCE_MISMATCH", ("lbc_policy",), NOT_APPLICABLE,
-           "The Service Authorization Reference lets the listener writes name a Network Load Balancer's listener "
-           "(listener/net); parliament 1.6.4 reads Elastic Load Balancing's older entry, which has only listener/app.",
-           "what-the-scanners-cannot-see", detail='*"required_format": "arn:*:elasticloadbalancing:*:*:listener/app/*'),
-    Triage("parliament", "UNKNOWN_CONDITION_FOR_ACTION", ("lbc_policy",), NOT_APPLICABLE,
-           "elasticloadbalancing:CreateAction is the upstream policy's condition on AddTags (tag on create); "
-           "parliament 1.6.4 reads Elastic Load Balancing's older entry, which does not list it.", "what-the-scanners-cannot-see",
-           detail="*elasticloadbalancing:CreateAction*"),
-    Triage("parliament", "UNKNOWN_ACTION", ("lbc_policy",), NOT_APPLICABLE,
-           "elasticloadbalancing:ModifyIpPools is in the upstream policy; the Elastic Load Balancing entry "
-           "parliament 1.6.4 reads does not list it.", "what-the-scanners-cannot-see", detail="*ModifyIpPools*"),
+    Triage(
+        "parliament",
+        "RESOURCE_STAR",
+        ("lbc_policy",),
+        ACCEPTED,
+        "As CKV_AWS_355.",
+        "the-load-balancer-controllers-policy",
+    ),
+    Triage(
+        "parliament",
+        "RESOURCE_MISMATCH",
+        ("lbc_policy",),
+        NOT_APPLICABLE,
+        "ec2:CreateSecurityGroup authorizes on the VPC and on the new group; parliament 1.6.4 judges the "
+        "statement naming only the VPC on its own, and the next statement names the security group.",
+        "what-the-scanners-cannot-see",
+        detail='*"action": "ec2:CreateSecurityGroup"*',
+    ),
+    Triage(
+        "parliament",
+        "RESOURCE_MISMATCH",
+        ("lbc_policy",),
+        NOT_APPLICABLE,
+        "The Service Authorization Reference lets the listener writes name a Network Load Balancer's listener "
+        "(listener/net); parliament 1.6.4 reads Elastic Load Balancing's older entry, which has only listener/app.",
+        "what-the-scanners-cannot-see",
+        detail='*"required_format": "arn:*:elasticloadbalancing:*:*:listener/app/*',
+    ),
+    Triage(
+        "parliament",
+        "UNKNOWN_CONDITION_FOR_ACTION",
+        ("lbc_policy",),
+        NOT_APPLICABLE,
+        "elasticloadbalancing:CreateAction is the upstream policy's condition on AddTags (tag on create); "
+        "parliament 1.6.4 reads Elastic Load Balancing's older entry, which does not list it.",
+        "what-the-scanners-cannot-see",
+        detail="*elasticloadbalancing:CreateAction*",
+    ),
+    Triage(
+        "parliament",
+        "UNKNOWN_ACTION",
+        ("lbc_policy",),
+        NOT_APPLICABLE,
+        "elasticloadbalancing:ModifyIpPools is in the upstream policy; the Elastic Load Balancing entry "
+        "parliament 1.6.4 reads does not list it.",
+        "what-the-scanners-cannot-see",
+        detail="*ModifyIpPools*",
+    ),
     # --- Kubernetes: what the design takes ---
-    _k8s("CKV2_K8S_6", _ALL, ACCEPTED, "No NetworkPolicy: every pod can reach every other.", "no-networkpolicy"),
-    *(_k8s(c, _DEVICE_PLUGINS, ACCEPTED,
-           "The device plugins need the node: device files, the kubelet's socket, host network (EFA) or host "
-           "PID (NVIDIA MPS), as root.", "privileged-pods")
-      for c in ("CKV_K8S_16", "CKV_K8S_17", "CKV_K8S_19", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23",
-                "CKV_K8S_28", "CKV_K8S_29", "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_40")),
-    _k8s("CKV_K8S_38", (*_CONTROLLERS, *_API_CALLERS), ACCEPTED,
-         "These pods call the Kubernetes API: they need their service account token.", "privileged-pods"),
-    *(_k8s(c, (f"Job.{SLURM_NAMESPACE}.stage-jobs-*",), ACCEPTED,
-           f"The job-staging Job writes the jobs onto {SHARED_MOUNT}, the root of the EFS file system, owned by root "
-           "with mode 755; it runs as root with every capability dropped (model/pod_hardening.py).",
-           "privileged-pods") for c in ("CKV_K8S_23", "CKV_K8S_40")),
-    _k8s("CKV2_K8S_2", (f"RoleBinding.{SLURM_NAMESPACE}.slurm-accounting-registration",), ACCEPTED,
-         "The registration Job execs sacctmgr in the one controller pod (resourceNames), so no Slurm key "
-         "leaves that pod; the exec reaches what the controller container may do.",
-         "privileged-pods"),
-    _k8s("CKV_K8S_155", ("ClusterRole.*.cert-manager-cainjector",), ACCEPTED,
-         "cain-injector's job is writing the CA bundle into webhook configurations.", "privileged-pods"),
-    _k8s("CKV_K8S_40", _CHART_WORKLOADS, ACCEPTED,
-         "The charts' non-root users have UIDs under 10000 or none; a UID the image does not know breaks "
-         "some of them.", "upstream-charts"),
+    _k8s(
+        "CKV2_K8S_6", _ALL, ACCEPTED, "No NetworkPolicy: every pod can reach every other.", "no-networkpolicy"
+    ),
+    *(
+        _k8s(
+            c,
+            _DEVICE_PLUGINS,
+            ACCEPTED,
+            "The device plugins need the node: device files, the kubelet's socket, host network (EFA) or host "
+            "PID (NVIDIA MPS), as root.",
+            "privileged-pods",
+        )
+        for c in (
+            "CKV_K8S_16",
+            "CKV_K8S_17",
+            "CKV_K8S_19",
+            "CKV_K8S_20",
+            "CKV_K8S_22",
+            "CKV_K8S_23",
+            "CKV_K8S_28",
+            "CKV_K8S_29",
+            "CKV_K8S_31",
+            "CKV_K8S_37",
+            "CKV_K8S_40",
+        )
+    ),
+    _k8s(
+        "CKV_K8S_38",
+        (*_CONTROLLERS, *_API_CALLERS),
+        ACCEPTED,
+        "These pods call the Kubernetes API: they need their service account token.",
+        "privileged-pods",
+    ),
+    *(
+        _k8s(
+            c,
+            (f"Job.{SLURM_NAMESPACE}.stage-jobs-*",),
+            ACCEPTED,
+            f"The job-staging Job writes the jobs onto {SHARED_MOUNT}, the root of the EFS file system, owned by root "
+            "with mode 755; it runs as root with every capability dropped (model/pod_hardening.py).",
+            "privileged-pods",
+        )
+        for c in ("CKV_K8S_23", "CKV_K8S_40")
+    ),
+    _k8s(
+        "CKV2_K8S_2",
+        (f"RoleBinding.{SLURM_NAMESPACE}.slurm-accounting-registration",),
+        ACCEPTED,
+        "The registration Job execs sacctmgr in the one controller pod (resourceNames), so no Slurm key "
+        "leaves that pod; the exec reaches what the controller container may do.",
+        "privileged-pods",
+    ),
+    _k8s(
+        "CKV_K8S_155",
+        ("ClusterRole.*.cert-manager-cainjector",),
+        ACCEPTED,
+        "cain-injector's job is writing the CA bundle into webhook configurations.",
+        "privileged-pods",
+    ),
+    _k8s(
+        "CKV_K8S_40",
+        _CHART_WORKLOADS,
+        ACCEPTED,
+        "The charts' non-root users have UIDs under 10000 or none; a UID the image does not know breaks "
+        "some of them.",
+        "upstream-charts",
+    ),
     # --- Kubernetes: hygiene checks the design answers otherwise ---
-    *(_k8s(c, _ALL, ACCEPTED,
-           "Requests and limits are set where the program writes the pod; the charts' controllers run "
-           "without, on core nodes no job uses.", "upstream-charts")
-      for c in ("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13")),
-    *(_k8s(c, _ALL, ACCEPTED,
-           "Jobs and the pre-pull's pause container have nothing to probe; the charts' pods are probed as "
-           "their charts decide.", "upstream-charts") for c in ("CKV_K8S_8", "CKV_K8S_9")),
-    _k8s("CKV_K8S_15", _ALL, ACCEPTED,
-         "IfNotPresent is what lets the pre-pull put the slurmd image on the nodes first; the program's "
-         "references are pinned, the charts pull as they decide.", "images"),
-    _k8s("CKV_K8S_43", _CHART_WORKLOADS, ACCEPTED,
-         "The charts name their images by tag; the program's own images are pinned by digest.", "images"),
+    *(
+        _k8s(
+            c,
+            _ALL,
+            ACCEPTED,
+            "Requests and limits are set where the program writes the pod; the charts' controllers run "
+            "without, on core nodes no job uses.",
+            "upstream-charts",
+        )
+        for c in ("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13")
+    ),
+    *(
+        _k8s(
+            c,
+            _ALL,
+            ACCEPTED,
+            "Jobs and the pre-pull's pause container have nothing to probe; the charts' pods are probed as "
+            "their charts decide.",
+            "upstream-charts",
+        )
+        for c in ("CKV_K8S_8", "CKV_K8S_9")
+    ),
+    _k8s(
+        "CKV_K8S_15",
+        _ALL,
+        ACCEPTED,
+        "IfNotPresent is what lets the pre-pull put the slurmd image on the nodes first; the program's "
+        "references are pinned, the charts pull as they decide.",
+        "images",
+    ),
+    _k8s(
+        "CKV_K8S_43",
+        _CHART_WORKLOADS,
+        ACCEPTED,
+        "The charts name their images by tag; the program's own images are pinned by digest.",
+        "images",
+    ),
     # issue 25, metrics-store: the DCGM exporter (model/pod_hardening.py has the reasons and sources).
-    _k8s("CKV_K8S_43", ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
-         "The exporter image is the chart's tag (4.5.3-4.8.2-distroless): no stored record gives that nvcr.io "
-         "tag's digest to pin it by (model/versions.py DCGM_EXPORTER_IMAGE).", "images"),
-    *(_k8s(c, ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
-           "Root: the exporter reads the kubelet's root-only pod-resources socket to map GPUs to pods; its "
-           "image runs as root; no escalation, not privileged (model/pod_hardening.py).", "privileged-pods")
-      for c in ("CKV_K8S_23", "CKV_K8S_40")),
-    _k8s("CKV_K8S_22", ("DaemonSet.dcgm-exporter.dcgm-exporter",), ACCEPTED,
-         "A writable root, as the chart has it: what the exporter writes was not checked on a GPU here "
-         "(model/pod_hardening.py).", "privileged-pods"),
-    _k8s("CKV_K8S_43", (_CLUSTER_AUTOSCALER,), ACCEPTED,
-         "cluster-autoscaler's image is the release of the cluster's Kubernetes minor, by tag "
-         "(model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "
-         "those tags is at hand to pin them by.", "images"),
+    _k8s(
+        "CKV_K8S_43",
+        ("DaemonSet.dcgm-exporter.dcgm-exporter",),
+        ACCEPTED,
+        "The exporter image is the chart's tag (4.5.3-4.8.2-distroless): no stored record gives that nvcr.io "
+        "tag's digest to pin it by (model/versions.py DCGM_EXPORTER_IMAGE).",
+        "images",
+    ),
+    *(
+        _k8s(
+            c,
+            ("DaemonSet.dcgm-exporter.dcgm-exporter",),
+            ACCEPTED,
+            "Root: the exporter reads the kubelet's root-only pod-resources socket to map GPUs to pods; its "
+            "image runs as root; no escalation, not privileged (model/pod_hardening.py).",
+            "privileged-pods",
+        )
+        for c in ("CKV_K8S_23", "CKV_K8S_40")
+    ),
+    _k8s(
+        "CKV_K8S_22",
+        ("DaemonSet.dcgm-exporter.dcgm-exporter",),
+        ACCEPTED,
+        "A writable root, as the chart has it: what the exporter writes was not checked on a GPU here "
+        "(model/pod_hardening.py).",
+        "privileged-pods",
+    ),
+    _k8s(
+        "CKV_K8S_43",
+        (_CLUSTER_AUTOSCALER,),
+        ACCEPTED,
+        "cluster-autoscaler's image is the release of the cluster's Kubernetes minor, by tag "
+        "(model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "
+        "those tags is at hand to pin them by.",
+        "images",
+    ),
 )
 
 

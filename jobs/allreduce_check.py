@@ -4,6 +4,7 @@ Every rank contributes 1.0 to a 256 MB float32 tensor; after the all-reduce ever
 equal the world size. Exits non-zero on any wrong value. SANITY_INJECT_FAULT=1 makes the last
 rank contribute 0.0, so tests can prove the check fails when the result is wrong.
 """
+
 import os
 import socket
 import sys
@@ -20,8 +21,10 @@ def main() -> int:
     # The GPUs Slurm gave this step (none unless the step asked for them).
     # One write per line: the ranks of a node share the step's output, and print() writes the
     # text and its newline separately, so two ranks' lines could interleave.
-    sys.stdout.write(f"rank {rank} on {socket.gethostname()}: CUDA_VISIBLE_DEVICES="
-                     f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}\n")
+    sys.stdout.write(
+        f"rank {rank} on {socket.gethostname()}: CUDA_VISIBLE_DEVICES="
+        f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}\n"
+    )
     sys.stdout.flush()
     if backend == "nccl":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
@@ -46,13 +49,19 @@ def main() -> int:
     value = x[0].item()
     if rank == 0:
         busbw = size * 2 * (world - 1) / world / seconds / 1e9
-        print(f"all_reduce {size / 2**20:.0f} MiB over {world} ranks ({backend}): "
-              f"{seconds * 1e3:.2f} ms, busbw {busbw:.2f} GB/s", flush=True)
+        print(
+            f"all_reduce {size / 2**20:.0f} MiB over {world} ranks ({backend}): "
+            f"{seconds * 1e3:.2f} ms, busbw {busbw:.2f} GB/s",
+            flush=True,
+        )
         if ok.item():
             print(f"all_reduce OK: value {value} == world_size {float(world)}", flush=True)
         else:
-            print(f"all_reduce FAILED: value {value} != world_size {float(world)} "
-                  f"(rank 0 saw {wrong} wrong elements)", flush=True)
+            print(
+                f"all_reduce FAILED: value {value} != world_size {float(world)} "
+                f"(rank 0 saw {wrong} wrong elements)",
+                flush=True,
+            )
     dist.destroy_process_group()
     return 0 if ok.item() else 1
 

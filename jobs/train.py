@@ -8,6 +8,7 @@ Environment (defaults in brackets):
   (no model or dataset hub needed): the CPU mode of the tests, the same code path otherwise.
 Rank 0 prints one `METRICS {json}` line per logging step (loss, mean_token_accuracy, ...).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,15 +44,31 @@ def tiny_model_and_data():
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
-                                        pad_token="<|endoftext|>")
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
     torch.manual_seed(0)
-    model = Qwen3ForCausalLM(Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
-        tie_word_embeddings=True))
+    model = Qwen3ForCausalLM(
+        Qwen3Config(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=256,
+            tie_word_embeddings=True,
+        )
+    )
     return model, tokenizer, Dataset.from_dict({"text": texts})
 
 
@@ -66,8 +83,9 @@ def hub_model_and_data(on_gpu: bool):
 
     def to_messages(row):
         prompt = row["instruction"] + (f"\n\n{row['input']}" if row.get("input") else "")
-        return {"messages": [{"role": "user", "content": prompt},
-                             {"role": "assistant", "content": row["output"]}]}
+        return {
+            "messages": [{"role": "user", "content": prompt}, {"role": "assistant", "content": row["output"]}]
+        }
 
     return model, tokenizer, raw.map(to_messages, remove_columns=raw.column_names)
 
@@ -85,23 +103,47 @@ def main() -> None:
     on_gpu = backend == "nccl"
     if on_gpu:
         torch.cuda.set_device(int(env("LOCAL_RANK", "0")))
-    model, tokenizer, data = tiny_model_and_data() if env("TINY_MODEL", "0") == "1" else hub_model_and_data(on_gpu)
+    model, tokenizer, data = (
+        tiny_model_and_data() if env("TINY_MODEL", "0") == "1" else hub_model_and_data(on_gpu)
+    )
     output_dir = env("OUTPUT_DIR", "/shared/lora-out")
     max_steps = int(env("MAX_STEPS", "16"))
     config = SFTConfig(
-        output_dir=output_dir, max_steps=max_steps,
+        output_dir=output_dir,
+        max_steps=max_steps,
         per_device_train_batch_size=int(env("BATCH", "1")),
         gradient_accumulation_steps=int(env("GRAD_ACCUM", "4")),
-        learning_rate=float(env("LR", "2e-4")), lr_scheduler_type="cosine",
+        learning_rate=float(env("LR", "2e-4")),
+        lr_scheduler_type="cosine",
         warmup_steps=max(1, max_steps // 10),  # an int: transformers 5 has no warmup_ratio
-        max_length=int(env("SEQ_LEN", "1024")), logging_steps=1, save_strategy="no", report_to=[],
-        bf16=on_gpu, use_cpu=not on_gpu, ddp_backend=backend, ddp_find_unused_parameters=False,
-        gradient_checkpointing=on_gpu, seed=0, dataloader_num_workers=0,
-        disable_tqdm=True)  # METRICS lines instead of progress bars in the job log
-    lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, task_type="CAUSAL_LM",
-                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
-    trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer,
-                         peft_config=lora, callbacks=[PrintMetrics()])
+        max_length=int(env("SEQ_LEN", "1024")),
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        bf16=on_gpu,
+        use_cpu=not on_gpu,
+        ddp_backend=backend,
+        ddp_find_unused_parameters=False,
+        gradient_checkpointing=on_gpu,
+        seed=0,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )  # METRICS lines instead of progress bars in the job log
+    lora = LoraConfig(
+        r=16,
+        lora_alpha=32,
+        lora_dropout=0.05,
+        task_type="CAUSAL_LM",
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=data,
+        processing_class=tokenizer,
+        peft_config=lora,
+        callbacks=[PrintMetrics()],
+    )
     trainer.train()
     if trainer.is_world_process_zero():
         trainer.save_model(output_dir)  # adapter_model.safetensors + adapter_config.json

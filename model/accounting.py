@@ -10,6 +10,7 @@ share is kept by later `up`s, which look only at what is here. Accounts are crea
 registration removes only associations in accounts it made (an admin's own accounts are left
 alone). Pure functions; model/users.py holds the users.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,13 +37,13 @@ NO_ADMIN = "None"
 class SlurmUser:
     name: str
     default_account: str
-    admin_level: str          # ADMINISTRATOR or NO_ADMIN
+    admin_level: str  # ADMINISTRATOR or NO_ADMIN
 
 
 @dataclass(frozen=True)
 class Desired:
-    accounts: tuple[str, ...]                    # sorted, each once
-    users: tuple[SlurmUser, ...]                 # sorted by name
+    accounts: tuple[str, ...]  # sorted, each once
+    users: tuple[SlurmUser, ...]  # sorted by name
     # (account, user): the one association of each user, in their account.
     associations: tuple[tuple[str, str], ...]
 
@@ -53,15 +54,24 @@ def desired_state(users: Sequence[User]) -> Desired:
     return Desired(
         accounts=tuple(sorted({u.account for u in ordered})),
         users=tuple(SlurmUser(u.name, u.account, ADMINISTRATOR if u.admin else NO_ADMIN) for u in ordered),
-        associations=tuple(sorted((u.account, u.name) for u in ordered)))
+        associations=tuple(sorted((u.account, u.name) for u in ordered)),
+    )
 
 
 def to_json(desired: Desired) -> str:
     """The ConfigMap's one file: canonical (sorted keys, no blanks), so the same users give the
     same bytes and the same Job name."""
-    return json.dumps({"organization": ORGANIZATION, "defaultQos": DEFAULT_QOS,
-                       "accounts": list(desired.accounts),
-                       "users": [{"name": u.name, "defaultAccount": u.default_account,
-                                  "adminLevel": u.admin_level} for u in desired.users],
-                       "associations": [{"account": a, "user": u} for a, u in desired.associations]},
-                      sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        {
+            "organization": ORGANIZATION,
+            "defaultQos": DEFAULT_QOS,
+            "accounts": list(desired.accounts),
+            "users": [
+                {"name": u.name, "defaultAccount": u.default_account, "adminLevel": u.admin_level}
+                for u in desired.users
+            ],
+            "associations": [{"account": a, "user": u} for a, u in desired.associations],
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )

@@ -2,6 +2,7 @@
 EKS writes them to, the VPC flow logs' destinations, and the retention periods CloudWatch Logs
 accepts. The config keys (model/config_schema.py) and the components (components/cluster.py,
 components/network.py) read them from here."""
+
 from __future__ import annotations
 
 # The five control-plane log types EKS can send, as its API names them (Amazon EKS user guide,
@@ -17,8 +18,30 @@ DEFAULT_CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator")
 # PutRetentionPolicy, retentionInDays valid values:
 # https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html).
 # "Never expire" is the absence of a policy, which this program never leaves.
-RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192,
-                  2557, 2922, 3288, 3653)
+RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 DEFAULT_RETENTION_DAYS = 90
 
 # Where the VPC's flow logs go: the CreateFlowLogs LogDestinationType values this program

@@ -26,6 +26,7 @@ https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#algor
 takes the larger of the two triggers' answers. Counting the busy nodes in means the HPA never asks
 to give back a node that runs a job while the queue is empty.
 """
+
 from __future__ import annotations
 
 from model.contract import nodeset_object
@@ -83,8 +84,10 @@ def busy_nodes(partition: str) -> str:
 def pending_jobs_query(partition: str) -> str:
     """Nodes for every job the partition runs or holds pending: the busy nodes plus one node per
     pending job that is not held."""
-    return (f"{busy_nodes(partition)} + clamp_min({_series(PENDING_JOBS, partition)} - "
-            f"{_series(HELD_JOBS, partition)}, 0)")
+    return (
+        f"{busy_nodes(partition)} + clamp_min({_series(PENDING_JOBS, partition)} - "
+        f"{_series(HELD_JOBS, partition)}, 0)"
+    )
 
 
 def largest_job_query(partition: str) -> str:
@@ -95,7 +98,10 @@ def largest_job_query(partition: str) -> str:
 def trigger_queries(pool: GpuPool) -> dict[str, str]:
     """The pool's triggers by name: its partition's pending jobs, and its largest pending job."""
     partition = pool_partition(pool)
-    return {"pending-jobs": pending_jobs_query(partition), "largest-pending-job": largest_job_query(partition)}
+    return {
+        "pending-jobs": pending_jobs_query(partition),
+        "largest-pending-job": largest_job_query(partition),
+    }
 
 
 def scaled_object_name(pool: GpuPool) -> str:
@@ -113,8 +119,9 @@ def replica_bounds(pool: GpuPool) -> dict[str, int]:
     return {"minReplicaCount": pool.min_nodes, "maxReplicaCount": pool.max_nodes}
 
 
-def scaled_object_spec(pool: GpuPool, server_address: str, region: str, authentication: str,
-                       idle_minutes: int) -> dict:
+def scaled_object_spec(
+    pool: GpuPool, server_address: str, region: str, authentication: str, idle_minutes: int
+) -> dict:
     """The ScaledObject's spec for an autoscaling pool (keda.sh/v1alpha1). `server_address` is the
     metrics store's query root (AMP: https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>),
     signed with SigV4 by KEDA through `authentication` (a TriggerAuthentication of podIdentity aws;
@@ -123,19 +130,40 @@ def scaled_object_spec(pool: GpuPool, server_address: str, region: str, authenti
     window, so every scale-down, N to M as well as 1 to 0, waits for a whole idle period."""
     idle = idle_minutes * 60
     return {
-        "scaleTargetRef": {"apiVersion": NODESET_API_VERSION, "kind": NODESET_KIND,
-                           "name": nodeset_object(pool.name)},
+        "scaleTargetRef": {
+            "apiVersion": NODESET_API_VERSION,
+            "kind": NODESET_KIND,
+            "name": nodeset_object(pool.name),
+        },
         **replica_bounds(pool),
         "pollingInterval": POLLING_SECONDS,
         "cooldownPeriod": idle,
-        "advanced": {"horizontalPodAutoscalerConfig": {"behavior": {
-            "scaleDown": {"stabilizationWindowSeconds": idle,
-                          # One node at a time: the operator drains each before its pod goes.
-                          "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}]}}}},
-        "triggers": [{
-            "type": "prometheus", "name": name, "metricType": "AverageValue", "useCachedMetrics": True,
-            "authenticationRef": {"name": authentication},
-            "metadata": {"serverAddress": server_address, "awsRegion": region, "query": query,
-                         "threshold": NODES_PER_UNIT, "activationThreshold": ACTIVATION},
-        } for name, query in trigger_queries(pool).items()],
+        "advanced": {
+            "horizontalPodAutoscalerConfig": {
+                "behavior": {
+                    "scaleDown": {
+                        "stabilizationWindowSeconds": idle,
+                        # One node at a time: the operator drains each before its pod goes.
+                        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+                    }
+                }
+            }
+        },
+        "triggers": [
+            {
+                "type": "prometheus",
+                "name": name,
+                "metricType": "AverageValue",
+                "useCachedMetrics": True,
+                "authenticationRef": {"name": authentication},
+                "metadata": {
+                    "serverAddress": server_address,
+                    "awsRegion": region,
+                    "query": query,
+                    "threshold": NODES_PER_UNIT,
+                    "activationThreshold": ACTIVATION,
+                },
+            }
+            for name, query in trigger_queries(pool).items()
+        ],
     }

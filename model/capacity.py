@@ -10,6 +10,7 @@ for a Capacity Block), TotalInstanceCount, AvailableInstanceCount, Tenancy, Inst
 StartDate, EndDate, PlacementGroupArn (the cluster placement group it was created in, if any) and
 OwnerId.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,8 @@ from model.problems import Problem, error
 # example is cr-02168da1478b509e0).
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 
-CAPACITY_BLOCK = "capacity-block"   # ReservationType of a Capacity Block for ML
-ON_DEMAND_RESERVATION = "default"   # ReservationType of an On-Demand Capacity Reservation
+CAPACITY_BLOCK = "capacity-block"  # ReservationType of a Capacity Block for ML
+ON_DEMAND_RESERVATION = "default"  # ReservationType of an On-Demand Capacity Reservation
 
 # EC2's CapacityReservation State values (API reference above), sorted by what they mean for a
 # pool's nodes. EC2 launches an instance into a reservation only while it is `active` (EC2 User
@@ -68,8 +69,8 @@ class Reservation:
     instance_platform: str = LINUX_PLATFORM
     start_date: str = ""
     end_date: str = ""
-    placement_group_arn: str = ""   # "" when it was created in no placement group
-    owner_id: str = ""              # the account that owns it (another one's when it is shared)
+    placement_group_arn: str = ""  # "" when it was created in no placement group
+    owner_id: str = ""  # the account that owns it (another one's when it is shared)
 
     @property
     def placement_group_name(self) -> str:
@@ -92,6 +93,12 @@ def reservation_id(key: str, value: Any) -> list[Problem]:
     """'' (no reservation) or a Capacity Reservation id, cr- and 17 hexadecimal digits."""
     if value == "" or (isinstance(value, str) and _RESERVATION_ID.match(value)):
         return []
-    return [error(key, value, "a Capacity Reservation id (cr- and 17 hexadecimal digits, as "
-                  "`aws ec2 describe-capacity-reservations` lists it) of an On-Demand Capacity "
-                  "Reservation or a Capacity Block for ML, or '' for none")]
+    return [
+        error(
+            key,
+            value,
+            "a Capacity Reservation id (cr- and 17 hexadecimal digits, as "
+            "`aws ec2 describe-capacity-reservations` lists it) of an On-Demand Capacity "
+            "Reservation or a Capacity Block for ML, or '' for none",
+        )
+    ]

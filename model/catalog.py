@@ -44,6 +44,7 @@ Sources, cited below by tag:
 Everything instance-specific downstream (GRES string, EFA resource count, NCCL/EFA environment,
 launch-template interfaces, the nccl-tests reference line rate) is derived from here.
 """
+
 from __future__ import annotations
 
 import re
@@ -67,15 +68,15 @@ ALL_INTERFACE_TYPES = ("interface", "efa", "efa-only")
 @dataclass(frozen=True)
 class GpuInstanceType:
     name: str
-    vcpus: int              # what the on-demand vCPU quota counts
+    vcpus: int  # what the on-demand vCPU quota counts
     memory_gib: int
     gpus: int
-    gpu_model: str          # what nvidia-smi / /proc/driver/nvidia reports
+    gpu_model: str  # what nvidia-smi / /proc/driver/nvidia reports
     gpu_memory_mib: int
     network_gbps: int
-    efa_interfaces: int     # EC2 EfaInfo.MaximumEfaInterfaces (D1)
-    gpudirect_rdma: bool    # aws-ofi-nccl marks the platform gdr_required (A1, A3)
-    nvswitch: bool          # NVLink through NVSwitch; False means PCIe-only between GPUs
+    efa_interfaces: int  # EC2 EfaInfo.MaximumEfaInterfaces (D1)
+    gpudirect_rdma: bool  # aws-ofi-nccl marks the platform gdr_required (A1, A3)
+    nvswitch: bool  # NVLink through NVSwitch; False means PCIe-only between GPUs
     # NetworkInfo.NetworkCards[*].InterfaceTypes in card order (D1); () means every one of the
     # efa_interfaces cards takes interface, efa and efa-only, as on every type but p6-b300.
     network_cards: tuple[tuple[str, ...], ...] = ()
@@ -120,10 +121,14 @@ class GpuInstanceType:
                 kind = "efa-only"
             else:
                 continue  # an ENA-only secondary card carries no EFA device
-            out.append({"network_card_index": card,
-                        "device_index": 0 if card == 0 else 1,
-                        "interface_type": kind,
-                        "delete_on_termination": "true"})
+            out.append(
+                {
+                    "network_card_index": card,
+                    "device_index": 0 if card == 0 else 1,
+                    "interface_type": kind,
+                    "delete_on_termination": "true",
+                }
+            )
         return out
 
     @property
@@ -154,13 +159,35 @@ class GpuInstanceType:
 
 
 def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=()):
-    return GpuInstanceType(name, vcpus, mem, gpus, model, gmem, gbps, efa,
-                           gpudirect_rdma=False, nvswitch=False, network_cards=cards)
+    return GpuInstanceType(
+        name,
+        vcpus,
+        mem,
+        gpus,
+        model,
+        gmem,
+        gbps,
+        efa,
+        gpudirect_rdma=False,
+        nvswitch=False,
+        network_cards=cards,
+    )
 
 
 def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=(), nvswitch=True):
-    return GpuInstanceType(name, vcpus, mem, gpus, model, gmem, gbps, efa,
-                           gpudirect_rdma=True, nvswitch=nvswitch, network_cards=cards)
+    return GpuInstanceType(
+        name,
+        vcpus,
+        mem,
+        gpus,
+        model,
+        gmem,
+        gbps,
+        efa,
+        gpudirect_rdma=True,
+        nvswitch=nvswitch,
+        network_cards=cards,
+    )
 
 
 # p6-b300.48xlarge: card 0 takes ENA only, cards 1-16 take EFA (D1 NetworkInfo.NetworkCards).
@@ -218,26 +245,52 @@ CATALOG: dict[str, GpuInstanceType] = {t.name: t for t in _TYPES}
 # config error says after the key.
 # g7: EC2 names the GPU "RTX PRO 4500" only (D1), and NVIDIA sells two products of that name
 # (C2), so no NVIDIA source pins the string nvidia-smi reports.
-_NO_MODEL_NAME = ("GPU model name cannot be sourced: NVIDIA sells two RTX PRO 4500 Blackwell "
-                  "products (a workstation card and a Server Edition) and EC2 names only "
-                  "\"RTX PRO 4500\", so the nvidia-smi string the GRES name derives from cannot "
-                  "be pinned")
+_NO_MODEL_NAME = (
+    "GPU model name cannot be sourced: NVIDIA sells two RTX PRO 4500 Blackwell "
+    "products (a workstation card and a Server Edition) and EC2 names only "
+    '"RTX PRO 4500", so the nvidia-smi string the GRES name derives from cannot '
+    "be pinned"
+)
 REFUSED: dict[str, str] = {
     **{f"g7.{size}": _NO_MODEL_NAME for size in ("8xlarge", "12xlarge", "24xlarge", "48xlarge")},
     # V100 is compute capability 7.0; CUDA 13 dropped support below 7.5 (C1).
-    "p3dn.24xlarge": ("a GPU the image cannot serve: V100 is compute capability 7.0, below the "
-                      "7.5 that CUDA 13 requires"),
+    "p3dn.24xlarge": (
+        "a GPU the image cannot serve: V100 is compute capability 7.0, below the 7.5 that CUDA 13 requires"
+    ),
     # T4 is compute capability 7.5; bfloat16 arithmetic needs 8.0 and TrainingArguments(bf16=True)
     # raises without it (C3), which jobs/train.py sets on every GPU.
-    **{f"g4dn.{size}": ("a GPU the jobs cannot train on: T4 is compute capability 7.5, and the "
-                        "fine-tuning job trains in bfloat16, which needs 8.0")
-       for size in ("8xlarge", "12xlarge", "16xlarge", "metal")},
+    **{
+        f"g4dn.{size}": (
+            "a GPU the jobs cannot train on: T4 is compute capability 7.5, and the "
+            "fine-tuning job trains in bfloat16, which needs 8.0"
+        )
+        for size in ("8xlarge", "12xlarge", "16xlarge", "metal")
+    },
 }
 
 # NVIDIA GPU families whose other sizes exist but carry no EFA (K1: e.g. g6.4xlarge,
 # gr6.4xlarge), so a wrong size gets a precise message rather than "unknown type".
-_GPU_FAMILIES = {"g4dn", "g5", "g6", "g6e", "gr6", "g6f", "gr6f", "p3", "p3dn", "p4d", "p4de",
-                 "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "g7", "g7e"}
+_GPU_FAMILIES = {
+    "g4dn",
+    "g5",
+    "g6",
+    "g6e",
+    "gr6",
+    "g6f",
+    "gr6f",
+    "p3",
+    "p3dn",
+    "p4d",
+    "p4de",
+    "p5",
+    "p5e",
+    "p5en",
+    "p6-b200",
+    "p6-b300",
+    "p6e-gb200",
+    "g7",
+    "g7e",
+}
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
 
 

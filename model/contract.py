@@ -1,5 +1,6 @@
 """The cluster contract: the names, labels and taint that the node groups, the charts' values,
 the in-cluster objects and tools/verify.py must agree on. Each fact is written once here."""
+
 from __future__ import annotations
 
 import re
@@ -29,6 +30,7 @@ GPU_LABELS = {"role": "gpu"}
 class Taint:
     """A node taint, its effect as Kubernetes spells it (NoSchedule); the EKS node group form and
     the toleration that admits a pod are derived from it."""
+
     key: str
     value: str
     effect: str
@@ -37,8 +39,11 @@ class Taint:
     def node_group(self) -> dict[str, str]:
         # The EKS API spells effects NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE
         # (https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html).
-        return {"key": self.key, "value": self.value,
-                "effect": re.sub(r"(?<!^)(?=[A-Z])", "_", self.effect).upper()}
+        return {
+            "key": self.key,
+            "value": self.value,
+            "effect": re.sub(r"(?<!^)(?=[A-Z])", "_", self.effect).upper(),
+        }
 
     @property
     def toleration(self) -> dict[str, str]:
@@ -62,7 +67,7 @@ GP3 = "gp3"
 NLB_CLASS = "service.k8s.aws/nlb"
 
 # The Slurm release and its objects.
-RELEASE = "slurm"          # fixed: object names and ClusterName derive from it
+RELEASE = "slurm"  # fixed: object names and ClusterName derive from it
 LOGINSET = "slinky"
 # What the operator names the LoginSet (<release>-login-<loginset>); its pods carry it as
 # app.kubernetes.io/instance (the operator's login selector labels).

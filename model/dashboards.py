@@ -20,6 +20,7 @@ the pluginsSkipHostEnvVars feature toggle, off by default). `default` is among t
 Grafana allows unless told otherwise (grafana-aws-sdk v1.5.1 pkg/awsds/authSettings.go
 defaultAuthSettings: default, keys, credentials).
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -78,8 +79,10 @@ def dashboard_files(directory: pathlib.Path = DASHBOARDS_DIR) -> list[pathlib.Pa
 def dashboard_key(path: pathlib.Path) -> str:
     """The provider name of one dashboard file (its stem), refused unless it is a DNS label."""
     if not _DNS_LABEL.match(path.stem) or len(path.stem) > 40:
-        raise ValueError(f"{path.name}: a dashboard file's name must be a DNS label of at most 40 characters "
-                         "(lower-case letters, digits, '-'): it names its ConfigMap and its Grafana provider")
+        raise ValueError(
+            f"{path.name}: a dashboard file's name must be a DNS label of at most 40 characters "
+            "(lower-case letters, digits, '-'): it names its ConfigMap and its Grafana provider"
+        )
     return path.stem
 
 
@@ -120,18 +123,41 @@ def datasource(query_endpoint: str, region: str) -> dict:
     manageAlerts off: the alert rules are code in the workspace (observability/alerts), and the
     role may only query, not list rules or alerts, so Grafana's alerting pages would only show
     the workspace refusing them."""
-    return {"name": DATASOURCE_NAME, "type": DATASOURCE_TYPE, "uid": DATASOURCE_UID, "access": "proxy",
-            "url": query_endpoint, "isDefault": True, "editable": False,
-            "jsonData": {"sigV4Auth": True, "sigV4AuthType": "default", "sigV4Region": region,
-                         "httpMethod": "POST", "manageAlerts": False}}
+    return {
+        "name": DATASOURCE_NAME,
+        "type": DATASOURCE_TYPE,
+        "uid": DATASOURCE_UID,
+        "access": "proxy",
+        "url": query_endpoint,
+        "isDefault": True,
+        "editable": False,
+        "jsonData": {
+            "sigV4Auth": True,
+            "sigV4AuthType": "default",
+            "sigV4Region": region,
+            "httpMethod": "POST",
+            "manageAlerts": False,
+        },
+    }
 
 
 def providers(keys: list[str]) -> list[dict]:
     """One file provider per dashboard ConfigMap, each reading the directory the chart mounts
     it at; none lets the UI save or delete what the repository provisions."""
-    return [{"name": key, "orgId": 1, "folder": DASHBOARD_FOLDER, "type": "file", "disableDeletion": True,
-             "editable": False, "allowUiUpdates": False, "updateIntervalSeconds": UPDATE_INTERVAL_SECONDS,
-             "options": {"path": f"{DASHBOARDS_MOUNT}/{key}"}} for key in keys]
+    return [
+        {
+            "name": key,
+            "orgId": 1,
+            "folder": DASHBOARD_FOLDER,
+            "type": "file",
+            "disableDeletion": True,
+            "editable": False,
+            "allowUiUpdates": False,
+            "updateIntervalSeconds": UPDATE_INTERVAL_SECONDS,
+            "options": {"path": f"{DASHBOARDS_MOUNT}/{key}"},
+        }
+        for key in keys
+    ]
 
 
 def release_values(query_endpoint: str, region: str, keys: list[str]) -> dict:
@@ -140,16 +166,26 @@ def release_values(query_endpoint: str, region: str, keys: list[str]) -> dict:
         "image": {"tag": versions.GRAFANA_IMAGE_TAG},
         "nodeSelector": dict(CORE_LABELS),
         "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-        "env": {"GF_SECURITY_ADMIN_USER": ADMIN_USER,
-                "GF_SECURITY_ADMIN_PASSWORD__FILE": f"{ADMIN_MOUNT}/{ADMIN_PASSWORD_KEY}"},
+        "env": {
+            "GF_SECURITY_ADMIN_USER": ADMIN_USER,
+            "GF_SECURITY_ADMIN_PASSWORD__FILE": f"{ADMIN_MOUNT}/{ADMIN_PASSWORD_KEY}",
+        },
         # Readable by the pod's group (fsGroup 472, the chart's), not by others.
-        "extraSecretMounts": [{"name": "admin", "secretName": ADMIN_SECRET, "mountPath": ADMIN_MOUNT,
-                               "readOnly": True, "defaultMode": 0o440}],
+        "extraSecretMounts": [
+            {
+                "name": "admin",
+                "secretName": ADMIN_SECRET,
+                "mountPath": ADMIN_MOUNT,
+                "readOnly": True,
+                "defaultMode": 0o440,
+            }
+        ],
         # The chart passes the list to Grafana as GF_PLUGINS_PREINSTALL_SYNC (templates/_pod.tpl):
         # installed before the server starts, at the version given (`id@version`).
         "plugins": [f"{versions.AMAZON_PROMETHEUS_PLUGIN}@{versions.AMAZON_PROMETHEUS_PLUGIN_VERSION}"],
-        "datasources": {"datasources.yaml": {"apiVersion": 1,
-                                             "datasources": [datasource(query_endpoint, region)]}},
+        "datasources": {
+            "datasources.yaml": {"apiVersion": 1, "datasources": [datasource(query_endpoint, region)]}
+        },
         "dashboardProviders": {"dashboardproviders.yaml": {"apiVersion": 1, "providers": providers(keys)}},
         "dashboardsConfigMaps": {key: configmap_name(key) for key in keys},
     }

@@ -8,6 +8,7 @@ extended support pays $0.60 per hour for its control plane instead of $0.10: six
 standard price (https://aws.amazon.com/eks/pricing/). The rules take the day as an argument so
 that what they say is true on the day `pulumi up` runs, and testable on any other.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -20,8 +21,8 @@ from model.problems import Problem, Rule, error, warning
 @dataclass(frozen=True)
 class EksVersion:
     version: str
-    end_of_standard_support: datetime.date   # the last day at the standard price
-    end_of_extended_support: datetime.date   # the last day EKS offers it
+    end_of_standard_support: datetime.date  # the last day at the standard price
+    end_of_extended_support: datetime.date  # the last day EKS offers it
 
     def support_on(self, day: datetime.date) -> str | None:
         """'standard', 'extended', or None once EKS no longer offers it."""
@@ -56,21 +57,31 @@ def in_standard_support(day: datetime.date) -> list[str]:
 
 def offered_on(day: datetime.date) -> Rule:
     """A version EKS offers on `day`."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         known = _BY_VERSION.get(value)
         if known is None or known.support_on(day) is None:
             return [error(key, value, f"a Kubernetes version EKS offers: {', '.join(offered(day))}")]
         return []
+
     return rule
 
 
 def standard_support_on(day: datetime.date) -> Rule:
     """Warns of a version in extended support on `day`: accepted, at six times the price."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         known = _BY_VERSION.get(value)
         if known is None or known.support_on(day) != "extended":
             return []
-        return [warning(key, value, f"{key} {value} is in EKS extended support: the control plane costs "
-                        "six times the standard price (https://aws.amazon.com/eks/pricing/); "
-                        f"standard support: {', '.join(in_standard_support(day))}")]
+        return [
+            warning(
+                key,
+                value,
+                f"{key} {value} is in EKS extended support: the control plane costs "
+                "six times the standard price (https://aws.amazon.com/eks/pricing/); "
+                f"standard support: {', '.join(in_standard_support(day))}",
+            )
+        ]
+
     return rule

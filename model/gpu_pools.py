@@ -6,6 +6,7 @@ Without `gpuPools`, the stack has one pool named `slinky` built from gpuInstance
 gpuNodeCount, availabilityZone and gpuRootVolumeGiB: the cluster the program built before pools
 existed, resource for resource.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,16 @@ MAX_POOLS = 29
 # The name becomes a Slurm NodeSet, partition and node-name prefix (<pool>-0, ...), a Kubernetes
 # label value and part of the node group's name: a DNS label, kept short for the derived names.
 _POOL_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$")
-_FIELDS = ("name", "instanceType", "nodeCount", "availabilityZone", "rootVolumeGiB", "capacityReservationId",
-           "minNodes", "maxNodes")
+_FIELDS = (
+    "name",
+    "instanceType",
+    "nodeCount",
+    "availabilityZone",
+    "rootVolumeGiB",
+    "capacityReservationId",
+    "minNodes",
+    "maxNodes",
+)
 NODE_COUNT = (1, 64)
 # An autoscaling pool's bounds: down to no node at all, up to the largest fixed pool.
 MIN_NODES = (0, NODE_COUNT[1])
@@ -82,10 +91,15 @@ class GpuPool:
     def key(self, field: str) -> str:
         """The config key a problem with `field` of this pool names."""
         if self.index is None:
-            return {"instanceType": "gpuInstanceType", "nodeCount": "gpuNodeCount",
-                    "availabilityZone": "availabilityZone", "rootVolumeGiB": "gpuRootVolumeGiB",
-                    "minNodes": "gpuMinNodes", "maxNodes": "gpuMaxNodes",
-                    "capacityReservationId": "gpuCapacityReservationId"}[field]
+            return {
+                "instanceType": "gpuInstanceType",
+                "nodeCount": "gpuNodeCount",
+                "availabilityZone": "availabilityZone",
+                "rootVolumeGiB": "gpuRootVolumeGiB",
+                "minNodes": "gpuMinNodes",
+                "maxNodes": "gpuMaxNodes",
+                "capacityReservationId": "gpuCapacityReservationId",
+            }[field]
         return f"gpuPools[{self.index}].{field}"
 
     @property
@@ -107,8 +121,14 @@ def bounds_problems(min_key: str, min_nodes: Any, max_key: str, max_nodes: Any) 
     a pool that autoscales starts at minNodes and nodeCount is then only the bounds' default."""
     problems = _min_nodes(min_key, min_nodes) + _max_nodes(max_key, max_nodes)
     if not problems and min_nodes > max_nodes:
-        problems.append(error(min_key, min_nodes, f"at most {max_key} ({max_nodes}): the pool scales between "
-                              "minNodes and maxNodes (each defaults to nodeCount)"))
+        problems.append(
+            error(
+                min_key,
+                min_nodes,
+                f"at most {max_key} ({max_nodes}): the pool scales between "
+                "minNodes and maxNodes (each defaults to nodeCount)",
+            )
+        )
     return problems
 
 
@@ -116,24 +136,45 @@ def pool_name(key: str, value: Any) -> list[Problem]:
     """A DNS label of at most 20 characters that is neither the partition over every pool nor
     the name slurm.conf reserves for its defaults."""
     if not isinstance(value, str) or not _POOL_NAME.match(value):
-        return [error(key, value, "lower-case letters, digits and '-', starting with a letter and "
-                      "ending with a letter or digit, at most 20 characters")]
+        return [
+            error(
+                key,
+                value,
+                "lower-case letters, digits and '-', starting with a letter and "
+                "ending with a letter or digit, at most 20 characters",
+            )
+        ]
     if value == ALL_POOLS_PARTITION:
         return [error(key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool")]
     if value == SLURM_DEFAULTS_NAME:
-        return [error(key, value, f"any name but '{SLURM_DEFAULTS_NAME}': slurm.conf reads "
-                      "PartitionName=DEFAULT as the defaults of the other partitions, so the pool "
-                      "would have no partition")]
+        return [
+            error(
+                key,
+                value,
+                f"any name but '{SLURM_DEFAULTS_NAME}': slurm.conf reads "
+                "PartitionName=DEFAULT as the defaults of the other partitions, so the pool "
+                "would have no partition",
+            )
+        ]
     return []
 
 
 def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | None, list[Problem]]:
     at = f"gpuPools[{i}]"
     if not isinstance(entry, dict):
-        return None, [error(at, entry, "an object {name, instanceType, nodeCount, availabilityZone?, "
-                                       "rootVolumeGiB?, minNodes?, maxNodes?, capacityReservationId?}")]
-    problems = [error(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
-                for k in entry if k not in _FIELDS]
+        return None, [
+            error(
+                at,
+                entry,
+                "an object {name, instanceType, nodeCount, availabilityZone?, "
+                "rootVolumeGiB?, minNodes?, maxNodes?, capacityReservationId?}",
+            )
+        ]
+    problems = [
+        error(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
+        for k in entry
+        if k not in _FIELDS
+    ]
     problems += pool_name(f"{at}.name", entry.get("name"))
     problems += rules.gpu_instance_type(f"{at}.instanceType", entry.get("instanceType"))
     problems += _node_count(f"{at}.nodeCount", entry.get("nodeCount"))
@@ -147,31 +188,55 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
     count = entry.get("nodeCount")
     count_ok = not _node_count(f"{at}.nodeCount", count)
     if count_ok or ("minNodes" in entry and "maxNodes" in entry):
-        problems += bounds_problems(f"{at}.minNodes", entry.get("minNodes", count),
-                                    f"{at}.maxNodes", entry.get("maxNodes", count))
+        problems += bounds_problems(
+            f"{at}.minNodes", entry.get("minNodes", count), f"{at}.maxNodes", entry.get("maxNodes", count)
+        )
     else:
-        problems += [p for bound, rule in (("minNodes", _min_nodes), ("maxNodes", _max_nodes)) if bound in entry
-                     for p in rule(f"{at}.{bound}", entry[bound])]
+        problems += [
+            p
+            for bound, rule in (("minNodes", _min_nodes), ("maxNodes", _max_nodes))
+            if bound in entry
+            for p in rule(f"{at}.{bound}", entry[bound])
+        ]
     problems += capacity.reservation_id(f"{at}.capacityReservationId", entry.get("capacityReservationId", ""))
     if problems:
         return None, problems
-    return GpuPool(entry["name"], catalog.lookup(entry["instanceType"]), count, pool_zone,
-                   entry.get("rootVolumeGiB", root_gib), i,
-                   entry.get("minNodes", count), entry.get("maxNodes", count),
-                   entry.get("capacityReservationId", "")), []
+    return GpuPool(
+        entry["name"],
+        catalog.lookup(entry["instanceType"]),
+        count,
+        pool_zone,
+        entry.get("rootVolumeGiB", root_gib),
+        i,
+        entry.get("minNodes", count),
+        entry.get("maxNodes", count),
+        entry.get("capacityReservationId", ""),
+    ), []
 
 
 def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool], list[Problem]]:
     """The pools of a gpuPools value (a list of objects), each field defaulted from the stack's
     availabilityZone and gpuRootVolumeGiB; every problem at once."""
     if not isinstance(raw, list) or not raw:
-        return [], [error("gpuPools", raw, "a non-empty list of pools {name, instanceType, nodeCount, "
-                          "availabilityZone?, rootVolumeGiB?, minNodes?, maxNodes?}; leave it unset for one pool from "
-                          "gpuInstanceType and gpuNodeCount")]
+        return [], [
+            error(
+                "gpuPools",
+                raw,
+                "a non-empty list of pools {name, instanceType, nodeCount, "
+                "availabilityZone?, rootVolumeGiB?, minNodes?, maxNodes?}; leave it unset for one pool from "
+                "gpuInstanceType and gpuNodeCount",
+            )
+        ]
     problems: list[Problem] = []
     if len(raw) > MAX_POOLS:
-        problems.append(error("gpuPools", f"{len(raw)} pools", f"at most {MAX_POOLS}: EKS allows 30 "
-                              "managed node groups per cluster by default and the core nodes take one"))
+        problems.append(
+            error(
+                "gpuPools",
+                f"{len(raw)} pools",
+                f"at most {MAX_POOLS}: EKS allows 30 "
+                "managed node groups per cluster by default and the core nodes take one",
+            )
+        )
     pools = []
     for i, entry in enumerate(raw):
         pool, found = _one_pool(i, entry, zone, root_gib)
@@ -182,8 +247,13 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
     for i, entry in enumerate(raw):
         name = entry.get("name") if isinstance(entry, dict) else None
         if isinstance(name, str) and name in seen:
-            problems.append(error(f"gpuPools[{i}].name", name, f"a name no other pool has "
-                                  f"(gpuPools[{seen[name]}] is already '{name}')"))
+            problems.append(
+                error(
+                    f"gpuPools[{i}].name",
+                    name,
+                    f"a name no other pool has (gpuPools[{seen[name]}] is already '{name}')",
+                )
+            )
         elif isinstance(name, str):
             seen[name] = i
     # Pods and Slurm nodes are found by name prefix: slurm-worker-<pool>- and <pool>-<ordinal>. A
@@ -193,10 +263,16 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
     for name, i in valid.items():
         for other, j in valid.items():
             if other != name and name.startswith(f"{other}-"):
-                problems.append(error(f"gpuPools[{i}].name", name, f"a name that does not begin with "
-                                      f"another pool's name and '-' (gpuPools[{j}] is '{other}': its pods "
-                                      f"and Slurm nodes are found by the prefixes slurm-worker-{other}- and "
-                                      f"{other}-)"))
+                problems.append(
+                    error(
+                        f"gpuPools[{i}].name",
+                        name,
+                        f"a name that does not begin with "
+                        f"another pool's name and '-' (gpuPools[{j}] is '{other}': its pods "
+                        f"and Slurm nodes are found by the prefixes slurm-worker-{other}- and "
+                        f"{other}-)",
+                    )
+                )
     return pools, problems
 
 
@@ -207,19 +283,33 @@ FROM_NODE_COUNT = -1
 
 def default_bound(low: int, high: int) -> Any:
     """The rule of gpuMinNodes or gpuMaxNodes: FROM_NODE_COUNT, or a whole number from low to high."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         if value == FROM_NODE_COUNT and not isinstance(value, bool):
             return []
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            return [error(key, value, f"a whole number from {low} to {high}, or {FROM_NODE_COUNT} (the "
-                          "default) for gpuNodeCount")]
+            return [
+                error(
+                    key,
+                    value,
+                    f"a whole number from {low} to {high}, or {FROM_NODE_COUNT} (the "
+                    "default) for gpuNodeCount",
+                )
+            ]
         return []
+
     return rule
 
 
-def default_pool(instance_type: Any, node_count: Any, zone: str, root_gib: int,
-                 min_nodes: Any = FROM_NODE_COUNT, max_nodes: Any = FROM_NODE_COUNT,
-                 reservation_id: Any = "") -> list[GpuPool]:
+def default_pool(
+    instance_type: Any,
+    node_count: Any,
+    zone: str,
+    root_gib: int,
+    min_nodes: Any = FROM_NODE_COUNT,
+    max_nodes: Any = FROM_NODE_COUNT,
+    reservation_id: Any = "",
+) -> list[GpuPool]:
     """The one pool of a stack without gpuPools, once gpuInstanceType is valid (its rules report
     it otherwise). A count that is refused becomes 0, so that the account checks still look at
     the type and the AZ but count no nodes; bounds that are refused (default_pool_problems says
@@ -232,7 +322,9 @@ def default_pool(instance_type: Any, node_count: Any, zone: str, root_gib: int,
     low, high = (count if b == FROM_NODE_COUNT else b for b in (min_nodes, max_nodes))
     if count == 0 or bounds_problems("gpuMinNodes", low, "gpuMaxNodes", high):
         low = high = count
-    reservation = reservation_id if not capacity.reservation_id("gpuCapacityReservationId", reservation_id) else ""
+    reservation = (
+        reservation_id if not capacity.reservation_id("gpuCapacityReservationId", reservation_id) else ""
+    )
     return [GpuPool(DEFAULT_POOL, gpu, count, zone, root_gib, None, low, high, reservation)]
 
 

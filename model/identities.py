@@ -18,6 +18,7 @@ docs/decisions/user-identities.md).
 Pure functions; components/user_identities.py creates the ConfigMaps and the homes Job,
 model/slurm_values.py puts the rest into the Slurm release's values.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,8 +68,10 @@ def group_entries(users: Sequence[User]) -> list[str]:
 
 def entry_files(users: Sequence[User]) -> dict[str, str]:
     """The identities ConfigMap's data: the passwd and group lines, each file newline-terminated."""
-    return {"passwd": "".join(f"{line}\n" for line in passwd_entries(users)),
-            "group": "".join(f"{line}\n" for line in group_entries(users))}
+    return {
+        "passwd": "".join(f"{line}\n" for line in passwd_entries(users)),
+        "group": "".join(f"{line}\n" for line in group_entries(users)),
+    }
 
 
 def key_files(users: Sequence[User]) -> dict[str, str]:
@@ -104,9 +107,11 @@ def sshd_config(root_login: bool) -> str:
 # slurmctld images have bash; sh is enough). `root` is where it works: / in the pods.
 def merge_script(root: str = "") -> str:
     """The init container's script: <image's file> + <program's entries> into MERGED_DIR."""
-    return (f"set -eu; for f in {' '.join(FILES)}; do "
-            f"cat {root}/etc/$f {root}{ENTRIES_DIR}/$f > {root}{MERGED_DIR}/$f.new; "
-            f"chmod 0644 {root}{MERGED_DIR}/$f.new; mv {root}{MERGED_DIR}/$f.new {root}{MERGED_DIR}/$f; done")
+    return (
+        f"set -eu; for f in {' '.join(FILES)}; do "
+        f"cat {root}/etc/$f {root}{ENTRIES_DIR}/$f > {root}{MERGED_DIR}/$f.new; "
+        f"chmod 0644 {root}{MERGED_DIR}/$f.new; mv {root}{MERGED_DIR}/$f.new {root}{MERGED_DIR}/$f; done"
+    )
 
 
 def prolog_script(root: str = "") -> str:
@@ -118,7 +123,7 @@ def prolog_script(root: str = "") -> str:
     return f"""#!/bin/sh
 # slinky-eks: the named users' passwd and group entries (model/identities.py).
 entries={root}{ENTRIES_DIR}
-for f in {' '.join(FILES)}; do
+for f in {" ".join(FILES)}; do
   [ -r "$entries/$f" ] || continue
   image={root}/etc/$f.slinky-eks-image
   if [ ! -e "$image" ]; then
@@ -139,11 +144,17 @@ def init_container(image: str, users: Sequence[User], security: dict) -> dict:
     """The init container that writes the merged files, of the main container's image (its own
     /etc/passwd is the one extended). The entries' hash in its environment changes the pod
     template when the users change, so the pod is replaced with the new entries."""
-    return {"name": INIT_CONTAINER, "image": image, "command": ["sh", "-c", merge_script()],
-            "env": [{"name": "SLINKY_EKS_IDENTITIES", "value": entries_hash(users)}],
-            "securityContext": dict(security),
-            "volumeMounts": [{"name": ENTRIES_VOLUME, "mountPath": ENTRIES_DIR, "readOnly": True},
-                             {"name": MERGED_VOLUME, "mountPath": MERGED_DIR}]}
+    return {
+        "name": INIT_CONTAINER,
+        "image": image,
+        "command": ["sh", "-c", merge_script()],
+        "env": [{"name": "SLINKY_EKS_IDENTITIES", "value": entries_hash(users)}],
+        "securityContext": dict(security),
+        "volumeMounts": [
+            {"name": ENTRIES_VOLUME, "mountPath": ENTRIES_DIR, "readOnly": True},
+            {"name": MERGED_VOLUME, "mountPath": MERGED_DIR},
+        ],
+    }
 
 
 def merged_mounts() -> list[dict]:

@@ -1,5 +1,6 @@
 """Container image references: their grammar, which registries are ECR, and where the AWS Deep
 Learning Containers live in each region."""
+
 from __future__ import annotations
 
 import re
@@ -13,7 +14,8 @@ _TAG = r"[\w][\w.-]{0,127}"
 _DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
 _REFERENCE = re.compile(
     rf"^(?P<name>(?:(?P<domain>{_DOMAIN})/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
-    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$")
+    rf"(?::(?P<tag>{_TAG}))?(?:@(?P<digest>{_DIGEST}))?$"
+)
 NAME_MAX = 255  # RepositoryNameTotalLengthMax
 # Parsing also validates the digest (github.com/opencontainers/go-digest v1.0.0 algorithm.go): a
 # known algorithm and its length of lower-case hex.
@@ -21,25 +23,56 @@ _DIGEST_HEX_LENGTH = {"sha256": 64, "sha384": 96, "sha512": 128}
 
 # ECR registry hosts: <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn] (ECR user guide,
 # "Private registry concepts", https://docs.aws.amazon.com/AmazonECR/latest/userguide/Registries.html)
-_ECR_HOST = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)"
-                       r"\.amazonaws\.com(?:\.cn)?$")
+_ECR_HOST = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+)"
+    r"\.amazonaws\.com(?:\.cn)?$"
+)
 
 # The Deep Learning Containers registry account per region: aws/deep-learning-containers
 # docs/reference/region_availability.md (commit 19c7d1f1, 2026-08-10; available_images.md points
 # there), "Deep Learning Containers" table.
 DLC_REGISTRY_ACCOUNTS = {
-    **dict.fromkeys((
-        "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ap-south-1", "ap-northeast-1",
-        "ap-northeast-2", "ap-southeast-1", "ap-southeast-2", "ca-central-1", "eu-central-1",
-        "eu-west-1", "eu-west-2", "eu-west-3", "eu-north-1", "sa-east-1"), "763104351884"),
-    "af-south-1": "626614931356", "ap-east-1": "871362719292", "ap-east-2": "975050140332",
-    "ap-south-2": "772153158452", "ap-southeast-3": "907027046896",
-    "ap-southeast-4": "457447274322", "ap-southeast-5": "550225433462",
-    "ap-southeast-6": "633930458069", "ap-southeast-7": "590183813437",
-    "ap-northeast-3": "364406365360", "ca-west-1": "204538143572", "eu-central-2": "380420809688",
-    "eu-south-1": "692866216735", "eu-south-2": "503227376785", "il-central-1": "780543022126",
-    "me-central-1": "914824155844", "me-south-1": "217643126080", "mx-central-1": "637423239942",
-    "cn-north-1": "727897471807", "cn-northwest-1": "727897471807",
+    **dict.fromkeys(
+        (
+            "us-east-1",
+            "us-east-2",
+            "us-west-1",
+            "us-west-2",
+            "ap-south-1",
+            "ap-northeast-1",
+            "ap-northeast-2",
+            "ap-southeast-1",
+            "ap-southeast-2",
+            "ca-central-1",
+            "eu-central-1",
+            "eu-west-1",
+            "eu-west-2",
+            "eu-west-3",
+            "eu-north-1",
+            "sa-east-1",
+        ),
+        "763104351884",
+    ),
+    "af-south-1": "626614931356",
+    "ap-east-1": "871362719292",
+    "ap-east-2": "975050140332",
+    "ap-south-2": "772153158452",
+    "ap-southeast-3": "907027046896",
+    "ap-southeast-4": "457447274322",
+    "ap-southeast-5": "550225433462",
+    "ap-southeast-6": "633930458069",
+    "ap-southeast-7": "590183813437",
+    "ap-northeast-3": "364406365360",
+    "ca-west-1": "204538143572",
+    "eu-central-2": "380420809688",
+    "eu-south-1": "692866216735",
+    "eu-south-2": "503227376785",
+    "il-central-1": "780543022126",
+    "me-central-1": "914824155844",
+    "me-south-1": "217643126080",
+    "mx-central-1": "637423239942",
+    "cn-north-1": "727897471807",
+    "cn-northwest-1": "727897471807",
 }
 
 
@@ -47,16 +80,19 @@ def reference_problem(value: str) -> str | None:
     """Why value is not an image reference, or None."""
     match = _REFERENCE.match(value)
     if not match:
-        return ("an image reference [registry/]repository[:tag][@sha256:digest] (lower-case "
-                "repository path; github.com/distribution/reference grammar)")
+        return (
+            "an image reference [registry/]repository[:tag][@sha256:digest] (lower-case "
+            "repository path; github.com/distribution/reference grammar)"
+        )
     if len(match.group("name")) > NAME_MAX:
         return f"an image reference whose name has at most {NAME_MAX} characters"
     if match.group("digest"):
         algorithm, hex_digest = match.group("digest").split(":", 1)
-        if _DIGEST_HEX_LENGTH.get(algorithm) != len(hex_digest) or not re.fullmatch(
-                "[a-f0-9]+", hex_digest):
-            return ("an image reference whose digest is sha256:<64 lower-case hex digits> "
-                    "(or sha384/sha512 with 96/128)")
+        if _DIGEST_HEX_LENGTH.get(algorithm) != len(hex_digest) or not re.fullmatch("[a-f0-9]+", hex_digest):
+            return (
+                "an image reference whose digest is sha256:<64 lower-case hex digits> "
+                "(or sha384/sha512 with 96/128)"
+            )
     return None
 
 

@@ -32,6 +32,7 @@ scraper writes to its workspace; rules live in the workspace's rule groups). The
 are the two the guide's examples use: `endpoints` (Service endpoints, what a ServiceMonitor
 selects) and `pod`.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -67,9 +68,9 @@ DCGM_SCRAPE_INTERVAL = "30s"
 DCGM_SCRAPE_TIMEOUT = "10s"
 
 # -- slurmctld -------------------------------------------------------------------------------
-SLURMCTLD_APP = "slurmctld"          # labels.go ControllerApp: the app label and the port name
-SLURMCTLD_COMPONENT = "controller"   # labels.go ControllerComp
-SLURMCTLD_PORT = 6817                # common/const.go SlurmctldPort
+SLURMCTLD_APP = "slurmctld"  # labels.go ControllerApp: the app label and the port name
+SLURMCTLD_COMPONENT = "controller"  # labels.go ControllerComp
+SLURMCTLD_PORT = 6817  # common/const.go SlurmctldPort
 # The Controller is named after the release (chart slurm 1.2.1 templates/controller: slurm.name).
 CONTROLLER_NAME = RELEASE
 CONTROLLER_SERVICE = f"{CONTROLLER_NAME}-controller"
@@ -80,7 +81,7 @@ SLURM_METRICS_PATHS = ("/metrics/jobs", "/metrics/nodes", "/metrics/partitions",
 CONTROLLER_METRICS_VALUES = {"enabled": True, "serviceMonitor": {"enabled": False}}
 
 # -- DCGM exporter ----------------------------------------------------------------------------
-DCGM_EXPORTER_CHART_NAME = "dcgm-exporter"   # Chart.yaml name: the app.kubernetes.io/name label
+DCGM_EXPORTER_CHART_NAME = "dcgm-exporter"  # Chart.yaml name: the app.kubernetes.io/name label
 DCGM_EXPORTER_RELEASE = "dcgm-exporter"
 DCGM_EXPORTER_NAMESPACE = "dcgm-exporter"
 DCGM_EXPORTER_PORT_NAME = "metrics"
@@ -108,15 +109,16 @@ def _meta_label(name: str) -> str:
 class ScrapeJob:
     """One scrape job: what Kubernetes discovery finds (role, namespace, the object's labels and
     port name it keeps), how often, at which path, and the target labels it writes."""
+
     name: str
     path: str
-    role: str                        # "endpoints" (a Service's) or "pod"
+    role: str  # "endpoints" (a Service's) or "pod"
     namespace: str
-    selector: dict[str, str]         # labels of the Service (endpoints) or pod that must match
+    selector: dict[str, str]  # labels of the Service (endpoints) or pod that must match
     port_name: str
     interval: str
     timeout: str
-    kept: dict[str, str] = field(default_factory=dict)   # target label <- discovery meta label
+    kept: dict[str, str] = field(default_factory=dict)  # target label <- discovery meta label
 
     @property
     def _object(self) -> str:
@@ -124,26 +126,35 @@ class ScrapeJob:
 
     @property
     def _port_label(self) -> str:
-        return "__meta_kubernetes_endpoint_port_name" if self.role == "endpoints" \
+        return (
+            "__meta_kubernetes_endpoint_port_name"
+            if self.role == "endpoints"
             else "__meta_kubernetes_pod_container_port_name"
+        )
 
     def relabel_configs(self) -> list[dict]:
         """Keep only the selected objects' named port, then copy the kept meta labels."""
         keys = sorted(self.selector)
         sources = [f"__meta_kubernetes_{self._object}_label_{_meta_label(k)}" for k in keys]
-        rules: list[dict] = [{
-            "action": "keep",
-            "source_labels": [*sources, self._port_label],
-            "regex": ";".join([*(self.selector[k] for k in keys), self.port_name]),
-        }]
-        rules += [{"action": "replace", "source_labels": [meta], "target_label": target}
-                  for target, meta in sorted(self.kept.items())]
+        rules: list[dict] = [
+            {
+                "action": "keep",
+                "source_labels": [*sources, self._port_label],
+                "regex": ";".join([*(self.selector[k] for k in keys), self.port_name]),
+            }
+        ]
+        rules += [
+            {"action": "replace", "source_labels": [meta], "target_label": target}
+            for target, meta in sorted(self.kept.items())
+        ]
         return rules
 
     def discovered_labels(self, pod: str, node: str) -> dict[str, str]:
         """The meta labels Kubernetes discovery gives this job's target (the ones its relabelling
         reads): what a static stand-in for the discovery must carry."""
-        labels = {f"__meta_kubernetes_{self._object}_label_{_meta_label(k)}": v for k, v in self.selector.items()}
+        labels = {
+            f"__meta_kubernetes_{self._object}_label_{_meta_label(k)}": v for k, v in self.selector.items()
+        }
         labels[self._port_label] = self.port_name
         labels["__meta_kubernetes_namespace"] = self.namespace
         labels["__meta_kubernetes_pod_name"] = pod
@@ -154,9 +165,15 @@ class ScrapeJob:
 
     def scrape_config(self, discovery: dict) -> dict:
         """The job's entry in scrape_configs with the given service discovery (one key)."""
-        return {"job_name": self.name, "metrics_path": self.path, "scheme": "http",
-                "scrape_interval": self.interval, "scrape_timeout": self.timeout,
-                **discovery, "relabel_configs": self.relabel_configs()}
+        return {
+            "job_name": self.name,
+            "metrics_path": self.path,
+            "scheme": "http",
+            "scrape_interval": self.interval,
+            "scrape_timeout": self.timeout,
+            **discovery,
+            "relabel_configs": self.relabel_configs(),
+        }
 
     def kubernetes_discovery(self) -> dict:
         return {"kubernetes_sd_configs": [{"role": self.role, "namespaces": {"names": [self.namespace]}}]}
@@ -167,22 +184,45 @@ class ScrapeJob:
 # carry node=<Slurm node> (slurm_node_cpus{node="slinky-0"}), and the DCGM exporter labels a GPU's
 # series with the pod and namespace of the workload holding it; a target label of the same name
 # would rename theirs to exported_<name> (Prometheus honor_labels: false).
-_KEPT = {"kubernetes_namespace": "__meta_kubernetes_namespace", "kubernetes_pod": "__meta_kubernetes_pod_name",
-         "kubernetes_node": "__meta_kubernetes_pod_node_name"}
+_KEPT = {
+    "kubernetes_namespace": "__meta_kubernetes_namespace",
+    "kubernetes_pod": "__meta_kubernetes_pod_name",
+    "kubernetes_node": "__meta_kubernetes_pod_node_name",
+}
 
 SLURMCTLD_JOBS = tuple(
-    ScrapeJob(name=f"slurmctld-{path.rsplit('/', 1)[1]}", path=path, role="endpoints",
-              namespace=SLURM_NAMESPACE,
-              selector={"app.kubernetes.io/name": SLURMCTLD_APP, "app.kubernetes.io/instance": CONTROLLER_NAME,
-                        "app.kubernetes.io/component": SLURMCTLD_COMPONENT},
-              port_name=SLURMCTLD_APP, interval=SCRAPE_INTERVAL, timeout=SCRAPE_TIMEOUT,
-              kept={**_KEPT, "kubernetes_service": "__meta_kubernetes_service_name"})
-    for path in SLURM_METRICS_PATHS)
+    ScrapeJob(
+        name=f"slurmctld-{path.rsplit('/', 1)[1]}",
+        path=path,
+        role="endpoints",
+        namespace=SLURM_NAMESPACE,
+        selector={
+            "app.kubernetes.io/name": SLURMCTLD_APP,
+            "app.kubernetes.io/instance": CONTROLLER_NAME,
+            "app.kubernetes.io/component": SLURMCTLD_COMPONENT,
+        },
+        port_name=SLURMCTLD_APP,
+        interval=SCRAPE_INTERVAL,
+        timeout=SCRAPE_TIMEOUT,
+        kept={**_KEPT, "kubernetes_service": "__meta_kubernetes_service_name"},
+    )
+    for path in SLURM_METRICS_PATHS
+)
 
 DCGM_JOB = ScrapeJob(
-    name="dcgm-exporter", path="/metrics", role="pod", namespace=DCGM_EXPORTER_NAMESPACE,
-    selector={"app.kubernetes.io/name": DCGM_EXPORTER_CHART_NAME, "app.kubernetes.io/instance": DCGM_EXPORTER_RELEASE},
-    port_name=DCGM_EXPORTER_PORT_NAME, interval=DCGM_SCRAPE_INTERVAL, timeout=DCGM_SCRAPE_TIMEOUT, kept=dict(_KEPT))
+    name="dcgm-exporter",
+    path="/metrics",
+    role="pod",
+    namespace=DCGM_EXPORTER_NAMESPACE,
+    selector={
+        "app.kubernetes.io/name": DCGM_EXPORTER_CHART_NAME,
+        "app.kubernetes.io/instance": DCGM_EXPORTER_RELEASE,
+    },
+    port_name=DCGM_EXPORTER_PORT_NAME,
+    interval=DCGM_SCRAPE_INTERVAL,
+    timeout=DCGM_SCRAPE_TIMEOUT,
+    kept=dict(_KEPT),
+)
 
 SCRAPE_JOBS = (*SLURMCTLD_JOBS, DCGM_JOB)
 
@@ -190,6 +230,8 @@ SCRAPE_JOBS = (*SLURMCTLD_JOBS, DCGM_JOB)
 def scrape_configuration() -> str:
     """The YAML the AMP managed scraper gets: global interval and timeout, every job with
     Kubernetes discovery. Deterministic: the same text every run."""
-    config = {"global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_TIMEOUT},
-              "scrape_configs": [job.scrape_config(job.kubernetes_discovery()) for job in SCRAPE_JOBS]}
+    config = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_TIMEOUT},
+        "scrape_configs": [job.scrape_config(job.kubernetes_discovery()) for job in SCRAPE_JOBS],
+    }
     return yaml.safe_dump(config, sort_keys=False)

@@ -21,6 +21,7 @@ HealthCheckTimeout stays at its default, 60 s, and is set nowhere here: its one 
 program's SLURMD_HEALTH_CHECK_TIMEOUT, from which the check's one deadline for its whole run is
 derived (cluster_programs/node_health.py BUDGET). Setting it here would need that constant moved.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,13 @@ def expectations(pool: GpuPool) -> dict:
     count and nvidia-smi/procfs model, the EFA interfaces the pod requests (slurm_values.gpu_resources
     gives it all of them), the shared mount."""
     gpu = pool.gpu
-    return {"pool": pool.name, "gpus": gpu.gpus, "gpu_model": gpu.gpu_model,
-            "efa_interfaces": gpu.efa_interfaces, "shared": SHARED_MOUNT}
+    return {
+        "pool": pool.name,
+        "gpus": gpu.gpus,
+        "gpu_model": gpu.gpu_model,
+        "efa_interfaces": gpu.efa_interfaces,
+        "shared": SHARED_MOUNT,
+    }
 
 
 def configmap_data(program: str, pools: Sequence[GpuPool]) -> dict[str, str]:
@@ -78,9 +84,17 @@ def volume(pool: GpuPool) -> dict:
     """The pool's view of the ConfigMap: the program, executable by root (slurm.conf.5 "FILE AND
     DIRECTORY PERMISSIONS": HealthCheckProgram must be executable by root), and its own
     expectations as expected.json."""
-    return {"name": VOLUME, "configMap": {"name": HEALTH_CONFIGMAP, "defaultMode": 0o444, "items": [
-        {"key": PROGRAM, "path": PROGRAM, "mode": 0o555},
-        {"key": expected_key(pool), "path": EXPECTED}]}}
+    return {
+        "name": VOLUME,
+        "configMap": {
+            "name": HEALTH_CONFIGMAP,
+            "defaultMode": 0o444,
+            "items": [
+                {"key": PROGRAM, "path": PROGRAM, "mode": 0o555},
+                {"key": expected_key(pool), "path": EXPECTED},
+            ],
+        },
+    }
 
 
 def mount() -> dict:
@@ -100,5 +114,8 @@ def state_mount() -> dict:
 
 def slurm_conf() -> dict[str, list[str]]:
     """controller.extraConfMap entries."""
-    return {"HealthCheckProgram": [PROGRAM_PATH], "HealthCheckInterval": [str(INTERVAL_SECONDS)],
-            "HealthCheckNodeState": [NODE_STATE]}
+    return {
+        "HealthCheckProgram": [PROGRAM_PATH],
+        "HealthCheckInterval": [str(INTERVAL_SECONDS)],
+        "HealthCheckNodeState": [NODE_STATE],
+    }

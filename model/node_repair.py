@@ -12,6 +12,7 @@ nodes in EKS clusters", latest/ug/nodes/node-repair.adoc at dbc0b72986433b6f3ee9
 What happens to the Slurm node and its pod meanwhile: docs/node-repair.md; why these and not
 our own remediation: docs/decisions/node-repair.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,6 +55,7 @@ def monitoring_agent_configuration() -> str:
 @dataclass(frozen=True)
 class RepairPolicy:
     """A managed node group's node auto repair setting (EKS NodeRepairConfig)."""
+
     enabled: bool
     # At most this many of the group's nodes under repair at once; None leaves it to EKS, which
     # caps nothing below its own stop (node-repair.adoc: a group of more than five nodes stops
@@ -66,9 +68,11 @@ class RepairPolicy:
 # GPU condition is acted on after 10 minutes, Replace or Reboot by the fault's code; network,
 # kernel, storage, runtime and kubelet Ready after 30 (node-repair.adoc, table).
 GPU_REPAIR = RepairPolicy(
-    enabled=True, max_parallel_nodes_repaired_count=None,
+    enabled=True,
+    max_parallel_nodes_repaired_count=None,
     why="a GPU, network or kubelet fault replaces the instance; the pool's NodeSet pod comes back on "
-        "the new node")
+    "the new node",
+)
 
 # The core group too: it runs slurmctld, the operator, CoreDNS and the controllers, and a core node
 # stuck NotReady stops the whole cluster until someone replaces it by hand. Only the conditions a
@@ -76,5 +80,7 @@ GPU_REPAIR = RepairPolicy(
 # One node at a time: the group is small (coreNodeCount, 2 by default) and a fault that hits every
 # node at once, such as lost contact with the control plane, must not take both away together.
 CORE_REPAIR = RepairPolicy(
-    enabled=True, max_parallel_nodes_repaired_count=1,
-    why="a core node stuck unhealthy for 30 minutes is replaced, one node at a time")
+    enabled=True,
+    max_parallel_nodes_repaired_count=1,
+    why="a core node stuck unhealthy for 30 minutes is replaced, one node at a time",
+)

@@ -11,6 +11,7 @@ and "Scaling a node group to 0"; read by cloudprovider/aws/aws_manager.go buildN
   instance table (cloudprovider/aws/ec2_instance_types.go) knows CPUs, memory and GPUs but not EFA,
   and a slurmd pod requests every EFA interface of its node (model/slurm_values.py gpu_resources).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 @dataclass(frozen=True)
 class NodeGroupSize:
     """A managed node group's scaling config, and whether the desired size is cluster-autoscaler's."""
+
     minimum: int
     maximum: int
     desired: int

@@ -12,6 +12,7 @@ The VPC block (vpcCidr) in eighths, as before there were pools:
   eighths 4, 5: the cluster zones' public subnets
   eighths 2, 3, 6, 7, each halved: eight pool-zone slots, for zone id numbers 1-8
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -30,8 +31,8 @@ _CLUSTER_PRIVATE, _CLUSTER_PUBLIC, _POOL_EIGHTHS = (0, 1), (4, 5), (2, 3, 6, 7)
 
 @dataclass(frozen=True)
 class NodeZone:
-    name: str                          # us-west-2d: this account's name for the zone
-    zone_id: str                       # usw2-az4: the same physical zone in every account
+    name: str  # us-west-2d: this account's name for the zone
+    zone_id: str  # usw2-az4: the same physical zone in every account
     cluster_position: int | None = None  # 0 or 1 for the cluster's two zones, else None
 
     @property

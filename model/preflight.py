@@ -11,6 +11,7 @@ under the config key it is about: a pool's AZ or instance type under that pool's
 the check is skipped with a warning under the keys it would have checked, naming the missing
 permission.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,8 +35,10 @@ EKS_UNSUPPORTED_ZONE_IDS = {
 
 # How to ask for more (Service Quotas user guide, "Requesting a quota increase"):
 # https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html
-_QUOTA_REQUEST = ("aws service-quotas request-service-quota-increase --region {region} "
-                  "--service-code ec2 --quota-code {code} --desired-value {needed}")
+_QUOTA_REQUEST = (
+    "aws service-quotas request-service-quota-increase --region {region} "
+    "--service-code ec2 --quota-code {code} --desired-value {needed}"
+)
 
 # The quota the core nodes (M, C, R, ... types) count against (EC2 "On-Demand Instance quotas":
 # https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html).
@@ -44,8 +47,8 @@ ON_DEMAND_STANDARD = ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, 
 
 @dataclass(frozen=True)
 class Zone:
-    name: str      # per account: us-west-2a is a different data centre in another account
-    zone_id: str   # the same physical zone in every account (usw2-az1)
+    name: str  # per account: us-west-2a is a different data centre in another account
+    zone_id: str  # the same physical zone in every account (usw2-az1)
     # EC2 reports it `available` now (not impaired, unavailable or constrained): a fact of the
     # moment, which never decides where subnets go, only whether to warn.
     available: bool = True
@@ -67,8 +70,9 @@ class Account(Protocol):
         """The region's standard availability zones in every state (no Local or Wavelength
         Zones), or None for a region the account cannot use."""
 
-    def offered(self, region: str, instance_types: Sequence[str],
-                zone_names: Sequence[str]) -> dict[str, set[str]]:
+    def offered(
+        self, region: str, instance_types: Sequence[str], zone_names: Sequence[str]
+    ) -> dict[str, set[str]]:
         """For each instance type, the zones (names) among zone_names that offer it. The preflight
         names every standard AZ of the region (as zones() lists them), not only the node zones."""
 
@@ -104,8 +108,11 @@ class Findings:
 
 
 def _cannot_ask(key: str, value: object, what: str, denied: PermissionDenied) -> Problem:
-    return warning(key, value, f"preflight: could not check {what}: the deployer lacks "
-                   f"{denied.action}; the check is skipped")
+    return warning(
+        key,
+        value,
+        f"preflight: could not check {what}: the deployer lacks {denied.action}; the check is skipped",
+    )
 
 
 def eligible_zones(region: str, zones: list[Zone]) -> list[Zone]:
@@ -120,16 +127,23 @@ def cluster_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, Zone] | N
     return (gpu_zone, others[0]) if others else None
 
 
-def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool],
-          out: list[Problem]) -> tuple[tuple[NodeZone, ...], list[Zone]]:
+def zones(
+    account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool], out: list[Problem]
+) -> tuple[tuple[NodeZone, ...], list[Zone]]:
     """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
     zones (node_zones.order), or () when they are refused, and the region's standard zones as the
     account listed them ([] when it could not list them)."""
     try:
         found = account.zones(region)
     except PermissionDenied as denied:
-        out.append(error("aws:region", region, f"a region whose zones the deployer can list "
-                         f"(it lacks {denied.action}, which the program needs)"))
+        out.append(
+            error(
+                "aws:region",
+                region,
+                f"a region whose zones the deployer can list "
+                f"(it lacks {denied.action}, which the program needs)",
+            )
+        )
         return (), []
     if found is None:
         out.append(error("aws:region", region, "an AWS region this account can use"))
@@ -137,8 +151,9 @@ def zones(account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool
     return _node_zones(region, gpu_zone_name, pools, found, out), found
 
 
-def _node_zones(region: str, gpu_zone_name: str, pools: list[GpuPool], found: list[Zone],
-                out: list[Problem]) -> tuple[NodeZone, ...]:
+def _node_zones(
+    region: str, gpu_zone_name: str, pools: list[GpuPool], found: list[Zone], out: list[Problem]
+) -> tuple[NodeZone, ...]:
     """The node zones out of the region's zones, or () when a key's zone is refused."""
     eligible = eligible_zones(region, found)
     allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
@@ -149,37 +164,62 @@ def _node_zones(region: str, gpu_zone_name: str, pools: list[GpuPool], found: li
         keys.setdefault(pool.availability_zone, pool.key("availabilityZone"))
     for name, key in keys.items():
         if name not in by_name:
-            out.append(error(key, name, f"an availability zone of {region}, not a Local or "
-                             f"Wavelength Zone (EKS takes neither): "
-                             f"{', '.join(z.name for z in eligible)}"))
+            out.append(
+                error(
+                    key,
+                    name,
+                    f"an availability zone of {region}, not a Local or "
+                    f"Wavelength Zone (EKS takes neither): "
+                    f"{', '.join(z.name for z in eligible)}",
+                )
+            )
         elif by_name[name] not in eligible:
-            out.append(error(key, name, f"is zone id {by_name[name].zone_id} in this account, "
-                             f"where EKS places no cluster subnets; allowed: {allowed}"))
+            out.append(
+                error(
+                    key,
+                    name,
+                    f"is zone id {by_name[name].zone_id} in this account, "
+                    f"where EKS places no cluster subnets; allowed: {allowed}",
+                )
+            )
     if any(name not in by_name or by_name[name] not in eligible for name in keys):
         return ()
     first = cluster_zones(by_name[gpu_zone_name], eligible)
     if first is None:
-        out.append(error("aws:region", region, "a region with at least two availability "
-                         "zones EKS supports"))
+        out.append(error("aws:region", region, "a region with at least two availability zones EKS supports"))
         return ()
-    chosen = node_zones.order(tuple(NodeZone(z.name, z.zone_id) for z in first),
-                              [NodeZone(by_name[n].name, by_name[n].zone_id) for n in keys])
+    chosen = node_zones.order(
+        tuple(NodeZone(z.name, z.zone_id) for z in first),
+        [NodeZone(by_name[n].name, by_name[n].zone_id) for n in keys],
+    )
     for zone in (by_name[z.name] for z in chosen if not by_name[z.name].available):
         # A zone a key names is that key's; the cluster's second zone is no key's but the
         # region's, chosen from its zones (cluster_zones).
         key, value = (keys[zone.name], zone.name) if zone.name in keys else ("aws:region", region)
         role = keys.get(zone.name, "the cluster's second zone")
-        out.append(warning(key, value, f"{zone.name} ({zone.zone_id}), {role}, is not reported "
-                           "available by EC2 now (DescribeAvailabilityZones state): nodes there "
-                           "may fail to launch until it is"))
+        out.append(
+            warning(
+                key,
+                value,
+                f"{zone.name} ({zone.zone_id}), {role}, is not reported "
+                "available by EC2 now (DescribeAvailabilityZones state): nodes there "
+                "may fail to launch until it is",
+            )
+        )
     unplaced = [z for z in chosen if z.cluster_position is None and z.pool_slot is None]
     for zone in unplaced:
-        out.append(error(keys[zone.name], zone.name, f"is zone id {zone.zone_id}, which has no "
-                         f"subnet slot in the VPC (a pool AZ outside the cluster's two, "
-                         f"{first[0].name} and {first[1].name}, takes the slot of its zone id's "
-                         f"number, 1-{node_zones.POOL_ZONE_SLOTS}); allowed: one of the cluster's "
-                         "two zones, or a zone whose id ends in -az1 .. "
-                         f"-az{node_zones.POOL_ZONE_SLOTS}"))
+        out.append(
+            error(
+                keys[zone.name],
+                zone.name,
+                f"is zone id {zone.zone_id}, which has no "
+                f"subnet slot in the VPC (a pool AZ outside the cluster's two, "
+                f"{first[0].name} and {first[1].name}, takes the slot of its zone id's "
+                f"number, 1-{node_zones.POOL_ZONE_SLOTS}); allowed: one of the cluster's "
+                "two zones, or a zone whose id ends in -az1 .. "
+                f"-az{node_zones.POOL_ZONE_SLOTS}",
+            )
+        )
     return () if unplaced else chosen
 
 
@@ -192,8 +232,15 @@ def _pools_key(pools: list[GpuPool], field: str) -> tuple[str, object]:
     return "gpuPools", [p.name for p in pools]
 
 
-def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools: list[GpuPool],
-              core_type: str, out: list[Problem], region_zones: Sequence[Zone]) -> None:
+def offerings(
+    account: Account,
+    region: str,
+    chosen: tuple[NodeZone, ...],
+    pools: list[GpuPool],
+    core_type: str,
+    out: list[Problem],
+    region_zones: Sequence[Zone],
+) -> None:
     """Each pool's type in its AZ and the core type in the cluster's two. Offerings are asked for
     every standard AZ of the region (region_zones: the account's zone list, which holds no Local
     or Wavelength Zone), not only the node zones, and for every catalog type too, so a refusal
@@ -210,12 +257,21 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
         offered = account.offered(region, asked, list(zone_ids))
     except PermissionDenied as denied:
         key, value = _pools_key(pools, "instanceType")
-        where = ("gpuPools' instance types are offered in their availability zones" if key == "gpuPools"
-                 else f"{key} {value} is offered in availabilityZone {pools[0].availability_zone}")
+        where = (
+            "gpuPools' instance types are offered in their availability zones"
+            if key == "gpuPools"
+            else f"{key} {value} is offered in availabilityZone {pools[0].availability_zone}"
+        )
         out.append(_cannot_ask(key, value, f"that {where}", denied))
-        out.append(_cannot_ask("coreInstanceType", core_type, f"that coreInstanceType {core_type} is "
-                               f"offered in the cluster's AZs ({', '.join(z.name for z in core_zones)})",
-                               denied))
+        out.append(
+            _cannot_ask(
+                "coreInstanceType",
+                core_type,
+                f"that coreInstanceType {core_type} is "
+                f"offered in the cluster's AZs ({', '.join(z.name for z in core_zones)})",
+                denied,
+            )
+        )
         return
     for pool in pools:
         zone, gpu = pool.availability_zone, pool.gpu
@@ -224,29 +280,50 @@ def offerings(account: Account, region: str, chosen: tuple[NodeZone, ...], pools
         here = f"{pool.key('availabilityZone')} {zone} ({zone_ids[zone]})"
         elsewhere = sorted(offered.get(gpu.name, set()), key=lambda n: (n not in eligible, n))
         local = [t for t in catalog.efa_gpu_types() if zone in offered.get(t, set())]
-        instead = (f"a catalog type {zone} offers: {', '.join(local)}" if local
-                   else f"another region: {zone} offers no catalog type")
+        instead = (
+            f"a catalog type {zone} offers: {', '.join(local)}"
+            if local
+            else f"another region: {zone} offers no catalog type"
+        )
         if elsewhere:
-            where = ", ".join(f"{n} ({zone_ids[n]}"
-                              + ("" if n in eligible else ", where EKS places no subnets") + ")"
-                              for n in elsewhere)
+            where = ", ".join(
+                f"{n} ({zone_ids[n]}" + ("" if n in eligible else ", where EKS places no subnets") + ")"
+                for n in elsewhere
+            )
             # An AZ where EKS places no subnets is refused as a pool's AZ (_node_zones), so it is
             # named where the type is offered but never offered as the way out.
-            way = (f"a type offered there, or an availability zone that offers {gpu.name}"
-                   if any(n in eligible for n in elsewhere) else
-                   f"{instead} (EKS places no subnets in the AZs that offer {gpu.name})")
-            out.append(error(pool.key("instanceType"), gpu.name,
-                             f"is not offered in {here} (offered in: {where}); allowed: {way}"))
+            way = (
+                f"a type offered there, or an availability zone that offers {gpu.name}"
+                if any(n in eligible for n in elsewhere)
+                else f"{instead} (EKS places no subnets in the AZs that offer {gpu.name})"
+            )
+            out.append(
+                error(
+                    pool.key("instanceType"),
+                    gpu.name,
+                    f"is not offered in {here} (offered in: {where}); allowed: {way}",
+                )
+            )
             continue
-        out.append(error(pool.key("instanceType"), gpu.name,
-                         f"is not offered in {here}, and {region} offers it in none of its "
-                         f"availability zones; allowed: {instead}"))
+        out.append(
+            error(
+                pool.key("instanceType"),
+                gpu.name,
+                f"is not offered in {here}, and {region} offers it in none of its "
+                f"availability zones; allowed: {instead}",
+            )
+        )
     missing = [f"{z.name} ({z.zone_id})" for z in core_zones if z.name not in offered.get(core_type, set())]
     if missing:
-        out.append(error("coreInstanceType", core_type,
-                         f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
-                         f"type offered in both of the cluster's AZs "
-                         f"({', '.join(z.name for z in core_zones)})"))
+        out.append(
+            error(
+                "coreInstanceType",
+                core_type,
+                f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
+                f"type offered in both of the cluster's AZs "
+                f"({', '.join(z.name for z in core_zones)})",
+            )
+        )
 
 
 def quota(account: Account, region: str, pools: list[GpuPool], out: list[Problem]) -> None:
@@ -265,20 +342,33 @@ def quota(account: Account, region: str, pools: list[GpuPool], out: list[Problem
             continue
         if have >= needed:
             continue
-        how = ("request an increase: " + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)
-               + " (or set skipGpuQuotaCheck=true to skip this check)")
+        how = (
+            "request an increase: "
+            + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)
+            + " (or set skipGpuQuotaCheck=true to skip this check)"
+        )
         if key != "gpuPools":
             (pool,) = counted
-            out.append(error(key, value,
-                             f"{pool.node_count} x {pool.gpu.name} need {needed} vCPUs of the quota "
-                             f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
-                             f"{int(have) // pool.gpu.vcpus} GPU nodes at most, or " + how))
+            out.append(
+                error(
+                    key,
+                    value,
+                    f"{pool.node_count} x {pool.gpu.name} need {needed} vCPUs of the quota "
+                    f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                    f"{int(have) // pool.gpu.vcpus} GPU nodes at most, or " + how,
+                )
+            )
         else:
             parts = " + ".join(f"{p.name}: {p.node_count} x {p.gpu.name}" for p in counted)
-            out.append(error(key, value,
-                             f"{parts} need {needed} vCPUs of the quota '{quota_name}' ({code}) "
-                             f"in {region}, which is {have:g}; allowed: fewer nodes in these "
-                             "pools, or " + how))
+            out.append(
+                error(
+                    key,
+                    value,
+                    f"{parts} need {needed} vCPUs of the quota '{quota_name}' ({code}) "
+                    f"in {region}, which is {have:g}; allowed: fewer nodes in these "
+                    "pools, or " + how,
+                )
+            )
 
 
 def core_quota(account: Account, region: str, core_type: str, count: int, out: list[Problem]) -> None:
@@ -291,18 +381,24 @@ def core_quota(account: Account, region: str, core_type: str, count: int, out: l
         vcpus = account.vcpus(region, core_type)
         have = account.ec2_quota(region, code)
     except PermissionDenied as denied:
-        out.append(_cannot_ask("coreNodeCount", count,
-                               f"the {quota_name} quota ({code}) for the core nodes", denied))
+        out.append(
+            _cannot_ask("coreNodeCount", count, f"the {quota_name} quota ({code}) for the core nodes", denied)
+        )
         return
     needed = vcpus * (count + 1)
     if have < needed:
-        out.append(error("coreNodeCount", count,
-                         f"{count} x {core_type} ({vcpus} vCPUs each), plus the one more a "
-                         f"rolling update launches, need {needed} vCPUs of the quota "
-                         f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
-                         f"{max(int(have) // vcpus - 1, 0)} core nodes at most, a smaller "
-                         "coreInstanceType, or request an increase: "
-                         + _QUOTA_REQUEST.format(region=region, code=code, needed=needed)))
+        out.append(
+            error(
+                "coreNodeCount",
+                count,
+                f"{count} x {core_type} ({vcpus} vCPUs each), plus the one more a "
+                f"rolling update launches, need {needed} vCPUs of the quota "
+                f"'{quota_name}' ({code}) in {region}, which is {have:g}; allowed: "
+                f"{max(int(have) // vcpus - 1, 0)} core nodes at most, a smaller "
+                "coreInstanceType, or request an increase: "
+                + _QUOTA_REQUEST.format(region=region, code=code, needed=needed),
+            )
+        )
 
 
 def deployer_not_admin(account: Account, admin_role_arns: list[str], out: list[Problem]) -> None:
@@ -314,18 +410,26 @@ def deployer_not_admin(account: Account, admin_role_arns: list[str], out: list[P
     try:
         deployer = account.deployer_role_arn()
     except PermissionDenied as denied:
-        out.append(_cannot_ask("adminRoleArns", admin_role_arns,
-                               "adminRoleArns against the deployer's own role", denied))
+        out.append(
+            _cannot_ask(
+                "adminRoleArns", admin_role_arns, "adminRoleArns against the deployer's own role", denied
+            )
+        )
         return
     if deployer is None:
         return
     for arn in admin_role_arns:
         # Role names are unique in an account whatever their path: compare account and name.
         if _account_and_name(arn) == _account_and_name(deployer):
-            out.append(error("adminRoleArns", arn,
-                             f"is the deployer's own role ({deployer}), which EKS already "
-                             "made cluster admin as the cluster creator; a second access "
-                             "entry for it is refused: remove it from the list"))
+            out.append(
+                error(
+                    "adminRoleArns",
+                    arn,
+                    f"is the deployer's own role ({deployer}), which EKS already "
+                    "made cluster admin as the cluster creator; a second access "
+                    "entry for it is refused: remove it from the list",
+                )
+            )
 
 
 def _account_and_name(role_arn: str) -> tuple[str, str]:
@@ -333,7 +437,9 @@ def _account_and_name(role_arn: str) -> tuple[str, str]:
     return parts[4], parts[5].rsplit("/", 1)[-1]
 
 
-def reservations(account: Account, region: str, pools: list[GpuPool], out: list[Problem]) -> dict[str, Reservation]:
+def reservations(
+    account: Account, region: str, pools: list[GpuPool], out: list[Problem]
+) -> dict[str, Reservation]:
     """Each pool's capacityReservationId: that EC2 knows it, that it reserves the pool's instance
     type in the pool's AZ for Linux on shared tenancy, and that it can take nodes now; a warning
     where it holds fewer instances than its pools may run. A refusal to describe it is an error,
@@ -348,15 +454,28 @@ def reservations(account: Account, region: str, pools: list[GpuPool], out: list[
         try:
             reservation = account.capacity_reservation(region, rid)
         except PermissionDenied as denied:
-            out += [error(p.key("capacityReservationId"), rid, f"a reservation the deployer can describe "
-                          f"(it lacks {denied.action}, which the program needs to tell an On-Demand Capacity "
-                          "Reservation from a Capacity Block)") for p in users]
+            out += [
+                error(
+                    p.key("capacityReservationId"),
+                    rid,
+                    f"a reservation the deployer can describe "
+                    f"(it lacks {denied.action}, which the program needs to tell an On-Demand Capacity "
+                    "Reservation from a Capacity Block)",
+                )
+                for p in users
+            ]
             continue
         if reservation is None:
-            out += [error(p.key("capacityReservationId"), rid, f"a Capacity Reservation in {region}: EC2 knows "
-                          f"no {rid} there (DescribeCapacityReservations); allowed: the id of an On-Demand "
-                          f"Capacity Reservation or a Capacity Block for ML in {region}, or '' for none")
-                    for p in users]
+            out += [
+                error(
+                    p.key("capacityReservationId"),
+                    rid,
+                    f"a Capacity Reservation in {region}: EC2 knows "
+                    f"no {rid} there (DescribeCapacityReservations); allowed: the id of an On-Demand "
+                    f"Capacity Reservation or a Capacity Block for ML in {region}, or '' for none",
+                )
+                for p in users
+            ]
             continue
         found[rid] = reservation
         for pool in users:
@@ -366,29 +485,45 @@ def reservations(account: Account, region: str, pools: list[GpuPool], out: list[
             # group by name only in its own account; another account's group only by its id
             # (EC2 API Reference, LaunchTemplatePlacementRequest: GroupName, GroupId), which the
             # program does not look up (components/node_groups.py _placement names the group).
-            out += [error(p.key("capacityReservationId"), rid,
-                          f"{rid} ({reservation.kind}) is shared from account {reservation.owner_id} and was "
-                          f"created in its placement group {reservation.placement_group_arn}, which this "
-                          "stack's launch template cannot name; allowed: a reservation of this account, one "
-                          "created in no placement group, or '' for none") for p in users]
+            out += [
+                error(
+                    p.key("capacityReservationId"),
+                    rid,
+                    f"{rid} ({reservation.kind}) is shared from account {reservation.owner_id} and was "
+                    f"created in its placement group {reservation.placement_group_arn}, which this "
+                    "stack's launch template cannot name; allowed: a reservation of this account, one "
+                    "created in no placement group, or '' for none",
+                )
+                for p in users
+            ]
         if not reservation.is_capacity_block and not reservation.placement_group_arn:
             # Its pools launch in no placement group (components/node_groups.py _placement). A
             # Capacity Block needs none: its instances are colocated in an EC2 UltraCluster (EC2
             # User Guide, "Capacity Blocks for ML": https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html).
             names = ", ".join(p.name for p in users)
-            out.append(warning(users[0].key("capacityReservationId"), rid,
-                               f"capacity: {rid} ({reservation.kind}) was created in no cluster placement "
-                               f"group, so pool {names} launches in none (a reservation cannot be moved "
-                               "into one): EFA works, without the group's closer placement; for it, "
-                               "create the reservation in a cluster placement group"))
+            out.append(
+                warning(
+                    users[0].key("capacityReservationId"),
+                    rid,
+                    f"capacity: {rid} ({reservation.kind}) was created in no cluster placement "
+                    f"group, so pool {names} launches in none (a reservation cannot be moved "
+                    "into one): EFA works, without the group's closer placement; for it, "
+                    "create the reservation in a cluster placement group",
+                )
+            )
         largest = sum(p.max_nodes for p in users)
         if reservation.total_instances < largest:
             who = " + ".join(f"{p.name}: {p.max_nodes}" for p in users)
-            out.append(warning(users[0].key("capacityReservationId"), rid,
-                               f"capacity: {rid} ({reservation.kind}) holds {reservation.total_instances} "
-                               f"x {reservation.instance_type}, fewer than the {largest} nodes its pools may run "
-                               f"({who}); a node launched into a full reservation is refused by EC2, so "
-                               "the nodes beyond it will not start"))
+            out.append(
+                warning(
+                    users[0].key("capacityReservationId"),
+                    rid,
+                    f"capacity: {rid} ({reservation.kind}) holds {reservation.total_instances} "
+                    f"x {reservation.instance_type}, fewer than the {largest} nodes its pools may run "
+                    f"({who}); a node launched into a full reservation is refused by EC2, so "
+                    "the nodes beyond it will not start",
+                )
+            )
     return found
 
 
@@ -397,39 +532,82 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     key, rid, out = pool.key("capacityReservationId"), r.reservation_id, []
     what = f"{rid} ({r.kind})"
     if r.instance_type != pool.gpu.name:
-        out.append(error(key, rid, f"{what} reserves {r.instance_type}, but {pool.key('instanceType')} is "
-                         f"{pool.gpu.name}, which never launches into it; allowed: a reservation for "
-                         f"{pool.gpu.name}, or {pool.key('instanceType')} = {r.instance_type}"))
+        out.append(
+            error(
+                key,
+                rid,
+                f"{what} reserves {r.instance_type}, but {pool.key('instanceType')} is "
+                f"{pool.gpu.name}, which never launches into it; allowed: a reservation for "
+                f"{pool.gpu.name}, or {pool.key('instanceType')} = {r.instance_type}",
+            )
+        )
     if r.availability_zone != pool.availability_zone:
-        out.append(error(key, rid, f"{what} is in {r.availability_zone}, but {pool.key('availabilityZone')} is "
-                         f"{pool.availability_zone}: a reservation serves instances in its own AZ only; allowed: "
-                         f"a reservation in {pool.availability_zone}, or {pool.key('availabilityZone')} = "
-                         f"{r.availability_zone}"))
+        out.append(
+            error(
+                key,
+                rid,
+                f"{what} is in {r.availability_zone}, but {pool.key('availabilityZone')} is "
+                f"{pool.availability_zone}: a reservation serves instances in its own AZ only; allowed: "
+                f"a reservation in {pool.availability_zone}, or {pool.key('availabilityZone')} = "
+                f"{r.availability_zone}",
+            )
+        )
     if r.instance_platform != capacity.LINUX_PLATFORM:
-        out.append(error(key, rid, f"{what} is for {r.instance_platform}; the nodes run Linux (the EKS AL2023 "
-                         f"AMI): allowed: a {capacity.LINUX_PLATFORM} reservation"))
+        out.append(
+            error(
+                key,
+                rid,
+                f"{what} is for {r.instance_platform}; the nodes run Linux (the EKS AL2023 "
+                f"AMI): allowed: a {capacity.LINUX_PLATFORM} reservation",
+            )
+        )
     if r.tenancy != capacity.SHARED_TENANCY:
-        out.append(error(key, rid, f"{what} has {r.tenancy} tenancy; the nodes launch on shared tenancy: "
-                         f"allowed: a reservation with {capacity.SHARED_TENANCY} tenancy"))
+        out.append(
+            error(
+                key,
+                rid,
+                f"{what} has {r.tenancy} tenancy; the nodes launch on shared tenancy: "
+                f"allowed: a reservation with {capacity.SHARED_TENANCY} tenancy",
+            )
+        )
     start = f" (it starts {r.start_date})" if r.start_date else ""
     if r.state in capacity.NOT_YET and pool.initial_nodes == 0:
         # A pool that starts at no node launches nothing at `up`: it may wait for its block, and
         # its scaler's launches fail until the start.
-        out.append(warning(key, rid, f"capacity: {what} is {r.state}{start}; pool {pool.name} starts at 0 "
-                           "nodes, and nodes it scales up to before then fail to launch"))
+        out.append(
+            warning(
+                key,
+                rid,
+                f"capacity: {what} is {r.state}{start}; pool {pool.name} starts at 0 "
+                "nodes, and nodes it scales up to before then fail to launch",
+            )
+        )
     elif r.state in capacity.NOT_YET:
-        out.append(error(key, rid, f"{what} is {r.state}{start}: EC2 launches no instance into it before "
-                         f"then, and the pool's {pool.initial_nodes} nodes are launched at `up`; allowed: an "
-                         f"active reservation (deploy the pool once it is), a pool that starts at 0 nodes "
-                         f"({pool.key('minNodes')} = 0), or {key} unset until then"))
+        out.append(
+            error(
+                key,
+                rid,
+                f"{what} is {r.state}{start}: EC2 launches no instance into it before "
+                f"then, and the pool's {pool.initial_nodes} nodes are launched at `up`; allowed: an "
+                f"active reservation (deploy the pool once it is), a pool that starts at 0 nodes "
+                f"({pool.key('minNodes')} = 0), or {key} unset until then",
+            )
+        )
     elif r.state not in capacity.USABLE:
-        out.append(error(key, rid, f"{what} is {r.state}: its capacity is gone; allowed: an active reservation, "
-                         "or '' for plain on-demand capacity"))
+        out.append(
+            error(
+                key,
+                rid,
+                f"{what} is {r.state}: its capacity is gone; allowed: an active reservation, "
+                "or '' for plain on-demand capacity",
+            )
+        )
     return out
 
 
-def prices(account: Account, region: str, pools: list[GpuPool], core_type: str,
-           out: list[Problem]) -> dict[str, Price]:
+def prices(
+    account: Account, region: str, pools: list[GpuPool], core_type: str, out: list[Problem]
+) -> dict[str, Price]:
     """The on-demand price of every pool's type and the core type, from the Price List; where it
     cannot answer, from the table (model/cost.py) with a warning under the key that chose the type.
     Never an error: the price informs, it decides nothing."""
@@ -441,8 +619,9 @@ def prices(account: Account, region: str, pools: list[GpuPool], core_type: str,
     found: dict[str, Price] = {}
     for instance_type, (key, value) in keys.items():
         try:
-            found[instance_type] = Price(instance_type, account.on_demand_price(region, instance_type),
-                                         cost.PRICE_LIST, region)
+            found[instance_type] = Price(
+                instance_type, account.on_demand_price(region, instance_type), cost.PRICE_LIST, region
+            )
             continue
         except PermissionDenied as denied:
             why = f"the deployer lacks {denied.action}"
@@ -453,8 +632,16 @@ def prices(account: Account, region: str, pools: list[GpuPool], core_type: str,
     return found
 
 
-def check(account: Account, region: str, gpu_zone: str, pools: list[GpuPool], core_type: str,
-          admin_role_arns: list[str], skip_quota: bool, core_count: int = 0) -> Findings:
+def check(
+    account: Account,
+    region: str,
+    gpu_zone: str,
+    pools: list[GpuPool],
+    core_type: str,
+    admin_role_arns: list[str],
+    skip_quota: bool,
+    core_count: int = 0,
+) -> Findings:
     """Every finding at once; `pools` holds only pools whose own values are valid, and a check
     whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
     out: list[Problem] = []

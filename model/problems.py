@@ -3,6 +3,7 @@ before any resource is registered; a warning is accepted and reported (the habit
 ParallelCluster's validators, which collect results with a failure level instead of raising:
 aws/aws-parallelcluster cli/src/pcluster/validators/common.py, FailureLevel and
 ValidationResult)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

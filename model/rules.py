@@ -1,6 +1,7 @@
 """Small named rules, one per kind of check. Each takes the key and the value (already read as
 its declared type where it could be) and returns the problems it finds; none raises or logs.
 Rules that need a parameter (a range, a pattern) are made by a function that takes it."""
+
 from __future__ import annotations
 
 import base64
@@ -16,10 +17,12 @@ from model.problems import WITHHELD, Problem, Rule, error, warning
 
 def whole_number(low: int, high: int) -> Rule:
     """A whole number from low to high (true/false is not a number, nor is "2" or 1.5)."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return [error(key, value, f"a whole number from {low} to {high}")]
         return []
+
     return rule
 
 
@@ -33,13 +36,16 @@ def matches(pattern: str, allowed: str) -> Rule:
 
     def rule(key: str, value: Any) -> list[Problem]:
         return [] if isinstance(value, str) and compiled.fullmatch(value) else [error(key, value, allowed)]
+
     return rule
 
 
 def unless_blank(rule: Rule) -> Rule:
     """`rule` for a value that is not blank; a blank one (an optional key left empty) passes."""
+
     def checked(key: str, value: Any) -> list[Problem]:
         return [] if isinstance(value, str) and not value.strip() else rule(key, value)
+
     return checked
 
 
@@ -51,30 +57,45 @@ def list_of_strings(key: str, value: Any) -> list[Problem]:
 
 def one_of(allowed: tuple) -> Rule:
     """One of `allowed` (true is not 1)."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         if isinstance(value, bool) or value not in allowed:
             return [error(key, value, f"one of {', '.join(map(str, allowed))}")]
         return []
+
     return rule
 
 
 def each_one_of(allowed: tuple[str, ...]) -> Rule:
     """A list of strings, each one of `allowed` and none twice; the empty list too."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             return [error(key, value, f"a list of any of {', '.join(allowed)}")]
-        found = [error(key, value, f"{v!r} is not one of {', '.join(allowed)}") for v in value if v not in allowed]
-        found += [error(key, value, f"{v!r} is listed more than once; list each at most once")
-                  for v in sorted(set(value)) if value.count(v) > 1]
+        found = [
+            error(key, value, f"{v!r} is not one of {', '.join(allowed)}") for v in value if v not in allowed
+        ]
+        found += [
+            error(key, value, f"{v!r} is listed more than once; list each at most once")
+            for v in sorted(set(value))
+            if value.count(v) > 1
+        ]
         return found
+
     return rule
 
 
 # The key types OpenSSH writes into a public key line (ssh-keygen -t ...; sshd(8) AUTHORIZED_KEYS
 # FILE FORMAT: https://man.openbsd.org/sshd.8#AUTHORIZED_KEYS_FILE_FORMAT).
-SSH_KEY_TYPES = ("ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
-                 "sk-ecdsa-sha2-nistp256@openssh.com")
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
 _SSH_KEY_LINE = "an OpenSSH public key line such as 'ssh-ed25519 AAAA... comment'"
 
 
@@ -90,11 +111,13 @@ def ssh_public_key(key: str, value: Any) -> list[Problem]:
     try:
         blob = base64.b64decode(parts[1], validate=True)
         (n,) = struct.unpack(">I", blob[:4])
-        embedded = blob[4:4 + n].decode()
+        embedded = blob[4 : 4 + n].decode()
     except (binascii.Error, struct.error, UnicodeDecodeError):
         return [error(key, value, f"{_SSH_KEY_LINE}; the key data is not valid base64 key material")]
     if embedded != parts[0]:
-        return [error(key, value, f"{_SSH_KEY_LINE}; the key data says {embedded!r}, the line says {parts[0]!r}")]
+        return [
+            error(key, value, f"{_SSH_KEY_LINE}; the key data says {embedded!r}, the line says {parts[0]!r}")
+        ]
     return []
 
 
@@ -107,9 +130,15 @@ def not_the_example_ssh_key(key: str, value: Any) -> list[Problem]:
     """The dev stack's example key deploys, but nobody holds its private half: say how to set one's own."""
     parts = value.split()
     if len(parts) >= 2 and parts[1] == EXAMPLE_SSH_KEY:
-        return [warning(key, value, f"{key} is the example key of Pulumi.dev.yaml, whose private half was "
-                        "discarded: nobody can log in to this cluster. Set your own with "
-                        f"`pulumi config set {key} \"$(cat ~/.ssh/id_ed25519.pub)\"`")]
+        return [
+            warning(
+                key,
+                value,
+                f"{key} is the example key of Pulumi.dev.yaml, whose private half was "
+                "discarded: nobody can log in to this cluster. Set your own with "
+                f'`pulumi config set {key} "$(cat ~/.ssh/id_ed25519.pub)"`',
+            )
+        ]
     return []
 
 
@@ -151,8 +180,11 @@ _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 
 def role_arns(key: str, value: Any) -> list[Problem]:
     """Each entry an IAM role ARN; each wrong one is its own problem."""
-    return [error(key, arn, "an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
-            for arn in value if not _ROLE_ARN.match(arn)]
+    return [
+        error(key, arn, "an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
+        for arn in value
+        if not _ROLE_ARN.match(arn)
+    ]
 
 
 def gpu_instance_type(key: str, value: Any) -> list[Problem]:
@@ -160,8 +192,14 @@ def gpu_instance_type(key: str, value: Any) -> list[Problem]:
     if not isinstance(value, str):
         return [error(key, value, "an EFA-capable NVIDIA GPU instance type name")]
     if catalog.lookup(value) is None:
-        return [error(key, value, f"{catalog.describe_unsupported(value)}; allowed: an EFA-capable "
-                      f"NVIDIA GPU type: {', '.join(catalog.efa_gpu_types())}")]
+        return [
+            error(
+                key,
+                value,
+                f"{catalog.describe_unsupported(value)}; allowed: an EFA-capable "
+                f"NVIDIA GPU type: {', '.join(catalog.efa_gpu_types())}",
+            )
+        ]
     return []
 
 
@@ -169,8 +207,11 @@ def cpu_instance_type(key: str, value: Any) -> list[Problem]:
     """An instance type name that is not one of the catalog's GPU types."""
     if catalog.is_instance_type_name(value) and catalog.lookup(value) is None:
         return []
-    return [error(key, value, "a CPU instance type name such as m6i.2xlarge (GPU types belong in "
-                  "gpuInstanceType)")]
+    return [
+        error(
+            key, value, "a CPU instance type name such as m6i.2xlarge (GPU types belong in gpuInstanceType)"
+        )
+    ]
 
 
 # An address SNS can mail (SNS API Reference, Subscribe: for the email protocol the Endpoint is
@@ -180,7 +221,12 @@ _EMAIL = re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[^@\s,;.]+$")
 
 def email_addresses(key: str, value: Any) -> list[Problem]:
     """Each entry one email address, none twice; each wrong one is its own problem."""
-    found = [error(key, address, "an email address such as oncall@example.com")
-             for address in value if not _EMAIL.match(address)]
-    found += [error(key, address, "each address once") for address in sorted(set(value)) if value.count(address) > 1]
+    found = [
+        error(key, address, "an email address such as oncall@example.com")
+        for address in value
+        if not _EMAIL.match(address)
+    ]
+    found += [
+        error(key, address, "each address once") for address in sorted(set(value)) if value.count(address) > 1
+    ]
     return found

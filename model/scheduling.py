@@ -26,6 +26,7 @@ sacct and sreport say who used which GPUs (same page, AccountingStorageTRES: the
 be disabled, but only appended to"). PriorityWeightFairshare and PriorityWeightAge need
 AccountingStorageType=accounting_storage/slurmdbd: the policy goes with accounting.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,9 +40,9 @@ ENFORCE = ("associations", "limits", "qos")
 
 @dataclass(frozen=True)
 class SchedulingPolicy:
-    weight_fairshare: int      # priorityWeightFairshare
-    weight_age: int            # priorityWeightAge
-    weight_qos: int            # priorityWeightQos
+    weight_fairshare: int  # priorityWeightFairshare
+    weight_age: int  # priorityWeightAge
+    weight_qos: int  # priorityWeightQos
     decay_half_life_days: int  # priorityDecayHalfLifeDays
 
 

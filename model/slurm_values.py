@@ -2,6 +2,7 @@
 (chart_release merges them over the reviewed base, charts-values/slurm.yaml). Pure functions;
 tests walk the release's values against chart 1.2.1's defaults and check what the chart renders
 from them (tests/charts/test_rendered_charts.py)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,18 +34,19 @@ from model.users import User
 @dataclass(frozen=True)
 class SlurmValuesArgs:
     """Every field is required (no defaults)."""
-    gpu_pools: Sequence[GpuPool]   # one NodeSet and one partition each
-    image_repository: str          # the slurmd image's repository URL
-    image_digest: str              # its sha256:<digest>: what the NodeSet runs
-    image_tag: str                 # its tag, rendered beside the digest
-    ssh_public_key: str            # root's authorized key on the login pod; "" for no root login
-    users: Sequence[User]          # the named users: their identities in the pods and their keys
+
+    gpu_pools: Sequence[GpuPool]  # one NodeSet and one partition each
+    image_repository: str  # the slurmd image's repository URL
+    image_digest: str  # its sha256:<digest>: what the NodeSet runs
+    image_tag: str  # its tag, rendered beside the digest
+    ssh_public_key: str  # root's authorized key on the login pod; "" for no root login
+    users: Sequence[User]  # the named users: their identities in the pods and their keys
     # The security context of the identities' init containers (components/_parts/pod_security.py).
     init_security: dict
-    shared_claim: str              # the /shared claim mounted by slurmd and login pods
-    state_claim: str               # the controller's state claim (slurmctld's save-state directory)
-    slurm_key_secret: str          # the Secret holding slurm.key (auth/slurm between daemons)
-    jwt_key_secret: str            # the Secret holding jwt.key (auth/jwt: slurmrestd tokens)
+    shared_claim: str  # the /shared claim mounted by slurmd and login pods
+    state_claim: str  # the controller's state claim (slurmctld's save-state directory)
+    slurm_key_secret: str  # the Secret holding slurm.key (auth/slurm between daemons)
+    jwt_key_secret: str  # the Secret holding jwt.key (auth/jwt: slurmrestd tokens)
     # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
     # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
     slinky_image_tag: str
@@ -83,11 +85,19 @@ def partitions(pools: Sequence[GpuPool]) -> dict:
     up = {"MaxTime": "UNLIMITED", "State": "UP"}
     if len(pools) == 1:
         (pool,) = pools
-        return {pool_partition(pool): {"enabled": True, "nodesets": [pool.name],
-                                       "configMap": {"Default": "YES", **up}}}
+        return {
+            pool_partition(pool): {
+                "enabled": True,
+                "nodesets": [pool.name],
+                "configMap": {"Default": "YES", **up},
+            }
+        }
     out = {pool_partition(p): {"enabled": True, "nodesets": [p.name], "configMap": dict(up)} for p in pools}
-    out[ALL_POOLS_PARTITION] = {"enabled": True, "nodesets": [p.name for p in pools],
-                                "configMap": {"Default": "YES", **up}}
+    out[ALL_POOLS_PARTITION] = {
+        "enabled": True,
+        "nodesets": [p.name for p in pools],
+        "configMap": {"Default": "YES", **up},
+    }
     return out
 
 
@@ -108,14 +118,25 @@ def accounting(a: SlurmValuesArgs) -> dict:
     schedmd/slurm/26.05/ubuntu24.04/Dockerfile, target slurmdbd)."""
     return {
         "enabled": True,
-        "slurmdbd": {"image": {"tag": a.slinky_image_tag},
-                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                         "capabilities": {"drop": ["ALL"]}}},
-        "storageConfig": {"host": a.accounting_host, "port": ACCOUNTING_PORT, "database": ACCOUNTING_DATABASE,
-                          "username": ACCOUNTING_USER,
-                          "passwordKeyRef": {"name": a.accounting_password_secret, "key": ACCOUNTING_PASSWORD_KEY}},
-        "podSpec": {"nodeSelector": dict(CORE_LABELS),
-                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}},
+        "slurmdbd": {
+            "image": {"tag": a.slinky_image_tag},
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "readOnlyRootFilesystem": True,
+                "capabilities": {"drop": ["ALL"]},
+            },
+        },
+        "storageConfig": {
+            "host": a.accounting_host,
+            "port": ACCOUNTING_PORT,
+            "database": ACCOUNTING_DATABASE,
+            "username": ACCOUNTING_USER,
+            "passwordKeyRef": {"name": a.accounting_password_secret, "key": ACCOUNTING_PASSWORD_KEY},
+        },
+        "podSpec": {
+            "nodeSelector": dict(CORE_LABELS),
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        },
     }
 
 
@@ -138,8 +159,13 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
                 "resources": gpu_resources(pool.gpu),
-                "volumeMounts": [shared_mount, {"name": "dshm", "mountPath": "/dev/shm"}, node_health.mount(),
-                                 node_health.state_mount(), *worker_mounts],
+                "volumeMounts": [
+                    shared_mount,
+                    {"name": "dshm", "mountPath": "/dev/shm"},
+                    node_health.mount(),
+                    node_health.state_mount(),
+                    *worker_mounts,
+                ],
             },
             # The type must be what slurmd autodetects, or GRES is (null) (catalog.gres_type).
             "extraConfMap": {"Gres": [pool.gpu.gres]},
@@ -152,8 +178,13 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
                 # The health check and this pool's expectations, and the node's directory for the
                 # check's Xid cursor (model/node_health.py).
-                "volumes": [shared_volume, {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-                            node_health.volume(pool), node_health.state_volume(), *worker_volumes],
+                "volumes": [
+                    shared_volume,
+                    {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                    node_health.volume(pool),
+                    node_health.state_volume(),
+                    *worker_volumes,
+                ],
             },
         }
 
@@ -179,24 +210,28 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "logfile": sidecar,
         },
         "accounting": accounting(a),
-        "restapi": {"podSpec": {"nodeSelector": dict(CORE_LABELS)},
-                    "slurmrestd": {"image": dict(slinky_image)}},
+        "restapi": {
+            "podSpec": {"nodeSelector": dict(CORE_LABELS)},
+            "slurmrestd": {"image": dict(slinky_image)},
+        },
         # One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0
         # for the default pool).
         "nodesetDefaults": {"logfile": sidecar},
         "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
         "partitions": partitions(a.gpu_pools),
         "loginsetDefaults": {"initconf": sidecar},
-        "loginsets": {LOGINSET: {
-            "enabled": True,
-            "replicas": 1,
-            "rootSshAuthorizedKeys": a.ssh_public_key + "\n",
-            "login": {"image": dict(slinky_image), "volumeMounts": [shared_mount]},
-            "podSpec": {"nodeSelector": dict(CORE_LABELS), "volumes": [shared_volume]},
-            # The chart's default LoadBalancer would go to the in-tree cloud provider: a Classic
-            # ELB with SSH open to 0.0.0.0/0. The program owns the login NLB instead.
-            "service": {"spec": {"type": "ClusterIP"}},
-        }},
+        "loginsets": {
+            LOGINSET: {
+                "enabled": True,
+                "replicas": 1,
+                "rootSshAuthorizedKeys": a.ssh_public_key + "\n",
+                "login": {"image": dict(slinky_image), "volumeMounts": [shared_mount]},
+                "podSpec": {"nodeSelector": dict(CORE_LABELS), "volumes": [shared_volume]},
+                # The chart's default LoadBalancer would go to the in-tree cloud provider: a Classic
+                # ELB with SSH open to 0.0.0.0/0. The program owns the login NLB instead.
+                "service": {"spec": {"type": "ClusterIP"}},
+            }
+        },
     }
     if not a.ssh_public_key:
         del values["loginsets"][LOGINSET]["rootSshAuthorizedKeys"]
@@ -240,10 +275,14 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
     login = values["loginsets"][LOGINSET]
     login["extraSshdConfig"] = identities.sshd_config(root_login=bool(a.ssh_public_key))
     login["login"]["volumeMounts"] += [*identities.merged_mounts(), identities.keys_mount()]
-    login["podSpec"]["initContainers"] = [identities.init_container(
-        slinky_image("login", a.slinky_image_tag), a.users, a.init_security)]
-    login["podSpec"]["volumes"] += [entries, identities.merged_volume(),
-                                    identities.keys_volume(SSH_KEYS_CONFIGMAP)]
+    login["podSpec"]["initContainers"] = [
+        identities.init_container(slinky_image("login", a.slinky_image_tag), a.users, a.init_security)
+    ]
+    login["podSpec"]["volumes"] += [
+        entries,
+        identities.merged_volume(),
+        identities.keys_volume(SSH_KEYS_CONFIGMAP),
+    ]
     # slurmctld resolves each user's name to a UID for their associations (SchedMD/slurm
     # src/common/assoc_mgr.c, uid_from_string_cached, tag slurm-26-05-3-1): it needs the entries
     # too. The chart passes the container and pod spec through whole (templates/_helpers.tpl
@@ -251,8 +290,8 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
     # reach the Controller.
     controller = values["controller"]
     controller["slurmctld"]["volumeMounts"] = identities.merged_mounts()
-    controller["podSpec"]["initContainers"] = [identities.init_container(
-        slinky_image("slurmctld", a.slinky_image_tag), a.users, a.init_security)]
+    controller["podSpec"]["initContainers"] = [
+        identities.init_container(slinky_image("slurmctld", a.slinky_image_tag), a.users, a.init_security)
+    ]
     controller["podSpec"]["volumes"] = [entries, identities.merged_volume()]
     values["prologScripts"] = {identities.PROLOG_SCRIPT: identities.prolog_script()}
-

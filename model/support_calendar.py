@@ -14,6 +14,7 @@ The rules take the day as an argument, like eks_versions', so that what they say
 day `pulumi up` runs, and testable on any other; tests/unit/model/test_support_calendar.py fails
 on the day a default leaves its window, on purpose.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -34,11 +35,11 @@ REREAD_AFTER = datetime.timedelta(days=182)
 @dataclass(frozen=True)
 class Window:
     component: str
-    line: str                  # the release line: major.minor
-    until: datetime.date       # the last day the calendar counts the line supported
-    basis: str                 # PUBLISHED, ESTIMATED or RE_READ (module docstring)
-    source: str                # where the date (or the absence of one) was read
-    ends_at: str = ""          # for an estimated window, the event upstream names
+    line: str  # the release line: major.minor
+    until: datetime.date  # the last day the calendar counts the line supported
+    basis: str  # PUBLISHED, ESTIMATED or RE_READ (module docstring)
+    source: str  # where the date (or the absence of one) was read
+    ends_at: str = ""  # for an estimated window, the event upstream names
 
     def supported_on(self, day: datetime.date) -> bool:
         return day <= self.until
@@ -76,15 +77,21 @@ _SLURM_SOURCE = "https://slurm.schedmd.com/upgrades.html#compatibility_window"
 SLURM = (
     Window("Slurm", "25.05", _d(2026, 11, 1), PUBLISHED, _SLURM_SOURCE),
     Window("Slurm", "25.11", _d(2027, 5, 1), PUBLISHED, _SLURM_SOURCE),
-    Window("Slurm", "26.05", _d(2027, 11, 1), ESTIMATED, _SLURM_SOURCE,
-           ends_at="18 months after its release (May 2026)"),
+    Window(
+        "Slurm",
+        "26.05",
+        _d(2027, 11, 1),
+        ESTIMATED,
+        _SLURM_SOURCE,
+        ends_at="18 months after its release (May 2026)",
+    ),
 )
 
 
 @dataclass(frozen=True)
 class Advisory:
     cves: tuple[str, ...]
-    fixed_in: tuple[str, ...]   # the first fixed release of each line that has one
+    fixed_in: tuple[str, ...]  # the first fixed release of each line that has one
     source: str
 
     def fix_for(self, version: str) -> str | None:
@@ -103,10 +110,20 @@ class Advisory:
 # CHANGELOG/slurm-25.05.md#changes-in-25059 on branch slurm-25.05, CHANGELOG/slurm-25.11.md#changes-in-25118
 # on slurm-25.11, as openhpc/ohpc PRs #2670 and #2686 cite them).
 SLURM_ADVISORIES = (
-    Advisory(("CVE-2026-65107", "CVE-2026-65108", "CVE-2026-65109", "CVE-2026-65138", "CVE-2026-65139",
-              "CVE-2026-65140", "CVE-2026-65165", "CVE-2026-65168"),
-             ("25.05.9", "25.11.8", "26.05.4"),
-             "https://github.com/aws/aws-parallelcluster/issues/7601"),
+    Advisory(
+        (
+            "CVE-2026-65107",
+            "CVE-2026-65108",
+            "CVE-2026-65109",
+            "CVE-2026-65138",
+            "CVE-2026-65139",
+            "CVE-2026-65140",
+            "CVE-2026-65165",
+            "CVE-2026-65168",
+        ),
+        ("25.05.9", "25.11.8", "26.05.4"),
+        "https://github.com/aws/aws-parallelcluster/issues/7601",
+    ),
 )
 
 
@@ -120,31 +137,48 @@ def slurm_floor(version: str) -> str:
 def slurm_supported_on(day: datetime.date) -> Rule:
     """Warns of a Slurm release under its security floor, and of one whose line SchedMD no
     longer supports on `day`: it builds and runs, exposed."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         found = []
         for advisory in SLURM_ADVISORIES:
             fix = advisory.fix_for(value)
             if fix:
-                found.append(warning(key, value, (
-                    f"{key} {value} is affected by {', '.join(advisory.cves)} (fixed in "
-                    f"{', '.join(advisory.fixed_in)}: {advisory.source}); set {key} to {fix} or later "
-                    f"patched release, with slurmdImageTag and slurmdBaseImage of that release")))
+                found.append(
+                    warning(
+                        key,
+                        value,
+                        (
+                            f"{key} {value} is affected by {', '.join(advisory.cves)} (fixed in "
+                            f"{', '.join(advisory.fixed_in)}: {advisory.source}); set {key} to {fix} or later "
+                            f"patched release, with slurmdImageTag and slurmdBaseImage of that release"
+                        ),
+                    )
+                )
         window = _line(SLURM, minor(value))
         if window and not window.supported_on(day):
             supported = [w.line for w in SLURM if w.supported_on(day)]
-            found.append(warning(key, value, (
-                f"{key} {value}: SchedMD's support of Slurm {window.line} ended {window.ending()} "
-                f"({window.source}); move to a supported line: {', '.join(supported) or 'none known'}")))
+            found.append(
+                warning(
+                    key,
+                    value,
+                    (
+                        f"{key} {value}: SchedMD's support of Slurm {window.line} ended {window.ending()} "
+                        f"({window.source}); move to a supported line: {', '.join(supported) or 'none known'}"
+                    ),
+                )
+            )
         return found
+
     return rule
 
 
 # --- cert-manager --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class CertManagerLine:
     window: Window
-    kubernetes: tuple[str, str]   # the oldest and newest Kubernetes minor it supports
+    kubernetes: tuple[str, str]  # the oldest and newest Kubernetes minor it supports
 
     def supports(self, kubernetes: str) -> bool:
         lo, hi = (parse(v) for v in self.kubernetes)
@@ -177,7 +211,7 @@ CERT_MANAGER = (
     _cm("1.9", _d(2023, 1, 11), "1.20", "1.24"),
     _cm("1.10", _d(2023, 5, 19), "1.20", "1.26"),
     _cm("1.11", _d(2023, 9, 12), "1.21", "1.27"),
-    _cm("1.12", _d(2025, 5, 19), "1.22", "1.32"),   # the LTS release: two years
+    _cm("1.12", _d(2025, 5, 19), "1.22", "1.32"),  # the LTS release: two years
     _cm("1.13", _d(2024, 6, 5), "1.21", "1.27"),
     _cm("1.14", _d(2024, 10, 3), "1.24", "1.31"),
     _cm("1.15", _d(2025, 2, 3), "1.25", "1.32"),
@@ -194,6 +228,7 @@ _CM_BY_LINE = {c.window.line: c for c in CERT_MANAGER}
 def cert_manager_line(version: str) -> CertManagerLine | None:
     return _CM_BY_LINE.get(minor(version))
 
+
 # The Slinky operator chart creates its webhook's Issuers and Certificates as cert-manager.io/v1
 # (SlinkyProject/slurm-operator helm/slurm-operator/templates/cert-manager/pki.yaml at v1.2.1),
 # an API cert-manager serves from v1.0 (cert-manager/website
@@ -204,24 +239,40 @@ CERT_MANAGER_V1_API = "v1.0.0"
 def cert_manager_serves_v1(key: str, value: Any) -> list[Problem]:
     if parse(value) >= parse(CERT_MANAGER_V1_API):
         return []
-    return [error(key, value, f"cert-manager {CERT_MANAGER_V1_API} or later: the Slinky operator's chart "
-                  "creates its webhook certificates as cert-manager.io/v1, which cert-manager serves from "
-                  f"v1.0 (the pin is {versions.CERT_MANAGER.version})")]
+    return [
+        error(
+            key,
+            value,
+            f"cert-manager {CERT_MANAGER_V1_API} or later: the Slinky operator's chart "
+            "creates its webhook certificates as cert-manager.io/v1, which cert-manager serves from "
+            f"v1.0 (the pin is {versions.CERT_MANAGER.version})",
+        )
+    ]
 
 
 def cert_manager_fits(day: datetime.date) -> Callable[[Mapping[str, Any]], list[Problem]]:
     """Warns of a cert-manager past its end of life on `day`, or one whose supported Kubernetes
     range leaves out kubernetesVersion: it installs, and no fix or test covers it."""
+
     def rule(ok: Mapping[str, Any]) -> list[Problem]:
         value, kubernetes = ok.get("certManagerVersion"), ok.get("kubernetesVersion")
         if value is None or kubernetes is None:
             return []
         line = cert_manager_line(value)
         if line is None:
-            return [] if parse(value) < parse(CERT_MANAGER[-1].window.line) else [warning(
-                "certManagerVersion", value, f"certManagerVersion {value}: cert-manager {minor(value)} is newer "
-                f"than the support calendar (model/support_calendar.py) knows; check its supported Kubernetes "
-                f"range for {kubernetes} at {_CM_SOURCE}")]
+            return (
+                []
+                if parse(value) < parse(CERT_MANAGER[-1].window.line)
+                else [
+                    warning(
+                        "certManagerVersion",
+                        value,
+                        f"certManagerVersion {value}: cert-manager {minor(value)} is newer "
+                        f"than the support calendar (model/support_calendar.py) knows; check its supported Kubernetes "
+                        f"range for {kubernetes} at {_CM_SOURCE}",
+                    )
+                ]
+            )
         why = []
         if not line.window.supported_on(day):
             why.append(f"cert-manager {line.window.line} reached its end of life ({line.window.ending()})")
@@ -230,27 +281,39 @@ def cert_manager_fits(day: datetime.date) -> Callable[[Mapping[str, Any]], list[
         if not why:
             return []
         fits = [c for c in CERT_MANAGER if c.window.supported_on(day) and c.supports(kubernetes)]
-        fix = (f"set certManagerVersion to a release of {fits[-1].window.line} (the pin is "
-               f"{versions.CERT_MANAGER.version})" if fits else
-               f"no cert-manager release in the calendar supports Kubernetes {kubernetes} on {day}")
-        return [warning("certManagerVersion", value,
-                        f"certManagerVersion {value}: {'; '.join(why)} ({_CM_SOURCE}); {fix}")]
+        fix = (
+            f"set certManagerVersion to a release of {fits[-1].window.line} (the pin is "
+            f"{versions.CERT_MANAGER.version})"
+            if fits
+            else f"no cert-manager release in the calendar supports Kubernetes {kubernetes} on {day}"
+        )
+        return [
+            warning(
+                "certManagerVersion",
+                value,
+                f"certManagerVersion {value}: {'; '.join(why)} ({_CM_SOURCE}); {fix}",
+            )
+        ]
+
     return rule
 
 
 # --- AWS Deep Learning Containers ----------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DlcLine:
-    repository: str      # pytorch-training (Ubuntu), pytorch (Amazon Linux 2023)
-    version: str         # the PyTorch major.minor
+    repository: str  # pytorch-training (Ubuntu), pytorch (Amazon Linux 2023)
+    version: str  # the PyTorch major.minor
     end_of_patch: datetime.date
 
     @property
     def source(self) -> str:
         flavour = "cuda" if self.repository == "pytorch" else "gpu"
-        return ("https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/"
-                f"{self.repository}/{self.version}-{flavour}-ec2.yml")
+        return (
+            "https://github.com/aws/deep-learning-containers/blob/main/docs/src/data/"
+            f"{self.repository}/{self.version}-{flavour}-ec2.yml"
+        )
 
 
 # Each file's `eop` (aws/deep-learning-containers at commit e0ecedea6a1c56d6b5914f9cfb2fec5c548e67e0;
@@ -280,15 +343,24 @@ def dlc_line(reference: str) -> DlcLine | None:
 
 def dlc_in_patch(day: datetime.date) -> Rule:
     """Warns of a DLC whose PyTorch version AWS no longer patches on `day`."""
+
     def rule(key: str, value: Any) -> list[Problem]:
         line = dlc_line(value)
         if line is None or day <= line.end_of_patch:
             return []
         patched = [f"{d.repository} {d.version}" for d in DLC if day <= d.end_of_patch]
-        return [warning(key, value, (
-            f"{key} {value}: AWS ended patching of the {line.repository} PyTorch {line.version} DLC on "
-            f"{line.end_of_patch} ({line.source}); build on one still patched: "
-            f"{', '.join(patched) or 'none known'}"))]
+        return [
+            warning(
+                key,
+                value,
+                (
+                    f"{key} {value}: AWS ended patching of the {line.repository} PyTorch {line.version} DLC on "
+                    f"{line.end_of_patch} ({line.source}); build on one still patched: "
+                    f"{', '.join(patched) or 'none known'}"
+                ),
+            )
+        ]
+
     return rule
 
 
@@ -297,17 +369,27 @@ def dlc_in_patch(day: datetime.date) -> Rule:
 OTHERS = (
     # Patch releases are cut from the release-X.Y branch "as needed"; no window is published
     # (SlinkyProject/slurm-operator docs/versioning.md at v1.2.1).
-    _reread("Slinky charts", "1.2", "https://github.com/SlinkyProject/slurm-operator/blob/v1.2.1/docs/versioning.md"),
+    _reread(
+        "Slinky charts",
+        "1.2",
+        "https://github.com/SlinkyProject/slurm-operator/blob/v1.2.1/docs/versioning.md",
+    ),
     # Security updates and bug fixes go to the latest minor only, with no date (a maintainer in
     # kubernetes-sigs/aws-load-balancer-controller issue #3381, 2023-09-11).
-    _reread("aws-load-balancer-controller", "3.5",
-            "https://github.com/kubernetes-sigs/aws-load-balancer-controller/issues/3381"),
+    _reread(
+        "aws-load-balancer-controller",
+        "3.5",
+        "https://github.com/kubernetes-sigs/aws-load-balancer-controller/issues/3381",
+    ),
     # No support window is published for either device plugin; their releases are the charts'
     # (../shared/ref/charts/README.md: NVIDIA/k8s-device-plugin tag v0.20.0, aws/eks-charts
     # stable/aws-efa-k8s-device-plugin at commit bfe91c4b9257c80f754ad4b3d6a9a3c239b2b8ec).
     _reread("nvidia-device-plugin", "0.20", "https://github.com/NVIDIA/k8s-device-plugin/releases"),
-    _reread("aws-efa-k8s-device-plugin", "0.5",
-            "https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin"),
+    _reread(
+        "aws-efa-k8s-device-plugin",
+        "0.5",
+        "https://github.com/aws/eks-charts/tree/master/stable/aws-efa-k8s-device-plugin",
+    ),
     # end-of-life 2029-10-01, bugfixes until 2026-10-07 and source-only security releases after
     # (python/peps release_management/python-releases.toml at commit
     # ba4deeb7969588d937da609008d05bb83a47b1ab, metadata."3.13"; PEP 719 "3.13 Lifespan").
@@ -330,21 +412,39 @@ def _tag(image: str) -> str:
 def pinned() -> list[tuple[str, str, Window | None]]:
     """(component, pinned version, its window or None) for every pin the calendar covers, read
     from model/versions.py. (The Kubernetes version's calendar is model/eks_versions.py.)"""
-    pins = [("Slurm", versions.SLURM_RELEASE, _line(SLURM, minor(versions.SLURM_RELEASE))),
-            ("cert-manager", versions.CERT_MANAGER.version,
-             getattr(cert_manager_line(versions.CERT_MANAGER.version), "window", None))]
-    others = {"Slinky charts": versions.SLINKY_CHART_VERSION,
-              "aws-load-balancer-controller": versions.AWS_LOAD_BALANCER_CONTROLLER.version,
-              "nvidia-device-plugin": versions.NVIDIA_DEVICE_PLUGIN.version,
-              "aws-efa-k8s-device-plugin": versions.EFA_DEVICE_PLUGIN.version,
-              "python": _tag(versions.PYTHON_IMAGE), "alpine": _tag(versions.SIDECAR_IMAGE)}
+    pins = [
+        ("Slurm", versions.SLURM_RELEASE, _line(SLURM, minor(versions.SLURM_RELEASE))),
+        (
+            "cert-manager",
+            versions.CERT_MANAGER.version,
+            getattr(cert_manager_line(versions.CERT_MANAGER.version), "window", None),
+        ),
+    ]
+    others = {
+        "Slinky charts": versions.SLINKY_CHART_VERSION,
+        "aws-load-balancer-controller": versions.AWS_LOAD_BALANCER_CONTROLLER.version,
+        "nvidia-device-plugin": versions.NVIDIA_DEVICE_PLUGIN.version,
+        "aws-efa-k8s-device-plugin": versions.EFA_DEVICE_PLUGIN.version,
+        "python": _tag(versions.PYTHON_IMAGE),
+        "alpine": _tag(versions.SIDECAR_IMAGE),
+    }
     for component, version in others.items():
-        pins.append((component, version, next((w for w in OTHERS if w.component == component
-                                               and w.line == minor(version)), None)))
+        pins.append(
+            (
+                component,
+                version,
+                next((w for w in OTHERS if w.component == component and w.line == minor(version)), None),
+            )
+        )
     dlc = dlc_line(versions.DLC_IMAGE)
-    pins.append(("AWS DLC", versions.DLC_IMAGE,
-                 dlc and Window("AWS DLC", f"{dlc.repository} {dlc.version}", dlc.end_of_patch, PUBLISHED,
-                                dlc.source)))
+    pins.append(
+        (
+            "AWS DLC",
+            versions.DLC_IMAGE,
+            dlc
+            and Window("AWS DLC", f"{dlc.repository} {dlc.version}", dlc.end_of_patch, PUBLISHED, dlc.source),
+        )
+    )
     return pins
 
 

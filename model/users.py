@@ -2,6 +2,7 @@
 key (model/config_schema.py) is read into these; the login and worker identities, the homes on
 the shared volume and the accounting registration are all derived from them, so a user is
 declared once."""
+
 from __future__ import annotations
 
 import re
@@ -28,10 +29,10 @@ HOMES = f"{SHARED_MOUNT}/home"
 @dataclass(frozen=True)
 class User:
     name: str
-    uid: int                              # also the user's primary GID (a group of the same name)
-    ssh_public_keys: tuple[str, ...]      # at least one
-    account: str = DEFAULT_ACCOUNT        # the Slurm account the user's association is in
-    admin: bool = False                   # Slurm's AdminLevel=Administrator
+    uid: int  # also the user's primary GID (a group of the same name)
+    ssh_public_keys: tuple[str, ...]  # at least one
+    account: str = DEFAULT_ACCOUNT  # the Slurm account the user's association is in
+    admin: bool = False  # Slurm's AdminLevel=Administrator
 
     @property
     def home(self) -> str:
@@ -51,8 +52,10 @@ MAX_UID = 59999
 # slurm-26-05-3-1), so `Alice` would run jobs as a user sacctmgr knows as `alice`. At most 32
 # characters: useradd's USER_NAME_MAX_LENGTH, the size of utmp's ut_user on Linux.
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
-_NAME_ALLOWED = ("a login name: a lower-case letter, then lower-case letters, digits, '_' or '-', at most "
-                 "32 characters (Slurm keeps user names in lower case)")
+_NAME_ALLOWED = (
+    "a login name: a lower-case letter, then lower-case letters, digits, '_' or '-', at most "
+    "32 characters (Slurm keeps user names in lower case)"
+)
 # The users and groups that already exist in the login and slurmd images: a user of the same name
 # would be shadowed by the image's own entry (nsswitch reads the image's files first) and their
 # group of the same name would collide with the image's. Debian's base-passwd passwd.master and
@@ -60,11 +63,54 @@ _NAME_ALLOWED = ("a login name: a lower-case letter, then lower-case letters, di
 # `slurm` (SlinkyProject/containers schedmd/slurm/26.05/ubuntu24.04/Dockerfile, "Create
 # SlurmUser") and the users of the packages installed there, openssh-server's `sshd` and sssd's
 # `sssd`.
-SYSTEM_USERS = ("root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp",
-                "proxy", "www-data", "backup", "list", "irc", "_apt", "nobody", "slurm", "sshd", "sssd")
-SYSTEM_GROUPS = ("adm", "tty", "disk", "kmem", "dialout", "fax", "voice", "cdrom", "floppy", "tape", "sudo",
-                 "audio", "dip", "operator", "src", "shadow", "utmp", "video", "sasl", "plugdev", "staff",
-                 "users", "nogroup")
+SYSTEM_USERS = (
+    "root",
+    "daemon",
+    "bin",
+    "sys",
+    "sync",
+    "games",
+    "man",
+    "lp",
+    "mail",
+    "news",
+    "uucp",
+    "proxy",
+    "www-data",
+    "backup",
+    "list",
+    "irc",
+    "_apt",
+    "nobody",
+    "slurm",
+    "sshd",
+    "sssd",
+)
+SYSTEM_GROUPS = (
+    "adm",
+    "tty",
+    "disk",
+    "kmem",
+    "dialout",
+    "fax",
+    "voice",
+    "cdrom",
+    "floppy",
+    "tape",
+    "sudo",
+    "audio",
+    "dip",
+    "operator",
+    "src",
+    "shadow",
+    "utmp",
+    "video",
+    "sasl",
+    "plugdev",
+    "staff",
+    "users",
+    "nogroup",
+)
 _FIELDS = ("name", "uid", "sshPublicKey", "account", "admin")
 _SHAPE = "an object {name, uid, sshPublicKey (one key or a list), account?, admin?}"
 
@@ -72,8 +118,14 @@ _SHAPE = "an object {name, uid, sshPublicKey (one key or a list), account?, admi
 def user_id(key: str, value: Any) -> list[Problem]:
     """A UID of Debian's range for people's accounts."""
     if rules.whole_number(MIN_UID, MAX_UID)(key, value):
-        return [error(key, value, f"a whole number from {MIN_UID} to {MAX_UID}: below {MIN_UID} are the "
-                      f"system accounts, above {MAX_UID} the reserved ones (nobody is 65534)")]
+        return [
+            error(
+                key,
+                value,
+                f"a whole number from {MIN_UID} to {MAX_UID}: below {MIN_UID} are the "
+                f"system accounts, above {MAX_UID} the reserved ones (nobody is 65534)",
+            )
+        ]
     return []
 
 
@@ -82,8 +134,14 @@ def user_name(key: str, value: Any) -> list[Problem]:
     if not isinstance(value, str) or not _NAME.fullmatch(value):
         return [error(key, value, _NAME_ALLOWED)]
     if value in SYSTEM_USERS or value in SYSTEM_GROUPS:
-        return [error(key, value, f"a name the login and slurmd images do not already have: '{value}' is "
-                      "their own system user or group")]
+        return [
+            error(
+                key,
+                value,
+                f"a name the login and slurmd images do not already have: '{value}' is "
+                "their own system user or group",
+            )
+        ]
     return []
 
 
@@ -91,11 +149,23 @@ def account_name(key: str, value: Any) -> list[Problem]:
     """A Slurm account name sacctmgr keeps as it is: its database is lower case (sacctmgr.1,
     NOTE under DESCRIPTION), and ',' separates the names of a list."""
     if not isinstance(value, str) or not _NAME.fullmatch(value):
-        return [error(key, value, "a Slurm account name: a lower-case letter, then lower-case letters, "
-                      "digits, '_' or '-', at most 32 characters")]
+        return [
+            error(
+                key,
+                value,
+                "a Slurm account name: a lower-case letter, then lower-case letters, "
+                "digits, '_' or '-', at most 32 characters",
+            )
+        ]
     if value == SLURM_ROOT_ACCOUNT:
-        return [error(key, value, f"an account of the stack's own: {SLURM_ROOT_ACCOUNT!r} is the root of "
-                      "Slurm's account tree, which slurmdbd makes itself")]
+        return [
+            error(
+                key,
+                value,
+                f"an account of the stack's own: {SLURM_ROOT_ACCOUNT!r} is the root of "
+                "Slurm's account tree, which slurmdbd makes itself",
+            )
+        ]
     return []
 
 
@@ -120,8 +190,11 @@ def _one_user(i: int, entry: Any) -> tuple[User | None, list[Problem]]:
     at = f"users[{i}]"
     if not isinstance(entry, dict):
         return None, [error(at, entry, _SHAPE)]
-    problems = [error(f"{at}.{k}", entry[k], f"not a user field; fields: {', '.join(_FIELDS)}")
-                for k in entry if k not in _FIELDS]
+    problems = [
+        error(f"{at}.{k}", entry[k], f"not a user field; fields: {', '.join(_FIELDS)}")
+        for k in entry
+        if k not in _FIELDS
+    ]
     problems += user_name(f"{at}.name", entry.get("name"))
     problems += user_id(f"{at}.uid", entry.get("uid"))
     keys, found = _keys(f"{at}.sshPublicKey", entry.get("sshPublicKey"))
@@ -132,8 +205,9 @@ def _one_user(i: int, entry: Any) -> tuple[User | None, list[Problem]]:
         problems += rules.true_or_false(f"{at}.admin", entry["admin"])
     if any(p.is_error for p in problems):
         return None, problems
-    return User(entry["name"], entry["uid"], keys, entry.get("account", DEFAULT_ACCOUNT),
-                entry.get("admin", False)), problems
+    return User(
+        entry["name"], entry["uid"], keys, entry.get("account", DEFAULT_ACCOUNT), entry.get("admin", False)
+    ), problems
 
 
 def users_from_config(raw: Any) -> tuple[list[User], list[Problem]]:
@@ -155,8 +229,13 @@ def users_from_config(raw: Any) -> tuple[list[User], list[Problem]]:
             if value is None or isinstance(value, (dict, list)):
                 continue
             if value in seen:
-                problems.append(error(f"users[{i}].{field}", value, f"a {field} no other user has "
-                                      f"(users[{seen[value]}] already has {value!r})"))
+                problems.append(
+                    error(
+                        f"users[{i}].{field}",
+                        value,
+                        f"a {field} no other user has (users[{seen[value]}] already has {value!r})",
+                    )
+                )
             else:
                 seen[value] = i
     return users, problems

@@ -9,6 +9,7 @@ image/build-image.sh reads it with nothing but python3 (`python3 -m model.versio
 Pulumi.yaml and image/Dockerfile cannot read it; tests/unit/model/test_versions.py fails until their
 defaults equal the pins here.
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Chart:
     """A Helm chart pinned in its repository (an https chart repository or an oci:// path)."""
+
     repository: str
     chart: str
     version: str
@@ -80,7 +82,9 @@ EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-devic
 # Chart 3.5.0 is controller v3.5.0 (1.17.1, v2.17.1, was the last 1.x; fixes go to 3.x). Its
 # upstream IAM policy is byte-identical to v2.17.1's (docs/install/iam_policy.json at both tags).
 # Helm never upgrades the chart's crds/ on an existing stack: docs/upgrading.md has the command.
-AWS_LOAD_BALANCER_CONTROLLER = Chart("https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0")
+AWS_LOAD_BALANCER_CONTROLLER = Chart(
+    "https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0"
+)
 # issue 25, metrics-store: NVIDIA's DCGM exporter, chart 4.8.2 = exporter 4.8.2 on DCGM 4.5.3
 # (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2, deployment/Chart.yaml and values.yaml image.tag). The image
 # by the chart's tag, not yet by digest: no stored record gives the digest of that nvcr.io tag.
@@ -127,13 +131,19 @@ KEDA_MIN_KUBERNETES = "1.33"
 # 2026-07-22), never the chart's 1.35 on a 1.36 cluster.
 CLUSTER_AUTOSCALER = Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.59.0")
 CLUSTER_AUTOSCALER_IMAGE = "registry.k8s.io/autoscaling/cluster-autoscaler"
-CLUSTER_AUTOSCALER_FOR_KUBERNETES = {"1.32": "v1.32.7", "1.33": "v1.33.6", "1.34": "v1.34.5",
-                                     "1.35": "v1.35.2", "1.36": "v1.36.1"}
+CLUSTER_AUTOSCALER_FOR_KUBERNETES = {
+    "1.32": "v1.32.7",
+    "1.33": "v1.33.6",
+    "1.34": "v1.34.5",
+    "1.35": "v1.35.2",
+    "1.36": "v1.36.1",
+}
 
 
 def cluster_autoscaler_tag(kubernetes_version: str) -> str | None:
     """The cluster-autoscaler image tag of a Kubernetes minor, or None for one with no CA release."""
     return CLUSTER_AUTOSCALER_FOR_KUBERNETES.get(_minor(kubernetes_version))
+
 
 # The utility images below are Docker Official Images pinned by tag and by the digest of their
 # multi-platform index, as docker-library/repo-info records Docker Hub's manifest
@@ -152,23 +162,31 @@ LIBRARY_REGISTRY = "public.ecr.aws/docker/library"
 # object form drops the tag when it has a digest, so the string is passed).
 # alpine 3.23.6 (2026-09-17), the newest patch of the supported 3.23 branch: its 16-platform index,
 # repo-info c667a56ce08d1768d5d003dfe7b7b290065cec90 repos/alpine/remote/3.23.6.md.
-SIDECAR_IMAGE = (f"{LIBRARY_REGISTRY}/alpine:3.23.6"
-                 "@sha256:85fe1e81d6758c208f3e1eed4338a1997e19d4be002d4dd32d3100c9a8c010a0")
+SIDECAR_IMAGE = (
+    f"{LIBRARY_REGISTRY}/alpine:3.23.6"
+    "@sha256:85fe1e81d6758c208f3e1eed4338a1997e19d4be002d4dd32d3100c9a8c010a0"
+)
 
 # Utility images of the program's own Jobs.
 # Copies the jobs onto /shared. busybox 1.37.0 is the stable line (1.38.0 is tagged `unstable`);
 # the index of its 2026-09-22 rebuild (Debian 13), repo-info
 # dcee19c82c4accf5b9c777dda10f7ede56063789 repos/busybox/remote/1.37.0.md.
-BUSYBOX_IMAGE = (f"{LIBRARY_REGISTRY}/busybox:1.37.0"
-                 "@sha256:bdf57e528e45e4433820e045b29b4597825a1c9e38353532d90a01445013f82e")
+BUSYBOX_IMAGE = (
+    f"{LIBRARY_REGISTRY}/busybox:1.37.0"
+    "@sha256:bdf57e528e45e4433820e045b29b4597825a1c9e38353532d90a01445013f82e"
+)
 # Runs cluster_programs/state_volume_guard.py and, after every NodeSet change, cluster_programs/rollout.py (standard
 # library only). python 3.13.15 on Debian trixie (built 2026-09-01), repo-info
 # 422f3cfe488dc9ae394c5058b27db617f72c91db repos/python/remote/3.13.15-slim.md.
-PYTHON_IMAGE = (f"{LIBRARY_REGISTRY}/python:3.13.15-slim"
-                "@sha256:881d80734ee05dca6f7f42dcb080975652a53c7eda9ba1f03bb8da31aa6a6ec2")
+PYTHON_IMAGE = (
+    f"{LIBRARY_REGISTRY}/python:3.13.15-slim"
+    "@sha256:881d80734ee05dca6f7f42dcb080975652a53c7eda9ba1f03bb8da31aa6a6ec2"
+)
 # Keeps the slurmd pre-pull pod (and so its cached image) on each GPU node; by digest, the
 # multi-arch index of pause 3.10 on registry.k8s.io (no pull limits).
-PAUSE_IMAGE = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
+PAUSE_IMAGE = (
+    "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
+)
 
 
 def _minor(version: str) -> str:
@@ -216,8 +234,11 @@ CONFIG_DEFAULTS = {
 def main(argv: list[str]) -> int:
     """Print the default of one version key (image/build-image.sh reads its defaults this way)."""
     if len(argv) != 1 or argv[0] not in CONFIG_DEFAULTS:
-        print(f"usage: python3 -m model.versions KEY; KEY is one of {', '.join(CONFIG_DEFAULTS)} "
-              f"(got {' '.join(argv) or 'nothing'})", file=sys.stderr)
+        print(
+            f"usage: python3 -m model.versions KEY; KEY is one of {', '.join(CONFIG_DEFAULTS)} "
+            f"(got {' '.join(argv) or 'nothing'})",
+            file=sys.stderr,
+        )
         return 2
     print(CONFIG_DEFAULTS[argv[0]])
     return 0

@@ -4,6 +4,7 @@ One pulumi-aws invoke each, answering the model's Account protocol (model/prefli
 Zone and PermissionDenied it returns and raises); a refused call comes back as PermissionDenied
 naming the IAM action it needed, and an account that cannot be asked at all as AccountUnreachable.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,19 @@ _ACTION = re.compile(r"not authorized to perform: ([a-z0-9-]+:[A-Za-z0-9]+)")
 # answer in an opt-in region the account has not enabled. Anything else is not the region's fault.
 _REGION_UNUSABLE = re.compile(r"invalid AWS Region|OptInRequired")
 _CAUSES = (
-    (re.compile(r"AuthFailure|ExpiredToken|InvalidClientTokenId|RequestExpired|"
-                r"UnrecognizedClient|no valid credential|failed to refresh cached credentials|"
-                r"NoCredentialProviders"),
-     "the AWS credentials do not work ({detail}): check them with `aws sts get-caller-identity` "
-     "(and that the region is enabled for the account)"),
-    (re.compile(r"RequestLimitExceeded|Throttl"),
-     "AWS throttled the request ({detail}): run it again in a minute"),
+    (
+        re.compile(
+            r"AuthFailure|ExpiredToken|InvalidClientTokenId|RequestExpired|"
+            r"UnrecognizedClient|no valid credential|failed to refresh cached credentials|"
+            r"NoCredentialProviders"
+        ),
+        "the AWS credentials do not work ({detail}): check them with `aws sts get-caller-identity` "
+        "(and that the region is enabled for the account)",
+    ),
+    (
+        re.compile(r"RequestLimitExceeded|Throttl"),
+        "AWS throttled the request ({detail}): run it again in a minute",
+    ),
 )
 
 
@@ -52,10 +59,10 @@ def _unreachable(what: str, error: Exception) -> AccountUnreachable:
     for pattern, why in _CAUSES:
         found = pattern.search(detail)
         if found:
-            return AccountUnreachable(f"could not ask AWS for {what}: "
-                                      + why.format(detail=found.group(0)))
-    return AccountUnreachable(f"could not ask AWS for {what}: {detail} (check the network "
-                              "and `aws sts get-caller-identity`)")
+            return AccountUnreachable(f"could not ask AWS for {what}: " + why.format(detail=found.group(0)))
+    return AccountUnreachable(
+        f"could not ask AWS for {what}: {detail} (check the network and `aws sts get-caller-identity`)"
+    )
 
 
 def _ask(action: str, call: Callable[[], T]) -> T:
@@ -71,8 +78,10 @@ def _ask(action: str, call: Callable[[], T]) -> T:
 # EC2's answer for a reservation id it does not know (EC2 API error codes), and the provider's
 # own wording when DescribeCapacityReservations comes back empty (terraform-provider-aws
 # internal/tfresource: "couldn't find resource", "empty result").
-_NO_RESERVATION = re.compile(r"InvalidCapacityReservationId\.NotFound|InvalidCapacityReservationId\.Malformed|"
-                             r"couldn't find resource|empty result")
+_NO_RESERVATION = re.compile(
+    r"InvalidCapacityReservationId\.NotFound|InvalidCapacityReservationId\.Malformed|"
+    r"couldn't find resource|empty result"
+)
 
 
 class Account:
@@ -94,10 +103,14 @@ class Account:
         """
         standard = [{"name": "zone-type", "values": ["availability-zone"]}]
         try:
-            found = _ask("ec2:DescribeAvailabilityZones", lambda: aws.get_availability_zones(
-                region=region, filters=standard))
-            available = _ask("ec2:DescribeAvailabilityZones", lambda: aws.get_availability_zones(
-                state="available", region=region, filters=standard))
+            found = _ask(
+                "ec2:DescribeAvailabilityZones",
+                lambda: aws.get_availability_zones(region=region, filters=standard),
+            )
+            available = _ask(
+                "ec2:DescribeAvailabilityZones",
+                lambda: aws.get_availability_zones(state="available", region=region, filters=standard),
+            )
         except PermissionDenied:
             raise
         except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
@@ -106,13 +119,21 @@ class Account:
             raise _unreachable(f"the zones of {region}", e) from e
         return [Zone(n, i, n in available.names) for n, i in zip(found.names, found.zone_ids, strict=True)]
 
-    def offered(self, region: str, instance_types: Sequence[str],
-                zone_names: Sequence[str]) -> dict[str, set[str]]:
+    def offered(
+        self, region: str, instance_types: Sequence[str], zone_names: Sequence[str]
+    ) -> dict[str, set[str]]:
         """For each instance type, the zones (names) among zone_names that offer it."""
-        found = _ask("ec2:DescribeInstanceTypeOfferings", lambda: aws.ec2.get_instance_type_offerings(
-            location_type="availability-zone", region=region, filters=[
-                {"name": "instance-type", "values": sorted(set(instance_types))},
-                {"name": "location", "values": sorted(set(zone_names))}]))
+        found = _ask(
+            "ec2:DescribeInstanceTypeOfferings",
+            lambda: aws.ec2.get_instance_type_offerings(
+                location_type="availability-zone",
+                region=region,
+                filters=[
+                    {"name": "instance-type", "values": sorted(set(instance_types))},
+                    {"name": "location", "values": sorted(set(zone_names))},
+                ],
+            ),
+        )
         out: dict[str, set[str]] = {t: set() for t in instance_types}
         for t, location in zip(found.instance_types, found.locations, strict=True):
             out.setdefault(t, set()).add(location)
@@ -121,13 +142,19 @@ class Account:
     def vcpus(self, region: str, instance_type: str) -> int:
         """The instance type's default vCPU count, as the vCPU quotas count it
         (https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html)."""
-        return _ask("ec2:DescribeInstanceTypes", lambda: aws.ec2.get_instance_type(
-            instance_type=instance_type, region=region)).default_vcpus
+        return _ask(
+            "ec2:DescribeInstanceTypes",
+            lambda: aws.ec2.get_instance_type(instance_type=instance_type, region=region),
+        ).default_vcpus
 
     def ec2_quota(self, region: str, quota_code: str) -> float:
         """The applied value of an EC2 quota (the AWS default where none was requested)."""
-        return _ask("servicequotas:GetServiceQuota", lambda: aws.servicequotas.get_service_quota(
-            service_code="ec2", quota_code=quota_code, region=region)).value
+        return _ask(
+            "servicequotas:GetServiceQuota",
+            lambda: aws.servicequotas.get_service_quota(
+                service_code="ec2", quota_code=quota_code, region=region
+            ),
+        ).value
 
     def deployer_role_arn(self) -> str | None:
         """The IAM role behind the caller's session (arn:aws:iam::<acct>:role/<path><name>), or
@@ -152,8 +179,10 @@ class Account:
         only blocks; the code read filters nothing. Were a later provider to filter, an ODCR
         would read as unknown and be refused loudly, never launched into blindly.)"""
         try:
-            found = _ask("ec2:DescribeCapacityReservations", lambda: aws.ec2.get_capacity_block_reservation(
-                id=reservation_id, region=region))
+            found = _ask(
+                "ec2:DescribeCapacityReservations",
+                lambda: aws.ec2.get_capacity_block_reservation(id=reservation_id, region=region),
+            )
         except PermissionDenied:
             raise
         except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
@@ -161,13 +190,20 @@ class Account:
                 return None
             raise _unreachable(f"capacity reservation {reservation_id}", e) from e
         return Reservation(
-            reservation_id=found.id, instance_type=found.instance_type,
-            availability_zone=found.availability_zone, state=found.state,
-            reservation_type=found.reservation_type, total_instances=int(found.instance_count),
-            available_instances=int(found.available_instance_count), tenancy=found.tenancy,
-            instance_platform=found.instance_platform, start_date=found.start_date or "",
-            end_date=found.end_date or "", placement_group_arn=found.placement_group_arn or "",
-            owner_id=found.owner_id or "")
+            reservation_id=found.id,
+            instance_type=found.instance_type,
+            availability_zone=found.availability_zone,
+            state=found.state,
+            reservation_type=found.reservation_type,
+            total_instances=int(found.instance_count),
+            available_instances=int(found.available_instance_count),
+            tenancy=found.tenancy,
+            instance_platform=found.instance_platform,
+            start_date=found.start_date or "",
+            end_date=found.end_date or "",
+            placement_group_arn=found.placement_group_arn or "",
+            owner_id=found.owner_id or "",
+        )
 
     def on_demand_price(self, region: str, instance_type: str) -> float:
         """The on-demand USD price per hour from the AWS Price List's GetProducts, through a
@@ -181,9 +217,14 @@ class Account:
         hourly rate (AWS Billing User Guide, "Reading the price list":
         https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.html)."""
         try:
-            found = _ask("pricing:GetProducts", lambda: aws.pricing.get_product(
-                service_code="AmazonEC2", filters=cost.product_filters(region, instance_type),
-                opts=pulumi.InvokeOptions(provider=self._price_list_provider())))
+            found = _ask(
+                "pricing:GetProducts",
+                lambda: aws.pricing.get_product(
+                    service_code="AmazonEC2",
+                    filters=cost.product_filters(region, instance_type),
+                    opts=pulumi.InvokeOptions(provider=self._price_list_provider()),
+                ),
+            )
         except PermissionDenied:
             raise
         except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
@@ -194,8 +235,9 @@ class Account:
         # An explicit provider reads no `aws:` stack config, so the profile the default provider
         # was given is passed on (credentials from the environment reach both).
         if self._price_list is None:
-            self._price_list = aws.Provider("price-list", region=cost.PRICE_LIST_REGION,
-                                            profile=pulumi.Config("aws").get("profile"))
+            self._price_list = aws.Provider(
+                "price-list", region=cost.PRICE_LIST_REGION, profile=pulumi.Config("aws").get("profile")
+            )
         return self._price_list
 
 
@@ -203,8 +245,12 @@ def on_demand_usd(product_json: str) -> float:
     """The one on-demand hourly USD rate of a Price List product document."""
     try:
         terms = json.loads(product_json)["terms"]["OnDemand"]
-        rates = [float(d["pricePerUnit"]["USD"]) for term in terms.values()
-                 for d in term["priceDimensions"].values() if d.get("unit") == "Hrs"]
+        rates = [
+            float(d["pricePerUnit"]["USD"])
+            for term in terms.values()
+            for d in term["priceDimensions"].values()
+            if d.get("unit") == "Hrs"
+        ]
     except (KeyError, TypeError, ValueError) as e:
         raise PriceListUnanswered(f"the product answer has no on-demand hourly USD price ({e!r})") from e
     if len(set(rates)) != 1:

@@ -4,6 +4,7 @@ The schema and its rules are in model/config_schema.py; here the raw values are 
 pulumi.Config, every error comes back in one ConfigError naming the key, the value and what is
 allowed, before any resource is registered, and every warning goes to the deployer's log.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -26,8 +27,10 @@ class ConfigError(pulumi.RunError):
 
     def __init__(self, problems: list[str]):
         self.problems = problems
-        super().__init__("invalid stack configuration (%d problem%s):\n  - %s" % (
-            len(problems), "" if len(problems) == 1 else "s", "\n  - ".join(problems)))
+        super().__init__(
+            "invalid stack configuration (%d problem%s):\n  - %s"
+            % (len(problems), "" if len(problems) == 1 else "s", "\n  - ".join(problems))
+        )
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class StackConfig:
     """The fields are the schema's attributes (config_schema.Key.attr) and the two derived below;
     `load` fills them from the schema, no field by hand (tests/graph/test_stack_config.py
     holds the fields to the schema)."""
+
     region: str
     availability_zone: str
     kubernetes_version: str
@@ -86,14 +90,19 @@ class StackConfig:
     @property
     def cost_per_hour(self) -> dict:
         """The costPerHour output (model/cost.py)."""
-        return cost.cost_per_hour(self.gpu_pools, self.core_instance_type, self.core_node_count,
-                                  self.prices, self.reservations)
+        return cost.cost_per_hour(
+            self.gpu_pools, self.core_instance_type, self.core_node_count, self.prices, self.reservations
+        )
 
     @property
     def scheduling(self) -> SchedulingPolicy:
         """The scheduling policy of the four priority keys (model/scheduling.py)."""
-        return SchedulingPolicy(self.priority_weight_fairshare, self.priority_weight_age,
-                                self.priority_weight_qos, self.priority_decay_half_life_days)
+        return SchedulingPolicy(
+            self.priority_weight_fairshare,
+            self.priority_weight_age,
+            self.priority_weight_qos,
+            self.priority_decay_half_life_days,
+        )
 
     @property
     def gpu_node_count(self) -> int:
@@ -107,6 +116,7 @@ def _given_keys() -> dict[str, str]:
     directly (pulumi/pulumi sdk/python/lib/pulumi/runtime/config.py at v3.272.0: get_config reads
     both)."""
     from pulumi.runtime import config as runtime_config
+
     given = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     return {k: "[secret]" if runtime_config.is_config_secret(k) else str(v) for k, v in given.items()}
 
@@ -134,13 +144,21 @@ def _preflight(account: preflight.Account, checked: config_schema.Checked) -> pr
     ok = checked.accepted
     if "aws:region" not in ok or "availabilityZone" not in ok:
         return preflight.Findings((), [])
-    return preflight.check(account, ok["aws:region"], ok["availabilityZone"], checked.pools,
-                           ok.get("coreInstanceType", ""), ok.get("adminRoleArns", []),
-                           ok.get("skipGpuQuotaCheck", False), core_count=ok.get("coreNodeCount", 0))
+    return preflight.check(
+        account,
+        ok["aws:region"],
+        ok["availabilityZone"],
+        checked.pools,
+        ok.get("coreInstanceType", ""),
+        ok.get("adminRoleArns", []),
+        ok.get("skipGpuQuotaCheck", False),
+        core_count=ok.get("coreNodeCount", 0),
+    )
 
 
-def _prices(account: preflight.Account, checked: config_schema.Checked,
-            out: list[Problem]) -> dict[str, cost.Price]:
+def _prices(
+    account: preflight.Account, checked: config_schema.Checked, out: list[Problem]
+) -> dict[str, cost.Price]:
     """The on-demand prices of a stack that is otherwise accepted (asked last: a refused stack
     costs nothing)."""
     ok = checked.accepted
@@ -164,9 +182,14 @@ def load(account: Account) -> StackConfig:
             pulumi.log.warn(p.render(project))
     if errors:
         raise ConfigError(errors)
-    return StackConfig(**{key.attr: held(checked.values[key.name]) for key in keys if key.attr},
-                       node_zones=found.node_zones, gpu_pools=tuple(checked.pools), users=tuple(checked.users),
-                       reservations=found.reservations, prices=prices)
+    return StackConfig(
+        **{key.attr: held(checked.values[key.name]) for key in keys if key.attr},
+        node_zones=found.node_zones,
+        gpu_pools=tuple(checked.pools),
+        users=tuple(checked.users),
+        reservations=found.reservations,
+        prices=prices,
+    )
 
 
 # StackConfig's fields no single key fills

@@ -1,5 +1,6 @@
 """The fixtures every layer shares: the dev stack's graph, its rendered charts, the reference
 data, the jobs as staged. Helpers that tests import live in tests/support/."""
+
 import pathlib
 import sys
 
@@ -32,6 +33,7 @@ def shared_ref() -> pathlib.Path:
 def rendered(dev) -> dict[str, list[dict]]:
     """Every helm Release of the dev stack rendered from its reference chart, by release name."""
     from devkit.chart_render import render_graph_releases
+
     return render_graph_releases(dev)
 
 
@@ -54,15 +56,22 @@ def pytest_report_header(config) -> list[str]:
     import subprocess
 
     from tests.support.local_slurm import ROOTS
+
     try:
         lines = [reference_data.source()]
     except reference_data.ReferenceDataMissing as e:
         lines = [f"reference data: MISSING ({e}); the tests that read it fail"]
     roots = sorted(ROOTS.glob("*/.slinky-stamp"))
     for root in roots:
-        version = subprocess.run(["chroot", str(root.parent), "slurmctld", "-V"], capture_output=True, text=True)
-        lines.append(f"slurmctld -V ({root.parent.name} root): {version.stdout.strip() or version.stderr.strip()}")
-    return lines if roots else lines + ["slurmctld -V: no Slurm root filesystem built (make test builds them)"]
+        version = subprocess.run(
+            ["chroot", str(root.parent), "slurmctld", "-V"], capture_output=True, text=True
+        )
+        lines.append(
+            f"slurmctld -V ({root.parent.name} root): {version.stdout.strip() or version.stderr.strip()}"
+        )
+    return (
+        lines if roots else lines + ["slurmctld -V: no Slurm root filesystem built (make test builds them)"]
+    )
 
 
 # The jobs as the program stages them, and the CPU mode the job tests run them in.
@@ -80,9 +89,20 @@ def staged(tmp_path_factory) -> pathlib.Path:
 
 @pytest.fixture
 def cpu_mode(staged, tmp_path) -> dict[str, str]:
-    return {"JOBS_DIR": str(staged), "PYTHON": sys.executable, "DIST_BACKEND": "gloo",
-            "EXPECT_EFA": "0", "NPROC_PER_NODE": "2", "GPUS_PER_NODE": "2", "ALLREDUCE_BYTES": str(16 * 2**20),
-            "TINY_MODEL": "1", "MAX_STEPS": "3", "HF_HOME": str(tmp_path / "hf"),
-            "OUTPUT_DIR": str(tmp_path / "lora-out"), "OMP_NUM_THREADS": "1",
-            # Job logs where /shared/logs would be: sbatch's input variable beats #SBATCH --output.
-            "LOG_DIR": str(tmp_path), "SBATCH_OUTPUT": str(tmp_path / "%x-%j.out")}
+    return {
+        "JOBS_DIR": str(staged),
+        "PYTHON": sys.executable,
+        "DIST_BACKEND": "gloo",
+        "EXPECT_EFA": "0",
+        "NPROC_PER_NODE": "2",
+        "GPUS_PER_NODE": "2",
+        "ALLREDUCE_BYTES": str(16 * 2**20),
+        "TINY_MODEL": "1",
+        "MAX_STEPS": "3",
+        "HF_HOME": str(tmp_path / "hf"),
+        "OUTPUT_DIR": str(tmp_path / "lora-out"),
+        "OMP_NUM_THREADS": "1",
+        # Job logs where /shared/logs would be: sbatch's input variable beats #SBATCH --output.
+        "LOG_DIR": str(tmp_path),
+        "SBATCH_OUTPUT": str(tmp_path / "%x-%j.out"),
+    }

@@ -5,6 +5,7 @@
 A Slurm node's state is not read here: cluster_programs/rollout.py's SlurmNode and parse_scontrol
 are the one model of it (its usable and stuck), for the readiness Job and verify alike.
 """
+
 from __future__ import annotations
 
 import re

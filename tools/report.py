@@ -9,6 +9,7 @@
 Exit status: 0 every run passed; 1 a run failed (or the fine-tune log has no loss lines);
 2 a log cannot be read (missing, a directory, unreadable): one line on stderr names it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,15 +41,21 @@ def _label(path: pathlib.Path, text: str) -> str:
     return f"all_{m.group(1)}" if m else path.stem
 
 
-def busbw_figure(results: list[tuple[str, "nccl_tests.Result"]], instance_type: str, passed: bool,
-                 expect_efa: bool = True):
+def busbw_figure(
+    results: list[tuple[str, "nccl_tests.Result"]], instance_type: str, passed: bool, expect_efa: bool = True
+):
     """busbw against message size, one line per run, the catalog's EFA line rate as reference (off
     EFA there is none: the axis then scales to the runs, which a 400 GB/s line would flatten)."""
     gpu = CATALOG[instance_type]
     fig, ax = plt.subplots(figsize=(9, 5))
     for label, result in results:
-        ax.plot([r.size for r in result.rows], [r.busbw for r in result.rows], marker="o", ms=3,
-                label=f"{label} ({result.ranks or '?'} ranks)")
+        ax.plot(
+            [r.size for r in result.rows],
+            [r.busbw for r in result.rows],
+            marker="o",
+            ms=3,
+            label=f"{label} ({result.ranks or '?'} ranks)",
+        )
     if expect_efa:
         ceiling = gpu.efa_line_rate_gbytes
         ax.axhline(ceiling, color="grey", linestyle="--", label=f"EFA line rate {ceiling:g} GB/s")
@@ -63,14 +70,18 @@ def busbw_figure(results: list[tuple[str, "nccl_tests.Result"]], instance_type: 
     return fig
 
 
-def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path,
-                expect_efa: bool = True) -> bool:
+def nccl_report(
+    logs: list[pathlib.Path], instance_type: str, out: pathlib.Path, expect_efa: bool = True
+) -> bool:
     """Table, chart and verdict of nccl-tests logs; expect_efa=False judges a run off EFA (a
     test cluster): sockets are then the transport, correctness still decides."""
     gpu = CATALOG[instance_type]
     out.mkdir(parents=True, exist_ok=True)
-    lines, results, all_ok = [f"# nccl-tests on {instance_type} ({gpu.gpus}x {gpu.gpu_model}, "
-                              f"{gpu.network_gbps} Gbps EFA)", ""], [], True
+    lines, results, all_ok = (
+        [f"# nccl-tests on {instance_type} ({gpu.gpus}x {gpu.gpu_model}, {gpu.network_gbps} Gbps EFA)", ""],
+        [],
+        True,
+    )
     for path in logs:
         text = path.read_text(errors="replace")
         result = nccl_tests.parse(text)
@@ -79,9 +90,20 @@ def nccl_report(logs: list[pathlib.Path], instance_type: str, out: pathlib.Path,
         label = _label(path, text)
         results.append((label, result))
         average = f"- avg bus bandwidth {result.avg_busbw:g} GB/s over the sweep" if result.avg_busbw else ""
-        lines += [f"## {label}: {'PASS' if ok else 'FAIL'}", "", *[f"- {n}" for n in notes], average, "",
-                  "| size (B) | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |", "|---:|---:|---:|---:|---:|",
-                  *[f"| {r.size} | {r.time_us:.1f} | {r.algbw:.2f} | {r.busbw:.2f} | {r.wrong} |" for r in result.rows], ""]
+        lines += [
+            f"## {label}: {'PASS' if ok else 'FAIL'}",
+            "",
+            *[f"- {n}" for n in notes],
+            average,
+            "",
+            "| size (B) | time (us) | algbw (GB/s) | busbw (GB/s) | #wrong |",
+            "|---:|---:|---:|---:|---:|",
+            *[
+                f"| {r.size} | {r.time_us:.1f} | {r.algbw:.2f} | {r.busbw:.2f} | {r.wrong} |"
+                for r in result.rows
+            ],
+            "",
+        ]
     drawn = [(label, result) for label, result in results if result.rows]
     if drawn:  # a run without rows has nothing to draw (its FAIL is in the table)
         fig = busbw_figure(drawn, instance_type, all_ok, expect_efa)
@@ -111,9 +133,9 @@ def finetune_metrics(text: str) -> list[dict]:
         line = line.strip()
         try:
             if line.startswith("METRICS "):
-                metrics.append(json.loads(line[len("METRICS "):]))
+                metrics.append(json.loads(line[len("METRICS ") :]))
             elif line.startswith("{'") and ("'loss'" in line or "'train_loss'" in line):
-                printed.append(ast.literal_eval(line[:line.index("}") + 1]))
+                printed.append(ast.literal_eval(line[: line.index("}") + 1]))
         except (ValueError, SyntaxError):
             continue
     return [_numbers(r) for r in (metrics or printed)]
@@ -139,9 +161,11 @@ def finetune_report(log: pathlib.Path, out: pathlib.Path) -> bool:
     fig.savefig(out / "finetune-curves.png", dpi=120)
     plt.close(fig)
     final = next((r for r in reversed(rows) if "train_loss" in r), {})
-    summary = (f"steps {len(steps)}: loss {steps[0]['loss']:.4g} -> {steps[-1]['loss']:.4g}"
-               + (f", train_loss {final['train_loss']:.4g}" if final else "")
-               + (f", mean_token_accuracy {acc[0]:.4g} -> {acc[-1]:.4g}" if acc[0] is not None else ""))
+    summary = (
+        f"steps {len(steps)}: loss {steps[0]['loss']:.4g} -> {steps[-1]['loss']:.4g}"
+        + (f", train_loss {final['train_loss']:.4g}" if final else "")
+        + (f", mean_token_accuracy {acc[0]:.4g} -> {acc[-1]:.4g}" if acc[0] is not None else "")
+    )
     (out / "finetune-report.md").write_text(f"# fine-tune\n\n{summary}\n")
     print(summary)
     return True
@@ -150,8 +174,10 @@ def finetune_report(log: pathlib.Path, out: pathlib.Path) -> bool:
 def _unreadable(log: pathlib.Path) -> str | None:
     """Why a log cannot be reported on, or None."""
     if not log.exists():
-        return (f"no such file; the jobs write {SHARED_LOGS}/<name>-<jobid>.out on the cluster: copy it here "
-                f"(e.g. scp <you>@<loginHostname>:{SHARED_LOGS}/<file> .)")
+        return (
+            f"no such file; the jobs write {SHARED_LOGS}/<name>-<jobid>.out on the cluster: copy it here "
+            f"(e.g. scp <you>@<loginHostname>:{SHARED_LOGS}/<file> .)"
+        )
     if not log.is_file():
         return "not a file; give the job's log file"
     try:
@@ -162,14 +188,21 @@ def _unreadable(log: pathlib.Path) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="kind", required=True)
     n = sub.add_parser("nccl")
     n.add_argument("logs", nargs="+", type=pathlib.Path)
     n.add_argument("--instance-type", required=True, choices=sorted(CATALOG))
     n.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
-    n.add_argument("--expect-efa", type=int, choices=(0, 1), default=1,
-                   help="0: judge a run off EFA (sockets allowed), as the jobs do with EXPECT_EFA=0")
+    n.add_argument(
+        "--expect-efa",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="0: judge a run off EFA (sockets allowed), as the jobs do with EXPECT_EFA=0",
+    )
     f = sub.add_parser("finetune")
     f.add_argument("log", type=pathlib.Path)
     f.add_argument("--out", type=pathlib.Path, default=pathlib.Path("results"))
@@ -178,8 +211,11 @@ def main(argv: list[str] | None = None) -> int:
         if problem := _unreadable(log):
             print(f"report: {log}: {problem}", file=sys.stderr)
             return 2
-    ok = (nccl_report(args.logs, args.instance_type, args.out, bool(args.expect_efa)) if args.kind == "nccl"
-          else finetune_report(args.log, args.out))
+    ok = (
+        nccl_report(args.logs, args.instance_type, args.out, bool(args.expect_efa))
+        if args.kind == "nccl"
+        else finetune_report(args.log, args.out)
+    )
     return 0 if ok else 1
 
 

@@ -6,6 +6,7 @@ docs/usage/autoscaling.md at v1.2.1 shows it: keda-hpa-scale-radar), whose autos
 conditions AbleToScale, ScalingActive and ScalingLimited carry the HPA's last decision and why
 (https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/#appendix-horizontal-pod-autoscaler-status-conditions).
 Pure: tools/verify.py fetches the objects."""
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -32,7 +33,10 @@ def assess(scaled_object: Mapping | None, hpa: Mapping | None, name: str) -> tup
     """Whether the scaler works (its ScaledObject Ready, its HPA able to scale), and one line with
     its state and its last decision."""
     if scaled_object is None:
-        return False, f"no ScaledObject {name}: the pool cannot scale (is KEDA installed? `pulumi up` makes it)"
+        return (
+            False,
+            f"no ScaledObject {name}: the pool cannot scale (is KEDA installed? `pulumi up` makes it)",
+        )
     found = _conditions(scaled_object)
     parts = [_say(found[t]) for t in SCALED_OBJECT_CONDITIONS if t in found]
     ready = found.get("Ready", {}).get("status") == "True"

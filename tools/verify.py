@@ -21,6 +21,7 @@ Exit status: 0 every check passed; 1 a check failed; 2 the outputs file is missi
 refuses the kubeconfig's credentials. Every error is one line on stderr; with --json it is also the
 one JSON document on stdout ({"passed": false, "error": ..., "checks": []}).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,10 +74,11 @@ CONTAINERS = {"login": "login", "worker": "slurmd"}
 @dataclass(frozen=True)
 class Pool:
     """A GPU pool as the gpuPools output lists it, and how its nodes and pods are found."""
+
     name: str
     gpu: GpuInstanceType
     nodes: int
-    several: bool   # one of several pools: its nodes carry the pool label, its checks its name
+    several: bool  # one of several pools: its nodes carry the pool label, its checks its name
     # The bounds (the gpuPools output's minNodes/maxNodes; nodeCount each for a stack from before them).
     min_nodes: int = -1
     max_nodes: int = -1
@@ -137,8 +139,13 @@ def check_control_pods(pods: list[Pod]) -> list[Check]:
     for role in ("controller", "restapi", "login"):
         found = _prefixed(pods, ROLES[role])
         running = [p for p in found if p.phase == "Running"]
-        checks.append(Check(f"{role} pod Running", bool(running),
-                            ", ".join(f"{p.name} {p.phase}" for p in found) or "no pod"))
+        checks.append(
+            Check(
+                f"{role} pod Running",
+                bool(running),
+                ", ".join(f"{p.name} {p.phase}" for p in found) or "no pod",
+            )
+        )
     return checks
 
 
@@ -146,12 +153,21 @@ def check_workers(pods: list[Pod], pool: Pool) -> list[Check]:
     found = _prefixed(pods, pool.worker_prefix)
     running = [p for p in found if p.phase == "Running"]
     workers = pool.nodes
-    checks = [Check(pool.named("worker pods Running"), len(running) == workers,
-                    f"{len(running)} of {workers} Running: " + ", ".join(f"{p.name} {p.phase}" for p in found))]
+    checks = [
+        Check(
+            pool.named("worker pods Running"),
+            len(running) == workers,
+            f"{len(running)} of {workers} Running: " + ", ".join(f"{p.name} {p.phase}" for p in found),
+        )
+    ]
     nodes = [p.node for p in running]
-    checks.append(Check(pool.named("workers on distinct nodes"),
-                        len(set(nodes)) == len(nodes) and len(nodes) == workers,
-                        ", ".join(f"{p.name}@{p.node}" for p in running) or "no running worker"))
+    checks.append(
+        Check(
+            pool.named("workers on distinct nodes"),
+            len(set(nodes)) == len(nodes) and len(nodes) == workers,
+            ", ".join(f"{p.name}@{p.node}" for p in running) or "no running worker",
+        )
+    )
     return checks
 
 
@@ -164,9 +180,13 @@ def check_device_plugins(nodes: list[Node], pool: Pool) -> Check:
     want = {GPU_RESOURCE: str(gpu.gpus), EFA_RESOURCE: str(gpu.efa_interfaces)}
     seen = [f"{n.name}: " + ", ".join(f"{k}={n.allocatable.get(k, '0')}" for k in want) for n in nodes]
     ok = len(nodes) == workers and all(all(n.allocatable.get(k) == v for k, v in want.items()) for n in nodes)
-    return Check(pool.named("GPU nodes advertise GPUs and EFA"), ok,
-                 f"{len(nodes)} of {workers} nodes; want " + ", ".join(f"{k}={v}" for k, v in want.items())
-                 + ("; " + "; ".join(seen) if seen else ""))
+    return Check(
+        pool.named("GPU nodes advertise GPUs and EFA"),
+        ok,
+        f"{len(nodes)} of {workers} nodes; want "
+        + ", ".join(f"{k}={v}" for k, v in want.items())
+        + ("; " + "; ".join(seen) if seen else ""),
+    )
 
 
 def check_slurm_nodes(scontrol: str, pool: Pool, running: set[str] | None = None) -> Check:
@@ -182,8 +202,11 @@ def check_slurm_nodes(scontrol: str, pool: Pool, running: set[str] | None = None
         # only the nodes of Running workers count.
         nodes = [n for n in nodes if n.name in running]
     gres = command_output.gres_by_node(scontrol)
-    bad = [f"{n.describe()} Gres={gres.get(n.name, '(null)')}" for n in nodes
-           if not (n.usable and command_output.without_sockets(gres.get(n.name, "(null)")) == gpu.gres)]
+    bad = [
+        f"{n.describe()} Gres={gres.get(n.name, '(null)')}"
+        for n in nodes
+        if not (n.usable and command_output.without_sockets(gres.get(n.name, "(null)")) == gpu.gres)
+    ]
     ok = len(nodes) == workers and not bad
     detail = f"{len(nodes)} of {workers} nodes; want each taking jobs with {gpu.gres}"
     if bad:
@@ -191,12 +214,16 @@ def check_slurm_nodes(scontrol: str, pool: Pool, running: set[str] | None = None
         if any("Gres=(null)" in b for b in bad):
             detail += " (GRES (null): GresTypes or the nodeset's Gres type is wrong)"
         if health := sorted(n.name for n in nodes if n.health_drained):
-            detail += (f" (drained by the node health check: {','.join(health)}; it undrains them once "
-                       "the fault is gone, except an Xid drain, which an administrator resumes after the "
-                       "GPU reset: docs/health.md; nothing here resumes them)")
+            detail += (
+                f" (drained by the node health check: {','.join(health)}; it undrains them once "
+                "the fault is gone, except an Xid drain, which an administrator resumes after the "
+                "GPU reset: docs/health.md; nothing here resumes them)"
+            )
         if stuck := sorted(n.name for n in nodes if n.stuck and not n.health_drained):
-            detail += (f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
-                       "left stuck and names the rest)")
+            detail += (
+                f" (DOWN/DRAIN: {','.join(stuck)}; `verify --fix` resumes those a rollout "
+                "left stuck and names the rest)"
+            )
     return Check(pool.named("slurm nodes take jobs with GRES"), ok, detail)
 
 
@@ -205,10 +232,15 @@ def check_node_health(scontrol: str, pool: Pool) -> Check:
     node's Comment ("health <UTC time>: ok" or its faults: cluster_programs/node_health.py). A node
     with no result yet passes (slurmd runs the check every HealthCheckInterval; the run at slurmd's
     start comes before the node exists in Slurm); one whose last result names a fault fails."""
-    nodes = sorted((n for n in rollout.parse_scontrol(scontrol) if n.name.rsplit("-", 1)[0] == pool.name),
-                   key=lambda n: n.name)
-    results = [f"{n.name}: {n.comment or 'no health result yet'}"
-               + (" (drained by the check)" if n.health_drained else "") for n in nodes]
+    nodes = sorted(
+        (n for n in rollout.parse_scontrol(scontrol) if n.name.rsplit("-", 1)[0] == pool.name),
+        key=lambda n: n.name,
+    )
+    results = [
+        f"{n.name}: {n.comment or 'no health result yet'}"
+        + (" (drained by the check)" if n.health_drained else "")
+        for n in nodes
+    ]
     failing = [n for n in nodes if n.health_drained or (n.comment and not n.comment.endswith(": ok"))]
     return Check(pool.named("node health check"), not failing, "; ".join(results) or "no Slurm node")
 
@@ -216,14 +248,20 @@ def check_node_health(scontrol: str, pool: Pool) -> Check:
 def check_gpus(worker: str, output: str, gpu: GpuInstanceType) -> Check:
     models = command_output.parse_gpu_list(output)
     ok = len(models) == gpu.gpus and all(m == gpu.gpu_model for m in models)
-    return Check(f"{worker} GPUs", ok, f"{len(models)}x {', '.join(sorted(set(models))) or '-'}; "
-                                      f"want {gpu.gpus}x {gpu.gpu_model}")
+    return Check(
+        f"{worker} GPUs",
+        ok,
+        f"{len(models)}x {', '.join(sorted(set(models))) or '-'}; want {gpu.gpus}x {gpu.gpu_model}",
+    )
 
 
 def check_efa(worker: str, output: str) -> Check:
     ok = command_output.efa_provider_listed(output)
-    return Check(f"{worker} EFA provider", ok,
-                 "provider: efa" if ok else "fi_info -p efa lists no efa provider: " + output.strip()[-200:])
+    return Check(
+        f"{worker} EFA provider",
+        ok,
+        "provider: efa" if ok else "fi_info -p efa lists no efa provider: " + output.strip()[-200:],
+    )
 
 
 def check_pmix(output: str) -> Check:
@@ -238,16 +276,33 @@ def check_login_port(host: str, port: int = 22, timeout: float = 5.0) -> Check:
             banner = s.recv(64).decode(errors="replace").strip()
         return Check("login endpoint accepts SSH", banner.startswith("SSH-"), f"{host}:{port} {banner}")
     except OSError as e:
-        return Check("login endpoint accepts SSH", False,
-                     f"{host}:{port}: {e} (is this machine inside sshAllowedCidrs?)")
+        return Check(
+            "login endpoint accepts SSH",
+            False,
+            f"{host}:{port}: {e} (is this machine inside sshAllowedCidrs?)",
+        )
 
 
 def pools_of(outputs: dict) -> list[Pool]:
     """The pools of the gpuPools output; a stack from before pools has one, `slinky`."""
-    listed = outputs.get("gpuPools") or [{"name": DEFAULT_POOL, "instanceType": outputs["gpuInstanceType"],
-                                          "nodeCount": outputs["gpuNodeCount"]}]
-    return [Pool(p["name"], CATALOG[p["instanceType"]], int(p["nodeCount"]), len(listed) > 1,
-                 int(p.get("minNodes", p["nodeCount"])), int(p.get("maxNodes", p["nodeCount"]))) for p in listed]
+    listed = outputs.get("gpuPools") or [
+        {
+            "name": DEFAULT_POOL,
+            "instanceType": outputs["gpuInstanceType"],
+            "nodeCount": outputs["gpuNodeCount"],
+        }
+    ]
+    return [
+        Pool(
+            p["name"],
+            CATALOG[p["instanceType"]],
+            int(p["nodeCount"]),
+            len(listed) > 1,
+            int(p.get("minNodes", p["nodeCount"])),
+            int(p.get("maxNodes", p["nodeCount"])),
+        )
+        for p in listed
+    ]
 
 
 def sized_now(api: ClusterApi, pool: Pool, pods: list[Pod]) -> tuple[Pool, list[Check]]:
@@ -261,17 +316,20 @@ def sized_now(api: ClusterApi, pool: Pool, pods: list[Pod]) -> tuple[Pool, list[
     running = [p for p in found if p.phase == "Running"]
     floor = min(pool.min_nodes, asked)
     ok = floor <= len(running) <= pool.max_nodes
-    detail = (f"{len(running)} Running; the NodeSet asks for {asked} (bounds {pool.min_nodes}-{pool.max_nodes}, "
-              f"floor {floor}): " + (", ".join(f"{p.name} {p.phase}" for p in found) or "no worker pod"))
+    detail = (
+        f"{len(running)} Running; the NodeSet asks for {asked} (bounds {pool.min_nodes}-{pool.max_nodes}, "
+        f"floor {floor}): " + (", ".join(f"{p.name} {p.phase}" for p in found) or "no worker pod")
+    )
     sized = Pool(pool.name, pool.gpu, len(running), pool.several, pool.min_nodes, pool.max_nodes)
     return sized, [Check(pool.named("worker pods at the scaler's size"), ok, detail)]
 
 
 def check_scaler(api: ClusterApi, pool: Pool) -> Check:
     """The pool's scaler: its ScaledObject Ready and its HPA able to scale, with its last decision."""
-    name = f"scale-{pool.name}"   # model/autoscaling.py scaled_object_name
-    ok, detail = scaler_state.assess(api.scaled_object(NAMESPACE, name), api.hpa(NAMESPACE, scaler_state.hpa_name(name)),
-                                     name)
+    name = f"scale-{pool.name}"  # model/autoscaling.py scaled_object_name
+    ok, detail = scaler_state.assess(
+        api.scaled_object(NAMESPACE, name), api.hpa(NAMESPACE, scaler_state.hpa_name(name)), name
+    )
     return Check(pool.named("scaler"), ok, detail)
 
 
@@ -291,18 +349,26 @@ class _RolloutCluster:
     def slurm(self, argv: list[str]) -> str:
         rc, out = self.api.exec(NAMESPACE, CONTROLLER_POD, CONTROLLER_CONTAINER, argv)
         if rc != 0:
-            raise rollout.RolloutFailed(f"{' '.join(argv)} in {CONTROLLER_POD} exited {rc}: {out.strip()[-300:]}")
+            raise rollout.RolloutFailed(
+                f"{' '.join(argv)} in {CONTROLLER_POD} exited {rc}: {out.strip()[-300:]}"
+            )
         return out
 
 
-def fix_rollout(api: ClusterApi, nodeset: str = DEFAULT_POOL, check: str = "rollout settled (--fix)",
-                sleep=None) -> Check:
+def fix_rollout(
+    api: ClusterApi, nodeset: str = DEFAULT_POOL, check: str = "rollout settled (--fix)", sleep=None
+) -> Check:
     """The readiness Job's logic, from here: wait for a pool's NodeSet rollout (the one pool of a
     stack without gpuPools by default), resume what it left stuck."""
     lines: list[str] = []
     try:
-        done = rollout.settle(_RolloutCluster(api, nodeset), slurm_node_prefix(nodeset), FIX_TIMEOUT_SECONDS,
-                              sleep=sleep or time.sleep, log=lines.append)
+        done = rollout.settle(
+            _RolloutCluster(api, nodeset),
+            slurm_node_prefix(nodeset),
+            FIX_TIMEOUT_SECONDS,
+            sleep=sleep or time.sleep,
+            log=lines.append,
+        )
         return Check(check, True, "; ".join([*lines[:-1], done]))
     except rollout.RolloutFailed as e:
         return Check(check, False, str(e))
@@ -328,7 +394,9 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
         checks += check_workers(pods, pool)
     login = next((p.name for p in _prefixed(pods, ROLES["login"]) if p.phase == "Running"), None)
     if fix:
-        checks += [fix_rollout(api, pool.name, pool.named("rollout settled (--fix)"), sleep=sleep) for pool in pools]
+        checks += [
+            fix_rollout(api, pool.name, pool.named("rollout settled (--fix)"), sleep=sleep) for pool in pools
+        ]
     if login:
         _, scontrol = api.exec(NAMESPACE, login, CONTAINERS["login"], ["scontrol", "-o", "show", "node"])
         checks += [check_slurm_nodes(scontrol, pool, _slurm_names(pods, pool)) for pool in pools]
@@ -339,7 +407,9 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
         for worker in (p.name for p in _prefixed(pods, pool.worker_prefix) if p.phase == "Running"):
             _, smi = api.exec(NAMESPACE, worker, CONTAINERS["worker"], ["nvidia-smi", "-L"])
             checks.append(check_gpus(worker, smi, pool.gpu))
-            _, fi = api.exec(NAMESPACE, worker, CONTAINERS["worker"], ["/opt/amazon/efa/bin/fi_info", "-p", "efa"])
+            _, fi = api.exec(
+                NAMESPACE, worker, CONTAINERS["worker"], ["/opt/amazon/efa/bin/fi_info", "-p", "efa"]
+            )
             checks.append(check_efa(worker, fi))
     checks.append((connect or check_login_port)(outputs["loginHostname"]))
     return checks
@@ -348,8 +418,11 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
 def _slurm_names(pods: list[Pod], pool: Pool) -> set[str]:
     """The Slurm node names of the pool's Running workers: the pod slurm-worker-<pool>-<n> is
     the node <pool>-<n> (model/contract.py worker_pod_prefix, slurm_node_prefix)."""
-    return {slurm_node_prefix(pool.name) + p.name.removeprefix(pool.worker_prefix)
-            for p in _prefixed(pods, pool.worker_prefix) if p.phase == "Running"}
+    return {
+        slurm_node_prefix(pool.name) + p.name.removeprefix(pool.worker_prefix)
+        for p in _prefixed(pods, pool.worker_prefix)
+        if p.phase == "Running"
+    }
 
 
 class VerifyError(Exception):
@@ -366,38 +439,62 @@ def load_outputs(source: str) -> dict:
     try:
         text = sys.stdin.read() if source == "-" else pathlib.Path(source).read_text()
     except FileNotFoundError:
-        raise VerifyError(f"{source}: no such file; write it with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT) from None
+        raise VerifyError(
+            f"{source}: no such file; write it with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT
+        ) from None
     except OSError as e:
         raise VerifyError(f"{source}: cannot be read ({e.strerror})", EXIT_BAD_INPUT) from None
     try:
         outputs = json.loads(text)
     except json.JSONDecodeError as e:
-        raise VerifyError(f"{where} is not JSON (line {e.lineno}: {e.msg}); write it with `{WRITE_OUTPUTS}`",
-                          EXIT_BAD_INPUT) from None
+        raise VerifyError(
+            f"{where} is not JSON (line {e.lineno}: {e.msg}); write it with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT
+        ) from None
     if not isinstance(outputs, dict):
-        raise VerifyError(f"{where} is not a JSON object of stack outputs; write it with `{WRITE_OUTPUTS}`",
-                          EXIT_BAD_INPUT)
+        raise VerifyError(
+            f"{where} is not a JSON object of stack outputs; write it with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT
+        )
     missing = [k for k in REQUIRED_OUTPUTS if k not in outputs]
     if missing:
-        raise VerifyError(f"{where} has no {', '.join(missing)} output: write it with `{WRITE_OUTPUTS}` "
-                          "after a `pulumi up` that completed", EXIT_BAD_INPUT)
+        raise VerifyError(
+            f"{where} has no {', '.join(missing)} output: write it with `{WRITE_OUTPUTS}` "
+            "after a `pulumi up` that completed",
+            EXIT_BAD_INPUT,
+        )
     if outputs["kubeconfig"] == MASKED:
-        raise VerifyError(f"the kubeconfig output in {where} is masked: run `{WRITE_OUTPUTS}` "
-                          "(--show-secrets)", EXIT_BAD_INPUT)
+        raise VerifyError(
+            f"the kubeconfig output in {where} is masked: run `{WRITE_OUTPUTS}` (--show-secrets)",
+            EXIT_BAD_INPUT,
+        )
     if outputs["gpuInstanceType"] not in CATALOG:
-        raise VerifyError(f"gpuInstanceType output {outputs['gpuInstanceType']!r} in {where} is not in "
-                          "the instance catalog (model/catalog.py)", EXIT_BAD_INPUT)
+        raise VerifyError(
+            f"gpuInstanceType output {outputs['gpuInstanceType']!r} in {where} is not in "
+            "the instance catalog (model/catalog.py)",
+            EXIT_BAD_INPUT,
+        )
     try:
         outputs["gpuNodeCount"] = int(outputs["gpuNodeCount"])
     except (TypeError, ValueError):
-        raise VerifyError(f"gpuNodeCount output {outputs['gpuNodeCount']!r} in {where} is not a whole number",
-                          EXIT_BAD_INPUT) from None
+        raise VerifyError(
+            f"gpuNodeCount output {outputs['gpuNodeCount']!r} in {where} is not a whole number",
+            EXIT_BAD_INPUT,
+        ) from None
     pools = outputs.get("gpuPools")
-    if pools is not None and not (isinstance(pools, list) and all(
-            isinstance(p, dict) and isinstance(p.get("name"), str) and p.get("instanceType") in CATALOG
-            and isinstance(p.get("nodeCount"), int) for p in pools)):
-        raise VerifyError(f"gpuPools output {pools!r} in {where} is not a list of pools with a name, an "
-                          "instanceType of the instance catalog and a nodeCount", EXIT_BAD_INPUT)
+    if pools is not None and not (
+        isinstance(pools, list)
+        and all(
+            isinstance(p, dict)
+            and isinstance(p.get("name"), str)
+            and p.get("instanceType") in CATALOG
+            and isinstance(p.get("nodeCount"), int)
+            for p in pools
+        )
+    ):
+        raise VerifyError(
+            f"gpuPools output {pools!r} in {where} is not a list of pools with a name, an "
+            "instanceType of the instance catalog and a nodeCount",
+            EXIT_BAD_INPUT,
+        )
     return outputs
 
 
@@ -409,8 +506,11 @@ def kubeconfig_of(outputs: dict, source: str) -> dict:
     except json.JSONDecodeError:
         kubeconfig = None
     if not isinstance(kubeconfig, dict) or not kubeconfig.get("clusters"):
-        raise VerifyError(f"the kubeconfig output in {'stdin' if source == '-' else source} is not a "
-                          f"kubeconfig with a cluster; write the file with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT)
+        raise VerifyError(
+            f"the kubeconfig output in {'stdin' if source == '-' else source} is not a "
+            f"kubeconfig with a cluster; write the file with `{WRITE_OUTPUTS}`",
+            EXIT_BAD_INPUT,
+        )
     return kubeconfig
 
 
@@ -421,27 +521,33 @@ class KubernetesApi:
     def __init__(self, kubeconfig: dict):
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
+
         for user in kubeconfig.get("users") or []:
             # pulumi-eks' kubeconfig gets its token from `aws eks get-token`; without the CLI the
             # client would log the error and go on unauthenticated.
             command = ((user or {}).get("user") or {}).get("exec", {}).get("command")
             if command and shutil.which(command) is None:
-                raise VerifyError(f"the kubeconfig runs `{command}` for a token but it is not on PATH: install "
-                                  "the AWS CLI (https://docs.aws.amazon.com/cli/latest/userguide/"
-                                  "getting-started-install.html)", EXIT_BAD_INPUT)
+                raise VerifyError(
+                    f"the kubeconfig runs `{command}` for a token but it is not on PATH: install "
+                    "the AWS CLI (https://docs.aws.amazon.com/cli/latest/userguide/"
+                    "getting-started-install.html)",
+                    EXIT_BAD_INPUT,
+                )
         configuration = client.Configuration()
         configuration.retries = 0
         try:
             api = config.new_client_from_config_dict(kubeconfig, client_configuration=configuration)
         except (ConfigException, KeyError, TypeError, ValueError) as e:
-            raise VerifyError(f"the kubeconfig output cannot be used ({e}); write it with `{WRITE_OUTPUTS}`",
-                              EXIT_BAD_INPUT) from None
+            raise VerifyError(
+                f"the kubeconfig output cannot be used ({e}); write it with `{WRITE_OUTPUTS}`", EXIT_BAD_INPUT
+            ) from None
         self.host = configuration.host
         self.core = client.CoreV1Api(api)
 
     def _call(self, what: str, fn, *args, **kwargs):
         import urllib3
         from kubernetes.client.exceptions import ApiException
+
         try:
             return fn(*args, **kwargs)
         except ApiException as e:
@@ -449,30 +555,49 @@ class KubernetesApi:
                 raise VerifyError(
                     f"the Kubernetes API at {self.host} refused {what} ({e.status} {e.reason}): the kubeconfig "
                     "authenticates with `aws eks get-token`; check `aws sts get-caller-identity` names the "
-                    "deployer or a role in adminRoleArns", EXIT_UNREACHABLE) from None
-            raise VerifyError(f"the Kubernetes API at {self.host} failed {what} ({e.status} {e.reason})",
-                              EXIT_UNREACHABLE) from None
+                    "deployer or a role in adminRoleArns",
+                    EXIT_UNREACHABLE,
+                ) from None
+            raise VerifyError(
+                f"the Kubernetes API at {self.host} failed {what} ({e.status} {e.reason})", EXIT_UNREACHABLE
+            ) from None
         except (urllib3.exceptions.HTTPError, OSError) as e:
             # urllib3 prefixes the connection object's repr: keep only the cause.
             reason = re.sub(r"^<[^>]*>:\s*", "", str(getattr(e, "reason", None) or e))
-            raise VerifyError(f"the Kubernetes API at {self.host} is unreachable ({reason}): "
-                              "is the cluster up, and may this machine reach its endpoint?",
-                              EXIT_UNREACHABLE) from None
+            raise VerifyError(
+                f"the Kubernetes API at {self.host} is unreachable ({reason}): "
+                "is the cluster up, and may this machine reach its endpoint?",
+                EXIT_UNREACHABLE,
+            ) from None
 
     def pods(self, namespace: str) -> list[Pod]:
-        return [Pod(p.metadata.name, p.status.phase, p.spec.node_name)
-                for p in self._call("listing pods", self.core.list_namespaced_pod, namespace,
-                                     _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)).items]
+        return [
+            Pod(p.metadata.name, p.status.phase, p.spec.node_name)
+            for p in self._call(
+                "listing pods",
+                self.core.list_namespaced_pod,
+                namespace,
+                _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+            ).items
+        ]
 
     def nodes(self, label_selector: str) -> list[Node]:
-        return [Node(n.metadata.name, dict(n.status.allocatable or {}))
-                for n in self._call("listing nodes", self.core.list_node, label_selector=label_selector,
-                                     _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)).items]
+        return [
+            Node(n.metadata.name, dict(n.status.allocatable or {}))
+            for n in self._call(
+                "listing nodes",
+                self.core.list_node,
+                label_selector=label_selector,
+                _request_timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+            ).items
+        ]
 
     def nodeset(self, namespace: str, name: str) -> dict:
         from kubernetes import client
+
         return client.CustomObjectsApi(self.core.api_client).get_namespaced_custom_object(
-            "slinky.slurm.net", "v1beta1", namespace, "nodesets", name)
+            "slinky.slurm.net", "v1beta1", namespace, "nodesets", name
+        )
 
     def pod_objects(self, namespace: str, label_selector: str) -> list[dict]:
         resp = self.core.list_namespaced_pod(namespace, label_selector=label_selector, _preload_content=False)
@@ -480,6 +605,7 @@ class KubernetesApi:
 
     def _absent_is_none(self, what: str, fn, *args):
         from kubernetes.client.exceptions import ApiException
+
         try:
             return fn(*args)
         except ApiException as e:
@@ -489,22 +615,44 @@ class KubernetesApi:
 
     def scaled_object(self, namespace: str, name: str) -> dict | None:
         from kubernetes import client
+
         api = client.CustomObjectsApi(self.core.api_client)
-        return self._absent_is_none(f"reading ScaledObject {name}", api.get_namespaced_custom_object,
-                                    "keda.sh", "v1alpha1", namespace, "scaledobjects", name)
+        return self._absent_is_none(
+            f"reading ScaledObject {name}",
+            api.get_namespaced_custom_object,
+            "keda.sh",
+            "v1alpha1",
+            namespace,
+            "scaledobjects",
+            name,
+        )
 
     def hpa(self, namespace: str, name: str) -> dict | None:
         from kubernetes import client
+
         api = client.AutoscalingV2Api(self.core.api_client)
-        found = self._absent_is_none(f"reading HPA {name}", api.read_namespaced_horizontal_pod_autoscaler, name,
-                                     namespace)
+        found = self._absent_is_none(
+            f"reading HPA {name}", api.read_namespaced_horizontal_pod_autoscaler, name, namespace
+        )
         return None if found is None else api.api_client.sanitize_for_serialization(found)
 
     def exec(self, namespace: str, pod: str, container: str, command: list[str]) -> tuple[int, str]:
         from kubernetes.stream import stream
-        resp = self._call(f"exec in {pod}", stream, self.core.connect_get_namespaced_pod_exec, pod, namespace,
-                          container=container, command=command, stdout=True, stderr=True, stdin=False,
-                          tty=False, _preload_content=False)
+
+        resp = self._call(
+            f"exec in {pod}",
+            stream,
+            self.core.connect_get_namespaced_pod_exec,
+            pod,
+            namespace,
+            container=container,
+            command=command,
+            stdout=True,
+            stderr=True,
+            stdin=False,
+            tty=False,
+            _preload_content=False,
+        )
         resp.run_forever(timeout=600)
         out = resp.read_stdout() + resp.read_stderr()
         return (resp.returncode or 0), out
@@ -518,11 +666,16 @@ def render_table(checks: list[Check]) -> str:
 
 
 def main(argv: list[str] | None = None, api: ClusterApi | None = None) -> int:
-    p = argparse.ArgumentParser(prog="verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("outputs", help="`pulumi stack output --json --show-secrets` (a file, or - for stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable result for CI")
-    p.add_argument("--fix", action="store_true",
-                   help="first wait for the NodeSet rollout and resume the nodes it left stuck")
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="first wait for the NodeSet rollout and resume the nodes it left stuck",
+    )
     args = p.parse_args(argv)
     try:
         outputs = load_outputs(args.outputs)
@@ -530,7 +683,11 @@ def main(argv: list[str] | None = None, api: ClusterApi | None = None) -> int:
     except VerifyError as e:
         print(f"verify: {e}", file=sys.stderr)
         if args.json:
-            print(json.dumps({"passed": False, "error": str(e), "exitCode": e.exit_code, "checks": []}, indent=2))
+            print(
+                json.dumps(
+                    {"passed": False, "error": str(e), "exitCode": e.exit_code, "checks": []}, indent=2
+                )
+            )
         return e.exit_code
     passed = all(c.ok for c in checks)
     if args.json:

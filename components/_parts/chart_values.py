@@ -1,5 +1,6 @@
 """The reviewed base values of each upstream chart (charts-values/<chart>.yaml); the charts'
 versions are pinned in model/versions.py."""
+
 from __future__ import annotations
 
 import pathlib

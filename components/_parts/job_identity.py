@@ -1,5 +1,6 @@
 """The identity of one of the program's own Jobs that calls the Kubernetes API: a service account
 and a Role with exactly the rules the Job needs, bound together in the Job's namespace."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -15,8 +16,16 @@ def exec_rule(pod: str) -> dict:
     return {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"], "resourceNames": [pod]}
 
 
-def job_identity(name: str, account: str, namespace: str, rules: list[dict], *, parent: pulumi.Resource,
-                 provider: k8s.Provider, depends_on: Sequence[pulumi.Resource]) -> k8s.rbac.v1.RoleBinding:
+def job_identity(
+    name: str,
+    account: str,
+    namespace: str,
+    rules: list[dict],
+    *,
+    parent: pulumi.Resource,
+    provider: k8s.Provider,
+    depends_on: Sequence[pulumi.Resource],
+) -> k8s.rbac.v1.RoleBinding:
     """The service account `account` with the Role of the same name; the binding is what a Job
     that runs as the account waits for."""
     meta = {"name": account, "namespace": namespace}
@@ -24,8 +33,11 @@ def job_identity(name: str, account: str, namespace: str, rules: list[dict], *, 
     service_account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=meta, opts=opts)
     role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=rules, opts=opts)
     return k8s.rbac.v1.RoleBinding(
-        f"{name}-binding", metadata=meta,
+        f"{name}-binding",
+        metadata=meta,
         role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
         subjects=[{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider,
-                                    depends_on=[*depends_on, service_account, role]))
+        opts=pulumi.ResourceOptions(
+            parent=parent, provider=provider, depends_on=[*depends_on, service_account, role]
+        ),
+    )

@@ -1,6 +1,7 @@
 """How Pulumi waits for the program's Kubernetes objects, so a failed Job never wedges later `up`s; its
 TIMEOUT annotation is the one spelling of pulumi.com/timeoutSeconds, which the login Service and
 the image pre-pull DaemonSet carry too."""
+
 from __future__ import annotations
 
 # Annotation names from pulumi-kubernetes (provider/pkg/metadata/annotations.go, v4.x):

@@ -35,6 +35,7 @@ networking_manager.go, resolveEndpointSGForENI; pkg/networking/security_group_ma
 every listener it creates with the cluster tag, feature gate ListenerRulesTagging on by default
 (pkg/deploy/elbv2/listener_manager.go, pkg/config/feature_gates.go; on by default in v2.17.1 too).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,17 +44,20 @@ from dataclasses import dataclass
 # The tag the controller writes on every security group, load balancer and target group it creates.
 _CLUSTER_TAG = "elbv2.k8s.aws/cluster"
 _SECURITY_GROUPS = "arn:aws:ec2:*:*:security-group/*"
-_BALANCERS_AND_TARGETS = ["arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
-                          "arn:aws:elasticloadbalancing:*:*:loadbalancer/net/*/*",
-                          "arn:aws:elasticloadbalancing:*:*:loadbalancer/app/*/*"]
+_BALANCERS_AND_TARGETS = [
+    "arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
+    "arn:aws:elasticloadbalancing:*:*:loadbalancer/net/*/*",
+    "arn:aws:elasticloadbalancing:*:*:loadbalancer/app/*/*",
+]
 
 
 @dataclass(frozen=True)
 class Scope:
     """Where the controller's narrowed writes may land."""
-    region: str        # the stack's region (aws:region)
-    account_id: str    # the account that owns the VPC
-    vpc_arn: str       # arn:aws:ec2:<region>:<account>:vpc/<id>, as ec2:Vpc compares it
+
+    region: str  # the stack's region (aws:region)
+    account_id: str  # the account that owns the VPC
+    vpc_arn: str  # arn:aws:ec2:<region>:<account>:vpc/<id>, as ec2:Vpc compares it
 
     def security_groups(self) -> str:
         return f"arn:aws:ec2:{self.region}:{self.account_id}:security-group/*"
@@ -96,28 +100,55 @@ def _groups(scope: Scope) -> dict[str, list[dict]]:
     return {
         # Elastic Load Balancing's service-linked role, created on the account's first load balancer.
         "service-linked role": [
-            _allow(["iam:CreateServiceLinkedRole"], condition={
-                "StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}),
+            _allow(
+                ["iam:CreateServiceLinkedRole"],
+                condition={"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
+            ),
         ],
         # Discover subnets, zones, security groups, pod ENIs and existing load balancers (read-only).
         "discovery": [
-            _allow(["ec2:DescribeAccountAttributes", "ec2:DescribeAddresses", "ec2:DescribeAvailabilityZones",
-                    "ec2:DescribeInternetGateways", "ec2:DescribeVpcs", "ec2:DescribeVpcPeeringConnections",
-                    "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DescribeInstances",
-                    "ec2:DescribeNetworkInterfaces", "ec2:DescribeTags", "ec2:GetSecurityGroupsForVpc",
-                    "ec2:DescribeIpamPools", "ec2:DescribeRouteTables",
-                    "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeLoadBalancerAttributes",
-                    "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeListenerCertificates",
-                    "elasticloadbalancing:DescribeSSLPolicies", "elasticloadbalancing:DescribeRules",
-                    "elasticloadbalancing:DescribeTargetGroups", "elasticloadbalancing:DescribeTargetGroupAttributes",
-                    "elasticloadbalancing:DescribeTargetHealth", "elasticloadbalancing:DescribeTags",
-                    "elasticloadbalancing:DescribeTrustStores", "elasticloadbalancing:DescribeListenerAttributes",
-                    "elasticloadbalancing:DescribeCapacityReservation"]),
+            _allow(
+                [
+                    "ec2:DescribeAccountAttributes",
+                    "ec2:DescribeAddresses",
+                    "ec2:DescribeAvailabilityZones",
+                    "ec2:DescribeInternetGateways",
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeVpcPeeringConnections",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeTags",
+                    "ec2:GetSecurityGroupsForVpc",
+                    "ec2:DescribeIpamPools",
+                    "ec2:DescribeRouteTables",
+                    "elasticloadbalancing:DescribeLoadBalancers",
+                    "elasticloadbalancing:DescribeLoadBalancerAttributes",
+                    "elasticloadbalancing:DescribeListeners",
+                    "elasticloadbalancing:DescribeListenerCertificates",
+                    "elasticloadbalancing:DescribeSSLPolicies",
+                    "elasticloadbalancing:DescribeRules",
+                    "elasticloadbalancing:DescribeTargetGroups",
+                    "elasticloadbalancing:DescribeTargetGroupAttributes",
+                    "elasticloadbalancing:DescribeTargetHealth",
+                    "elasticloadbalancing:DescribeTags",
+                    "elasticloadbalancing:DescribeTrustStores",
+                    "elasticloadbalancing:DescribeListenerAttributes",
+                    "elasticloadbalancing:DescribeCapacityReservation",
+                ]
+            ),
         ],
         # TLS listeners: find certificates (read-only).
         "certificates": [
-            _allow(["acm:ListCertificates", "acm:DescribeCertificate",
-                    "iam:ListServerCertificates", "iam:GetServerCertificate"]),
+            _allow(
+                [
+                    "acm:ListCertificates",
+                    "acm:DescribeCertificate",
+                    "iam:ListServerCertificates",
+                    "iam:GetServerCertificate",
+                ]
+            ),
         ],
         # The load balancer's security groups: created in this VPC and tagged (CreateSecurityGroup
         # authorizes on the VPC and on the new group), deleted only in it while tagged. Rules
@@ -125,28 +156,56 @@ def _groups(scope: Scope) -> dict[str, list[dict]]:
         "security groups": [
             _allow(["ec2:CreateSecurityGroup"], scope.vpc_arn),
             _allow(["ec2:CreateSecurityGroup"], scope.security_groups(), _created_with_tag()),
-            _allow(["ec2:CreateTags"], _SECURITY_GROUPS, {
-                "StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, **_created_with_tag()}),
+            _allow(
+                ["ec2:CreateTags"],
+                _SECURITY_GROUPS,
+                {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, **_created_with_tag()},
+            ),
             _allow(["ec2:CreateTags", "ec2:DeleteTags"], _SECURITY_GROUPS, _retag_owned()),
-            _allow(["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
-                   scope.security_groups(), scope.in_vpc()),
+            _allow(
+                ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+                scope.security_groups(),
+                scope.in_vpc(),
+            ),
             _allow(["ec2:DeleteSecurityGroup"], scope.security_groups(), {**_owned(), **scope.in_vpc()}),
         ],
         # Load balancers and target groups: created tagged, changed and deleted only while tagged.
         "load balancers and target groups": [
-            _allow(["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-                   condition=_created_with_tag()),
-            _allow(["elasticloadbalancing:AddTags"], _BALANCERS_AND_TARGETS, {
-                "StringEquals": {"elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]},
-                **_created_with_tag()}),
-            _allow(["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"], _BALANCERS_AND_TARGETS,
-                   _retag_owned()),
-            _allow(["elasticloadbalancing:ModifyLoadBalancerAttributes", "elasticloadbalancing:SetIpAddressType",
-                    "elasticloadbalancing:SetSecurityGroups", "elasticloadbalancing:SetSubnets",
-                    "elasticloadbalancing:DeleteLoadBalancer", "elasticloadbalancing:ModifyTargetGroup",
-                    "elasticloadbalancing:ModifyTargetGroupAttributes", "elasticloadbalancing:DeleteTargetGroup",
-                    "elasticloadbalancing:ModifyListenerAttributes", "elasticloadbalancing:ModifyCapacityReservation",
-                    "elasticloadbalancing:ModifyIpPools"], condition=_owned()),
+            _allow(
+                ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
+                condition=_created_with_tag(),
+            ),
+            _allow(
+                ["elasticloadbalancing:AddTags"],
+                _BALANCERS_AND_TARGETS,
+                {
+                    "StringEquals": {
+                        "elasticloadbalancing:CreateAction": ["CreateTargetGroup", "CreateLoadBalancer"]
+                    },
+                    **_created_with_tag(),
+                },
+            ),
+            _allow(
+                ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+                _BALANCERS_AND_TARGETS,
+                _retag_owned(),
+            ),
+            _allow(
+                [
+                    "elasticloadbalancing:ModifyLoadBalancerAttributes",
+                    "elasticloadbalancing:SetIpAddressType",
+                    "elasticloadbalancing:SetSecurityGroups",
+                    "elasticloadbalancing:SetSubnets",
+                    "elasticloadbalancing:DeleteLoadBalancer",
+                    "elasticloadbalancing:ModifyTargetGroup",
+                    "elasticloadbalancing:ModifyTargetGroupAttributes",
+                    "elasticloadbalancing:DeleteTargetGroup",
+                    "elasticloadbalancing:ModifyListenerAttributes",
+                    "elasticloadbalancing:ModifyCapacityReservation",
+                    "elasticloadbalancing:ModifyIpPools",
+                ],
+                condition=_owned(),
+            ),
         ],
         # Listeners: created only on this account's tagged load balancers (CreateListener
         # authorizes on the load balancer), tagged at creation, then changed, retagged and deleted
@@ -155,23 +214,45 @@ def _groups(scope: Scope) -> dict[str, list[dict]]:
         # controller this stack has run (v2.17.1, v3.5.0) tags its listeners at creation.
         "listeners": [
             _allow(["elasticloadbalancing:CreateListener"], scope.network_load_balancers(), _owned()),
-            _allow(["elasticloadbalancing:AddTags"], scope.network_listeners(), {
-                "StringEquals": {"elasticloadbalancing:CreateAction": "CreateListener"}, **_created_with_tag()}),
-            _allow(["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"], scope.network_listeners(),
-                   _retag_owned()),
+            _allow(
+                ["elasticloadbalancing:AddTags"],
+                scope.network_listeners(),
+                {
+                    "StringEquals": {"elasticloadbalancing:CreateAction": "CreateListener"},
+                    **_created_with_tag(),
+                },
+            ),
+            _allow(
+                ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+                scope.network_listeners(),
+                _retag_owned(),
+            ),
             _allow(["elasticloadbalancing:DeleteListener"], scope.network_listeners(), _owned()),
-            _allow(["elasticloadbalancing:ModifyListener", "elasticloadbalancing:AddListenerCertificates",
-                    "elasticloadbalancing:RemoveListenerCertificates"], scope.network_listeners(), _owned()),
+            _allow(
+                [
+                    "elasticloadbalancing:ModifyListener",
+                    "elasticloadbalancing:AddListenerCertificates",
+                    "elasticloadbalancing:RemoveListenerCertificates",
+                ],
+                scope.network_listeners(),
+                _owned(),
+            ),
         ],
         # Pod IPs in and out of the target groups.
         "targets": [
-            _allow(["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
-                   "arn:aws:elasticloadbalancing:*:*:targetgroup/*/*"),
+            _allow(
+                ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+                "arn:aws:elasticloadbalancing:*:*:targetgroup/*/*",
+            ),
         ],
     }
 
 
 def policy(scope: Scope) -> str:
     """The policy document, as JSON, for a controller that serves the VPC of `scope`."""
-    return json.dumps({"Version": "2012-10-17",
-                       "Statement": [s for statements in _groups(scope).values() for s in statements]})
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [s for statements in _groups(scope).values() for s in statements],
+        }
+    )

@@ -1,4 +1,5 @@
 """IAM roles that EKS Pod Identity hands to one service account each."""
+
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ import pulumi_aws as aws
 @dataclass(frozen=True)
 class ServiceAccountRef:
     """The one service account, in one namespace of one cluster, that may assume a role."""
+
     cluster_name: str
     namespace: str
     name: str
@@ -24,21 +26,34 @@ def trust_policy(account: ServiceAccountRef) -> str:
     assuming it. Tags and condition keys: Amazon EKS user guide, "Create IAM role with trust
     policy required by EKS Pod Identity" (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)
     and its list of session tags (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html)."""
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{
-            "Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"},
-            "Action": ["sts:AssumeRole", "sts:TagSession"],
-            "Condition": {"StringEquals": {
-                "aws:RequestTag/eks-cluster-name": account.cluster_name,
-                "aws:RequestTag/kubernetes-namespace": account.namespace,
-                "aws:RequestTag/kubernetes-service-account": account.name}},
-        }],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "pods.eks.amazonaws.com"},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                    "Condition": {
+                        "StringEquals": {
+                            "aws:RequestTag/eks-cluster-name": account.cluster_name,
+                            "aws:RequestTag/kubernetes-namespace": account.namespace,
+                            "aws:RequestTag/kubernetes-service-account": account.name,
+                        }
+                    },
+                }
+            ],
+        }
+    )
 
 
-def pod_identity_role(name: str, account: ServiceAccountRef, managed_policy_arns: Sequence[str],
-                      parent: pulumi.Resource, inline_policy: pulumi.Input[str] | None = None) -> aws.iam.Role:
+def pod_identity_role(
+    name: str,
+    account: ServiceAccountRef,
+    managed_policy_arns: Sequence[str],
+    parent: pulumi.Resource,
+    inline_policy: pulumi.Input[str] | None = None,
+) -> aws.iam.Role:
     opts = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(account), opts=opts)
     for i, arn in enumerate(managed_policy_arns):
@@ -48,8 +63,13 @@ def pod_identity_role(name: str, account: ServiceAccountRef, managed_policy_arns
     return role
 
 
-def pod_identity(name: str, account: ServiceAccountRef, inline_policy: pulumi.Input[str], parent: pulumi.Resource,
-                 depends_on: Sequence[pulumi.Resource]) -> aws.eks.PodIdentityAssociation:
+def pod_identity(
+    name: str,
+    account: ServiceAccountRef,
+    inline_policy: pulumi.Input[str],
+    parent: pulumi.Resource,
+    depends_on: Sequence[pulumi.Resource],
+) -> aws.eks.PodIdentityAssociation:
     """A role with `inline_policy` for `account`, and the EKS Pod Identity association that hands it
     to that service account (`<name>-identity`). The association must exist before the pods start:
     EKS gives credentials only to pods created after it (Amazon EKS user guide, "Assign an IAM role
@@ -57,6 +77,10 @@ def pod_identity(name: str, account: ServiceAccountRef, inline_policy: pulumi.In
     so a release waits for what this returns."""
     role = pod_identity_role(name, account, [], parent=parent, inline_policy=inline_policy)
     return aws.eks.PodIdentityAssociation(
-        f"{name}-identity", cluster_name=account.cluster_name, namespace=account.namespace,
-        service_account=account.name, role_arn=role.arn,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)))
+        f"{name}-identity",
+        cluster_name=account.cluster_name,
+        namespace=account.namespace,
+        service_account=account.name,
+        role_arn=role.arn,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)),
+    )

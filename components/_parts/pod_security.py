@@ -1,6 +1,7 @@
 """The security settings every pod the program writes starts from: the kernel's default syscall
 filter, no capabilities, no privilege escalation, a read-only root, and (where the work allows)
 a fixed non-root uid. What each pod may not have, and why, is listed in model/pod_hardening.py."""
+
 from __future__ import annotations
 
 # Debian's and busybox's `nobody` (uid and gid 65534): owns nothing in the images the pods run.
@@ -26,5 +27,8 @@ def pod_security(uid: int | None) -> dict:
 def container_security() -> dict:
     """The container-level context: no capability, no escalation (setuid binaries stay
     unprivileged), nothing written to the image's filesystem."""
-    return {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]}}
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }

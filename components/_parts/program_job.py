@@ -2,6 +2,7 @@
 the standard-library code from an immutable ConfigMap mounted as a package under /app, run by
 the utility python image as nobody on the core nodes, hardened (components/_parts/pod_security.py),
 under the Job's own service account (components/_parts/job_identity.py)."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -13,19 +14,34 @@ from model import versions
 from model.contract import CORE_LABELS
 
 
-def program_pod(container: str, package: str, module: str, arguments: Sequence[str], account: str,
-                code_configmap: pulumi.Input[str], *, mounts: Sequence[dict] = (),
-                volumes: Sequence[dict] = ()) -> dict:
+def program_pod(
+    container: str,
+    package: str,
+    module: str,
+    arguments: Sequence[str],
+    account: str,
+    code_configmap: pulumi.Input[str],
+    *,
+    mounts: Sequence[dict] = (),
+    volumes: Sequence[dict] = (),
+) -> dict:
     """The Job's pod template spec: `python3 -m <package>.<module> <arguments>`, with the code
     ConfigMap at /app/<package>, plus `mounts` and `volumes`."""
     return {
-        "restartPolicy": "Never", "serviceAccountName": account,
+        "restartPolicy": "Never",
+        "serviceAccountName": account,
         "nodeSelector": dict(CORE_LABELS),
         "securityContext": pod_security(NOBODY),
-        "containers": [{
-            "name": container, "image": versions.PYTHON_IMAGE, "workingDir": "/app",
-            "command": ["python3", "-m", f"{package}.{module}", *arguments],
-            "env": [NO_BYTECODE], "securityContext": container_security(),
-            "volumeMounts": [{"name": "code", "mountPath": f"/app/{package}", "readOnly": True}, *mounts]}],
+        "containers": [
+            {
+                "name": container,
+                "image": versions.PYTHON_IMAGE,
+                "workingDir": "/app",
+                "command": ["python3", "-m", f"{package}.{module}", *arguments],
+                "env": [NO_BYTECODE],
+                "securityContext": container_security(),
+                "volumeMounts": [{"name": "code", "mountPath": f"/app/{package}", "readOnly": True}, *mounts],
+            }
+        ],
         "volumes": [{"name": "code", "configMap": {"name": code_configmap}}, *volumes],
     }

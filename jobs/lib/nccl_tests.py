@@ -3,6 +3,7 @@
 Used by the nccl-allreduce/allgather jobs (exit status) and by tools/report.py (table, chart).
 Standard library only: it runs in the slurmd image and on a laptop.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,8 +19,9 @@ _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _ROW = re.compile(
     rf"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)"
     rf"\s+(?P<time>{_NUM})\s+(?P<algbw>{_NUM})\s+(?P<busbw>{_NUM})\s+(?P<wrong>{_NUM}|N/A)"
-    rf"\s+(?P<itime>{_NUM})\s+(?P<ialgbw>{_NUM})\s+(?P<ibusbw>{_NUM})\s+(?P<iwrong>{_NUM}|N/A)(?:\s.*)?$")
-_RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s", re.M)   # one per rank: "#  Rank  0 Group  0 Pid ..."
+    rf"\s+(?P<itime>{_NUM})\s+(?P<ialgbw>{_NUM})\s+(?P<ibusbw>{_NUM})\s+(?P<iwrong>{_NUM}|N/A)(?:\s.*)?$"
+)
+_RANK_LINE = re.compile(r"^#\s+Rank\s+\d+\s", re.M)  # one per rank: "#  Rank  0 Group  0 Pid ..."
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Row:
     time_us: float
     algbw: float
     busbw: float
-    wrong: int            # out-of-place + in-place; N/A counts as 0
+    wrong: int  # out-of-place + in-place; N/A counts as 0
     in_place_busbw: float
 
 
@@ -55,16 +57,27 @@ def parse(text: str) -> Result:
     for line in text.splitlines():
         m = _ROW.match(line)
         if m:
-            rows.append(Row(size=int(m["size"]), time_us=float(m["time"]), algbw=float(m["algbw"]),
-                            busbw=float(m["busbw"]), wrong=_wrong(m["wrong"]) + _wrong(m["iwrong"]),
-                            in_place_busbw=float(m["ibusbw"])))
+            rows.append(
+                Row(
+                    size=int(m["size"]),
+                    time_us=float(m["time"]),
+                    algbw=float(m["algbw"]),
+                    busbw=float(m["busbw"]),
+                    wrong=_wrong(m["wrong"]) + _wrong(m["iwrong"]),
+                    in_place_busbw=float(m["ibusbw"]),
+                )
+            )
     oob = re.search(r"Out of bounds values\s*:\s*(\d+)", text)
     avg = re.search(rf"Avg bus bandwidth\s*:\s*({_NUM})", text)
     ranks = len(_RANK_LINE.findall(text)) or None
-    return Result(rows=rows, out_of_bounds=int(oob.group(1)) if oob else None,
-                  avg_busbw=float(avg.group(1)) if avg else None, ranks=ranks,
-                  socket_lines=len(re.findall(r"NET/Socket|Using network Socket", text)),
-                  efa_lines=len(re.findall(r"NET/OFI.*Selected provider is efa", text, re.I)))
+    return Result(
+        rows=rows,
+        out_of_bounds=int(oob.group(1)) if oob else None,
+        avg_busbw=float(avg.group(1)) if avg else None,
+        ranks=ranks,
+        socket_lines=len(re.findall(r"NET/Socket|Using network Socket", text)),
+        efa_lines=len(re.findall(r"NET/OFI.*Selected provider is efa", text, re.I)),
+    )
 
 
 def verdict(result: Result, line_rate_gbps: float | None, expect_efa: bool) -> tuple[bool, list[str]]:
@@ -97,14 +110,18 @@ def verdict(result: Result, line_rate_gbps: float | None, expect_efa: bool) -> t
     if line_rate_gbps:
         ceiling = line_rate_gbps / 8
         share = result.peak_busbw / ceiling
-        notes.append(f"peak busbw {result.peak_busbw:.2f} GB/s = {share:.0%} of the "
-                     f"{line_rate_gbps:g} Gbps ({ceiling:g} GB/s) EFA line rate")
+        notes.append(
+            f"peak busbw {result.peak_busbw:.2f} GB/s = {share:.0%} of the "
+            f"{line_rate_gbps:g} Gbps ({ceiling:g} GB/s) EFA line rate"
+        )
     return ok, notes
 
 
 def table(result: Result) -> str:
     lines = [f"{'size':>12} {'time(us)':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>6}"]
-    lines += [f"{r.size:>12} {r.time_us:>10.1f} {r.algbw:>8.2f} {r.busbw:>8.2f} {r.wrong:>6}" for r in result.rows]
+    lines += [
+        f"{r.size:>12} {r.time_us:>10.1f} {r.algbw:>8.2f} {r.busbw:>8.2f} {r.wrong:>6}" for r in result.rows
+    ]
     return "\n".join(lines)
 
 

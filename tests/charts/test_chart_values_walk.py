@@ -1,6 +1,7 @@
 """Every key the program puts into the Slinky values exists in chart 1.2.1: the walk catches
 misspelled and misplaced keys that Helm would silently ignore (what the chart copies into the
 custom resources is checked on the render: test_rendered_charts.py)."""
+
 import copy
 
 import pytest

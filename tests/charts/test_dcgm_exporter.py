@@ -2,6 +2,7 @@
 (devkit/chart_render.py): the exporter on the GPU nodes only, exporting the chosen counter list, reading
 the directory the slurm chart's job-mapping prolog writes, found by the scrape job model/metrics.py
 writes; slurmctld's metrics on with no ServiceMonitor; none of it with `metrics: false`."""
+
 import pytest
 
 from components.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV, NODE_IP_ENV
@@ -76,10 +77,15 @@ def test_exporter_reads_the_directory_the_slurm_prolog_writes(rendered, containe
     (nodeset,) = of_kind(rendered["slurm"], "NodeSet")
     # By the chart's name for it (helm/slurm/_vendor/nvidia/dcgm/snippets/nodeset.yaml, slurm 1.2.1): the
     # NodeSet has another host directory, the health check's (model/node_health.py STATE_DIR).
-    [slurm_dir] = [v["hostPath"]["path"] for v in nodeset["spec"]["template"]["spec"]["volumes"]
-                   if v["name"] == "dcgm-job-mapping"]
+    [slurm_dir] = [
+        v["hostPath"]["path"]
+        for v in nodeset["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "dcgm-job-mapping"
+    ]
     assert slurm_dir != node_health.STATE_DIR
-    prolog = next(o for o in of_kind(rendered["slurm"], "ConfigMap") if o["metadata"]["name"].endswith("-prolog-dcgm"))
+    prolog = next(
+        o for o in of_kind(rendered["slurm"], "ConfigMap") if o["metadata"]["name"].endswith("-prolog-dcgm")
+    )
     assert f'METRICS_DIR="{slurm_dir}"' in "".join(prolog["data"].values())
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env[JOB_MAPPING_ENV] == slurm_dir
@@ -91,7 +97,9 @@ def test_exporter_reads_the_directory_the_slurm_prolog_writes(rendered, containe
 
 def test_the_controller_runs_the_dcgm_prolog_and_epilog(rendered):
     (controller,) = of_kind(rendered["slurm"], "Controller")
-    refs = {r["name"] for r in controller["spec"]["prologScriptRefs"] + controller["spec"]["epilogScriptRefs"]}
+    refs = {
+        r["name"] for r in controller["spec"]["prologScriptRefs"] + controller["spec"]["epilogScriptRefs"]
+    }
     assert {"slurm-prolog-dcgm", "slurm-epilog-dcgm"} <= refs
 
 

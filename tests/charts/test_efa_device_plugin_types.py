@@ -3,6 +3,7 @@ admits only the instance types the chart lists (aws/eks-charts stable/aws-efa-k8
 v0.5.30: values.yaml supportedInstanceLabels, one nodeSelectorTerm per key in
 templates/daemonset.yaml), so a catalog type missing there would get no vpc.amazonaws.com/efa
 devices and its slurmd pods, which request them, would never start."""
+
 import yaml
 
 from devkit import reference_data

@@ -2,6 +2,7 @@
 values (devkit/chart_render.py): the same objects on every render (no password of the chart's own),
 the provisioned data source and dashboards, the Service the tunnel reaches, placement and hardening.
 Each check also runs on a broken input to show it fails."""
+
 import copy
 import json
 import re
@@ -34,8 +35,9 @@ def render(request, change=None) -> list[dict]:
     values = copy.deepcopy(request["values"])
     if change:
         change(values)
-    return chart_render.render(request["chart"], request["version"], values, request["release_name"],
-                               request["namespace"])
+    return chart_render.render(
+        request["chart"], request["version"], values, request["release_name"], request["namespace"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +72,7 @@ def test_without_the_password_file_the_chart_draws_its_own_password(request_):
     # The failing case of the two tests above: the chart's templates/secret.yaml (randAlphaNum 40).
     def chart_password(values):
         del values["env"]["GF_SECURITY_ADMIN_PASSWORD__FILE"]
+
     first, second = render(request_, chart_password), render(request_, chart_password)
     assert "Secret" in {o["kind"] for o in first} and first != second
 
@@ -94,9 +97,18 @@ def test_no_secret_reaches_grafana_as_an_environment_variable(objects):
 
 def test_the_data_source_is_the_workspace_signed_with_the_pods_credentials(objects):
     (source,) = provisioning(objects, "datasources.yaml")["datasources"]
-    assert (source["uid"], source["type"], source["url"]) == (DATASOURCE_UID, dashboards.DATASOURCE_TYPE, QUERY_ENDPOINT)
-    assert source["jsonData"] == {"sigV4Auth": True, "sigV4AuthType": "default", "sigV4Region": REGION,
-                                  "httpMethod": "POST", "manageAlerts": False}
+    assert (source["uid"], source["type"], source["url"]) == (
+        DATASOURCE_UID,
+        dashboards.DATASOURCE_TYPE,
+        QUERY_ENDPOINT,
+    )
+    assert source["jsonData"] == {
+        "sigV4Auth": True,
+        "sigV4AuthType": "default",
+        "sigV4Region": REGION,
+        "httpMethod": "POST",
+        "manageAlerts": False,
+    }
     assert source["editable"] is False
 
 
@@ -124,18 +136,24 @@ def test_every_dashboard_configmap_is_mounted_where_its_provider_reads(objects):
         volume = volumes[mounts[provider["options"]["path"]]]
         assert volume["configMap"]["name"] == dashboards.configmap_name(provider["name"])
         # Whole-ConfigMap volumes (no subPath): the kubelet brings a changed ConfigMap in.
-        assert "subPath" not in next(m for m in spec["containers"][0]["volumeMounts"]
-                                     if m["mountPath"] == provider["options"]["path"])
+        assert "subPath" not in next(
+            m for m in spec["containers"][0]["volumeMounts"] if m["mountPath"] == provider["options"]["path"]
+        )
 
 
 def test_the_dashboards_are_read_only_in_the_ui(objects):
     for provider in provisioning(objects, "dashboardproviders.yaml")["providers"]:
-        assert (provider["editable"], provider["allowUiUpdates"], provider["disableDeletion"]) == (False, False, True)
+        assert (provider["editable"], provider["allowUiUpdates"], provider["disableDeletion"]) == (
+            False,
+            False,
+            True,
+        )
 
 
 def test_a_dashboard_left_out_of_the_providers_is_caught(request_):
     def drop_gpus(values):
         values["dashboardsConfigMaps"].pop("gpus")
+
     spec = pod(render(request_, drop_gpus))
     names = {v.get("configMap", {}).get("name") for v in spec["volumes"]}
     assert dashboards.configmap_name("gpus") not in names
@@ -160,6 +178,7 @@ def test_the_association_names_the_service_account_grafana_runs_as(graph, object
 def test_a_service_account_the_association_does_not_name_is_caught(graph, request_):
     def renamed(values):
         values["serviceAccount"]["name"] = "grafana-other"
+
     association = graph.named("grafana-identity").inputs
     assert pod(render(request_, renamed))["serviceAccountName"] != association["serviceAccount"]
 
@@ -177,6 +196,7 @@ def test_grafana_is_hardened_with_no_exception(objects):
 def test_the_hardening_check_catches_a_writable_root(request_):
     def writable(values):
         values["containerSecurityContext"]["readOnlyRootFilesystem"] = False
+
     found = ph.findings({"grafana:Deployment/grafana": pod(render(request_, writable))})
     assert found == {("grafana:Deployment/grafana", "grafana", "read-only-root")}
 
@@ -187,6 +207,7 @@ def test_no_init_container_runs_as_root(objects, request_):
     def persistent(values):
         values["persistence"]["enabled"] = True
         values["initChownData"]["enabled"] = True
+
     (init,) = pod(render(request_, persistent))["initContainers"]
     assert init["name"] == "init-chown-data" and init["securityContext"]["runAsUser"] == 0
 

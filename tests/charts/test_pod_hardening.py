@@ -1,6 +1,7 @@
 """Every pod the charts render keeps the hardening rules of model/pod_hardening.py, but for the
 exceptions accepted there with their reasons; the Slinky custom resources, whose pods the
 operator builds, are listed there instead."""
+
 import copy
 
 from components._parts.chart_values import base_values
@@ -31,12 +32,16 @@ def test_the_charts_own_security_context_is_caught_where_it_is_weaker(dev):
     def chart_defaults(values):
         values.pop("podSecurityContext")
         values.pop("securityContext")
-    pods = ph.chart_pods({"aws-load-balancer-controller": rerender(dev, "aws-load-balancer-controller",
-                                                                   chart_defaults)})
+
+    pods = ph.chart_pods(
+        {"aws-load-balancer-controller": rerender(dev, "aws-load-balancer-controller", chart_defaults)}
+    )
     accepted = {f for f in ph.accepted(charts=True) if f[0].startswith("aws-load-balancer-controller:")}
     assert pod_hardening.problems(ph.findings(pods), accepted) == [
         f"aws-load-balancer-controller:Deployment/aws-load-balancer-controller aws-load-balancer-controller: "
-        f"misses {rule} ({pod_hardening.RULES[rule]}), and no exception accepts it" for rule in ("drop-all", "seccomp")]
+        f"misses {rule} ({pod_hardening.RULES[rule]}), and no exception accepts it"
+        for rule in ("drop-all", "seccomp")
+    ]
 
 
 def test_an_accepted_chart_exception_that_is_gone_is_caught(rendered):
@@ -44,7 +49,8 @@ def test_an_accepted_chart_exception_that_is_gone_is_caught(rendered):
     pods["aws-efa-k8s-device-plugin:DaemonSet/aws-efa-k8s-device-plugin"]["hostNetwork"] = False
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=True, releases=set(rendered))) == [
         "aws-efa-k8s-device-plugin:DaemonSet/aws-efa-k8s-device-plugin (pod): keeps unprivileged now: "
-        "remove its exception from model/pod_hardening.py"]
+        "remove its exception from model/pod_hardening.py"
+    ]
 
 
 def test_the_operator_and_webhook_run_as_their_images_user(rendered):
@@ -57,8 +63,13 @@ def test_the_operator_and_webhook_run_as_their_images_user(rendered):
 def test_the_nvidia_plugin_keeps_the_charts_default_besides_what_is_added():
     # With securityContext set, the chart drops its own default for the plugin container
     # (templates/_helpers.tpl "nvidia-device-plugin.securityContext"): what is set must hold it.
-    default = [o for o in chart_render.render("nvidia-device-plugin", "0.20.0", {}, "nvidia-device-plugin",
-                                              "kube-system") if o["metadata"]["name"] == "nvidia-device-plugin"]
+    default = [
+        o
+        for o in chart_render.render(
+            "nvidia-device-plugin", "0.20.0", {}, "nvidia-device-plugin", "kube-system"
+        )
+        if o["metadata"]["name"] == "nvidia-device-plugin"
+    ]
     ((_, spec),) = pod_specs(default)
     (container,) = spec["containers"]
     ours = base_values("nvidia-device-plugin")["securityContext"]

@@ -2,6 +2,7 @@
 pinned versions (devkit/chart_render.py): placement, the service account Pod Identity names, the
 Slinky custom resources, Services and images. Each check also runs on a broken input to show it
 fails."""
+
 import copy
 
 import pytest
@@ -14,8 +15,17 @@ from model.catalog import lookup
 from model.slurm_values import gpu_resources, slinky_image_tag
 from tests.support import rendered_checks as rc
 
-RELEASES = {"nvidia-device-plugin", "aws-efa-k8s-device-plugin", "cert-manager", "slurm-operator-crds", "dcgm-exporter",
-            "aws-load-balancer-controller", "slurm-operator", "slurm", "grafana"}
+RELEASES = {
+    "nvidia-device-plugin",
+    "aws-efa-k8s-device-plugin",
+    "cert-manager",
+    "slurm-operator-crds",
+    "dcgm-exporter",
+    "aws-load-balancer-controller",
+    "slurm-operator",
+    "slurm",
+    "grafana",
+}
 LBC = versions.AWS_LOAD_BALANCER_CONTROLLER.version
 CONTROL_PLANE = ("cert-manager", "slurm-operator", "aws-load-balancer-controller", "slurm")
 
@@ -26,8 +36,14 @@ def rerender(graph, release: str, change) -> list[dict]:
     request = chart_render.release_request(resource)
     values = copy.deepcopy(request["values"])
     change(values)
-    return chart_render.render(request["chart"], request["version"], values, release,
-                               request["namespace"], chart_render.kube_version(graph))
+    return chart_render.render(
+        request["chart"],
+        request["version"],
+        values,
+        release,
+        request["namespace"],
+        chart_render.kube_version(graph),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +69,7 @@ def by_name(objects, kind, name):
 
 # The renderer
 
+
 def test_every_release_renders_from_the_reference_charts(rendered):
     assert set(rendered) == RELEASES
     assert all(rendered[name] for name in RELEASES)
@@ -65,8 +82,9 @@ def test_a_version_without_a_reference_chart_fails_naming_the_directory():
 
 def test_a_chart_refusing_its_values_fails_naming_the_release():
     with pytest.raises(chart_render.ChartRenderError, match="aws-load-balancer-controller.*clusterName"):
-        chart_render.render("aws-load-balancer-controller", LBC, {}, "aws-load-balancer-controller",
-                            "kube-system")
+        chart_render.render(
+            "aws-load-balancer-controller", LBC, {}, "aws-load-balancer-controller", "kube-system"
+        )
 
 
 def test_lists_are_flattened_and_notes_left_out(rendered):
@@ -76,16 +94,27 @@ def test_lists_are_flattened_and_notes_left_out(rendered):
 
 
 def test_the_charts_crds_directory_is_installed(rendered):
-    crds = {o["metadata"]["name"] for o in of_kind(rendered["aws-load-balancer-controller"],
-                                                   "CustomResourceDefinition")}
+    crds = {
+        o["metadata"]["name"]
+        for o in of_kind(rendered["aws-load-balancer-controller"], "CustomResourceDefinition")
+    }
     assert "targetgroupbindings.elbv2.k8s.aws" in crds
 
 
 def test_crds_of_a_subchart_come_only_when_it_is_enabled():
     def nfd_crds(values):
-        return [o["metadata"]["name"] for o in chart_render.render(
-            "nvidia-device-plugin", versions.NVIDIA_DEVICE_PLUGIN.version, values, "nvidia-device-plugin", "kube-system")
-            if o["kind"] == "CustomResourceDefinition"]
+        return [
+            o["metadata"]["name"]
+            for o in chart_render.render(
+                "nvidia-device-plugin",
+                versions.NVIDIA_DEVICE_PLUGIN.version,
+                values,
+                "nvidia-device-plugin",
+                "kube-system",
+            )
+            if o["kind"] == "CustomResourceDefinition"
+        ]
+
     assert nfd_crds({}) == []
     assert "nodefeatures.nfd.k8s-sigs.io" in nfd_crds({"gfd": {"enabled": True}})
 
@@ -96,12 +125,25 @@ def test_the_kube_version_is_the_clusters(dev):
 
 def test_the_kube_version_reaches_the_chart():
     def hpa_api(kube_version):
-        (hpa,) = [o for o in chart_render.render(
-            "aws-load-balancer-controller", LBC, {"clusterName": "c", "autoscaling": {"enabled": True}},
-            "aws-load-balancer-controller", "kube-system", kube_version) if o["kind"] == "HorizontalPodAutoscaler"]
+        (hpa,) = [
+            o
+            for o in chart_render.render(
+                "aws-load-balancer-controller",
+                LBC,
+                {"clusterName": "c", "autoscaling": {"enabled": True}},
+                "aws-load-balancer-controller",
+                "kube-system",
+                kube_version,
+            )
+            if o["kind"] == "HorizontalPodAutoscaler"
+        ]
         return hpa["apiVersion"]
+
     # templates/hpa.yaml: autoscaling/v2 from Kubernetes 1.23 on.
-    assert (hpa_api("v1.22.0"), hpa_api(chart_render.DEFAULT_KUBE_VERSION)) == ("autoscaling/v2beta2", "autoscaling/v2")
+    assert (hpa_api("v1.22.0"), hpa_api(chart_render.DEFAULT_KUBE_VERSION)) == (
+        "autoscaling/v2beta2",
+        "autoscaling/v2",
+    )
 
 
 def test_the_default_kube_version_is_the_programs_default():
@@ -111,7 +153,13 @@ def test_the_default_kube_version_is_the_programs_default():
 
 def test_values_breaking_the_charts_schema_are_refused():
     with pytest.raises(chart_render.ChartRenderError, match="replicaCount"):
-        chart_render.render("cert-manager", versions.CERT_MANAGER.version, {"replicaCount": "two"}, "cert-manager", "cert-manager")
+        chart_render.render(
+            "cert-manager",
+            versions.CERT_MANAGER.version,
+            {"replicaCount": "two"},
+            "cert-manager",
+            "cert-manager",
+        )
 
 
 def test_a_release_whose_values_are_unknown_is_refused(dev):
@@ -122,6 +170,7 @@ def test_a_release_whose_values_are_unknown_is_refused(dev):
 
 
 # Placement
+
 
 @pytest.mark.parametrize("release", ["nvidia-device-plugin", "aws-efa-k8s-device-plugin"])
 def test_device_plugin_pods_tolerate_the_gpu_taint_and_select_the_gpu_nodes(rendered, gpu_nodes, release):
@@ -134,7 +183,8 @@ def test_placement_check_catches_a_removed_toleration(dev, gpu_nodes):
     labels, taint = gpu_nodes
     objects = rerender(dev, "aws-efa-k8s-device-plugin", lambda v: v.pop("tolerations"))
     assert rc.placement_problems(objects, labels, taint) == [
-        "DaemonSet/aws-efa-k8s-device-plugin: does not tolerate the taint nvidia.com/gpu:NoSchedule"]
+        "DaemonSet/aws-efa-k8s-device-plugin: does not tolerate the taint nvidia.com/gpu:NoSchedule"
+    ]
 
 
 def test_placement_check_catches_a_device_plugin_left_on_the_charts_affinity(dev, gpu_nodes):
@@ -143,6 +193,7 @@ def test_placement_check_catches_a_device_plugin_left_on_the_charts_affinity(dev
     def chart_placement(values):
         values.pop("nodeSelector")
         values.pop("affinity")
+
     problems = rc.placement_problems(rerender(dev, "nvidia-device-plugin", chart_placement), labels, taint)
     assert problems and all("does not select nodes" in p for p in problems)
 
@@ -156,16 +207,25 @@ def test_control_plane_pods_select_the_core_nodes(rendered, core_labels, release
 
 def test_every_control_plane_workload_is_checked(rendered):
     checked = {where for release in CONTROL_PLANE for where, _ in rc.pod_specs(rendered[release])}
-    assert {"Deployment/slurm-operator", "Deployment/slurm-operator-webhook", "Deployment/cert-manager",
-            "Deployment/cert-manager-webhook", "Deployment/cert-manager-cainjector",
-            "Job/cert-manager-startupapicheck", "Deployment/aws-load-balancer-controller",
-            "Controller/slurm", "RestApi/slurm", "LoginSet/slurm-login-slinky"} <= checked
+    assert {
+        "Deployment/slurm-operator",
+        "Deployment/slurm-operator-webhook",
+        "Deployment/cert-manager",
+        "Deployment/cert-manager-webhook",
+        "Deployment/cert-manager-cainjector",
+        "Job/cert-manager-startupapicheck",
+        "Deployment/aws-load-balancer-controller",
+        "Controller/slurm",
+        "RestApi/slurm",
+        "LoginSet/slurm-login-slinky",
+    } <= checked
 
 
 def test_placement_check_catches_a_control_plane_pod_without_a_selector(dev, core_labels):
     objects = rerender(dev, "cert-manager", lambda v: v["webhook"].pop("nodeSelector"))
     assert rc.placement_problems(objects, core_labels) == [
-        "Deployment/cert-manager-webhook: does not select nodes {'role': 'core'}"]
+        "Deployment/cert-manager-webhook: does not select nodes {'role': 'core'}"
+    ]
 
 
 def test_slurmd_pods_tolerate_the_gpu_taint_and_select_the_gpu_nodes(rendered, gpu_nodes):
@@ -174,6 +234,7 @@ def test_slurmd_pods_tolerate_the_gpu_taint_and_select_the_gpu_nodes(rendered, g
 
 
 # The load balancer controller's identity
+
 
 def test_the_controller_runs_as_the_service_account_pod_identity_names(dev, rendered):
     association = dev.named("lbc-identity").inputs
@@ -186,8 +247,7 @@ def test_the_controller_runs_as_the_service_account_pod_identity_names(dev, rend
 
 def test_service_account_check_catches_a_renamed_account(dev):
     association = dev.named("lbc-identity").inputs
-    objects = rerender(dev, "aws-load-balancer-controller",
-                       lambda v: v["serviceAccount"].update(name="lbc"))
+    objects = rerender(dev, "aws-load-balancer-controller", lambda v: v["serviceAccount"].update(name="lbc"))
     deployment = by_name(objects, "Deployment", "aws-load-balancer-controller")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] != association["serviceAccount"]
 
@@ -199,7 +259,11 @@ def keeps_webhook_secret(values: dict) -> bool:
 
 
 def test_an_upgrade_reuses_the_controllers_webhook_certificate(dev):
-    resource = next(r for r in dev.of_type(chart_render.RELEASE_TYPE) if r.inputs["name"] == "aws-load-balancer-controller")
+    resource = next(
+        r
+        for r in dev.of_type(chart_render.RELEASE_TYPE)
+        if r.inputs["name"] == "aws-load-balancer-controller"
+    )
     assert keeps_webhook_secret(chart_render.release_request(resource)["values"])
 
 
@@ -227,11 +291,13 @@ def test_addon_check_catches_the_chart_defaults(dev):
     def chart_defaults(values):
         for key in ("enableShield", "enableWaf", "enableWafv2"):
             values.pop(key, None)
+
     args = controller_args(rerender(dev, "aws-load-balancer-controller", chart_defaults))
     assert [a for a in ADDON_FLAGS if a in args] == []
 
 
 # The Slinky custom resources
+
 
 def slinky_resources(rendered):
     return [o for o in rendered["slurm"] if o["apiVersion"].startswith("slinky.slurm.net/")]
@@ -249,14 +315,17 @@ def test_crd_check_catches_an_unknown_field_and_a_wrong_type(rendered):
     nodeset["spec"]["replica"] = 2
     nodeset["spec"]["replicas"] = "two"
     problems = rc.custom_resource_problems(nodeset, rendered["slurm-operator-crds"])
-    assert problems == ["NodeSet/slurm-worker-slinky.spec.replica: unknown field",
-                        "NodeSet/slurm-worker-slinky.spec.replicas: 'two' is not of type 'integer'"]
+    assert problems == [
+        "NodeSet/slurm-worker-slinky.spec.replica: unknown field",
+        "NodeSet/slurm-worker-slinky.spec.replicas: 'two' is not of type 'integer'",
+    ]
 
 
 def test_crd_check_catches_a_kind_without_a_crd(rendered):
     bogus = {"apiVersion": "slinky.slurm.net/v1beta1", "kind": "Cluster", "metadata": {"name": "x"}}
     assert rc.custom_resource_problems(bogus, rendered["slurm-operator-crds"]) == [
-        "Cluster/x: no CRD for slinky.slurm.net/v1beta1 Cluster"]
+        "Cluster/x: no CRD for slinky.slurm.net/v1beta1 Cluster"
+    ]
 
 
 def test_slinky_pod_templates_containers_and_services_are_valid_kubernetes(dev, rendered):
@@ -265,8 +334,9 @@ def test_slinky_pod_templates_containers_and_services_are_valid_kubernetes(dev, 
 
 
 def test_kubernetes_check_catches_a_misspelling_inside_a_pod_template(dev):
-    objects = rerender(dev, "slurm", lambda v: v["nodesets"]["slinky"]["podSpec"]["tolerations"][0].update(
-        operater="Exists"))
+    objects = rerender(
+        dev, "slurm", lambda v: v["nodesets"]["slinky"]["podSpec"]["tolerations"][0].update(operater="Exists")
+    )
     problems = rc.embedded_kubernetes_problems(by_name(objects, "NodeSet", "slurm-worker-slinky"), "1.36")
     assert len(problems) == 1 and problems[0].startswith("NodeSet/slurm-worker-slinky.spec.template.spec:")
     assert "operater" in problems[0]
@@ -279,21 +349,27 @@ def test_kubernetes_check_catches_a_misspelling_inside_the_slurmd_container(dev)
 
 
 def test_kubernetes_check_catches_an_invalid_login_service_spec(dev):
-    objects = rerender(dev, "slurm", lambda v: v["loginsets"]["slinky"]["service"]["spec"].update(typ="NodePort"))
+    objects = rerender(
+        dev, "slurm", lambda v: v["loginsets"]["slinky"]["service"]["spec"].update(typ="NodePort")
+    )
     problems = rc.embedded_kubernetes_problems(by_name(objects, "LoginSet", "slurm-login-slinky"), "1.36")
     assert len(problems) == 1 and problems[0].startswith("LoginSet/slurm-login-slinky.spec.service.spec:")
 
 
 def test_crd_check_catches_a_misspelled_persistence_storage_class(dev, rendered):
     objects = rerender(dev, "slurm", lambda v: v["controller"]["persistence"].update(storageClass="gp3"))
-    assert rc.custom_resource_problems(by_name(objects, "Controller", "slurm"), rendered["slurm-operator-crds"]) == [
-        "Controller/slurm.spec.persistence.storageClass: unknown field"]
+    assert rc.custom_resource_problems(
+        by_name(objects, "Controller", "slurm"), rendered["slurm-operator-crds"]
+    ) == ["Controller/slurm.spec.persistence.storageClass: unknown field"]
 
 
 def test_crd_check_catches_service_annotations_in_the_wrong_place(dev, rendered):
-    objects = rerender(dev, "slurm", lambda v: v["loginsets"]["slinky"]["service"].update(annotations={"a": "b"}))
-    problems = rc.custom_resource_problems(by_name(objects, "LoginSet", "slurm-login-slinky"),
-                                           rendered["slurm-operator-crds"])
+    objects = rerender(
+        dev, "slurm", lambda v: v["loginsets"]["slinky"]["service"].update(annotations={"a": "b"})
+    )
+    problems = rc.custom_resource_problems(
+        by_name(objects, "LoginSet", "slurm-login-slinky"), rendered["slurm-operator-crds"]
+    )
     assert problems == ["LoginSet/slurm-login-slinky.spec.service.annotations: unknown field"]
 
 
@@ -318,7 +394,9 @@ def test_workers_and_login_mount_shared_from_the_programs_claim(dev, rendered, k
 
 def test_keys_are_passed_by_reference_to_the_programs_secrets(dev, rendered):
     controller = by_name(rendered["slurm"], "Controller", "slurm")["spec"]
-    secrets = {r.inputs["metadata"]["name"]: r.inputs["data"] for r in dev.of_type("kubernetes:core/v1:Secret")}
+    secrets = {
+        r.inputs["metadata"]["name"]: r.inputs["data"] for r in dev.of_type("kubernetes:core/v1:Secret")
+    }
     assert controller["slurmKeyRef"]["key"] in secrets[controller["slurmKeyRef"]["name"]]
     assert controller["jwtKeyRef"]["key"] in secrets[controller["jwtKeyRef"]["name"]]
     # The chart generates no key Secrets of its own (they would be random and immutable).
@@ -327,10 +405,13 @@ def test_keys_are_passed_by_reference_to_the_programs_secrets(dev, rendered):
 
 def test_key_check_sees_the_chart_generate_keys_when_not_told_otherwise(dev):
     objects = rerender(dev, "slurm", lambda v: (v.pop("slurmKey"), v.pop("jwtKey")))
-    assert {"slurm-auth-slurm", "slurm-auth-jwt"} <= {o["metadata"]["name"] for o in of_kind(objects, "Secret")}
+    assert {"slurm-auth-slurm", "slurm-auth-jwt"} <= {
+        o["metadata"]["name"] for o in of_kind(objects, "Secret")
+    }
 
 
 # Services and images
+
 
 def test_no_chart_makes_a_load_balancer_service(rendered):
     assert [s for objects in rendered.values() for s in rc.load_balancer_services(objects)] == []
@@ -348,22 +429,41 @@ def test_no_image_floats(rendered):
 
 
 def test_the_slurm_control_plane_runs_the_slurm_build_of_the_slurmd_base_image():
-    graph = run_program("dev", {"slurmVersion": "26.05.3", "slurmdImageTag": "26.05.3-torch2.9-cu130-mpi",
-                                "slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.3-ubuntu24.04"})
-    slinky = [image for o in chart_render.render_graph_releases(graph)["slurm"] for _, image in rc.images(o)
-              if image.startswith("ghcr.io/slinkyproject/")]
-    assert sorted(slinky) == [f"ghcr.io/slinkyproject/{name}:26.05.3-ubuntu24.04"
-                              for name in ("login", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")]
+    graph = run_program(
+        "dev",
+        {
+            "slurmVersion": "26.05.3",
+            "slurmdImageTag": "26.05.3-torch2.9-cu130-mpi",
+            "slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.3-ubuntu24.04",
+        },
+    )
+    slinky = [
+        image
+        for o in chart_render.render_graph_releases(graph)["slurm"]
+        for _, image in rc.images(o)
+        if image.startswith("ghcr.io/slinkyproject/")
+    ]
+    assert sorted(slinky) == [
+        f"ghcr.io/slinkyproject/{name}:26.05.3-ubuntu24.04"
+        for name in ("login", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")
+    ]
 
 
 def test_the_slinky_tag_is_read_past_a_digest():
-    assert slinky_image_tag("ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "0" * 64) == \
-        "26.05.2-ubuntu26.04"
+    assert (
+        slinky_image_tag("ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04@sha256:" + "0" * 64)
+        == "26.05.2-ubuntu26.04"
+    )
 
 
 def sidecar_images(objects) -> list[str]:
-    return [o["spec"][block]["image"] for o in objects if o["apiVersion"].startswith("slinky.slurm.net/")
-            for block in ("logfile", "initconf") if block in o["spec"]]
+    return [
+        o["spec"][block]["image"]
+        for o in objects
+        if o["apiVersion"].startswith("slinky.slurm.net/")
+        for block in ("logfile", "initconf")
+        if block in o["spec"]
+    ]
 
 
 def test_the_slinky_sidecars_and_init_images_run_the_pinned_alpine_by_tag_and_digest(rendered):
@@ -375,24 +475,41 @@ def test_the_slinky_sidecars_and_init_images_run_the_pinned_alpine_by_tag_and_di
 def test_an_image_object_with_a_digest_would_lose_the_pins_tag(dev):
     tagged, digest = versions.SIDECAR_IMAGE.split("@")
     repository, tag = tagged.rsplit(":", 1)
-    objects = rerender(dev, "slurm", lambda v: v["nodesetDefaults"].update(
-        logfile={"image": {"repository": repository, "tag": tag, "digest": digest}}))
+    objects = rerender(
+        dev,
+        "slurm",
+        lambda v: v["nodesetDefaults"].update(
+            logfile={"image": {"repository": repository, "tag": tag, "digest": digest}}
+        ),
+    )
     nodeset = by_name(objects, "NodeSet", "slurm-worker-slinky")
     assert nodeset["spec"]["logfile"]["image"] == f"{repository}@{digest}"
     assert sidecar_images(objects) != [versions.SIDECAR_IMAGE] * 3
 
 
-@pytest.mark.parametrize("image", ["alpine", "docker.io/library/alpine:latest",
-                                   "ghcr.io/slinkyproject/slurmctld:26.05-ubuntu26.04",
-                                   "registry:5000/app", "quay.io/x/y:v1.16"])
+@pytest.mark.parametrize(
+    "image",
+    [
+        "alpine",
+        "docker.io/library/alpine:latest",
+        "ghcr.io/slinkyproject/slurmctld:26.05-ubuntu26.04",
+        "registry:5000/app",
+        "quay.io/x/y:v1.16",
+    ],
+)
 def test_image_check_catches_a_floating_image(image):
     assert rc.floats(image)
 
 
-@pytest.mark.parametrize("image", ["quay.io/jetstack/cert-manager-controller:v1.16.2",
-                                   "ghcr.io/slinkyproject/slurmctld:26.05.2-ubuntu26.04",
-                                   "registry:5000/app@sha256:" + "0" * 64,
-                                   "docker.io/library/alpine:3.23.6@sha256:" + "0" * 64])
+@pytest.mark.parametrize(
+    "image",
+    [
+        "quay.io/jetstack/cert-manager-controller:v1.16.2",
+        "ghcr.io/slinkyproject/slurmctld:26.05.2-ubuntu26.04",
+        "registry:5000/app@sha256:" + "0" * 64,
+        "docker.io/library/alpine:3.23.6@sha256:" + "0" * 64,
+    ],
+)
 def test_image_check_accepts_a_full_version_or_a_digest(image):
     assert not rc.floats(image)
 
@@ -400,14 +517,20 @@ def test_image_check_accepts_a_full_version_or_a_digest(image):
 def test_image_check_catches_the_charts_default_sidecar(dev):
     objects = rerender(dev, "slurm", lambda v: v["nodesetDefaults"].pop("logfile"))
     assert rc.floating_images(objects) == [
-        "NodeSet/slurm-worker-slinky.spec.logfile.image: docker.io/library/alpine:latest"]
+        "NodeSet/slurm-worker-slinky.spec.logfile.image: docker.io/library/alpine:latest"
+    ]
 
 
 def test_image_check_reads_image_flags(rendered):
     controller = by_name(rendered["cert-manager"], "Deployment", "cert-manager")
-    assert f"quay.io/jetstack/cert-manager-acmesolver:{versions.CERT_MANAGER.version}" in [i for _, i in rc.images(controller)]
+    assert f"quay.io/jetstack/cert-manager-acmesolver:{versions.CERT_MANAGER.version}" in [
+        i for _, i in rc.images(controller)
+    ]
     broken = copy.deepcopy(controller)
-    broken["spec"]["template"]["spec"]["containers"][0]["args"].append("--acme-http01-solver-image=solver:latest")
+    broken["spec"]["template"]["spec"]["containers"][0]["args"].append(
+        "--acme-http01-solver-image=solver:latest"
+    )
     assert rc.floating_images([broken]) == [
         "Deployment/cert-manager.spec.template.spec.containers[0].args[%d]: solver:latest"
-        % (len(broken["spec"]["template"]["spec"]["containers"][0]["args"]) - 1)]
+        % (len(broken["spec"]["template"]["spec"]["containers"][0]["args"]) - 1)
+    ]

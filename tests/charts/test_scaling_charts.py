@@ -1,6 +1,7 @@
 """cluster-autoscaler 9.59.0 and KEDA 2.20.2 rendered from the reference charts with the program's
 values (devkit/chart_render.py): what they run, where, as whom, with which rights, and hardened
 but for the exceptions model/pod_hardening.py accepts."""
+
 import pytest
 
 from components import cluster_autoscaler, pool_autoscaling
@@ -19,13 +20,21 @@ KUBE = "v1.36.0"
 def autoscaler():
     graph = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
     request = chart_render.release_request(graph.named("autoscaler-release"))
-    return chart_render.render(request["chart"], request["version"], request["values"], request["release_name"],
-                               request["namespace"], chart_render.kube_version(graph))
+    return chart_render.render(
+        request["chart"],
+        request["version"],
+        request["values"],
+        request["release_name"],
+        request["namespace"],
+        chart_render.kube_version(graph),
+    )
 
 
 def keda_render(values=None):
     values = values if values is not None else merge(base_values("keda"), pool_autoscaling.keda_values())
-    return chart_render.render("keda", versions.KEDA.version, values, "keda", pool_autoscaling.NAMESPACE, KUBE)
+    return chart_render.render(
+        "keda", versions.KEDA.version, values, "keda", pool_autoscaling.NAMESPACE, KUBE
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,19 +53,25 @@ def _container(objects, name):
 
 def test_cluster_autoscaler_discovers_this_clusters_groups_by_tag(autoscaler):
     command = _container(autoscaler, "cluster-autoscaler")["command"]
-    assert "--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/" \
-           "slinky-eks-dev" in command
+    assert (
+        "--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/"
+        "slinky-eks-dev" in command
+    )
     assert "--cloud-provider=aws" in command
 
 
 def test_cluster_autoscaler_runs_the_image_of_the_clusters_minor_not_the_charts(autoscaler):
-    assert _container(autoscaler, "cluster-autoscaler")["image"] == \
-        "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1"
+    assert (
+        _container(autoscaler, "cluster-autoscaler")["image"]
+        == "registry.k8s.io/autoscaling/cluster-autoscaler:v1.36.1"
+    )
 
 
 def test_cluster_autoscaler_keeps_nodes_under_slurmd_pods(autoscaler):
     command = _container(autoscaler, "cluster-autoscaler")["command"]
-    assert {"--skip-nodes-with-custom-controller-pods=true", "--skip-nodes-with-local-storage=true"} <= set(command)
+    assert {"--skip-nodes-with-custom-controller-pods=true", "--skip-nodes-with-local-storage=true"} <= set(
+        command
+    )
 
 
 def test_cluster_autoscaler_runs_on_the_core_nodes_as_the_service_account_its_identity_names(autoscaler):
@@ -73,11 +88,23 @@ def test_cluster_autoscaler_is_hardened_but_for_its_api_token(autoscaler):
 
 
 def test_the_charts_default_cluster_autoscaler_pod_would_be_caught():
-    values = {"autoDiscovery": {"clusterName": "c"}, "awsRegion": "us-west-2", "fullnameOverride": "cluster-autoscaler"}
-    default = chart_render.render("cluster-autoscaler", versions.CLUSTER_AUTOSCALER.version, values,
-                                  "cluster-autoscaler", "kube-system", KUBE)
-    problems = pod_hardening.problems(ph.findings(ph.chart_pods({"cluster-autoscaler": default})),
-                                      ph.accepted(charts=True, releases={"cluster-autoscaler"}))
+    values = {
+        "autoDiscovery": {"clusterName": "c"},
+        "awsRegion": "us-west-2",
+        "fullnameOverride": "cluster-autoscaler",
+    }
+    default = chart_render.render(
+        "cluster-autoscaler",
+        versions.CLUSTER_AUTOSCALER.version,
+        values,
+        "cluster-autoscaler",
+        "kube-system",
+        KUBE,
+    )
+    problems = pod_hardening.problems(
+        ph.findings(ph.chart_pods({"cluster-autoscaler": default})),
+        ph.accepted(charts=True, releases={"cluster-autoscaler"}),
+    )
     assert any("misses seccomp" in p for p in problems) and any("misses drop-all" in p for p in problems)
 
 
@@ -85,7 +112,9 @@ def test_keda_may_scale_only_nodesets(keda):
     rules = _one(keda, "ClusterRole", "keda-operator")["rules"]
     scale = [r for r in rules if any(res.endswith("/scale") for res in r["resources"])]
     assert {(tuple(r["apiGroups"]), tuple(r["resources"])) for r in scale} == {
-        (("slinky.slurm.net",), ("nodesets/scale",)), (("apps",), ("deployments/scale", "statefulsets/scale"))}
+        (("slinky.slurm.net",), ("nodesets/scale",)),
+        (("apps",), ("deployments/scale", "statefulsets/scale")),
+    }
     assert not [r for r in rules if "*" in r["apiGroups"] or "*" in r["resources"]]
 
 
@@ -116,11 +145,13 @@ def test_the_scaled_object_the_program_writes_is_valid_against_kedas_crd(keda):
 
     from model import autoscaling, catalog
     from model.gpu_pools import GpuPool
+
     crd = _one(keda, "CustomResourceDefinition", "scaledobjects.keda.sh")
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     pool = GpuPool("train", catalog.lookup("g6.12xlarge"), 2, "us-west-2a", 400, 0, 0, 4)
-    spec = autoscaling.scaled_object_spec(pool, "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1",
-                                          "us-west-2", "auth", 15)
+    spec = autoscaling.scaled_object_spec(
+        pool, "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1", "us-west-2", "auth", 15
+    )
     jsonschema.validate(spec, schema)
     broken = {**spec, "maxReplicaCount": 0}
     with pytest.raises(jsonschema.ValidationError):
@@ -135,18 +166,28 @@ def test_every_keda_pod_template_is_found(keda):
 # mergeOverwrite (templates/nodeset/nodeset-cr.yaml). Whether a 0, a zero value, survives that
 # merge is checked on the chart itself, not assumed.
 
+
 @pytest.fixture(scope="module")
 def pool_at_zero():
     graph = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
-    (release,) = [r for r in graph.resources if r.type == "kubernetes:helm.sh/v3:Release"
-                  and "nodesets" in (r.inputs.get("values") or {})]
+    (release,) = [
+        r
+        for r in graph.resources
+        if r.type == "kubernetes:helm.sh/v3:Release" and "nodesets" in (r.inputs.get("values") or {})
+    ]
     return graph, release
 
 
 def _nodeset_replicas(graph, release, values) -> dict[str, int]:
     request = chart_render.release_request(release)
-    objects = chart_render.render(request["chart"], request["version"], values, request["release_name"],
-                                  request["namespace"], chart_render.kube_version(graph))
+    objects = chart_render.render(
+        request["chart"],
+        request["version"],
+        values,
+        request["release_name"],
+        request["namespace"],
+        chart_render.kube_version(graph),
+    )
     return {o["metadata"]["name"]: o["spec"].get("replicas") for o in objects if o["kind"] == "NodeSet"}
 
 
@@ -159,6 +200,10 @@ def test_a_pool_at_zero_renders_its_nodeset_at_zero_over_the_charts_default_of_o
 def test_a_nodeset_without_replicas_would_render_at_the_charts_one(pool_at_zero):
     graph, release = pool_at_zero
     values = chart_render.release_request(release)["values"]
-    values = {**values, "nodesets": {k: {f: v for f, v in n.items() if f != "replicas"}
-                                     for k, n in values["nodesets"].items()}}
+    values = {
+        **values,
+        "nodesets": {
+            k: {f: v for f, v in n.items() if f != "replicas"} for k, n in values["nodesets"].items()
+        },
+    }
     assert _nodeset_replicas(graph, release, values) == {"slurm-worker-slinky": 1}

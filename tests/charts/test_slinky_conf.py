@@ -1,5 +1,6 @@
 """The test cluster's Slurm configuration is the one the Slinky operator v1.2.1 builds from the
 release the chart renders from the program's values (slinky_conf.py cites the operator's sources)."""
+
 from __future__ import annotations
 
 import copy
@@ -17,10 +18,17 @@ def release(rendered) -> Release:
 
 def test_slurm_conf_has_the_operators_auth_and_configless_keys(release):
     lines = release.slurm_conf().splitlines()
-    for line in ("AuthType=auth/slurm", "CredType=cred/slurm", "AuthAltTypes=auth/jwt", "AuthInfo=use_client_ids",
-                 "SlurmctldParameters=enable_configless,reconfig_on_restart", "SlurmctldPort=6817",
-                 "SlurmdPort=6818", "SlurmctldHost=slurm-controller-0(slurm-controller.slurm)",
-                 "ClusterName=slurm_slurm"):
+    for line in (
+        "AuthType=auth/slurm",
+        "CredType=cred/slurm",
+        "AuthAltTypes=auth/jwt",
+        "AuthInfo=use_client_ids",
+        "SlurmctldParameters=enable_configless,reconfig_on_restart",
+        "SlurmctldPort=6817",
+        "SlurmdPort=6818",
+        "SlurmctldHost=slurm-controller-0(slurm-controller.slurm)",
+        "ClusterName=slurm_slurm",
+    ):
         assert line in lines, line
 
 
@@ -49,8 +57,10 @@ def test_slurmd_conf_is_the_nodesets_features_and_gres(release):
 
 
 def test_a_slurmctld_parameter_in_the_extra_config_is_merged_with_the_operators():
-    merged = merged_config("SlurmctldParameters=idle_on_node_suspend\n",
-                           {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"]})
+    merged = merged_config(
+        "SlurmctldParameters=idle_on_node_suspend\n",
+        {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"]},
+    )
     assert merged == ["SlurmctldParameters=enable_configless,idle_on_node_suspend,reconfig_on_restart"]
 
 
@@ -67,23 +77,29 @@ def test_a_malformed_nodeset_extra_conf_item_is_refused(release):
 
 def test_a_release_without_one_controller_is_refused(release):
     with pytest.raises(ValueError, match="expected one Controller"):
-        Release.from_documents([d for d in [release.controller, *release.nodesets] if d["kind"] != "Controller"])
+        Release.from_documents(
+            [d for d in [release.controller, *release.nodesets] if d["kind"] != "Controller"]
+        )
 
 
 # With the release's Accounting (tests/support/slurm_cluster.py rendered_with_accounting): the
 # operator's ACCOUNTING lines (controller_config.go) and its slurmdbd.conf (accounting_config.go
 # buildSlurmdbdConf), SlinkyProject/slurm-operator v1.2.1.
 
+
 @pytest.fixture(scope="module")
 def with_accounting(dev) -> Release:
     from tests.support.slurm_cluster import rendered_with_accounting
+
     return Release.from_documents(rendered_with_accounting(dev))
 
 
 def test_slurm_conf_points_at_the_accountings_slurmdbd_service(with_accounting):
     conf = with_accounting.slurm_conf()
-    assert ("### ACCOUNTING ###\nAccountingStorageType=accounting_storage/slurmdbd\n"
-            "AccountingStorageHost=slurm-accounting\nAccountingStoragePort=6819\n") in conf
+    assert (
+        "### ACCOUNTING ###\nAccountingStorageType=accounting_storage/slurmdbd\n"
+        "AccountingStorageHost=slurm-accounting\nAccountingStoragePort=6819\n"
+    ) in conf
 
 
 def test_slurm_conf_without_an_accounting_stores_nothing(release):
@@ -100,7 +116,8 @@ def test_slurmdbd_conf_is_the_operators_for_the_accountings_storage(with_account
         "AuthAltParameters=jwt_key=/etc/slurm/jwt.key\nAuthInfo=use_client_ids\n"
         "#\n### STORAGE ###\nStorageType=accounting_storage/mysql\nStorageHost=mariadb\nStoragePort=3306\n"
         "StorageUser=slurm\nStorageLoc=slurm_acct_db\nStoragePass=s3cret\n"
-        "#\n### LOGGING ###\nLogFile=/dev/null\n")
+        "#\n### LOGGING ###\nLogFile=/dev/null\n"
+    )
 
 
 def test_a_controller_whose_accounting_is_missing_stores_nothing(with_accounting):
@@ -113,7 +130,12 @@ def _with_scripts(release: Release, refs: dict[str, dict[str, str]]) -> Release:
     """The release with the Controller naming one ConfigMap per script ref, of these files (and no
     other: the dev release's own DCGM scripts are dropped)."""
     controller = copy.deepcopy(release.controller)
-    for key in ("prologScriptRefs", "epilogScriptRefs", "prologSlurmctldScriptRefs", "epilogSlurmctldScriptRefs"):
+    for key in (
+        "prologScriptRefs",
+        "epilogScriptRefs",
+        "prologSlurmctldScriptRefs",
+        "epilogSlurmctldScriptRefs",
+    ):
         controller["spec"].pop(key, None)
     maps = dict(release.config_maps)
     for key, files in refs.items():
@@ -131,12 +153,19 @@ def test_the_dev_releases_only_scripts_are_the_dcgm_job_mapping(release):
 def test_script_refs_become_the_operators_prolog_and_epilog_lines(release):
     # controller_config.go buildPrologEpilogSlurmctldConf (/etc/slurm/<key>) then
     # buildPrologEpilogConf (the bare key), each sorted, after ACCOUNTING and before the NodeSets.
-    conf = _with_scripts(release, {"prologScriptRefs": {"prolog-b.sh": "b", "prolog-a.sh": "a"},
-                                   "epilogScriptRefs": {"epilog-x.sh": "x"},
-                                   "prologSlurmctldScriptRefs": {"p.sh": "p"}}).slurm_conf()
-    assert ("AccountingStoragePort=6819\n#\n### SLURMCTLD PROLOG & EPILOG ###\n"
-            "PrologSlurmctld=/etc/slurm/p.sh\n#\n### PROLOG & EPILOG ###\nProlog=prolog-a.sh\nProlog=prolog-b.sh\n"
-            "Epilog=epilog-x.sh\n#\n### NODESET & PARTITION ###\n") in conf, conf
+    conf = _with_scripts(
+        release,
+        {
+            "prologScriptRefs": {"prolog-b.sh": "b", "prolog-a.sh": "a"},
+            "epilogScriptRefs": {"epilog-x.sh": "x"},
+            "prologSlurmctldScriptRefs": {"p.sh": "p"},
+        },
+    ).slurm_conf()
+    assert (
+        "AccountingStoragePort=6819\n#\n### SLURMCTLD PROLOG & EPILOG ###\n"
+        "PrologSlurmctld=/etc/slurm/p.sh\n#\n### PROLOG & EPILOG ###\nProlog=prolog-a.sh\nProlog=prolog-b.sh\n"
+        "Epilog=epilog-x.sh\n#\n### NODESET & PARTITION ###\n"
+    ) in conf, conf
 
 
 def test_the_scripts_are_the_referenced_configmaps_files(release):
@@ -148,6 +177,7 @@ def test_controller_metrics_add_the_operators_metricstype_line_before_accounting
     """controller_config.go buildSlurmConf: Spec.Metrics.Enabled adds MetricsType=metrics/openmetrics
     right after SlurmctldParameters; the chart's controller.metrics values set Spec.Metrics."""
     from tests.support.slurm_cluster import rendered_with_metrics
+
     lines = Release.from_documents(rendered_with_metrics(dev)).slurm_conf().splitlines()
     at = lines.index("MetricsType=metrics/openmetrics")
     assert lines[at - 1].startswith("SlurmctldParameters=") and lines[at + 2] == "### ACCOUNTING ###"

@@ -1,6 +1,7 @@
 """What a real account answers, before any resource: zones (Local/Wavelength Zones, zone ids EKS
 refuses, the second AZ by zone id), instance type offerings, the GPU family's vCPU quota, the
 deployer's own role in adminRoleArns; a refused permission is a warning, not a failure."""
+
 import pytest
 
 from devkit import offline_account
@@ -21,11 +22,13 @@ def refused(account=DEV, **overrides) -> str:
 
 
 def node_zones(graph) -> list[str]:
-    return [s.inputs["availabilityZone"] for s in graph.of_type("aws:ec2/subnet:Subnet")
-            if "-private-" in s.name]
+    return [
+        s.inputs["availabilityZone"] for s in graph.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name
+    ]
 
 
 # Zones
+
 
 def test_the_accounts_zone_list_has_local_zones_first_when_unfiltered():
     # The model the next tests rely on: an unfiltered answer is what would have broken the program.
@@ -37,24 +40,34 @@ def test_the_accounts_zone_list_has_local_zones_first_when_unfiltered():
 def test_node_zones_are_never_local_or_wavelength_zones(dev):
     assert node_zones(dev) == ["us-west-2a", "us-west-2b"]
     asked = [a for t, a in dev.calls if t == ZONES_TOKEN]
-    assert asked and all({"name": "zone-type", "values": ["availability-zone"]} in a["filters"] for a in asked)
+    assert asked and all(
+        {"name": "zone-type", "values": ["availability-zone"]} in a["filters"] for a in asked
+    )
 
 
 def _with_state(zone_id: str, state: str) -> list[ZoneRecord]:
-    return [ZoneRecord(z.name, z.zone_id, z.zone_type, z.opt_in_status, state if z.zone_id == zone_id else z.state)
-            for z in DEV.zones["us-west-2"]]
+    return [
+        ZoneRecord(
+            z.name, z.zone_id, z.zone_type, z.opt_in_status, state if z.zone_id == zone_id else z.state
+        )
+        for z in DEV.zones["us-west-2"]
+    ]
 
 
 def test_an_impaired_zone_does_not_move_the_clusters_zones():
     # EC2 reports a zone's state of the moment (available, information, impaired, unavailable,
     # constrained: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_AvailabilityZone.html);
     # the subnets must not follow it.
-    graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")}))
+    graph = run_program(
+        "dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")})
+    )
     assert graph.error is None and node_zones(graph) == ["us-west-2a", "us-west-2b"]
 
 
 def test_an_impaired_node_zone_is_a_warning_naming_it():
-    graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")}))
+    graph = run_program(
+        "dev", account=DEV.but(zones={**DEV.zones, "us-west-2": _with_state("usw2-az1", "impaired")})
+    )
     (said,) = [w for w in graph.warnings if "not reported available" in w]
     assert "us-west-2b (usw2-az1), the cluster's second zone" in said
 
@@ -77,28 +90,42 @@ def test_a_gpu_zone_whose_zone_id_eks_refuses_is_refused():
 
 
 def test_the_second_zone_is_never_one_eks_refuses():
-    account = DEV.but(zones={**DEV.zones, "us-east-1": [
-        ZoneRecord("us-east-1a", "use1-az4"), ZoneRecord("us-east-1e", "use1-az3"),
-        ZoneRecord("us-east-1f", "use1-az5")]})
-    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a"},
-                        account=account)
+    account = DEV.but(
+        zones={
+            **DEV.zones,
+            "us-east-1": [
+                ZoneRecord("us-east-1a", "use1-az4"),
+                ZoneRecord("us-east-1e", "use1-az3"),
+                ZoneRecord("us-east-1f", "use1-az5"),
+            ],
+        }
+    )
+    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a"}, account=account)
     assert node_zones(graph) == ["us-east-1a", "us-east-1f"]
 
 
 def test_the_second_zone_is_chosen_by_zone_id_not_name():
     # Another account's mapping: usw2-az1 is us-west-2c there.
-    remapped = [ZoneRecord("us-west-2a", "usw2-az2"), ZoneRecord("us-west-2b", "usw2-az4"),
-                ZoneRecord("us-west-2c", "usw2-az1"), ZoneRecord("us-west-2d", "usw2-az3")]
+    remapped = [
+        ZoneRecord("us-west-2a", "usw2-az2"),
+        ZoneRecord("us-west-2b", "usw2-az4"),
+        ZoneRecord("us-west-2c", "usw2-az1"),
+        ZoneRecord("us-west-2d", "usw2-az3"),
+    ]
     graph = run_program("dev", account=DEV.but(zones={**DEV.zones, "us-west-2": remapped}))
     assert node_zones(graph) == ["us-west-2a", "us-west-2c"]
 
 
 def test_the_refused_zone_ids_are_the_eks_user_guides():
-    assert EKS_UNSUPPORTED_ZONE_IDS == {"us-east-1": {"use1-az3"}, "us-west-1": {"usw1-az2"},
-                                        "ca-central-1": {"cac1-az3"}}
+    assert EKS_UNSUPPORTED_ZONE_IDS == {
+        "us-east-1": {"use1-az3"},
+        "us-west-1": {"usw1-az2"},
+        "ca-central-1": {"cac1-az3"},
+    }
 
 
 # Instance type offerings
+
 
 def test_a_gpu_type_not_offered_in_the_gpu_zone_is_refused():
     msg = refused(gpuInstanceType="p5.48xlarge", availabilityZone="us-west-2c")
@@ -117,11 +144,13 @@ def test_offerings_are_asked_per_availability_zone_of_the_region_for_every_type(
     (args,) = [a for t, a in dev.calls if t.endswith("getInstanceTypeOfferings")]
     assert args["locationType"] == "availability-zone"
     assert {"name": "instance-type", "values": sorted({*efa_gpu_types(), "m6i.2xlarge"})} in args["filters"]
-    assert {"name": "location", "values": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]} \
-        in args["filters"]
+    assert {"name": "location", "values": ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]} in args[
+        "filters"
+    ]
 
 
 # Worlds where the offerings differ by AZ and by region
+
 
 def _offering(account, zone_ids, drop=(), add=()):
     """`account` with `drop` taken from and `add` put in the offerings of each zone id."""
@@ -134,18 +163,26 @@ def _offering(account, zone_ids, drop=(), add=()):
 def test_a_type_offered_in_other_azs_is_refused_naming_every_az_of_the_region_that_offers_it():
     # p5en.48xlarge in us-east-1: not in us-east-1d (use1-az2), the GPU zone; offered in the other
     # standard AZs, us-east-1e (use1-az3) among them, where EKS places no subnets.
-    account = _offering(_offering(DEV, ["use1-az2"], drop={"p5en.48xlarge"}), ["use1-az3"],
-                        add={"p5en.48xlarge"})
-    msg = refused(account, **{"aws:region": "us-east-1", "availabilityZone": "us-east-1d",
-                              "gpuInstanceType": "p5en.48xlarge"})
+    account = _offering(
+        _offering(DEV, ["use1-az2"], drop={"p5en.48xlarge"}), ["use1-az3"], add={"p5en.48xlarge"}
+    )
+    msg = refused(
+        account,
+        **{"aws:region": "us-east-1", "availabilityZone": "us-east-1d", "gpuInstanceType": "p5en.48xlarge"},
+    )
     assert "not offered in availabilityZone us-east-1d (use1-az2)" in msg
-    assert ("offered in: us-east-1a (use1-az4), us-east-1b (use1-az6), us-east-1c (use1-az1), "
-            "us-east-1f (use1-az5), us-east-1e (use1-az3, where EKS places no subnets))") in msg
+    assert (
+        "offered in: us-east-1a (use1-az4), us-east-1b (use1-az6), us-east-1c (use1-az1), "
+        "us-east-1f (use1-az5), us-east-1e (use1-az3, where EKS places no subnets))"
+    ) in msg
 
 
 def test_a_local_zone_that_offers_the_type_is_never_named():
-    account = _offering(_offering(DEV, ["usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"],
-                                  drop={"p5.48xlarge"}), ["usw2-lax1-az1"], add={"p5.48xlarge"})
+    account = _offering(
+        _offering(DEV, ["usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"], drop={"p5.48xlarge"}),
+        ["usw2-lax1-az1"],
+        add={"p5.48xlarge"},
+    )
     msg = refused(account, gpuInstanceType="p5.48xlarge")
     assert "lax" not in msg and "us-west-2 offers it in none of its availability zones" in msg
 
@@ -158,21 +195,29 @@ def test_a_type_one_region_offers_nowhere_is_refused_there_naming_what_the_az_of
     account = _offering(account, ["usw2-az1"], add={"g6.12xlarge"})
     msg = refused(account, gpuInstanceType="p6-b300.48xlarge")
     assert "gpuInstanceType = 'p6-b300.48xlarge'" in msg
-    assert ("us-west-2 offers it in none of its availability zones; allowed: a catalog type "
-            "us-west-2a offers: g6.12xlarge, g6e.48xlarge") in msg
-    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a",
-                                "gpuInstanceType": "p6-b300.48xlarge"}, account=account)
+    assert (
+        "us-west-2 offers it in none of its availability zones; allowed: a catalog type "
+        "us-west-2a offers: g6.12xlarge, g6e.48xlarge"
+    ) in msg
+    graph = run_program(
+        "dev",
+        {"aws:region": "us-east-1", "availabilityZone": "us-east-1a", "gpuInstanceType": "p6-b300.48xlarge"},
+        account=account,
+    )
     assert graph.error is None and graph.resources
 
 
 # The GPU family's on-demand vCPU quota
 
+
 def test_a_gpu_quota_below_the_nodes_vcpus_is_refused_with_both_numbers_and_how_to_ask():
     msg = refused(account=NEW)  # 2 x g6.12xlarge = 96 vCPUs; a new account has 64
     assert "gpuNodeCount = 2" in msg and "need 96 vCPUs" in msg and "which is 64" in msg
     assert "Running On-Demand G and VT instances' (L-DB2E81BA)" in msg
-    assert "request-service-quota-increase --region us-west-2 --service-code ec2 " \
-           "--quota-code L-DB2E81BA --desired-value 96" in msg
+    assert (
+        "request-service-quota-increase --region us-west-2 --service-code ec2 "
+        "--quota-code L-DB2E81BA --desired-value 96" in msg
+    )
 
 
 def test_p_types_count_against_the_p_quota():
@@ -192,8 +237,12 @@ def test_the_quota_check_can_be_skipped_on_purpose():
 
 
 def test_every_preflight_problem_comes_back_at_once():
-    msg = refused(account=NEW, gpuInstanceType="p5.48xlarge", availabilityZone="us-west-2c",
-                  coreInstanceType="m7i.2xlarge")
+    msg = refused(
+        account=NEW,
+        gpuInstanceType="p5.48xlarge",
+        availabilityZone="us-west-2c",
+        coreInstanceType="m7i.2xlarge",
+    )
     assert msg.startswith("invalid stack configuration (3 problems)")
     for key in ("gpuInstanceType", "coreInstanceType", "gpuNodeCount"):
         assert f"slinky-eks:{key}" in msg
@@ -201,11 +250,16 @@ def test_every_preflight_problem_comes_back_at_once():
 
 # Permission denied: a warning naming the permission, not a failure
 
-@pytest.mark.parametrize("action", ["ec2:DescribeInstanceTypeOfferings",
-                                    "servicequotas:GetServiceQuota", "iam:GetRole"])
+
+@pytest.mark.parametrize(
+    "action", ["ec2:DescribeInstanceTypeOfferings", "servicequotas:GetServiceQuota", "iam:GetRole"]
+)
 def test_a_refused_permission_is_a_warning_naming_it(action):
-    graph = run_program("dev", {"adminRoleArns": ["arn:aws:iam::123456789012:role/researchers"]},
-                        account=DEV.but(denied=frozenset({action})))
+    graph = run_program(
+        "dev",
+        {"adminRoleArns": ["arn:aws:iam::123456789012:role/researchers"]},
+        account=DEV.but(denied=frozenset({action})),
+    )
     assert graph.error is None and graph.resources
     assert any(action in w and "preflight: could not check" in w for w in graph.warnings)
 
@@ -218,7 +272,8 @@ def test_refused_offerings_warn_for_the_gpu_type_and_for_the_core_type_each():
     assert [w.split(": the deployer lacks")[0] for w in graph.warnings if "could not check that" in w] == [
         "preflight: could not check that gpuInstanceType g6.12xlarge is offered in availabilityZone us-west-2a",
         "preflight: could not check that coreInstanceType m6i.2xlarge is offered in the cluster's AZs "
-        "(us-west-2a, us-west-2b)"]
+        "(us-west-2a, us-west-2b)",
+    ]
 
 
 def test_a_deployer_that_may_not_list_zones_is_refused_naming_the_permission():
@@ -238,9 +293,11 @@ INSTANCE_TYPE_TOKEN = "aws:ec2/getInstanceType:getInstanceType"
 
 def test_the_core_types_vcpus_are_asked_from_the_account(dev):
     assert [a for t, a in dev.calls if t == INSTANCE_TYPE_TOKEN] == [
-        {"instanceType": "m6i.2xlarge", "region": "us-west-2"}]
-    assert {"serviceCode": "ec2", "quotaCode": "L-1216C47A", "region": "us-west-2"} in \
-        [a for t, a in dev.calls if t == QUOTA_TOKEN]
+        {"instanceType": "m6i.2xlarge", "region": "us-west-2"}
+    ]
+    assert {"serviceCode": "ec2", "quotaCode": "L-1216C47A", "region": "us-west-2"} in [
+        a for t, a in dev.calls if t == QUOTA_TOKEN
+    ]
 
 
 def test_a_standard_quota_below_the_core_nodes_and_one_more_is_refused():
@@ -256,8 +313,11 @@ def test_the_rolling_update_node_is_counted():
     # 4 x m6i.2xlarge = 32 vCPUs fit a quota of 32, but not the fifth node an update launches.
     msg = refused(account=NEW, coreNodeCount=4, gpuNodeCount=1)
     assert "coreNodeCount = 4" in msg and "need 40 vCPUs" in msg
-    graph = run_program("dev", {"gpuNodeCount": 1, "coreNodeCount": 4},
-                        account=NEW.but(quota_defaults={**NEW.quota_defaults, "L-1216C47A": 40.0}))
+    graph = run_program(
+        "dev",
+        {"gpuNodeCount": 1, "coreNodeCount": 4},
+        account=NEW.but(quota_defaults={**NEW.quota_defaults, "L-1216C47A": 40.0}),
+    )
     assert graph.error is None
 
 
@@ -273,19 +333,23 @@ def test_an_invalid_core_node_count_is_not_checked_against_the_quota():
 
 @pytest.mark.parametrize("action", ["ec2:DescribeInstanceTypes", "servicequotas:GetServiceQuota"])
 def test_a_refused_core_quota_permission_is_a_warning_naming_it(action):
-    graph = run_program("dev", {"skipGpuQuotaCheck": True},
-                        account=NEW.but(denied=frozenset({action}),
-                                        quota_defaults={**NEW.quota_defaults, "L-1216C47A": 0.0}))
+    graph = run_program(
+        "dev",
+        {"skipGpuQuotaCheck": True},
+        account=NEW.but(denied=frozenset({action}), quota_defaults={**NEW.quota_defaults, "L-1216C47A": 0.0}),
+    )
     assert graph.error is None and graph.resources
     assert any(action in w and "(L-1216C47A) for the core nodes" in w for w in graph.warnings)
 
 
 # Zones the account cannot be asked for
 
+
 def test_an_opt_in_region_not_enabled_is_a_region_the_account_cannot_use():
-    msg = refused(account=DEV.but(regions_not_enabled=frozenset({"ap-east-1"})),
-                  **{"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a",
-                     "gpuInstanceType": "g5.12xlarge"})
+    msg = refused(
+        account=DEV.but(regions_not_enabled=frozenset({"ap-east-1"})),
+        **{"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a", "gpuInstanceType": "g5.12xlarge"},
+    )
     assert "aws:region = 'ap-east-1': an AWS region this account can use" in msg
 
 
@@ -303,17 +367,19 @@ def account_failing(status, code, message) -> str:
 
 
 def test_expired_credentials_are_not_a_bad_region():
-    text = account_failing(401, "AuthFailure", "AWS was not able to validate the provided access "
-                           "credentials")
-    assert text.startswith("could not ask AWS for the zones of us-west-2: the AWS credentials do "
-                           "not work (AuthFailure)")
+    text = account_failing(401, "AuthFailure", "AWS was not able to validate the provided access credentials")
+    assert text.startswith(
+        "could not ask AWS for the zones of us-west-2: the AWS credentials do not work (AuthFailure)"
+    )
     assert "`aws sts get-caller-identity`" in text
 
 
 def test_throttling_is_not_a_bad_region():
     text = account_failing(503, "RequestLimitExceeded", "Request limit exceeded.")
-    assert text == ("could not ask AWS for the zones of us-west-2: AWS throttled the request "
-                    "(RequestLimitExceeded): run it again in a minute")
+    assert text == (
+        "could not ask AWS for the zones of us-west-2: AWS throttled the request "
+        "(RequestLimitExceeded): run it again in a minute"
+    )
 
 
 def test_another_failure_is_named_as_it_came():
@@ -324,6 +390,7 @@ def test_another_failure_is_named_as_it_came():
 
 # The deployer's own role in adminRoleArns
 
+
 def test_the_deployers_own_role_in_admin_role_arns_is_refused():
     arn = "arn:aws:iam::123456789012:role/platform-deployer"
     msg = refused(adminRoleArns=[arn])
@@ -331,11 +398,14 @@ def test_the_deployers_own_role_in_admin_role_arns_is_refused():
 
 
 def test_the_deployers_role_is_recognised_with_or_without_its_path():
-    sso = DEV.but(caller_arn="arn:aws:sts::123456789012:assumed-role/"
-                             "AWSReservedSSO_Admin_0123456789abcdef/alice@example.com")
-    for arn in ("arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
-                "AWSReservedSSO_Admin_0123456789abcdef",
-                "arn:aws:iam::123456789012:role/AWSReservedSSO_Admin_0123456789abcdef"):
+    sso = DEV.but(
+        caller_arn="arn:aws:sts::123456789012:assumed-role/"
+        "AWSReservedSSO_Admin_0123456789abcdef/alice@example.com"
+    )
+    for arn in (
+        "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0123456789abcdef",
+        "arn:aws:iam::123456789012:role/AWSReservedSSO_Admin_0123456789abcdef",
+    ):
         assert "deployer's own role" in refused(account=sso, adminRoleArns=[arn])
 
 
@@ -347,14 +417,16 @@ def test_other_admin_roles_get_their_access_entry():
 
 # "What your account needs" in docs/operations.md (the README links there)
 
+
 def _account_needs_section() -> str:
     text = (REPO / "docs/operations.md").read_text()
     start = text.index("## What your account needs")
-    return " ".join(text[start:text.index("\n## ", start + 1)].split())
+    return " ".join(text[start : text.index("\n## ", start + 1)].split())
 
 
 def test_the_docs_name_every_permission_the_preflight_asks_for():
     import re
+
     source = (REPO / "stack/account.py").read_text()
     actions = set(re.findall(r'_ask\("([a-z0-9-]+:[A-Za-z]+)"', source))
     assert len(actions) == 7
@@ -364,6 +436,7 @@ def test_the_docs_name_every_permission_the_preflight_asks_for():
 
 def test_the_docs_name_the_quotas_and_the_opt_out():
     from model.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
+
     section = _account_needs_section()
     for code, name in (ON_DEMAND_G_AND_VT, ON_DEMAND_P):
         assert f"`{code}`" in section and name in section

@@ -1,6 +1,7 @@
 """Every account and user registered in Slurm's accounting by a Job that re-runs exactly when the
 users change (components/accounting_registration.py); the scheduling policy in the release's
 slurm.conf lines, with its keys and their refusals."""
+
 import hashlib
 import json
 
@@ -39,7 +40,9 @@ def test_the_desired_state_configmap_holds_the_users_accounts_and_associations(n
     users = [User("alice", 2001, (ALICE_KEY,), admin=True), User("bob", 2002, (BOB_KEY,), account="vision")]
     assert data["data"] == {DESIRED_FILE: to_json(desired_state(users))}
     assert json.loads(data["data"][DESIRED_FILE])["associations"] == [
-        {"account": "default", "user": "alice"}, {"account": "vision", "user": "bob"}]
+        {"account": "default", "user": "alice"},
+        {"account": "vision", "user": "bob"},
+    ]
     assert data["immutable"] is True
 
 
@@ -73,14 +76,21 @@ def test_the_job_registers_on_slurms_cluster_through_the_controller_pod(named):
     command = _container(named)["command"]
     assert command[:3] == ["python3", "-m", "cluster_programs.accounting_registration"]
     args = dict(zip(command[3::2], command[4::2], strict=True))
-    assert (args["--cluster"], args["--slurm-pod"], args["--namespace"]) == (SLURM_CLUSTER, CONTROLLER_POD,
-                                                                             SLURM_NAMESPACE)
+    assert (args["--cluster"], args["--slurm-pod"], args["--namespace"]) == (
+        SLURM_CLUSTER,
+        CONTROLLER_POD,
+        SLURM_NAMESPACE,
+    )
 
 
 def test_the_job_may_only_exec_into_the_controller_pod(named):
     (rule,) = named.named("accounts-role").inputs["rules"]
-    assert rule == {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
-                    "resourceNames": [CONTROLLER_POD]}
+    assert rule == {
+        "apiGroups": [""],
+        "resources": ["pods/exec"],
+        "verbs": ["get", "create"],
+        "resourceNames": [CONTROLLER_POD],
+    }
     assert _job(named)["spec"]["template"]["spec"]["serviceAccountName"] == ACCOUNT
 
 
@@ -95,8 +105,15 @@ def test_the_job_waits_for_the_slurm_release(named):
 # The scheduling policy in slurm.conf: there exactly when the release's values enable accounting
 # (model/slurm_values.py with_scheduling).
 
-POLICY_KEYS = ("PriorityType", "PriorityWeightFairshare", "PriorityWeightAge", "PriorityWeightQOS",
-               "PriorityDecayHalfLife", "AccountingStorageEnforce", "AccountingStorageTRES")
+POLICY_KEYS = (
+    "PriorityType",
+    "PriorityWeightFairshare",
+    "PriorityWeightAge",
+    "PriorityWeightQOS",
+    "PriorityDecayHalfLife",
+    "AccountingStorageEnforce",
+    "AccountingStorageTRES",
+)
 
 
 def _policy(graph) -> tuple[bool, dict]:
@@ -107,18 +124,44 @@ def _policy(graph) -> tuple[bool, dict]:
 
 def test_the_release_carries_the_scheduling_policy_with_accounting(dev):
     accounting, policy = _policy(dev)
-    assert policy == ({"PriorityType": ["priority/multifactor"], "PriorityWeightFairshare": ["10000"],
-                       "PriorityWeightAge": ["1000"], "PriorityWeightQOS": ["1000"], "PriorityDecayHalfLife": ["7-0"],
-                       "AccountingStorageEnforce": ["associations", "limits", "qos"],
-                       "AccountingStorageTRES": ["gres/gpu"]} if accounting else dict.fromkeys(POLICY_KEYS))
+    assert policy == (
+        {
+            "PriorityType": ["priority/multifactor"],
+            "PriorityWeightFairshare": ["10000"],
+            "PriorityWeightAge": ["1000"],
+            "PriorityWeightQOS": ["1000"],
+            "PriorityDecayHalfLife": ["7-0"],
+            "AccountingStorageEnforce": ["associations", "limits", "qos"],
+            "AccountingStorageTRES": ["gres/gpu"],
+        }
+        if accounting
+        else dict.fromkeys(POLICY_KEYS)
+    )
 
 
 def test_the_priority_keys_set_the_weights():
-    accounting, policy = _policy(run_program("dev", {"priorityWeightFairshare": 500, "priorityWeightAge": 7,
-                                                     "priorityWeightQos": 0, "priorityDecayHalfLifeDays": 14}))
+    accounting, policy = _policy(
+        run_program(
+            "dev",
+            {
+                "priorityWeightFairshare": 500,
+                "priorityWeightAge": 7,
+                "priorityWeightQos": 0,
+                "priorityDecayHalfLifeDays": 14,
+            },
+        )
+    )
     weights = {k: policy[k] for k in POLICY_KEYS[1:5]}
-    assert weights == ({"PriorityWeightFairshare": ["500"], "PriorityWeightAge": ["7"], "PriorityWeightQOS": ["0"],
-                        "PriorityDecayHalfLife": ["14-0"]} if accounting else dict.fromkeys(POLICY_KEYS[1:5]))
+    assert weights == (
+        {
+            "PriorityWeightFairshare": ["500"],
+            "PriorityWeightAge": ["7"],
+            "PriorityWeightQOS": ["0"],
+            "PriorityDecayHalfLife": ["14-0"],
+        }
+        if accounting
+        else dict.fromkeys(POLICY_KEYS[1:5])
+    )
 
 
 @pytest.mark.parametrize("key", ["priorityWeightFairshare", "priorityWeightAge", "priorityWeightQos"])
@@ -131,4 +174,6 @@ def test_a_weight_outside_zero_to_a_million_is_refused(key, value):
 @pytest.mark.parametrize("value", ["0", "366"])
 def test_a_half_life_outside_one_to_365_days_is_refused(value):
     msg = rejected(priorityDecayHalfLifeDays=value)
-    assert f"slinky-eks:priorityDecayHalfLifeDays = '{value}'" in msg and "a whole number from 1 to 365" in msg
+    assert (
+        f"slinky-eks:priorityDecayHalfLifeDays = '{value}'" in msg and "a whole number from 1 to 365" in msg
+    )

@@ -1,5 +1,6 @@
 """The EKS API endpoint: public only to apiAllowedCidrs (by default the SSH blocks), never to the
 whole internet unless asked, and private for the nodes."""
+
 import pytest
 
 from devkit.offline_run import run_program

@@ -1,5 +1,6 @@
 """EKS through pulumi-eks: version, private nodes, API access entries, add-ons before nodes, one
 Kubernetes provider."""
+
 import pytest
 
 from components.cluster import ADMIN_POLICY
@@ -22,10 +23,14 @@ def test_cluster_is_a_pulumi_eks_cluster_named_from_the_stack(dev):
 def test_nodes_live_in_private_subnets(dev):
     eks = dev.named("cluster-eks")
     assert eks.inputs["nodeAssociatePublicIpAddress"] is False
-    assert sorted(eks.inputs["privateSubnetIds"]) == ["network-private-us-west-2a-id",
-                                                      "network-private-us-west-2b-id"]
-    assert sorted(eks.inputs["publicSubnetIds"]) == ["network-public-us-west-2a-id",
-                                                     "network-public-us-west-2b-id"]
+    assert sorted(eks.inputs["privateSubnetIds"]) == [
+        "network-private-us-west-2a-id",
+        "network-private-us-west-2b-id",
+    ]
+    assert sorted(eks.inputs["publicSubnetIds"]) == [
+        "network-public-us-west-2a-id",
+        "network-public-us-west-2b-id",
+    ]
 
 
 def test_authentication_is_api_mode_without_default_node_group(dev):
@@ -60,7 +65,9 @@ def test_eks_installs_cni_kube_proxy_and_coredns_before_any_node(dev):
 def test_coredns_add_on_adopts_it_once_core_nodes_can_run_it(dev):
     assert dev.named("cluster-eks").inputs["corednsAddonOptions"]["enabled"] is False
     coredns = dev.named("nodes-coredns")
-    assert coredns.inputs["addonName"] == "coredns" and coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+    assert (
+        coredns.inputs["addonName"] == "coredns" and coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+    )
     assert dev.depends_on(coredns, dev.named("nodes-core"))
 
 

@@ -1,4 +1,5 @@
 """Cluster services: device plugins, the load balancer controller, EFS /shared and gp3 storage."""
+
 import json
 
 import pytest
@@ -15,9 +16,14 @@ def _release(graph, name):
     return r
 
 
-@pytest.mark.parametrize("name,pin", [("devices-nvidia", versions.NVIDIA_DEVICE_PLUGIN),
-                                      ("devices-efa", versions.EFA_DEVICE_PLUGIN),
-                                      ("lbc-release", versions.AWS_LOAD_BALANCER_CONTROLLER)])
+@pytest.mark.parametrize(
+    "name,pin",
+    [
+        ("devices-nvidia", versions.NVIDIA_DEVICE_PLUGIN),
+        ("devices-efa", versions.EFA_DEVICE_PLUGIN),
+        ("lbc-release", versions.AWS_LOAD_BALANCER_CONTROLLER),
+    ],
+)
 def test_upstream_charts_are_pinned(dev, name, pin):
     inputs = _release(dev, name).inputs
     assert (inputs["chart"], inputs["version"]) == (pin.chart, pin.version)
@@ -36,7 +42,8 @@ def test_device_plugins_select_the_gpu_nodes(dev, name):
 
 def test_nvidia_plugin_affinity_does_not_depend_on_nfd_labels(dev):
     terms = _release(dev, "devices-nvidia").inputs["values"]["affinity"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "role", "operator": "In", "values": ["gpu"]}]}]
 
 
@@ -61,22 +68,36 @@ def test_load_balancer_controller_gets_credentials_through_pod_identity(dev):
     association = dev.named("lbc-identity")
     assert association.inputs["serviceAccount"] == values["serviceAccount"]["name"]
     assert association.inputs["namespace"] == _release(dev, "lbc-release").inputs["namespace"]
-    assert association.inputs["roleArn"] == dev.named("lbc-role").inputs.get("arn", "arn:aws:iam::123456789012:role/lbc-role")
+    assert association.inputs["roleArn"] == dev.named("lbc-role").inputs.get(
+        "arn", "arn:aws:iam::123456789012:role/lbc-role"
+    )
     assert dev.depends_on(_release(dev, "lbc-release"), association)
 
 
 def test_load_balancer_controller_policy_manages_nlbs(dev):
     policy = json.loads(dev.named("lbc-policy").inputs["policy"])
-    actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert {"elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:DeleteLoadBalancer",
-            "ec2:CreateSecurityGroup", "ec2:DeleteSecurityGroup"} <= actions
+    actions = {
+        a
+        for s in policy["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert {
+        "elasticloadbalancing:CreateLoadBalancer",
+        "elasticloadbalancing:DeleteLoadBalancer",
+        "ec2:CreateSecurityGroup",
+        "ec2:DeleteSecurityGroup",
+    } <= actions
     trust = json.loads(dev.named("lbc-role").inputs["assumeRolePolicy"])
     assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
 
 
-@pytest.mark.parametrize("short,addon,policy", [
-    ("ebs-csi", "aws-ebs-csi-driver", "AmazonEBSCSIDriverPolicy"),
-    ("efs-csi", "aws-efs-csi-driver", "AmazonEFSCSIDriverPolicy")])
+@pytest.mark.parametrize(
+    "short,addon,policy",
+    [
+        ("ebs-csi", "aws-ebs-csi-driver", "AmazonEBSCSIDriverPolicy"),
+        ("efs-csi", "aws-efs-csi-driver", "AmazonEFSCSIDriverPolicy"),
+    ],
+)
 def test_csi_drivers_are_eks_add_ons_with_their_iam(dev, short, addon, policy):
     driver = dev.named(f"storage-{short}")
     assert driver.inputs["addonName"] == addon
@@ -138,6 +159,7 @@ def test_shared_file_system_id_is_an_output(dev):
 
 
 # Ordering, for create and destroy (destroy runs the edges backwards).
+
 
 @pytest.mark.parametrize("name", ["lbc-release", "storage-ebs-csi", "storage-efs-csi"])
 def test_system_installs_wait_for_core_nodes(dev, name):

@@ -1,5 +1,6 @@
 """Every invalid config value fails before any resource is registered, naming key, value and what
 is allowed; several problems come back together."""
+
 import pytest
 
 from devkit.offline_run import run_program
@@ -10,8 +11,10 @@ from tests.support.program import rejected
 # The pinned Slurm release: the defaults these messages and references are checked against.
 R = versions.SLURM_RELEASE
 
-PRIVATE_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
-               "SECRETSECRETSECRET\n-----END OPENSSH PRIVATE KEY-----")
+PRIVATE_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+    "SECRETSECRETSECRET\n-----END OPENSSH PRIVATE KEY-----"
+)
 
 
 def test_dev_stack_is_valid(dev):
@@ -64,8 +67,9 @@ def test_availability_zone_outside_the_region_is_refused(value):
 def test_availability_zone_is_checked_against_the_regions_real_list():
     graph = run_program("dev")
     tokens = [t for t, args in graph.calls if t.endswith("getAvailabilityZones")]
-    assert tokens and all(args.get("region") == "us-west-2" for t, args in graph.calls
-                          if t.endswith("getAvailabilityZones"))
+    assert tokens and all(
+        args.get("region") == "us-west-2" for t, args in graph.calls if t.endswith("getAvailabilityZones")
+    )
 
 
 def test_unknown_region_is_refused():
@@ -80,13 +84,18 @@ def test_ssh_open_to_the_world_is_refused_by_default(world):
 
 
 def test_ssh_open_to_the_world_is_allowed_on_purpose():
-    graph = run_program("dev", {"sshAllowedCidrs": ["0.0.0.0/0"], "allowSshFromAnywhere": True,
-                                "apiAllowedCidrs": ["203.0.113.10/32"]})
+    graph = run_program(
+        "dev",
+        {
+            "sshAllowedCidrs": ["0.0.0.0/0"],
+            "allowSshFromAnywhere": True,
+            "apiAllowedCidrs": ["203.0.113.10/32"],
+        },
+    )
     assert graph.error is None
 
 
-@pytest.mark.parametrize("value", [["10.0.0.300/32"], ["10.0.0.1/33"], ["10.0.0.1/24"],
-                                   ["not-a-cidr"]])
+@pytest.mark.parametrize("value", [["10.0.0.300/32"], ["10.0.0.1/33"], ["10.0.0.1/24"], ["not-a-cidr"]])
 def test_malformed_ssh_cidrs_are_refused(value):
     msg = rejected(sshAllowedCidrs=value)
     assert "sshAllowedCidrs" in msg and value[0] in msg and "is not a CIDR block" in msg
@@ -106,15 +115,22 @@ def test_pasted_private_key_is_refused_without_echoing_it():
     assert "SECRETSECRET" not in msg and "b3BlbnNzaC1rZXkt" not in msg
 
 
-@pytest.mark.parametrize("value", ["hello", "ssh-ed25519 not-base64!!",
-                                   "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIHo5XTHwRWToEb42mcBir6wbQZm9zUSpHChjh8bS0mXM"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hello",
+        "ssh-ed25519 not-base64!!",
+        "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIHo5XTHwRWToEb42mcBir6wbQZm9zUSpHChjh8bS0mXM",
+    ],
+)
 def test_malformed_public_key_is_refused(value):
     assert "sshPublicKey" in rejected(sshPublicKey=value)
 
 
 def test_without_a_root_key_or_an_admin_user_the_stack_is_refused():
     assert "slinky-eks:sshPublicKey = '': a root key, or at least one user with admin: true" in rejected(
-        sshPublicKey=None)
+        sshPublicKey=None
+    )
 
 
 def test_chart_without_a_slurm_pairing_is_refused():
@@ -123,8 +139,11 @@ def test_chart_without_a_slurm_pairing_is_refused():
 
 
 def test_slurm_version_that_does_not_pair_with_the_chart_is_refused():
-    msg = rejected(slurmVersion="25.11.1", slurmdImageTag="25.11.1-torch",
-                   slurmdBaseImage="ghcr.io/slinkyproject/slurmd:25.11.1-ubuntu24.04")
+    msg = rejected(
+        slurmVersion="25.11.1",
+        slurmdImageTag="25.11.1-torch",
+        slurmdBaseImage="ghcr.io/slinkyproject/slurmd:25.11.1-ubuntu24.04",
+    )
     assert "slurmVersion = '25.11.1'" in msg and "runs Slurm 26.05.x" in msg
 
 
@@ -153,41 +172,67 @@ def test_admin_role_arns_must_be_role_arns():
 
 
 def test_all_problems_come_back_in_one_error():
-    msg = rejected(gpuInstanceType="m6i.2xlarge", gpuNodeCount="0", kubernetesVersion="1.20",
-                   sshAllowedCidrs=["0.0.0.0/0"], availabilityZone="eu-west-1a")
+    msg = rejected(
+        gpuInstanceType="m6i.2xlarge",
+        gpuNodeCount="0",
+        kubernetesVersion="1.20",
+        sshAllowedCidrs=["0.0.0.0/0"],
+        availabilityZone="eu-west-1a",
+    )
     assert msg.startswith("invalid stack configuration (5 problems)")
-    for key in ("gpuInstanceType", "gpuNodeCount", "kubernetesVersion", "sshAllowedCidrs",
-                "availabilityZone"):
+    for key in (
+        "gpuInstanceType",
+        "gpuNodeCount",
+        "kubernetesVersion",
+        "sshAllowedCidrs",
+        "availabilityZone",
+    ):
         assert f"slinky-eks:{key}" in msg
 
 
 @pytest.mark.parametrize("key", ["dlcBaseImage", "slurmdBaseImage"])
-@pytest.mark.parametrize("value", [f"ghcr.io/SlinkyProject/slurmd:{R}-ubuntu26.04",
-                                   f"ghcr.io/slinkyproject/slurmd:{R} ubuntu",
-                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:abc",
-                                   f"ghcr.io/slinkyproject//slurmd:{R}",
-                                   f"ghcr.io/slinkyproject/slurmd:-{R}",
-                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:" + "ab" * 20,
-                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:" + "AB" * 32,
-                                   f"ghcr.io/slinkyproject/slurmd:{R}-x@md5:" + "ab" * 32,
-                                   "ghcr.io/" + "s" * 250 + f":{R}-ubuntu26.04"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"ghcr.io/SlinkyProject/slurmd:{R}-ubuntu26.04",
+        f"ghcr.io/slinkyproject/slurmd:{R} ubuntu",
+        f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:abc",
+        f"ghcr.io/slinkyproject//slurmd:{R}",
+        f"ghcr.io/slinkyproject/slurmd:-{R}",
+        f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:" + "ab" * 20,
+        f"ghcr.io/slinkyproject/slurmd:{R}-x@sha256:" + "AB" * 32,
+        f"ghcr.io/slinkyproject/slurmd:{R}-x@md5:" + "ab" * 32,
+        "ghcr.io/" + "s" * 250 + f":{R}-ubuntu26.04",
+    ],
+)
 def test_base_images_must_be_image_references(key, value):
     msg = rejected(**{key: value})
     assert f"{key} = '{value}'" in msg and "an image reference" in msg
 
 
-@pytest.mark.parametrize("value", [f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04",
-                                   f"localhost:5000/slurmd:{R}-ubuntu24.04",
-                                   f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "0f" * 32])
+@pytest.mark.parametrize(
+    "value",
+    [
+        f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04",
+        f"localhost:5000/slurmd:{R}-ubuntu24.04",
+        f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "0f" * 32,
+    ],
+)
 def test_well_formed_base_image_references_are_accepted(value):
     assert run_program("dev", {"slurmdBaseImage": value}).error is None
 
 
-@pytest.mark.parametrize("value, why", [
-    (["api", "kubelet"], "'kubelet' is not one of api, audit, authenticator, controllerManager, scheduler"),
-    (["audit", "audit"], "'audit' is listed more than once"),
-    ("api", "a list of any of api, audit, authenticator, controllerManager, scheduler"),
-])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        (
+            ["api", "kubelet"],
+            "'kubelet' is not one of api, audit, authenticator, controllerManager, scheduler",
+        ),
+        (["audit", "audit"], "'audit' is listed more than once"),
+        ("api", "a list of any of api, audit, authenticator, controllerManager, scheduler"),
+    ],
+)
 def test_control_plane_log_types_must_be_eks_log_types(value, why):
     msg = rejected(controlPlaneLogTypes=value)
     assert f"slinky-eks:controlPlaneLogTypes = {value!r}: {why}" in msg
@@ -207,9 +252,17 @@ def test_flow_logs_destination_must_be_one_this_program_makes(value):
 
 
 def test_every_logging_problem_comes_back_in_one_error():
-    msg = rejected(controlPlaneLogTypes=["kubelet"], controlPlaneLogRetentionDays="10",
-                   flowLogsDestination="firehose", flowLogsRetentionDays="0")
+    msg = rejected(
+        controlPlaneLogTypes=["kubelet"],
+        controlPlaneLogRetentionDays="10",
+        flowLogsDestination="firehose",
+        flowLogsRetentionDays="0",
+    )
     assert msg.startswith("invalid stack configuration (4 problems)")
-    for key in ("controlPlaneLogTypes", "controlPlaneLogRetentionDays", "flowLogsDestination",
-                "flowLogsRetentionDays"):
+    for key in (
+        "controlPlaneLogTypes",
+        "controlPlaneLogRetentionDays",
+        "flowLogsDestination",
+        "flowLogsRetentionDays",
+    ):
         assert f"slinky-eks:{key}" in msg

@@ -1,12 +1,15 @@
 """The same config yields identical resource inputs on every run (no perpetual diffs)."""
+
 import json
 
 from devkit.offline_run import run_program
 
 
 def _snapshot(graph):
-    return sorted((r.type, r.name, json.dumps(r.inputs, sort_keys=True, default=str),
-                   sorted(r.dependencies)) for r in graph.resources)
+    return sorted(
+        (r.type, r.name, json.dumps(r.inputs, sort_keys=True, default=str), sorted(r.dependencies))
+        for r in graph.resources
+    )
 
 
 def test_two_runs_register_identical_inputs():

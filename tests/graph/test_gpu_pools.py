@@ -2,6 +2,7 @@
 AZ, a NodeSet with its GRES and device requests from the catalog, a partition named after it, and
 its cluster.env; the default partition `all` over every pool; the preflight per pool, quotas summed
 per family; outputs listing the pools."""
+
 import subprocess
 
 import pytest
@@ -12,8 +13,10 @@ from model import catalog, gpu_pools
 from model.preflight import ON_DEMAND_STANDARD
 from tests.support.dev_graph_snapshot import snapshot
 
-TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
-             {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
+TWO_POOLS = [
+    {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
+    {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2},
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +34,7 @@ def _gpu_groups(graph):
 
 
 # Node groups
+
 
 def test_each_pool_has_its_own_gpu_node_group_of_its_type_and_size(two):
     groups = _gpu_groups(two)
@@ -72,7 +76,9 @@ def test_a_pool_in_another_zone_gets_that_zones_subnet_and_the_vpc_a_subnet_ther
     graph = run_program("dev", {"gpuPools": pools})
     assert graph.named("nodes-gpu-train").inputs["subnetIds"] == ["network-private-us-west-2d-id"]
     assert graph.named("nodes-gpu-infer").inputs["subnetIds"] == ["network-private-us-west-2a-id"]
-    private = [s.inputs["availabilityZone"] for s in graph.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name]
+    private = [
+        s.inputs["availabilityZone"] for s in graph.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name
+    ]
     assert private == ["us-west-2a", "us-west-2b", "us-west-2d"]  # the cluster's two zones stay
 
 
@@ -84,11 +90,14 @@ def test_every_pool_is_tainted_and_labelled_with_its_pool(two):
 
 
 def test_a_gpu_pools_list_with_one_pool_named_slinky_is_the_dev_stack(dev):
-    graph = run_program("dev", {"gpuPools": [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2}]})
+    graph = run_program(
+        "dev", {"gpuPools": [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2}]}
+    )
     assert snapshot(graph) == snapshot(dev)
 
 
 # Slurm: NodeSets and partitions
+
 
 def test_each_pool_has_a_nodeset_with_its_gres_and_device_requests(values):
     assert set(values["nodesets"]) == {"infer", "train"}
@@ -96,13 +105,18 @@ def test_each_pool_has_a_nodeset_with_its_gres_and_device_requests(values):
         gpu, nodeset = catalog.CATALOG[type_], values["nodesets"][pool]
         assert nodeset["extraConfMap"]["Gres"] == [gpu.gres]
         assert nodeset["slurmd"]["resources"]["limits"] == {
-            "nvidia.com/gpu": gpu.gpus, "vpc.amazonaws.com/efa": gpu.efa_interfaces}
+            "nvidia.com/gpu": gpu.gpus,
+            "vpc.amazonaws.com/efa": gpu.efa_interfaces,
+        }
     assert values["nodesets"]["train"]["replicas"] == 2 and values["nodesets"]["infer"]["replicas"] == 1
 
 
 def test_each_nodeset_selects_its_pools_nodes(two, values):
     for pool in ("infer", "train"):
-        assert values["nodesets"][pool]["podSpec"]["nodeSelector"] == two.named(f"nodes-gpu-{pool}").inputs["labels"]
+        assert (
+            values["nodesets"][pool]["podSpec"]["nodeSelector"]
+            == two.named(f"nodes-gpu-{pool}").inputs["labels"]
+        )
 
 
 def test_each_pool_has_its_partition_and_all_is_the_default_over_every_pool(values):
@@ -115,15 +129,20 @@ def test_each_pool_has_its_partition_and_all_is_the_default_over_every_pool(valu
 
 def test_the_chart_renders_three_partitions_into_slurm_conf(two):
     from devkit.chart_render import render_graph_releases
+
     (controller,) = [o for o in render_graph_releases(two)["slurm"] if o["kind"] == "Controller"]
-    lines = [line for line in controller["spec"]["extraConf"].splitlines() if line.startswith("PartitionName=")]
+    lines = [
+        line for line in controller["spec"]["extraConf"].splitlines() if line.startswith("PartitionName=")
+    ]
     assert sorted(lines) == [
         "PartitionName=all Nodes=infer,train Default=YES MaxTime=UNLIMITED State=UP",
         "PartitionName=infer Nodes=infer MaxTime=UNLIMITED State=UP",
-        "PartitionName=train Nodes=train MaxTime=UNLIMITED State=UP"]
+        "PartitionName=train Nodes=train MaxTime=UNLIMITED State=UP",
+    ]
 
 
 # cluster.env per pool
+
 
 def _staged(graph):
     (cm,) = [r for r in graph.of_type("kubernetes:core/v1:ConfigMap") if r.name == "jobs-files"]
@@ -145,7 +164,9 @@ def _source_cluster_env(tmp_path, data, node):
     return subprocess.run(
         ["bash", "-c", 'source "$JOBS_DIR/cluster.env" && echo "$SLINKY_EKS_INSTANCE_TYPE"'],
         env={"JOBS_DIR": str(tmp_path), "SLURMD_NODENAME": node, "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True)
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.mark.parametrize("node, type_", [("infer-0", "g6e.12xlarge"), ("train-1", "p5.48xlarge")])
@@ -161,21 +182,46 @@ def test_cluster_env_on_a_node_of_no_pool_fails_naming_it(two, tmp_path):
 
 # Outputs
 
+
 def test_outputs_list_the_pools(two):
     assert two.output("gpuPools") == [
-        {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1, "minNodes": 1, "maxNodes": 1,
-         "availabilityZone": "us-west-2a",
-         "partition": "infer", "nodeSet": "slurm-worker-infer"},
-        {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2, "minNodes": 2, "maxNodes": 2,
-         "availabilityZone": "us-west-2a",
-         "partition": "train", "nodeSet": "slurm-worker-train"}]
+        {
+            "name": "infer",
+            "instanceType": "g6e.12xlarge",
+            "nodeCount": 1,
+            "minNodes": 1,
+            "maxNodes": 1,
+            "availabilityZone": "us-west-2a",
+            "partition": "infer",
+            "nodeSet": "slurm-worker-infer",
+        },
+        {
+            "name": "train",
+            "instanceType": "p5.48xlarge",
+            "nodeCount": 2,
+            "minNodes": 2,
+            "maxNodes": 2,
+            "availabilityZone": "us-west-2a",
+            "partition": "train",
+            "nodeSet": "slurm-worker-train",
+        },
+    ]
     assert two.output("gpuNodeCount") == 3
 
 
 def test_the_dev_stack_lists_its_one_pool(dev):
-    assert dev.output("gpuPools") == [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2,
-                                       "minNodes": 2, "maxNodes": 2, "availabilityZone": "us-west-2a", "partition": "slinky",
-                                       "nodeSet": "slurm-worker-slinky"}]
+    assert dev.output("gpuPools") == [
+        {
+            "name": "slinky",
+            "instanceType": "g6.12xlarge",
+            "nodeCount": 2,
+            "minNodes": 2,
+            "maxNodes": 2,
+            "availabilityZone": "us-west-2a",
+            "partition": "slinky",
+            "nodeSet": "slurm-worker-slinky",
+        }
+    ]
 
 
 def test_each_listed_partition_holds_exactly_its_pools_nodeset(two, values):
@@ -185,7 +231,9 @@ def test_each_listed_partition_holds_exactly_its_pools_nodeset(two, values):
 
 def test_each_listed_nodeset_is_the_one_its_readiness_job_waits_for(two):
     for pool in two.output("gpuPools"):
-        command = two.named(f"slurm-ready-job-{pool['name']}").inputs["spec"]["template"]["spec"]["containers"][0]["command"]
+        command = two.named(f"slurm-ready-job-{pool['name']}").inputs["spec"]["template"]["spec"][
+            "containers"
+        ][0]["command"]
         assert command[command.index("--nodeset") + 1] == pool["nodeSet"]
 
 
@@ -196,6 +244,7 @@ def test_a_pool_listed_in_another_zone_says_so():
 
 
 # Preflight per pool
+
 
 def _refused(pools, account=DEV) -> str:
     graph = run_program("dev", {"gpuPools": pools}, expect_error=True, account=account)
@@ -217,30 +266,44 @@ def test_a_pool_zone_outside_the_region_is_refused():
 
 def test_quotas_are_summed_over_the_pools_of_a_family():
     # 3 x p5.48xlarge = 576 vCPUs of the P quota; each pool alone (192, 384) would fit in 400.
-    pools = [{"name": "a", "instanceType": "p5.48xlarge", "nodeCount": 1},
-             {"name": "b", "instanceType": "p5.48xlarge", "nodeCount": 2}, TWO_POOLS[0]]
+    pools = [
+        {"name": "a", "instanceType": "p5.48xlarge", "nodeCount": 1},
+        {"name": "b", "instanceType": "p5.48xlarge", "nodeCount": 2},
+        TWO_POOLS[0],
+    ]
     msg = _refused(pools, DEV.but(quotas={"L-417A185B": 400.0, "L-DB2E81BA": 768.0}))
     assert "(1 problem)" in msg and "a: 1 x p5.48xlarge + b: 2 x p5.48xlarge need 576 vCPUs" in msg
     assert "(L-417A185B)" in msg and "which is 400" in msg
 
 
 def test_pools_of_different_families_count_against_their_own_quotas(two):
-    codes = sorted(a["quotaCode"] for t, a in two.calls if t.endswith("getServiceQuota")
-                   and a["quotaCode"] != ON_DEMAND_STANDARD[0])  # the core nodes' quota
+    codes = sorted(
+        a["quotaCode"]
+        for t, a in two.calls
+        if t.endswith("getServiceQuota") and a["quotaCode"] != ON_DEMAND_STANDARD[0]
+    )  # the core nodes' quota
     assert codes == ["L-417A185B", "L-DB2E81BA"]
 
 
 def test_pools_in_every_zone_of_the_region_with_the_most_zones_each_get_a_subnet():
     # us-east-1 has six AZs; us-east-1e is use1-az3 in this account, where EKS places none.
-    pools = [{"name": f"p{z}", "instanceType": "g6.12xlarge", "nodeCount": 1, "availabilityZone": f"us-east-1{z}"}
-             for z in "abcdf"]
-    graph = run_program("dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a", "gpuPools": pools})
-    private = {s.inputs["availabilityZone"]: s.inputs["cidrBlock"]
-               for s in graph.of_type("aws:ec2/subnet:Subnet") if "-private-" in s.name}
+    pools = [
+        {"name": f"p{z}", "instanceType": "g6.12xlarge", "nodeCount": 1, "availabilityZone": f"us-east-1{z}"}
+        for z in "abcdf"
+    ]
+    graph = run_program(
+        "dev", {"aws:region": "us-east-1", "availabilityZone": "us-east-1a", "gpuPools": pools}
+    )
+    private = {
+        s.inputs["availabilityZone"]: s.inputs["cidrBlock"]
+        for s in graph.of_type("aws:ec2/subnet:Subnet")
+        if "-private-" in s.name
+    }
     assert sorted(private) == [f"us-east-1{z}" for z in "abcdf"] and len(set(private.values())) == 5
 
 
 # Config errors
+
 
 def test_duplicate_pool_names_are_refused():
     msg = _refused([TWO_POOLS[0], {**TWO_POOLS[1], "name": "infer"}])
@@ -255,13 +318,18 @@ def test_invalid_pool_names_are_refused(name):
 
 def test_a_pool_name_that_begins_with_another_pools_name_and_a_dash_is_refused():
     msg = _refused([{**TWO_POOLS[0], "name": "train-big"}, TWO_POOLS[1]])
-    assert "gpuPools[0].name = 'train-big': a name that does not begin with another pool's name and '-'" in msg
+    assert (
+        "gpuPools[0].name = 'train-big': a name that does not begin with another pool's name and '-'" in msg
+    )
     assert "gpuPools[1] is 'train'" in msg
 
 
 def test_pool_names_that_merely_share_a_beginning_pass():
     graph = run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": "trainer"}, TWO_POOLS[1]]})
-    assert {r.name for r in graph.of_type("aws:eks/nodeGroup:NodeGroup")} >= {"nodes-gpu-trainer", "nodes-gpu-train"}
+    assert {r.name for r in graph.of_type("aws:eks/nodeGroup:NodeGroup")} >= {
+        "nodes-gpu-trainer",
+        "nodes-gpu-train",
+    }
 
 
 def test_the_name_of_the_default_partition_is_refused_as_a_pool_name():
@@ -269,23 +337,33 @@ def test_the_name_of_the_default_partition_is_refused_as_a_pool_name():
     assert "gpuPools[0].name = 'all'" in msg and "the partition over every pool" in msg
 
 
-@pytest.mark.parametrize("type_, why", [("m6i.2xlarge", "not an NVIDIA GPU instance type"),
-                                        ("g6.4xlarge", "a GPU size without EFA"),
-                                        ("g7.48xlarge", "GPU model name cannot be sourced"),
-                                        ("p3dn.24xlarge", "compute capability 7.0")])
+@pytest.mark.parametrize(
+    "type_, why",
+    [
+        ("m6i.2xlarge", "not an NVIDIA GPU instance type"),
+        ("g6.4xlarge", "a GPU size without EFA"),
+        ("g7.48xlarge", "GPU model name cannot be sourced"),
+        ("p3dn.24xlarge", "compute capability 7.0"),
+    ],
+)
 def test_a_pool_type_outside_the_catalog_is_refused(type_, why):
     msg = _refused([{**TWO_POOLS[0], "instanceType": type_}])
     assert f"gpuPools[0].instanceType = {type_!r}" in msg and why in msg and "p5.48xlarge" in msg
 
 
 def test_more_pools_than_eks_allows_node_groups_are_refused():
-    pools = [{"name": f"p{i}", "instanceType": "g6.12xlarge", "nodeCount": 1} for i in range(gpu_pools.MAX_POOLS + 1)]
+    pools = [
+        {"name": f"p{i}", "instanceType": "g6.12xlarge", "nodeCount": 1}
+        for i in range(gpu_pools.MAX_POOLS + 1)
+    ]
     msg = _refused(pools)
     assert f"gpuPools = '{gpu_pools.MAX_POOLS + 1} pools': at most {gpu_pools.MAX_POOLS}" in msg
 
 
 def test_as_many_pools_as_allowed_pass_the_pool_rules():
-    pools = [{"name": f"p{i}", "instanceType": "g6.12xlarge", "nodeCount": 1} for i in range(gpu_pools.MAX_POOLS)]
+    pools = [
+        {"name": f"p{i}", "instanceType": "g6.12xlarge", "nodeCount": 1} for i in range(gpu_pools.MAX_POOLS)
+    ]
     assert gpu_pools.pools_from_config(pools, "us-west-2a", 400)[1] == []
 
 

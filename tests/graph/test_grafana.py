@@ -1,6 +1,7 @@
 """What the Grafana component registers: a role that may only query the one workspace, the Pod
 Identity association of Grafana's service account, the admin password drawn once and kept secret,
 and one ConfigMap per dashboard file holding that file."""
+
 import json
 
 import pytest
@@ -30,8 +31,11 @@ def unprovisioned(graph, files) -> list[str]:
 
 def test_the_role_may_only_query_the_one_workspace(graph):
     (statement,) = statements(graph, "grafana-policy")
-    assert statement == {"Effect": "Allow", "Resource": WORKSPACE_ARN,
-                         "Action": ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"]}
+    assert statement == {
+        "Effect": "Allow",
+        "Resource": WORKSPACE_ARN,
+        "Action": ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"],
+    }
 
 
 def test_the_role_has_no_managed_policy(graph):
@@ -44,13 +48,17 @@ def test_the_role_trusts_only_grafanas_service_account(graph):
     assert statement["Condition"]["StringEquals"] == {
         "aws:RequestTag/eks-cluster-name": CLUSTER,
         "aws:RequestTag/kubernetes-namespace": dashboards.NAMESPACE,
-        "aws:RequestTag/kubernetes-service-account": dashboards.SERVICE_ACCOUNT}
+        "aws:RequestTag/kubernetes-service-account": dashboards.SERVICE_ACCOUNT,
+    }
 
 
 def test_the_association_gives_the_role_to_grafanas_service_account(graph):
     association = graph.named("grafana-identity").inputs
     assert (association["clusterName"], association["namespace"], association["serviceAccount"]) == (
-        CLUSTER, dashboards.NAMESPACE, dashboards.SERVICE_ACCOUNT)
+        CLUSTER,
+        dashboards.NAMESPACE,
+        dashboards.SERVICE_ACCOUNT,
+    )
     assert association["roleArn"] == "arn:aws:iam::123456789012:role/grafana-role"
 
 
@@ -99,7 +107,9 @@ def test_a_changed_dashboard_file_changes_its_configmap(monkeypatch, tmp_path):
     (tmp_path / "gpus.json").write_text('{"title": "GPUs", "version": 2}')
     monkeypatch.setattr(dashboards, "dashboard_files", lambda: sorted(tmp_path.glob("*.json")))
     changed = grafana_graph()
-    assert changed.named("grafana-dashboard-gpus").inputs["data"] == {"gpus.json": '{"title": "GPUs", "version": 2}'}
+    assert changed.named("grafana-dashboard-gpus").inputs["data"] == {
+        "gpus.json": '{"title": "GPUs", "version": 2}'
+    }
     assert unprovisioned(changed, dashboards.dashboard_files()) == []
 
 
@@ -121,6 +131,7 @@ def test_a_dashboard_too_big_for_a_configmap_is_refused(tmp_path):
 def test_two_runs_register_identical_inputs():
     def inputs(graph):
         return {r.name: r.inputs for r in graph.resources}
+
     assert inputs(grafana_graph()) == inputs(grafana_graph())
 
 
@@ -133,9 +144,12 @@ def test_the_query_policy_names_the_workspace_it_is_given():
 # As the program wires it (__main__.py): over the store's workspace, its outputs, and gone with
 # `metrics: false`.
 
+
 def test_the_program_points_grafana_at_the_stores_workspace(dev):
     (statement,) = statements(dev, "grafana-policy")
-    (source,) = dev.named("grafana-release").inputs["values"]["datasources"]["datasources.yaml"]["datasources"]
+    (source,) = dev.named("grafana-release").inputs["values"]["datasources"]["datasources.yaml"][
+        "datasources"
+    ]
     assert source["url"] == dev.output("metricsQueryEndpoint")
     workspace_id = source["url"].rstrip("/").rsplit("/", 1)[1]
     assert statement["Resource"] == f"arn:aws:aps:us-west-2:123456789012:workspace/{workspace_id}"
@@ -143,6 +157,7 @@ def test_the_program_points_grafana_at_the_stores_workspace(dev):
 
 def test_the_program_exports_grafanas_outputs(dev):
     from devkit.offline_run import LOGIN_HOSTNAME
+
     assert dev.output("grafanaUrl") == dashboards.url()
     # The dev stack keeps its root key: the tunnel logs in as sshCommand does, root.
     assert dev.output("sshCommand") == f"ssh root@{LOGIN_HOSTNAME}"
@@ -156,12 +171,15 @@ def test_grafana_waits_for_the_core_nodes_and_the_pod_identity_agent(dev):
     for node_group in dev.of_type("aws:eks/nodeGroup:NodeGroup"):
         if node_group.name == "nodes-core":
             assert dev.depends_on(release, node_group)
-    agent = [r for r in dev.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == "eks-pod-identity-agent"]
+    agent = [
+        r for r in dev.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == "eks-pod-identity-agent"
+    ]
     assert agent and dev.depends_on(association, agent[0])
 
 
 def test_metrics_false_builds_no_grafana():
     from devkit.offline_run import run_program
+
     graph = run_program("dev", {"metrics": "false"})
     # Resources only: the mocked engine keeps one root stack per process, whose outputs earlier
     # runs of the same process have already set.

@@ -1,5 +1,6 @@
 """The slurmd image is pulled onto the GPU nodes as soon as they and the image exist, by a pod that
 holds no GPU, and the NodeSet's pods find it in the cache."""
+
 import pytest
 
 from devkit.offline_run import run_program
@@ -26,8 +27,8 @@ def test_prepull_pulls_exactly_the_image_slurmd_runs(dev, prepull):
 def test_chart_renders_a_digest_reference_the_way_the_prepull_names_it(shared_ref):
     # SlinkyProject/slurm-operator v1.2.1 helm/slurm/templates/_helpers.tpl, "slurm.format-image".
     helpers = (shared_ref / "charts/slurm-1.2.1/templates/_helpers.tpl").read_text()
-    block = helpers[helpers.index('define "slurm.format-image"'):]
-    assert 'printf "%s@%s" $repository $digest' in block[:block.index("{{- end -}}\n{{- end -}}")]
+    block = helpers[helpers.index('define "slurm.format-image"') :]
+    assert 'printf "%s@%s" $repository $digest' in block[: block.index("{{- end -}}\n{{- end -}}")]
 
 
 def test_prepull_runs_on_every_gpu_node_through_the_taint(dev, prepull):
@@ -64,8 +65,9 @@ def test_prepull_starts_once_the_gpu_nodes_and_the_image_exist(dev, prepull):
     assert dev.depends_on(prepull, dev.named("slurmd-build"))
 
 
-@pytest.mark.parametrize("installs", ["slinky-cert-manager", "slinky-operator", "slurm-release",
-                                      "devices-nvidia", "nodes-core"])
+@pytest.mark.parametrize(
+    "installs", ["slinky-cert-manager", "slinky-operator", "slurm-release", "devices-nvidia", "nodes-core"]
+)
 def test_prepull_does_not_wait_for_the_operator_or_the_release(dev, prepull, installs):
     assert not dev.depends_on(prepull, dev.named(installs))
 

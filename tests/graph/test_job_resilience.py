@@ -1,6 +1,7 @@
 """A failed Job never wedges later `up`s: every Kubernetes Job in the graph is replaced when it
 did not complete, has a deadline of its own, and is awaited a little longer than that deadline.
 Annotation names: pulumi-kubernetes provider/pkg/metadata/annotations.go (v4.x)."""
+
 import copy
 
 import pytest
@@ -16,7 +17,7 @@ def job_problems(job_inputs) -> list[str]:
     deadline = int(deadline) if isinstance(deadline, (int, float)) and deadline == int(deadline) else None
     problems = []
     if annotations.get("pulumi.com/replaceUnready") != "true":
-        problems.append("no pulumi.com/replaceUnready: \"true\"")
+        problems.append('no pulumi.com/replaceUnready: "true"')
     if deadline is None or deadline <= 0:
         problems.append("no activeDeadlineSeconds")
     timeout = annotations.get("pulumi.com/timeoutSeconds")
@@ -40,15 +41,28 @@ def test_the_staging_job_has_a_deadline_of_its_own(dev):
     assert dev.named("jobs-copy").inputs["spec"]["activeDeadlineSeconds"] == 600
 
 
-@pytest.mark.parametrize("breakage,problem", [
-    (lambda j: j["metadata"]["annotations"].pop("pulumi.com/replaceUnready"), "no pulumi.com/replaceUnready"),
-    (lambda j: j["metadata"]["annotations"].update({"pulumi.com/replaceUnready": "false"}),
-     "no pulumi.com/replaceUnready"),
-    (lambda j: j["spec"].pop("activeDeadlineSeconds"), "no activeDeadlineSeconds"),
-    (lambda j: j["metadata"]["annotations"].pop("pulumi.com/timeoutSeconds"), "no pulumi.com/timeoutSeconds"),
-    (lambda j: j["metadata"]["annotations"].update({"pulumi.com/timeoutSeconds": "600"}),
-     "pulumi.com/timeoutSeconds 600 ends before the deadline 600"),
-])
+@pytest.mark.parametrize(
+    "breakage,problem",
+    [
+        (
+            lambda j: j["metadata"]["annotations"].pop("pulumi.com/replaceUnready"),
+            "no pulumi.com/replaceUnready",
+        ),
+        (
+            lambda j: j["metadata"]["annotations"].update({"pulumi.com/replaceUnready": "false"}),
+            "no pulumi.com/replaceUnready",
+        ),
+        (lambda j: j["spec"].pop("activeDeadlineSeconds"), "no activeDeadlineSeconds"),
+        (
+            lambda j: j["metadata"]["annotations"].pop("pulumi.com/timeoutSeconds"),
+            "no pulumi.com/timeoutSeconds",
+        ),
+        (
+            lambda j: j["metadata"]["annotations"].update({"pulumi.com/timeoutSeconds": "600"}),
+            "pulumi.com/timeoutSeconds 600 ends before the deadline 600",
+        ),
+    ],
+)
 def test_a_job_that_could_wedge_an_up_is_found(dev, breakage, problem):
     job = copy.deepcopy(dev.named("jobs-copy").inputs)
     breakage(job)

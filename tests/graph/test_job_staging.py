@@ -1,4 +1,5 @@
 """`pulumi up` puts the jobs and their catalog-derived environment onto /shared."""
+
 import re
 import subprocess
 
@@ -22,13 +23,24 @@ def copy_job(dev):
 
 
 def _env(cm) -> dict[str, str]:
-    return dict(re.findall(r'^\[ -n "\$\{\w+\+set\}" \] \|\| export (\w+)=(.*)$', cm.inputs["data"]["cluster.env"], re.M))
+    return dict(
+        re.findall(
+            r'^\[ -n "\$\{\w+\+set\}" \] \|\| export (\w+)=(.*)$', cm.inputs["data"]["cluster.env"], re.M
+        )
+    )
 
 
 def test_every_job_file_is_staged(bundle):
     assert set(job_files()) <= set(bundle.inputs["data"])
-    for name in ("sanity.sbatch", "nccl-tests-build.sbatch", "nccl-allreduce.sbatch",
-                 "nccl-allgather.sbatch", "finetune.sbatch", "train.py", "lib__job-env.sh"):
+    for name in (
+        "sanity.sbatch",
+        "nccl-tests-build.sbatch",
+        "nccl-allreduce.sbatch",
+        "nccl-allgather.sbatch",
+        "finetune.sbatch",
+        "train.py",
+        "lib__job-env.sh",
+    ):
         assert name in bundle.inputs["data"]
 
 
@@ -60,7 +72,10 @@ def test_a_changed_job_is_staged_again_on_the_next_up(bundle, copy_job):
 
 
 def test_unchanged_jobs_keep_their_names(copy_job):
-    assert run_program("dev").named("jobs-copy").inputs["metadata"]["name"] == copy_job.inputs["metadata"]["name"]
+    assert (
+        run_program("dev").named("jobs-copy").inputs["metadata"]["name"]
+        == copy_job.inputs["metadata"]["name"]
+    )
 
 
 def test_copy_job_writes_onto_the_shared_claim_and_is_awaited(copy_job, bundle):
@@ -106,9 +121,14 @@ def test_jobs_carry_no_instance_specific_values():
 
 
 def test_an_instance_value_outside_an_override_example_is_found():
-    text = ("#   EXPECT_EFA=0 GPUS_PER_NODE=2 sbatch finetune.sbatch\n"
-            "# runs with GPUS_PER_NODE=2 on g7e.12xlarge\nexport GPUS_PER_NODE=2\n")
-    assert instance_values_in(text, {"GPUS_PER_NODE=2", "g7e.12xlarge"}) == ["GPUS_PER_NODE=2", "g7e.12xlarge"]
+    text = (
+        "#   EXPECT_EFA=0 GPUS_PER_NODE=2 sbatch finetune.sbatch\n"
+        "# runs with GPUS_PER_NODE=2 on g7e.12xlarge\nexport GPUS_PER_NODE=2\n"
+    )
+    assert instance_values_in(text, {"GPUS_PER_NODE=2", "g7e.12xlarge"}) == [
+        "GPUS_PER_NODE=2",
+        "g7e.12xlarge",
+    ]
     assert instance_values_in(text.splitlines()[0], {"GPUS_PER_NODE=2"}) == []
 
 
@@ -116,8 +136,21 @@ def test_environment_file_keeps_nccl_tests_mpi_on_tcp_bootstrap(bundle, tmp_path
     env_file = tmp_path / "cluster.env"
     env_file.write_text(bundle.inputs["data"]["cluster.env"])
     names = ("OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_btl_tcp_if_exclude", "PMIX_MCA_gds")
-    shown = subprocess.run(["env", "-i", "bash", "-c", f"source {env_file}; " +
-                            "; ".join(f'echo "{n}=${{{n}}}"' for n in names)],
-                           capture_output=True, text=True, check=True).stdout.split()
-    assert shown == ["OMPI_MCA_pml=^ucx", "OMPI_MCA_btl=tcp,self",
-                     "OMPI_MCA_btl_tcp_if_exclude=lo,docker0,veth_def_agent", "PMIX_MCA_gds=hash"]
+    shown = subprocess.run(
+        [
+            "env",
+            "-i",
+            "bash",
+            "-c",
+            f"source {env_file}; " + "; ".join(f'echo "{n}=${{{n}}}"' for n in names),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert shown == [
+        "OMPI_MCA_pml=^ucx",
+        "OMPI_MCA_btl=tcp,self",
+        "OMPI_MCA_btl_tcp_if_exclude=lo,docker0,veth_def_agent",
+        "PMIX_MCA_gds=hash",
+    ]

@@ -1,5 +1,6 @@
 """Every Kubernetes object the program creates directly validates against the upstream OpenAPI
 schema of the configured Kubernetes version."""
+
 import datetime
 
 import kubernetes_validate
@@ -36,6 +37,13 @@ def test_objects_validate_for_every_offered_version(version):
 
 def test_schema_validation_catches_a_misplaced_field():
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                      "metadata": {"name": "x"},
-                                      "spec": {"accessMode": ["ReadWriteMany"]}}, "1.36", strict=True)
+        kubernetes_validate.validate(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": "x"},
+                "spec": {"accessMode": ["ReadWriteMany"]},
+            },
+            "1.36",
+            strict=True,
+        )

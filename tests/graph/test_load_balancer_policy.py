@@ -2,6 +2,7 @@
 the pinned version (kubernetes-sigs/aws-load-balancer-controller docs/install/iam_policy.json at
 v3.5.0, read in place from the reference data), less actions only Ingresses (ALBs) use, with the
 writes NARROWED lists scoped to this VPC and this account's load balancers."""
+
 import copy
 import fnmatch
 import json
@@ -54,7 +55,7 @@ NARROWED = {
     "elasticloadbalancing:AddTags": "on listeners only at creation with the tag, or on tagged NLB listeners",
     "elasticloadbalancing:RemoveTags": "on listeners only on tagged NLB listeners",
 }
-ACCOUNT, REGION = "123456789012", "us-west-2"   # the mocks' (devkit/offline_run.py)
+ACCOUNT, REGION = "123456789012", "us-west-2"  # the mocks' (devkit/offline_run.py)
 VPC_ARN = f"arn:aws:ec2:{REGION}:{ACCOUNT}:vpc/network-vpc-id"
 
 
@@ -76,12 +77,16 @@ def _narrower(grant, than) -> bool:
     if action != than[0] or not all(any(fnmatch.fnmatchcase(r, p) for p in than[1]) for r in resources):
         return False
     mine, theirs = json.loads(condition), json.loads(than[2])
-    return all(key in mine.get(op, {}) and mine[op][key] == value
-               for op, keys in theirs.items() for key, value in keys.items())
+    return all(
+        key in mine.get(op, {}) and mine[op][key] == value
+        for op, keys in theirs.items()
+        for key, value in keys.items()
+    )
 
 
-def policy_differences(ours: dict, upstream: dict, left_out: dict = ALB_ONLY,
-                       narrowed: dict = NARROWED) -> list[str]:
+def policy_differences(
+    ours: dict, upstream: dict, left_out: dict = ALB_ONLY, narrowed: dict = NARROWED
+) -> list[str]:
     """Upstream statement by statement: every grant (action on resources under a condition) that
     ours lacks, then every grant of ours upstream does not make. An action of `narrowed` may
     instead be granted by narrower grants only: each no wider than an upstream grant of it."""
@@ -95,14 +100,18 @@ def policy_differences(ours: dict, upstream: dict, left_out: dict = ALB_ONLY,
                 continue
             theirs.add(grant)
             if grant not in mine and grant[0] not in narrowed:
-                problems.append(f"upstream statement {i}: {grant[0]} on {list(grant[1])} "
-                                f"with condition {grant[2]} is missing")
+                problems.append(
+                    f"upstream statement {i}: {grant[0]} on {list(grant[1])} "
+                    f"with condition {grant[2]} is missing"
+                )
     for action in sorted(narrowed):
         if not any(g[0] == action for g in mine):
             problems.append(f"{action} is not granted at all (narrowed: {narrowed[action]})")
-    problems += [f"{a} on {list(r)} with condition {c} is not in the upstream policy"
-                 for a, r, c in sorted(mine - theirs)
-                 if a not in narrowed or not any(_narrower((a, r, c), t) for t in theirs)]
+    problems += [
+        f"{a} on {list(r)} with condition {c} is not in the upstream policy"
+        for a, r, c in sorted(mine - theirs)
+        if a not in narrowed or not any(_narrower((a, r, c), t) for t in theirs)
+    ]
     return problems
 
 
@@ -127,8 +136,15 @@ def test_every_left_out_action_is_an_upstream_action_ours_does_not_grant(ours, u
     assert set(ALB_ONLY) & our_actions == set()
 
 
-@pytest.mark.parametrize("action", ["ec2:DeleteSecurityGroup", "elasticloadbalancing:DeleteLoadBalancer",
-                                    "elasticloadbalancing:CreateTargetGroup", "ec2:CreateTags"])
+@pytest.mark.parametrize(
+    "action",
+    [
+        "ec2:DeleteSecurityGroup",
+        "elasticloadbalancing:DeleteLoadBalancer",
+        "elasticloadbalancing:CreateTargetGroup",
+        "ec2:CreateTags",
+    ],
+)
 def test_deletes_and_creates_are_fenced_by_the_cluster_tag(ours, action):
     for statement in ours["Statement"]:
         if action in _list(statement["Action"]):
@@ -138,7 +154,9 @@ def test_deletes_and_creates_are_fenced_by_the_cluster_tag(ours, action):
 def test_a_missing_action_is_found(ours, upstream):
     broken = copy.deepcopy(ours)
     for statement in broken["Statement"]:
-        statement["Action"] = [a for a in _list(statement["Action"]) if a != "elasticloadbalancing:SetSubnets"]
+        statement["Action"] = [
+            a for a in _list(statement["Action"]) if a != "elasticloadbalancing:SetSubnets"
+        ]
     (problem,) = policy_differences(broken, upstream)
     assert problem.startswith("upstream statement 12: elasticloadbalancing:SetSubnets")
 
@@ -151,7 +169,8 @@ def test_a_dropped_condition_is_found(ours, upstream):
     # Its rule changes stay narrower than upstream's unconditioned ones; the delete does not.
     assert policy_differences(broken, upstream) == [
         f"ec2:DeleteSecurityGroup on ['arn:aws:ec2:{REGION}:{ACCOUNT}:security-group/*'] with condition {{}} "
-        "is not in the upstream policy"]
+        "is not in the upstream policy"
+    ]
 
 
 def test_a_loosened_condition_is_found(ours, upstream):
@@ -159,8 +178,10 @@ def test_a_loosened_condition_is_found(ours, upstream):
     for statement in broken["Statement"]:
         if "elasticloadbalancing:CreateLoadBalancer" in _list(statement["Action"]):
             statement["Condition"] = {"Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "true"}}
-    assert any(p.startswith("upstream statement 8: elasticloadbalancing:CreateLoadBalancer")
-               for p in policy_differences(broken, upstream))
+    assert any(
+        p.startswith("upstream statement 8: elasticloadbalancing:CreateLoadBalancer")
+        for p in policy_differences(broken, upstream)
+    )
 
 
 def test_a_widened_resource_is_found(ours, upstream):
@@ -168,23 +189,28 @@ def test_a_widened_resource_is_found(ours, upstream):
     for statement in broken["Statement"]:
         if "elasticloadbalancing:RegisterTargets" in _list(statement["Action"]):
             statement["Resource"] = "*"
-    assert any(p.startswith("upstream statement 14: elasticloadbalancing:RegisterTargets")
-               for p in policy_differences(broken, upstream))
+    assert any(
+        p.startswith("upstream statement 14: elasticloadbalancing:RegisterTargets")
+        for p in policy_differences(broken, upstream)
+    )
 
 
 def test_an_alb_only_action_granted_anyway_is_found(ours, upstream):
     broken = copy.deepcopy(ours)
     broken["Statement"].append({"Effect": "Allow", "Action": "wafv2:AssociateWebACL", "Resource": "*"})
     assert policy_differences(broken, upstream) == [
-        "wafv2:AssociateWebACL on ['*'] with condition {} is not in the upstream policy"]
+        "wafv2:AssociateWebACL on ['*'] with condition {} is not in the upstream policy"
+    ]
 
 
 def _granting(policy: dict, action: str) -> list[dict]:
     return [s for s in policy["Statement"] if action in _list(s["Action"])]
 
 
-@pytest.mark.parametrize("action", ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress",
-                                    "ec2:DeleteSecurityGroup"])
+@pytest.mark.parametrize(
+    "action",
+    ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:DeleteSecurityGroup"],
+)
 def test_security_group_rules_change_only_on_groups_in_this_vpc(ours, action):
     for statement in _granting(ours, action):
         assert statement["Resource"] == f"arn:aws:ec2:{REGION}:{ACCOUNT}:security-group/*", statement
@@ -195,13 +221,33 @@ def test_security_groups_are_created_only_in_this_vpc_and_tagged(ours):
     by_resource = {s["Resource"]: s.get("Condition") for s in _granting(ours, "ec2:CreateSecurityGroup")}
     assert by_resource == {
         VPC_ARN: None,
-        f"arn:aws:ec2:{REGION}:{ACCOUNT}:security-group/*": {"Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}}}
+        f"arn:aws:ec2:{REGION}:{ACCOUNT}:security-group/*": {
+            "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
+        },
+    }
 
 
-@pytest.mark.parametrize("action, resource", [
-    ("elasticloadbalancing:CreateListener", f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:loadbalancer/net/*/*"),
-    *[(f"elasticloadbalancing:{a}", f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:listener/net/*/*/*")
-      for a in ("DeleteListener", "ModifyListener", "AddListenerCertificates", "RemoveListenerCertificates")]])
+@pytest.mark.parametrize(
+    "action, resource",
+    [
+        (
+            "elasticloadbalancing:CreateListener",
+            f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:loadbalancer/net/*/*",
+        ),
+        *[
+            (
+                f"elasticloadbalancing:{a}",
+                f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:listener/net/*/*/*",
+            )
+            for a in (
+                "DeleteListener",
+                "ModifyListener",
+                "AddListenerCertificates",
+                "RemoveListenerCertificates",
+            )
+        ],
+    ],
+)
 def test_listeners_change_only_on_this_accounts_tagged_load_balancers(ours, action, resource):
     (statement,) = _granting(ours, action)
     assert statement["Resource"] == resource
@@ -211,22 +257,51 @@ def test_listeners_change_only_on_this_accounts_tagged_load_balancers(ours, acti
 def test_listeners_are_tagged_only_at_creation_or_while_they_carry_the_tag(ours):
     listeners = f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:listener/net/*/*/*"
     tagging = {"elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"}
-    on_listeners = [s for s in ours["Statement"] if tagging & set(_list(s["Action"]))
-                    and any("listener" in r for r in _list(s["Resource"]))]
-    assert sorted((tuple(s["Action"]), json.dumps(s.get("Condition"), sort_keys=True)) for s in on_listeners) == sorted([
-        (("elasticloadbalancing:AddTags",), json.dumps({
-            "StringEquals": {"elasticloadbalancing:CreateAction": "CreateListener"},
-            "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}}, sort_keys=True)),
-        (("elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"), json.dumps({"Null": {
-            "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
-            "aws:ResourceTag/elbv2.k8s.aws/cluster": "false"}}, sort_keys=True))])
+    on_listeners = [
+        s
+        for s in ours["Statement"]
+        if tagging & set(_list(s["Action"])) and any("listener" in r for r in _list(s["Resource"]))
+    ]
+    assert sorted(
+        (tuple(s["Action"]), json.dumps(s.get("Condition"), sort_keys=True)) for s in on_listeners
+    ) == sorted(
+        [
+            (
+                ("elasticloadbalancing:AddTags",),
+                json.dumps(
+                    {
+                        "StringEquals": {"elasticloadbalancing:CreateAction": "CreateListener"},
+                        "Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"},
+                    },
+                    sort_keys=True,
+                ),
+            ),
+            (
+                ("elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"),
+                json.dumps(
+                    {
+                        "Null": {
+                            "aws:RequestTag/elbv2.k8s.aws/cluster": "true",
+                            "aws:ResourceTag/elbv2.k8s.aws/cluster": "false",
+                        }
+                    },
+                    sort_keys=True,
+                ),
+            ),
+        ]
+    )
     assert all(s["Resource"] == listeners for s in on_listeners)
 
 
 def test_no_write_is_granted_on_every_resource_without_a_condition(ours):
     reads = ("Describe", "Get", "List")
-    unfenced = [a for s in ours["Statement"] if s["Resource"] == "*" and not s.get("Condition")
-                for a in _list(s["Action"]) if not a.split(":")[1].startswith(reads)]
+    unfenced = [
+        a
+        for s in ours["Statement"]
+        if s["Resource"] == "*" and not s.get("Condition")
+        for a in _list(s["Action"])
+        if not a.split(":")[1].startswith(reads)
+    ]
     assert unfenced == []
 
 
@@ -235,13 +310,15 @@ def test_a_narrowing_not_declared_is_found(ours, upstream):
     for statement in _granting(broken, "elasticloadbalancing:RegisterTargets"):
         statement["Resource"] = f"arn:aws:elasticloadbalancing:{REGION}:{ACCOUNT}:targetgroup/*/*"
     assert policy_differences(broken, upstream)[0].startswith(
-        "upstream statement 14: elasticloadbalancing:DeregisterTargets")
-
+        "upstream statement 14: elasticloadbalancing:DeregisterTargets"
+    )
 
 
 def test_a_narrowed_action_left_out_altogether_is_found(ours, upstream):
     broken = copy.deepcopy(ours)
-    broken["Statement"] = [s for s in broken["Statement"]
-                           if "elasticloadbalancing:CreateListener" not in _list(s["Action"])]
+    broken["Statement"] = [
+        s for s in broken["Statement"] if "elasticloadbalancing:CreateListener" not in _list(s["Action"])
+    ]
     assert policy_differences(broken, upstream) == [
-        "elasticloadbalancing:CreateListener is not granted at all (narrowed: only on this account's tagged NLBs)"]
+        "elasticloadbalancing:CreateListener is not granted at all (narrowed: only on this account's tagged NLBs)"
+    ]

@@ -3,6 +3,7 @@ scraper in the cluster's private subnets under the cluster security group runnin
 configuration, one rule group namespace per alert file, the alert manager to an SNS topic only this
 account's workspace may publish to, mail subscriptions from alertEmails; all of it gone with
 `metrics: false`."""
+
 import json
 
 import pytest
@@ -12,9 +13,14 @@ from devkit.offline_run import run_program
 from model import metrics as metrics_model
 from tests.support.program import rejected
 
-CLUSTER_SG = "sg-0cluster0primary0"   # what the mock answers for the EKS cluster security group
-AMP_TYPES = ("aws:amp/workspace:Workspace", "aws:amp/scraper:Scraper", "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
-             "aws:amp/alertManagerDefinition:AlertManagerDefinition", "aws:sns/topic:Topic")
+CLUSTER_SG = "sg-0cluster0primary0"  # what the mock answers for the EKS cluster security group
+AMP_TYPES = (
+    "aws:amp/workspace:Workspace",
+    "aws:amp/scraper:Scraper",
+    "aws:amp/ruleGroupNamespace:RuleGroupNamespace",
+    "aws:amp/alertManagerDefinition:AlertManagerDefinition",
+    "aws:sns/topic:Topic",
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +61,8 @@ def test_scraper_writes_to_the_workspace(dev, scraper):
     arn = scraper.inputs["destination"]["amp"]["workspaceArn"]
     assert arn.startswith("arn:aws:aps:us-west-2:123456789012:workspace/ws-")
     assert dev.output("metricsQueryEndpoint") == (
-        f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/{arn.rsplit('/', 1)[1]}/")
+        f"https://aps-workspaces.us-west-2.amazonaws.com/workspaces/{arn.rsplit('/', 1)[1]}/"
+    )
 
 
 def test_scraper_waits_for_the_cluster_and_nothing_in_it(dev, scraper):
@@ -67,13 +74,19 @@ def test_scraper_waits_for_the_cluster_and_nothing_in_it(dev, scraper):
 
 def test_no_access_entry_or_rbac_of_ours_for_the_scraper(dev):
     # AMP creates the scraper's access entry itself (cluster authentication mode API).
-    assert not [r for r in dev.resources if r.type.startswith("kubernetes:rbac")
-                and "aps" in json.dumps(r.inputs)]
-    assert not [r for r in dev.of_type("aws:eks/accessEntry:AccessEntry") if "Prometheus" in json.dumps(r.inputs)]
+    assert not [
+        r for r in dev.resources if r.type.startswith("kubernetes:rbac") and "aps" in json.dumps(r.inputs)
+    ]
+    assert not [
+        r for r in dev.of_type("aws:eks/accessEntry:AccessEntry") if "Prometheus" in json.dumps(r.inputs)
+    ]
 
 
 def test_one_rule_group_namespace_per_alert_file(dev):
-    namespaces = {r.inputs["name"]: r.inputs["data"] for r in dev.of_type("aws:amp/ruleGroupNamespace:RuleGroupNamespace")}
+    namespaces = {
+        r.inputs["name"]: r.inputs["data"]
+        for r in dev.of_type("aws:amp/ruleGroupNamespace:RuleGroupNamespace")
+    }
     files = {p.stem: p.read_text() for p in metrics_model.ALERTS_DIR.glob("*.yaml")}
     assert files and namespaces == files
 
@@ -91,10 +104,18 @@ def test_alert_manager_routes_every_alert_to_the_topic(dev):
 
 def test_topic_is_encrypted_with_a_key_amp_may_use_for_this_account_only(dev):
     key = dev.named("metrics-alerts-key")
-    assert dev.named("metrics-alerts").inputs["kmsMasterKeyId"].startswith("arn:aws:kms:us-west-2:123456789012:key/")
+    assert (
+        dev.named("metrics-alerts")
+        .inputs["kmsMasterKeyId"]
+        .startswith("arn:aws:kms:us-west-2:123456789012:key/")
+    )
     assert dev.depends_on(dev.named("metrics-alerts"), key)
     assert key.inputs["enableKeyRotation"] is True
-    [amp] = [s for s in json.loads(key.inputs["policy"])["Statement"] if s.get("Principal") == {"Service": "aps.amazonaws.com"}]
+    [amp] = [
+        s
+        for s in json.loads(key.inputs["policy"])["Statement"]
+        if s.get("Principal") == {"Service": "aps.amazonaws.com"}
+    ]
     assert set(amp["Action"]) == {"kms:GenerateDataKey*", "kms:Decrypt"}
     assert amp["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
 

@@ -1,4 +1,5 @@
 """The VPC: two AZs including the GPU AZ, private node subnets, public LB subnets, NAT, LBC tags."""
+
 import ipaddress
 import json
 
@@ -27,9 +28,12 @@ def test_gpu_az_follows_config():
 
 def test_subnets_are_disjoint_and_inside_the_vpc(dev):
     vpc = ipaddress.ip_network("10.0.0.0/16")
-    nets = [ipaddress.ip_network(s.inputs["cidrBlock"]) for s in _subnets(dev, "private") + _subnets(dev, "public")]
+    nets = [
+        ipaddress.ip_network(s.inputs["cidrBlock"])
+        for s in _subnets(dev, "private") + _subnets(dev, "public")
+    ]
     assert all(n.subnet_of(vpc) for n in nets)
-    assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1:])
+    assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
 
 
 def test_public_subnets_are_tagged_for_internet_facing_load_balancers(dev):
@@ -68,7 +72,10 @@ def test_flow_logs_record_all_traffic_to_cloudwatch_logs_by_default(dev):
     assert flow.inputs["vpcId"] == "network-vpc-id" and flow.inputs["trafficType"] == "ALL"
     assert flow.inputs["logDestinationType"] == "cloud-watch-logs"
     group = dev.named("network-flow-log-group")
-    assert flow.inputs["logDestination"] == f"arn:aws:logs:us-west-2:123456789012:log-group:{group.inputs['name']}"
+    assert (
+        flow.inputs["logDestination"]
+        == f"arn:aws:logs:us-west-2:123456789012:log-group:{group.inputs['name']}"
+    )
     assert flow.inputs["iamRoleArn"] == "arn:aws:iam::123456789012:role/network-flow-log-role"
 
 
@@ -84,7 +91,8 @@ def test_flow_log_role_is_trusted_by_the_flow_logs_service_for_this_account_only
     assert statement["Action"] == "sts:AssumeRole"
     assert statement["Condition"] == {
         "StringEquals": {"aws:SourceAccount": "123456789012"},
-        "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-west-2:123456789012:vpc-flow-log/*"}}
+        "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-west-2:123456789012:vpc-flow-log/*"},
+    }
 
 
 def test_flow_log_role_writes_only_to_its_log_group(dev):
@@ -93,7 +101,7 @@ def test_flow_log_role_writes_only_to_its_log_group(dev):
     writes = {a for s in statements for a in s["Action"] if not a.startswith("logs:Describe")}
     assert writes == {"logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"}
     for statement in statements:
-        if statement["Action"] != ["logs:DescribeLogGroups"]:   # a list call: on "*", as the guide grants it
+        if statement["Action"] != ["logs:DescribeLogGroups"]:  # a list call: on "*", as the guide grants it
             assert statement["Resource"] == [arn, f"{arn}:*"]
 
 
@@ -111,10 +119,17 @@ def test_flow_logs_to_s3_go_to_a_private_expiring_bucket_of_the_stack():
     (rule,) = graph.named("network-flow-log-expiry").inputs["rules"]
     assert rule["expiration"] == {"days": 30} and rule["status"] == "Enabled"
     blocks = graph.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
-    assert [all(b.inputs[k] for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
-                                      "restrictPublicBuckets")) for b in blocks] == [True]
+    assert [
+        all(
+            b.inputs[k]
+            for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+        )
+        for b in blocks
+    ] == [True]
     # No flow-log group beside the bucket (the control plane's and the database's are their own).
-    assert [g.name for g in graph.of_type("aws:cloudwatch/logGroup:LogGroup") if g.name.startswith("network-")] == []
+    assert [
+        g.name for g in graph.of_type("aws:cloudwatch/logGroup:LogGroup") if g.name.startswith("network-")
+    ] == []
 
 
 def test_flow_logs_s3_delivery_is_limited_to_this_account():

@@ -1,5 +1,6 @@
 """Core and EFA GPU node groups: sizes, labels, taint, one AZ, placement group, interfaces from the
 catalog, root volume, IMDSv2."""
+
 import pytest
 
 from devkit.offline_run import run_program
@@ -39,7 +40,8 @@ def test_gpu_group_has_exactly_one_subnet_in_the_gpu_az(dev):
 
 def test_gpu_nodes_are_tainted_for_gpu_work_only(dev):
     assert dev.named("nodes-gpu").inputs["taints"] == [
-        {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+    ]
     assert not dev.named("nodes-core").inputs.get("taints")
 
 
@@ -53,8 +55,10 @@ def test_gpu_nodes_share_a_cluster_placement_group(dev):
     assert _lt(dev, "gpu")["placement"]["groupName"] == "nodes-gpu-pg"
 
 
-@pytest.mark.parametrize("instance_type", ["g6.12xlarge", "g6e.48xlarge", "p4d.24xlarge",
-                                           "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"])
+@pytest.mark.parametrize(
+    "instance_type",
+    ["g6.12xlarge", "g6e.48xlarge", "p4d.24xlarge", "p5.48xlarge", "p5en.48xlarge", "p6-b200.48xlarge"],
+)
 def test_gpu_interfaces_follow_the_catalog(instance_type):
     graph = run_program("dev", {"gpuInstanceType": instance_type})
     ifaces = _lt(graph, "gpu")["networkInterfaces"]
@@ -98,11 +102,16 @@ def test_node_groups_use_their_launch_templates(dev, group):
 
 
 def test_node_role_has_worker_cni_and_registry_policies(dev):
-    arns = {r.inputs["policyArn"] for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-            if r.name.startswith("nodes-node-policy")}
-    assert {"arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-            "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-            "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"} <= arns
+    arns = {
+        r.inputs["policyArn"]
+        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.name.startswith("nodes-node-policy")
+    }
+    assert {
+        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+    } <= arns
 
 
 def test_an_ena_only_first_card_gets_an_ena_primary_and_efa_only_on_the_other_cards():
@@ -112,5 +121,6 @@ def test_an_ena_only_first_card_gets_an_ena_primary_and_efa_only_on_the_other_ca
     ifaces = _lt(graph, "gpu")["networkInterfaces"]
     assert (ifaces[0]["interfaceType"], ifaces[0]["deviceIndex"]) == ("interface", 0)
     assert [(i["networkCardIndex"], i["interfaceType"], i["deviceIndex"]) for i in ifaces[1:]] == [
-        (card, "efa-only", 1) for card in range(1, 17)]
+        (card, "efa-only", 1) for card in range(1, 17)
+    ]
     assert catalog.CATALOG["p6-b300.48xlarge"].efa_interfaces == 16

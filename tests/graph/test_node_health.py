@@ -1,6 +1,7 @@
 """The node health check in the program's graph: one ConfigMap with the shipped program and each
 pool's expectations from the catalog, each NodeSet mounting the program and its own pool's file at
 HEALTH_DIR, and the slurm.conf lines that make slurmd run it (model/node_health.py)."""
+
 import pathlib
 
 import pytest
@@ -13,8 +14,10 @@ from model import catalog, node_health
 from model.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
 from tests.support.slinky_conf import SLURMD_SPOOL, Release
 
-TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
-             {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
+TWO_POOLS = [
+    {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
+    {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2},
+]
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +41,9 @@ def test_each_pools_expectations_are_its_catalog_types(two):
     for spec in TWO_POOLS:
         gpu = catalog.CATALOG[spec["instanceType"]]
         expected = program.Expected.from_json(data[f"{spec['name']}.json"])
-        assert expected == program.Expected(spec["name"], gpu.gpus, gpu.gpu_model, gpu.efa_interfaces,
-                                            SHARED_MOUNT)
+        assert expected == program.Expected(
+            spec["name"], gpu.gpus, gpu.gpu_model, gpu.efa_interfaces, SHARED_MOUNT
+        )
 
 
 def test_each_nodeset_mounts_the_program_and_its_own_pools_expectations(two):
@@ -52,8 +56,9 @@ def test_each_nodeset_mounts_the_program_and_its_own_pools_expectations(two):
         assert items[node_health.PROGRAM] == {"key": "node-health", "path": "node-health", "mode": 0o555}
         assert items[f"{spec['name']}.json"]["path"] == node_health.EXPECTED
         assert len(items) == 2, "a pool mounts no other pool's expectations"
-        assert {"name": node_health.VOLUME, "mountPath": HEALTH_DIR, "readOnly": True} in \
-            template["slurmd"]["volumeMounts"]
+        assert {"name": node_health.VOLUME, "mountPath": HEALTH_DIR, "readOnly": True} in template["slurmd"][
+            "volumeMounts"
+        ]
 
 
 def test_the_release_waits_for_the_configmap(dev):
@@ -77,13 +82,19 @@ def test_every_nodeset_mounts_the_nodes_directory_for_the_xid_cursor_read_write(
     for spec in TWO_POOLS:
         template = nodeset_template(values, spec["name"])
         (volume,) = [v for v in template["podSpec"]["volumes"] if v["name"] == node_health.STATE_VOLUME]
-        assert volume == {"name": node_health.STATE_VOLUME,
-                          "hostPath": {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"}}
+        assert volume == {
+            "name": node_health.STATE_VOLUME,
+            "hostPath": {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"},
+        }
         mounts = template["slurmd"]["volumeMounts"]
         (mount,) = [m for m in mounts if m["name"] == node_health.STATE_VOLUME]
         assert mount == {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR}
         assert not mount.get("readOnly")
-        covering = [m["name"] for m in mounts if (program.STATE_FILE + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+        covering = [
+            m["name"]
+            for m in mounts
+            if (program.STATE_FILE + "/").startswith(m["mountPath"].rstrip("/") + "/")
+        ]
         assert covering == [node_health.STATE_VOLUME], covering
 
 
@@ -91,7 +102,10 @@ def test_the_rendered_nodeset_carries_the_nodes_directory(rendered):
     """The chart passes the volume and mount through to the NodeSet the operator reads."""
     (nodeset, *_) = [o for o in rendered["slurm"] if o and o["kind"] == "NodeSet"]
     spec = nodeset["spec"]["template"]["spec"]
-    assert {"name": node_health.STATE_VOLUME,
-            "hostPath": {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"}} in spec["volumes"]
-    assert {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR} in \
-        nodeset["spec"]["slurmd"]["volumeMounts"]
+    assert {
+        "name": node_health.STATE_VOLUME,
+        "hostPath": {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"},
+    } in spec["volumes"]
+    assert {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR} in nodeset["spec"][
+        "slurmd"
+    ]["volumeMounts"]

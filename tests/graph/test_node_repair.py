@@ -1,6 +1,7 @@
 """Instance replacement (issue 27, item 2): node auto repair on every managed node group, the EKS
 node monitoring agent add-on pinned and installed with the control plane, its DCGM host engine
 admitted onto the tainted GPU nodes, and no IAM for it."""
+
 import json
 
 import pytest
@@ -8,8 +9,10 @@ import pytest
 from devkit.offline_run import run_program
 from model import versions
 
-TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
-             {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
+TWO_POOLS = [
+    {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
+    {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2},
+]
 AGENT = "nodes-monitoring-agent"
 
 
@@ -52,7 +55,9 @@ def test_every_gpu_pool_group_replaces_its_broken_nodes(two):
 
 def test_the_core_group_repairs_one_node_at_a_time(dev):
     assert dev.named("nodes-core").inputs["nodeRepairConfig"] == {
-        "enabled": True, "maxParallelNodesRepairedCount": 1}
+        "enabled": True,
+        "maxParallelNodesRepairedCount": 1,
+    }
 
 
 def test_the_monitoring_agent_is_the_pinned_eks_add_on(dev):

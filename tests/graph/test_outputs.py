@@ -1,5 +1,6 @@
 """Stack outputs CI consumes, exported exactly as model/outputs.py declares them (the README's
 outputs table is written from that table: tests/repo/test_project_docs.py)."""
+
 from devkit.offline_run import is_secret
 from model.outputs import OUTPUTS, Output, export_differences
 
@@ -22,7 +23,9 @@ def test_the_dev_stack_exports_exactly_the_declared_outputs(dev):
 
 def test_an_export_the_table_lacks_is_found(dev):
     without_vpc = tuple(o for o in OUTPUTS if o.name != "vpcId")
-    assert export_differences(set(dev.stack_outputs), without_vpc) == ["exported, not in model/outputs.py: vpcId"]
+    assert export_differences(set(dev.stack_outputs), without_vpc) == [
+        "exported, not in model/outputs.py: vpcId"
+    ]
 
 
 def test_a_declared_output_no_longer_exported_is_found(dev):
@@ -32,4 +35,6 @@ def test_a_declared_output_no_longer_exported_is_found(dev):
 
 def test_a_declared_output_the_program_never_exported_is_found(dev):
     extra = (*OUTPUTS, Output("loginAddress", "an output nobody exports"))
-    assert export_differences(set(dev.stack_outputs), extra) == ["in model/outputs.py, not exported: loginAddress"]
+    assert export_differences(set(dev.stack_outputs), extra) == [
+        "in model/outputs.py, not exported: loginAddress"
+    ]

@@ -2,20 +2,27 @@
 trust policies carry the namespace, service account and cluster conditions of the EKS user guide
 (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html), and no pod reaches the node
 role through IMDS (hop limit 1)."""
+
 import copy
 import json
 
 import pytest
 
 CLUSTER = "slinky-eks-dev"
-TAG_KEYS = {"aws:RequestTag/eks-cluster-name": "cluster", "aws:RequestTag/kubernetes-namespace": "namespace",
-            "aws:RequestTag/kubernetes-service-account": "service account"}
+TAG_KEYS = {
+    "aws:RequestTag/eks-cluster-name": "cluster",
+    "aws:RequestTag/kubernetes-namespace": "namespace",
+    "aws:RequestTag/kubernetes-service-account": "service account",
+}
 
 
 def trust_problems(trust: dict, cluster: str, namespace: str, service_account: str) -> list[str]:
     """Why some other pod could assume this role; empty when only the named one can."""
-    want = {"aws:RequestTag/eks-cluster-name": cluster, "aws:RequestTag/kubernetes-namespace": namespace,
-            "aws:RequestTag/kubernetes-service-account": service_account}
+    want = {
+        "aws:RequestTag/eks-cluster-name": cluster,
+        "aws:RequestTag/kubernetes-namespace": namespace,
+        "aws:RequestTag/kubernetes-service-account": service_account,
+    }
     problems = []
     for i, statement in enumerate(trust["Statement"]):
         if statement["Principal"] != {"Service": "pods.eks.amazonaws.com"}:
@@ -23,8 +30,10 @@ def trust_problems(trust: dict, cluster: str, namespace: str, service_account: s
         equals = (statement.get("Condition") or {}).get("StringEquals", {})
         for key, value in want.items():
             if equals.get(key) not in (value, [value]):
-                problems.append(f"statement {i}: {TAG_KEYS[key]} is not fixed to {value!r} "
-                                f"(StringEquals {key} = {equals.get(key)!r})")
+                problems.append(
+                    f"statement {i}: {TAG_KEYS[key]} is not fixed to {value!r} "
+                    f"(StringEquals {key} = {equals.get(key)!r})"
+                )
     return problems
 
 
@@ -32,8 +41,13 @@ def _pod_identity_roles(graph):
     """(role, namespace, service account) of every Pod Identity association in the graph."""
     found = []
     for assoc in graph.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation"):
-        found.append((assoc.inputs["roleArn"].rsplit("/", 1)[1], assoc.inputs["namespace"],
-                      assoc.inputs["serviceAccount"]))
+        found.append(
+            (
+                assoc.inputs["roleArn"].rsplit("/", 1)[1],
+                assoc.inputs["namespace"],
+                assoc.inputs["serviceAccount"],
+            )
+        )
     for addon in graph.of_type("aws:eks/addon:Addon"):
         for assoc in addon.inputs.get("podIdentityAssociations", []):
             # Add-on associations are in the add-on's namespace: kube-system for the CSI drivers.
@@ -50,7 +64,8 @@ def test_the_graph_has_the_pod_identity_roles_this_file_is_about(dev):
         ("grafana-role", "grafana", "grafana"),
         ("lbc-role", "kube-system", "aws-load-balancer-controller"),
         ("storage-ebs-csi-role", "kube-system", "ebs-csi-controller-sa"),
-        ("storage-efs-csi-role", "kube-system", "efs-csi-controller-sa")]
+        ("storage-efs-csi-role", "kube-system", "efs-csi-controller-sa"),
+    ]
 
 
 def test_every_pod_identity_role_trusts_only_its_service_account(dev):
@@ -64,12 +79,15 @@ def test_trust_still_lets_pod_identity_tag_the_session(dev):
         assert statement["Action"] == ["sts:AssumeRole", "sts:TagSession"]
 
 
-@pytest.mark.parametrize("breakage,lost", [
-    (lambda c: c["StringEquals"].pop("aws:RequestTag/kubernetes-namespace"), "namespace"),
-    (lambda c: c["StringEquals"].pop("aws:RequestTag/kubernetes-service-account"), "service account"),
-    (lambda c: c["StringEquals"].update({"aws:RequestTag/eks-cluster-name": "other-cluster"}), "cluster"),
-    (lambda c: c.update({"StringLike": c.pop("StringEquals")}), "namespace"),
-])
+@pytest.mark.parametrize(
+    "breakage,lost",
+    [
+        (lambda c: c["StringEquals"].pop("aws:RequestTag/kubernetes-namespace"), "namespace"),
+        (lambda c: c["StringEquals"].pop("aws:RequestTag/kubernetes-service-account"), "service account"),
+        (lambda c: c["StringEquals"].update({"aws:RequestTag/eks-cluster-name": "other-cluster"}), "cluster"),
+        (lambda c: c.update({"StringLike": c.pop("StringEquals")}), "namespace"),
+    ],
+)
 def test_a_loose_trust_policy_is_found(dev, breakage, lost):
     trust = copy.deepcopy(_trust(dev, "lbc-role"))
     breakage(trust["Statement"][0]["Condition"])
@@ -85,8 +103,10 @@ def test_a_trust_policy_without_conditions_is_found(dev):
 
 def pods_reach_node_role(metadata_options: dict) -> bool:
     """Whether a pod on the pod network can get an IMDSv2 token (and so the node role)."""
-    return (metadata_options.get("httpEndpoint") != "disabled"
-            and int(metadata_options.get("httpPutResponseHopLimit") or 1) > 1)
+    return (
+        metadata_options.get("httpEndpoint") != "disabled"
+        and int(metadata_options.get("httpPutResponseHopLimit") or 1) > 1
+    )
 
 
 @pytest.mark.parametrize("group", ["core", "gpu"])
@@ -98,7 +118,9 @@ def test_pods_cannot_take_the_node_role_through_imds(dev, group):
 
 def test_every_launch_template_is_checked(dev):
     assert sorted(lt.name for lt in dev.of_type("aws:ec2/launchTemplate:LaunchTemplate")) == [
-        "nodes-core-lt", "nodes-gpu-lt"]
+        "nodes-core-lt",
+        "nodes-gpu-lt",
+    ]
 
 
 def test_a_hop_limit_of_two_is_found(dev):

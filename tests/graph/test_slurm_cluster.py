@@ -1,4 +1,5 @@
 """Slinky and the Slurm cluster: versions and ordering, every computed value, the login endpoint."""
+
 import base64
 
 import pytest
@@ -17,6 +18,7 @@ def values(dev):
 
 # 1. versions and ordering
 
+
 def test_cert_manager_version_crds_and_core_placement(dev):
     cm = dev.named("slinky-cert-manager").inputs
     assert (cm["chart"], cm["version"]) == (versions.CERT_MANAGER.chart, versions.CERT_MANAGER.version)
@@ -31,12 +33,21 @@ def test_cert_manager_version_follows_config():
     assert graph.named("slinky-cert-manager").inputs["version"] == "v1.17.0"
 
 
-@pytest.mark.parametrize("name,chart,namespace", [
-    ("slinky-crds", "slurm-operator-crds", "slinky"), ("slinky-operator", "slurm-operator", "slinky"),
-    ("slurm-release", "slurm", "slurm")])
+@pytest.mark.parametrize(
+    "name,chart,namespace",
+    [
+        ("slinky-crds", "slurm-operator-crds", "slinky"),
+        ("slinky-operator", "slurm-operator", "slinky"),
+        ("slurm-release", "slurm", "slurm"),
+    ],
+)
 def test_slinky_charts_come_from_the_oci_registry_at_the_configured_version(dev, name, chart, namespace):
     r = dev.named(name).inputs
-    assert r["chart"] == f"{OCI}/{chart}" and r["version"] == versions.SLINKY_CHART_VERSION and r["namespace"] == namespace
+    assert (
+        r["chart"] == f"{OCI}/{chart}"
+        and r["version"] == versions.SLINKY_CHART_VERSION
+        and r["namespace"] == namespace
+    )
 
 
 def test_slurm_release_name_is_fixed(dev):
@@ -66,6 +77,7 @@ def test_timeouts_fit_real_clusters(dev, name):
 
 # 2. values
 
+
 def test_nodeset_replicas_follow_gpu_node_count(values):
     assert values["nodesets"]["slinky"]["replicas"] == 2
     graph = run_program("dev", {"gpuNodeCount": 4})
@@ -77,11 +89,25 @@ def test_slurmd_image_is_the_built_image_by_digest(values):
     assert image == {"repository": REPO_URL, "tag": versions.SLURMD_IMAGE_TAG, "digest": IMAGE_DIGEST}
 
 
-@pytest.mark.parametrize("instance_type", ["g6.12xlarge", "g6e.48xlarge", "g7e.12xlarge", "p5.4xlarge",
-                                           "p5.48xlarge", "p6-b200.48xlarge", "p6-b300.48xlarge"])
+@pytest.mark.parametrize(
+    "instance_type",
+    [
+        "g6.12xlarge",
+        "g6e.48xlarge",
+        "g7e.12xlarge",
+        "p5.4xlarge",
+        "p5.48xlarge",
+        "p6-b200.48xlarge",
+        "p6-b300.48xlarge",
+    ],
+)
 def test_gpu_and_efa_requests_and_gres_come_from_the_catalog(instance_type):
     t = catalog.CATALOG[instance_type]
-    nodeset = run_program("dev", {"gpuInstanceType": instance_type}).named("slurm-release").inputs["values"]["nodesets"]["slinky"]
+    nodeset = (
+        run_program("dev", {"gpuInstanceType": instance_type})
+        .named("slurm-release")
+        .inputs["values"]["nodesets"]["slinky"]
+    )
     amounts = {"nvidia.com/gpu": t.gpus, "vpc.amazonaws.com/efa": t.efa_interfaces}
     assert nodeset["slurmd"]["resources"] == {"limits": amounts, "requests": amounts}
     assert nodeset["extraConfMap"] == {"Gres": [t.gres]}
@@ -146,8 +172,9 @@ def test_a_default_partition_holds_the_nodeset(values):
     assert part["configMap"]["Default"] == "YES" and part["configMap"]["State"] == "UP"
 
 
-@pytest.mark.parametrize("key,secret,item", [("slurmKey", "slurm-slurm-key", "slurm.key"),
-                                             ("jwtKey", "slurm-jwt-key", "jwt.key")])
+@pytest.mark.parametrize(
+    "key,secret,item", [("slurmKey", "slurm-slurm-key", "slurm.key"), ("jwtKey", "slurm-jwt-key", "jwt.key")]
+)
 def test_keys_are_generated_by_the_program_and_passed_by_reference(dev, values, key, secret, item):
     ref = values[key]
     assert ref["create"] is False
@@ -166,6 +193,7 @@ def test_keys_come_from_random_bytes_held_in_the_state(dev, secret, length):
 
 
 # 3. the login endpoint
+
 
 @pytest.fixture(scope="module")
 def login(dev):
@@ -192,7 +220,10 @@ def test_only_the_allowed_cidrs_reach_ssh(login):
 
 def test_allowed_cidrs_follow_config():
     graph = run_program("dev", {"sshAllowedCidrs": ["198.51.100.0/24", "192.0.2.7/32"]})
-    assert graph.named("slurm-login").inputs["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24", "192.0.2.7/32"]
+    assert graph.named("slurm-login").inputs["spec"]["loadBalancerSourceRanges"] == [
+        "198.51.100.0/24",
+        "192.0.2.7/32",
+    ]
 
 
 def test_login_service_selects_the_loginset_pods(login):

@@ -1,5 +1,6 @@
 """After the first install and every change to the NodeSet, `pulumi up` waits for the operator's
 rollout and until every Slurm node takes jobs (cluster_programs/rollout.py in a Job)."""
+
 import copy
 
 import pytest
@@ -51,9 +52,11 @@ def test_the_trigger_changes_with_the_gres(dev):
 OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAABAgMEBQYHCAkKCwwNDg8QERITFBUWFxgZGhscHR4f other@host"
 
 
-@pytest.mark.parametrize("overrides", [{"sshPublicKey": OTHER_KEY}, {"coreNodeCount": 3},
-                                       {"sshAllowedCidrs": ["198.51.100.7/32"]}],
-                         ids=["ssh-key", "core-nodes", "ssh-cidrs"])
+@pytest.mark.parametrize(
+    "overrides",
+    [{"sshPublicKey": OTHER_KEY}, {"coreNodeCount": 3}, {"sshAllowedCidrs": ["198.51.100.7/32"]}],
+    ids=["ssh-key", "core-nodes", "ssh-cidrs"],
+)
 def test_the_trigger_ignores_values_outside_the_nodeset(dev, overrides):
     assert _job(run_program("dev", overrides))["metadata"]["name"] == _job(dev)["metadata"]["name"]
 
@@ -62,10 +65,16 @@ def test_the_job_is_named_after_the_trigger_of_the_release_values(dev, release_v
     assert _job(dev)["metadata"]["name"] == f"slurm-ready-{rollout_trigger(release_values)}"
 
 
-@pytest.mark.parametrize("path,value", [(("slurmd", "image", "digest"), "sha256:" + "cd" * 32),
-                                        (("extraConfMap", "Gres"), ["gpu:nvidia_l4:2"]),
-                                        (("replicas",), 5), (("podSpec", "volumes"), [])],
-                         ids=["image", "gres", "replicas", "volumes"])
+@pytest.mark.parametrize(
+    "path,value",
+    [
+        (("slurmd", "image", "digest"), "sha256:" + "cd" * 32),
+        (("extraConfMap", "Gres"), ["gpu:nvidia_l4:2"]),
+        (("replicas",), 5),
+        (("podSpec", "volumes"), []),
+    ],
+    ids=["image", "gres", "replicas", "volumes"],
+)
 def test_the_trigger_covers_the_pod_template_and_replicas(release_values, path, value):
     changed = copy.deepcopy(release_values)
     block = changed["nodesets"]["slinky"]
@@ -90,7 +99,10 @@ def test_the_job_runs_the_rollout_module_against_the_nodeset(dev):
 
 def test_the_module_shipped_is_the_repository_code(dev):
     code = dev.named("slurm-ready-code").inputs
-    assert code["data"] == {"__init__.py": POD_PACKAGE_INIT, **{m: (PROGRAMS / m).read_text() for m in MODULES}}
+    assert code["data"] == {
+        "__init__.py": POD_PACKAGE_INIT,
+        **{m: (PROGRAMS / m).read_text() for m in MODULES},
+    }
     assert code["immutable"] is True
     volumes = _job(dev)["spec"]["template"]["spec"]["volumes"]
     assert volumes == [{"name": "code", "configMap": {"name": code["metadata"]["name"]}}]
@@ -113,19 +125,31 @@ def test_a_failed_wait_fails_the_update_and_runs_again_on_the_next(dev):
 def test_the_job_reads_the_nodeset_and_pods_and_execs_into_the_controller_only(dev):
     rules = dev.named("slurm-ready-role").inputs["rules"]
     assert rules == [
-        {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"],
-         "resourceNames": ["slurm-worker-slinky"]},
+        {
+            "apiGroups": ["slinky.slurm.net"],
+            "resources": ["nodesets"],
+            "verbs": ["get"],
+            "resourceNames": ["slurm-worker-slinky"],
+        },
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-        {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["get", "create"],
-         "resourceNames": ["slurm-controller-0"]}]
+        {
+            "apiGroups": [""],
+            "resources": ["pods/exec"],
+            "verbs": ["get", "create"],
+            "resourceNames": ["slurm-controller-0"],
+        },
+    ]
     assert dev.named("slurm-ready-role").inputs["metadata"]["namespace"] == "slurm"
 
 
 def test_the_job_runs_unprivileged(dev):
     spec = _job(dev)["spec"]["template"]["spec"]
     assert spec["securityContext"]["runAsNonRoot"] is True
-    assert _container(dev)["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                                  "capabilities": {"drop": ["ALL"]}}
+    assert _container(dev)["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def test_verify_outputs_are_exported(dev):
@@ -133,8 +157,10 @@ def test_verify_outputs_are_exported(dev):
 
 
 # Several pools: one Job per pool's NodeSet (the one-NodeSet rollout.py each), one Role naming them.
-TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
-             {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
+TWO_POOLS = [
+    {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
+    {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2},
+]
 
 
 @pytest.fixture(scope="module")
@@ -148,18 +174,28 @@ def _flags(graph, job):
 
 
 def test_with_two_pools_each_pools_nodeset_has_its_own_wait_job(two):
-    jobs = sorted(r.name for r in two.of_type("kubernetes:batch/v1:Job") if r.name.startswith("slurm-ready-job"))
+    jobs = sorted(
+        r.name for r in two.of_type("kubernetes:batch/v1:Job") if r.name.startswith("slurm-ready-job")
+    )
     assert jobs == ["slurm-ready-job-infer", "slurm-ready-job-train"]
-    assert (_flags(two, "slurm-ready-job-infer")["--nodeset"], _flags(two, "slurm-ready-job-infer")["--node-prefix"]) \
-        == ("slurm-worker-infer", "infer-")
-    assert (_flags(two, "slurm-ready-job-train")["--nodeset"], _flags(two, "slurm-ready-job-train")["--node-prefix"]) \
-        == ("slurm-worker-train", "train-")
+    assert (
+        _flags(two, "slurm-ready-job-infer")["--nodeset"],
+        _flags(two, "slurm-ready-job-infer")["--node-prefix"],
+    ) == ("slurm-worker-infer", "infer-")
+    assert (
+        _flags(two, "slurm-ready-job-train")["--nodeset"],
+        _flags(two, "slurm-ready-job-train")["--node-prefix"],
+    ) == ("slurm-worker-train", "train-")
 
 
 def test_with_two_pools_the_role_reads_exactly_both_nodesets(two):
     (nodesets, *_) = two.named("slurm-ready-role").inputs["rules"]
-    assert nodesets == {"apiGroups": ["slinky.slurm.net"], "resources": ["nodesets"], "verbs": ["get"],
-                        "resourceNames": ["slurm-worker-infer", "slurm-worker-train"]}
+    assert nodesets == {
+        "apiGroups": ["slinky.slurm.net"],
+        "resources": ["nodesets"],
+        "verbs": ["get"],
+        "resourceNames": ["slurm-worker-infer", "slurm-worker-train"],
+    }
 
 
 def test_with_two_pools_each_job_is_named_after_its_own_nodeset(two):
@@ -182,25 +218,41 @@ def test_a_change_to_one_pools_nodeset_re_runs_that_pools_wait_only(two):
 def test_with_two_pools_every_wait_starts_after_the_release(two):
     for pool in ("infer", "train"):
         job = two.named(f"slurm-ready-job-{pool}")
-        assert two.depends_on(job, two.named("slurm-release")) and two.depends_on(job, two.named("slurm-ready-binding"))
+        assert two.depends_on(job, two.named("slurm-release")) and two.depends_on(
+            job, two.named("slurm-ready-binding")
+        )
 
 
 def test_the_pool_named_slinky_keeps_its_job_resource_when_a_pool_is_added(dev):
     # Its Job runs again all the same: its NodeSet now selects nodes by the pool label too.
-    graph = run_program("dev", {"gpuPools": [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2},
-                                             TWO_POOLS[1]]})
+    graph = run_program(
+        "dev", {"gpuPools": [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2}, TWO_POOLS[1]]}
+    )
     assert graph.named("slurm-ready-job").urn == dev.named("slurm-ready-job").urn
     assert _flags(graph, "slurm-ready-job")["--nodeset"] == "slurm-worker-slinky"
 
 
 def _pool_view(key, nodes, rolled_out=True):
     """One look at pool `key`'s NodeSet (CRD-valid) and pods; the controller lists both pools' nodes."""
-    name, new, old = f"slurm-worker-{key}", revision(f"slurm-worker-{key}", "7d9c5b8f6d"), \
-        revision(f"slurm-worker-{key}", "5c6d7f8b9a")
+    name, new, old = (
+        f"slurm-worker-{key}",
+        revision(f"slurm-worker-{key}", "7d9c5b8f6d"),
+        revision(f"slurm-worker-{key}", "5c6d7f8b9a"),
+    )
     pods = [pod(i, new if rolled_out or i == 0 else old, key=key) for i in range(nodes)]
-    status = nodeset(name=name, replicas=nodes, updated=nodes if rolled_out else nodes - 1, ready=nodes,
-                     desired=nodes, revision=new)
-    slurm = [scontrol_line(f"{k}-{i}", "IDLE+DYNAMIC_NORM") for k, n in (("infer", 1), ("train", 2)) for i in range(n)]
+    status = nodeset(
+        name=name,
+        replicas=nodes,
+        updated=nodes if rolled_out else nodes - 1,
+        ready=nodes,
+        desired=nodes,
+        revision=new,
+    )
+    slurm = [
+        scontrol_line(f"{k}-{i}", "IDLE+DYNAMIC_NORM")
+        for k, n in (("infer", 1), ("train", 2))
+        for i in range(n)
+    ]
     return FakeCluster([(status, pods, slurm)], nodeset_name=name)
 
 
@@ -209,12 +261,15 @@ def _run_job(graph, job, cluster):
     flags = _flags(graph, job)
     assert flags["--nodeset"] == cluster.selector.split(",")[0].split("=")[1]
     clock = Clock()
-    return rollout.settle(cluster, flags["--node-prefix"], 120, poll=10, clock=clock, sleep=clock.sleep,
-                          log=lambda line: None)
+    return rollout.settle(
+        cluster, flags["--node-prefix"], 120, poll=10, clock=clock, sleep=clock.sleep, log=lambda line: None
+    )
 
 
 def test_with_two_pools_a_wait_fails_naming_the_nodeset_that_is_not_rolled_out(two):
-    assert "NodeSet slurm-worker-infer rolled out" in _run_job(two, "slurm-ready-job-infer", _pool_view("infer", 1))
+    assert "NodeSet slurm-worker-infer rolled out" in _run_job(
+        two, "slurm-ready-job-infer", _pool_view("infer", 1)
+    )
     with pytest.raises(rollout.RolloutFailed) as e:
         _run_job(two, "slurm-ready-job-train", _pool_view("train", 2, rolled_out=False))
     assert "rollout of NodeSet slurm-worker-train in progress: updated 1/2" in str(e.value)
@@ -227,4 +282,6 @@ def test_the_longest_pool_name_keeps_its_job_name_a_valid_label_value():
     longest = "p" * 20
     graph = run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest}, TWO_POOLS[1]]})
     assert len(_job_name(graph, longest)) <= 63
-    assert not run_program("dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest + "p"}]}, expect_error=True).resources
+    assert not run_program(
+        "dev", {"gpuPools": [{**TWO_POOLS[0], "name": longest + "p"}]}, expect_error=True
+    ).resources

@@ -1,5 +1,6 @@
 """The slurmd image: ECR repository settings, both registries' credentials, platform, registry
 cache, and the digest-pinned output."""
+
 import json
 import re
 import subprocess
@@ -46,7 +47,7 @@ def test_repository_has_a_lifecycle_policy(dev):
 
 
 def test_build_pulls_from_the_dlc_registry_and_pushes_to_ours(build):
-    registries = (build.inputs["registries"])
+    registries = build.inputs["registries"]
     by_address = {r["address"]: r for r in registries}
     assert set(by_address) == {DLC_REGISTRY, REPO_URL.split("/")[0]}
     assert (by_address[DLC_REGISTRY]["password"]) == "token-for-763104351884"
@@ -83,11 +84,15 @@ def test_build_args_carry_the_bases_and_slurm_version(build):
 
 
 def test_dlc_reference_with_a_registry_host_is_used_as_given():
-    other = "871362719292.dkr.ecr.ap-east-1.amazonaws.com/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+    other = (
+        "871362719292.dkr.ecr.ap-east-1.amazonaws.com/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
+    )
     graph = run_program("dev", {"dlcBaseImage": other})
     build = graph.named("slurmd-build")
     assert build.inputs["buildArgs"]["DLC_IMAGE"] == other
-    assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {r["address"] for r in (build.inputs["registries"])}
+    assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {
+        r["address"] for r in (build.inputs["registries"])
+    }
 
 
 def test_context_is_relative_so_every_checkout_agrees(build):
@@ -111,16 +116,22 @@ def test_image_builds_while_eks_is_created(dev, build):
 
 
 def test_dockerfile_passes_hadolint():
-    result = subprocess.run([str(ROOT / ".venv/bin/hadolint"), "--failure-threshold", "error",
-                             str(ROOT / "image/Dockerfile")], capture_output=True, text=True)
+    result = subprocess.run(
+        [str(ROOT / ".venv/bin/hadolint"), "--failure-threshold", "error", str(ROOT / "image/Dockerfile")],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_image_scripts_pass_shellcheck():
     scripts = sorted(str(p) for p in (ROOT / "image").glob("*.sh"))
     # -x: the assertions source image/loader.sh, which is checked with them.
-    result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", *scripts],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", *scripts],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -135,18 +146,22 @@ def test_bases_can_be_pinned_by_digest():
 
 def test_the_dlc_registry_is_the_regions_from_the_dlc_table():
     # ap-east-1's DLC registry is 871362719292, not the 763104351884 of most regions.
-    graph = run_program("dev", {"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a",
-                                "gpuInstanceType": "g5.12xlarge"})
+    graph = run_program(
+        "dev", {"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a", "gpuInstanceType": "g5.12xlarge"}
+    )
     build = graph.named("slurmd-build")
     host = "871362719292.dkr.ecr.ap-east-1.amazonaws.com"
     assert build.inputs["buildArgs"]["DLC_IMAGE"] == f"{host}/{versions.DLC_IMAGE}"
     assert host in {r["address"] for r in build.inputs["registries"]}
-    assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken",
-            {"registryId": "871362719292", "region": "ap-east-1"}) in graph.calls
+    assert (
+        "aws:ecr/getAuthorizationToken:getAuthorizationToken",
+        {"registryId": "871362719292", "region": "ap-east-1"},
+    ) in graph.calls
 
 
 def test_a_region_without_a_dlc_registry_needs_a_full_dlc_reference():
     from tests.support.program import rejected
+
     msg = rejected(**{"aws:region": "us-gov-west-1", "availabilityZone": "us-gov-west-1a"})
     assert f"dlcBaseImage = '{versions.DLC_IMAGE}'" in msg and "us-gov-west-1" in msg
 
@@ -165,8 +180,10 @@ def test_a_base_image_on_ecr_gets_credentials_from_its_own_region():
     graph = run_program("dev", {"slurmdBaseImage": base})
     registries = {r["address"]: r for r in graph.named("slurmd-build").inputs["registries"]}
     assert registries["210987654321.dkr.ecr.eu-west-1.amazonaws.com"]["password"] == "token-for-210987654321"
-    assert ("aws:ecr/getAuthorizationToken:getAuthorizationToken",
-            {"registryId": "210987654321", "region": "eu-west-1"}) in graph.calls
+    assert (
+        "aws:ecr/getAuthorizationToken:getAuthorizationToken",
+        {"registryId": "210987654321", "region": "eu-west-1"},
+    ) in graph.calls
 
 
 def _ecr_accepts_push(repo: dict, existing: set[str], pushed: list[str]) -> bool:
@@ -175,6 +192,7 @@ def _ecr_accepts_push(repo: dict, existing: set[str], pushed: list[str]) -> bool
     exists in an IMMUTABLE repository is refused, whatever the digest; with
     IMMUTABLE_WITH_EXCLUSION only tags matching an exclusion filter may move."""
     import fnmatch
+
     mode = repo["imageTagMutability"]
     for ref in pushed:
         tag = ref.rsplit(":", 1)[1]
@@ -193,8 +211,14 @@ def _pushes(build: dict) -> list[str]:
     return build["tags"] + [c["registry"]["ref"] for c in build["cacheTo"]]
 
 
-@pytest.mark.parametrize("second", [{}, {"buildImageOnPreview": True},
-                                    {"slurmdBaseImage": f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "cd" * 32}])
+@pytest.mark.parametrize(
+    "second",
+    [
+        {},
+        {"buildImageOnPreview": True},
+        {"slurmdBaseImage": f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "cd" * 32},
+    ],
+)
 def test_a_second_up_never_fails_on_a_tag(dev, second):
     first = dev.named("slurmd-build").inputs
     existing = {ref.rsplit(":", 1)[1] for ref in _pushes(first)}
@@ -206,8 +230,10 @@ def test_a_second_up_never_fails_on_a_tag(dev, second):
 def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(dev):
     build = dev.named("slurmd-build").inputs
     existing = {ref.rsplit(":", 1)[1] for ref in _pushes(build)}
-    immutable = {"imageTagMutability": "IMMUTABLE_WITH_EXCLUSION",
-                 "imageTagMutabilityExclusionFilters": [{"filter": "buildcache", "filterType": "WILDCARD"}]}
+    immutable = {
+        "imageTagMutability": "IMMUTABLE_WITH_EXCLUSION",
+        "imageTagMutabilityExclusionFilters": [{"filter": "buildcache", "filterType": "WILDCARD"}],
+    }
     assert not _ecr_accepts_push(immutable, existing, _pushes(build))
     assert _ecr_accepts_push(immutable, set(), _pushes(build))
 

@@ -1,5 +1,6 @@
 """StackConfig is built from the key table (model/config_schema.py): its fields are the keys'
 attributes and the derived ones, nothing filled by hand."""
+
 import dataclasses
 import datetime
 
@@ -12,8 +13,9 @@ KEYS = config_schema.schema(datetime.date.today())
 def field_differences(cls, keys) -> list[str]:
     fields = {f.name for f in dataclasses.fields(cls)}
     filled = {k.attr for k in keys if k.attr} | set(stack_config.DERIVED)
-    return ([f"{n}: a StackConfig field no key fills" for n in sorted(fields - filled)]
-            + [f"{n}: a key's attribute StackConfig lacks" for n in sorted(filled - fields)])
+    return [f"{n}: a StackConfig field no key fills" for n in sorted(fields - filled)] + [
+        f"{n}: a key's attribute StackConfig lacks" for n in sorted(filled - fields)
+    ]
 
 
 def test_stack_configs_fields_are_the_tables_attributes_and_the_derived_ones():
@@ -21,14 +23,19 @@ def test_stack_configs_fields_are_the_tables_attributes_and_the_derived_ones():
 
 
 def test_a_field_no_key_fills_is_found():
-    cls = dataclasses.make_dataclass("Widened", [("project", str)], bases=(stack_config.StackConfig,), frozen=True)
+    cls = dataclasses.make_dataclass(
+        "Widened", [("project", str)], bases=(stack_config.StackConfig,), frozen=True
+    )
     assert field_differences(cls, KEYS) == ["project: a StackConfig field no key fills"]
 
 
 def test_a_key_attribute_without_a_field_is_found():
-    extra = config_schema.Key("colour", "string", "red", description="The colour.", attr="colour",
-                              on_change="in place")
-    assert field_differences(stack_config.StackConfig, (*KEYS, extra)) == ["colour: a key's attribute StackConfig lacks"]
+    extra = config_schema.Key(
+        "colour", "string", "red", description="The colour.", attr="colour", on_change="in place"
+    )
+    assert field_differences(stack_config.StackConfig, (*KEYS, extra)) == [
+        "colour: a key's attribute StackConfig lacks"
+    ]
 
 
 def test_values_are_held_stripped_and_arrays_as_tuples():

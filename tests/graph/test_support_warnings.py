@@ -1,12 +1,16 @@
 """A version under its security floor, or one the cluster's Kubernetes does not support, is heard
 at preview: a warning in the deployer's log naming the key, the CVEs or the range, and the fix;
 the stack still deploys. One that cannot work is refused (model/support_calendar.py)."""
+
 from devkit.offline_run import run_program
 from model import support_calendar
 from tests.support.program import rejected
 
-UNPATCHED = {"slurmVersion": "26.05.2", "slurmdImageTag": "26.05.2-torch2.9-cu130-mpi",
-             "slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04"}
+UNPATCHED = {
+    "slurmVersion": "26.05.2",
+    "slurmdImageTag": "26.05.2-torch2.9-cu130-mpi",
+    "slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04",
+}
 
 
 def test_slurm_under_its_security_floor_is_a_warning_at_preview():
@@ -21,7 +25,9 @@ def test_cert_manager_the_clusters_kubernetes_does_not_support_is_a_warning_at_p
     graph = run_program("dev", {"certManagerVersion": "v1.16.2", "kubernetesVersion": "1.36"})
     assert graph.error is None and graph.resources
     (said,) = [w for w in graph.warnings if w.startswith("certManagerVersion v1.16.2")]
-    assert "Kubernetes 1.25 to 1.32, not 1.36" in said and "set certManagerVersion to a release of 1.21" in said
+    assert (
+        "Kubernetes 1.25 to 1.32, not 1.36" in said and "set certManagerVersion to a release of 1.21" in said
+    )
 
 
 def test_the_defaults_give_no_slurm_or_cert_manager_warning(dev):

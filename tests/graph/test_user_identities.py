@@ -1,6 +1,7 @@
 """The named users in the pods: their entries and keys in ConfigMaps, the login and controller pods
 merging the entries into their own files, the workers' Prolog, sshd reading each user's keys, the
 homes Job, and root's login opt-in. A stack without `users` gets none of it."""
+
 import copy
 import os
 import pathlib
@@ -41,12 +42,14 @@ def _values(graph):
 
 # The ConfigMaps
 
+
 def test_the_entries_configmap_holds_each_users_passwd_and_group_lines(named):
     data = named.named("users-entries").inputs
     assert data["metadata"] == {"name": IDENTITIES_CONFIGMAP, "namespace": SLURM_NAMESPACE}
     assert data["data"] == {
         "passwd": "alice:*:2001:2001:alice:/shared/home/alice:/bin/bash\nbob:*:2002:2002:bob:/shared/home/bob:/bin/bash\n",
-        "group": "alice:*:2001:\nbob:*:2002:\n"}
+        "group": "alice:*:2001:\nbob:*:2002:\n",
+    }
 
 
 def test_the_keys_configmap_holds_each_users_keys_under_their_name(named):
@@ -66,6 +69,7 @@ def test_the_slurm_release_waits_for_the_configmaps_its_pods_mount(named):
 
 # The login pod
 
+
 def test_the_login_pod_merges_the_entries_with_its_images_own_files(values):
     login = values["loginsets"]["slinky"]
     (init,) = login["podSpec"]["initContainers"]
@@ -78,9 +82,14 @@ def test_the_login_pod_merges_the_entries_with_its_images_own_files(values):
 
 def test_the_login_pods_sshd_reads_each_users_keys_from_the_keys_configmap(values):
     login = values["loginsets"]["slinky"]
-    assert login["extraSshdConfig"].startswith(f"AuthorizedKeysCommand /usr/bin/cat {identities.KEYS_DIR}/%u\n")
+    assert login["extraSshdConfig"].startswith(
+        f"AuthorizedKeysCommand /usr/bin/cat {identities.KEYS_DIR}/%u\n"
+    )
     mounts = {m["mountPath"]: m for m in login["login"]["volumeMounts"]}
-    assert mounts[identities.KEYS_DIR]["name"] == identities.KEYS_VOLUME and "subPath" not in mounts[identities.KEYS_DIR]
+    assert (
+        mounts[identities.KEYS_DIR]["name"] == identities.KEYS_VOLUME
+        and "subPath" not in mounts[identities.KEYS_DIR]
+    )
     volumes = {v["name"]: v for v in login["podSpec"]["volumes"]}
     assert volumes[identities.KEYS_VOLUME]["configMap"]["name"] == SSH_KEYS_CONFIGMAP
 
@@ -102,6 +111,7 @@ def test_a_changed_key_rolls_no_pod(values):
 
 # The controller and the workers
 
+
 def test_the_controller_merges_the_entries_too(values):
     controller = values["controller"]
     (init,) = controller["podSpec"]["initContainers"]
@@ -119,12 +129,16 @@ def test_each_worker_mounts_the_entries_directory_and_runs_the_prolog(values):
 def test_the_init_containers_run_with_no_capability_and_a_read_only_root(values):
     for pod in (values["loginsets"]["slinky"]["podSpec"], values["controller"]["podSpec"]):
         (init,) = pod["initContainers"]
-        assert init["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                           "capabilities": {"drop": ["ALL"]},
-                                           "seccompProfile": {"type": "RuntimeDefault"}}
+        assert init["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
 
 
 # What the chart makes of it
+
 
 def test_every_identity_key_exists_in_the_chart_or_is_passed_through(values):
     assert unknown_keys(values, load_chart()) == []
@@ -140,8 +154,14 @@ def test_the_walk_still_catches_a_misplaced_controller_volume(values):
 def rendered(named):
     resource = next(r for r in named.of_type(chart_render.RELEASE_TYPE) if r.inputs["name"] == "slurm")
     request = chart_render.release_request(resource)
-    objects = chart_render.render(request["chart"], request["version"], request["values"], "slurm",
-                                  request["namespace"], chart_render.kube_version(named))
+    objects = chart_render.render(
+        request["chart"],
+        request["version"],
+        request["values"],
+        "slurm",
+        request["namespace"],
+        chart_render.kube_version(named),
+    )
     crds = chart_render.render_graph_releases(named)["slurm-operator-crds"]
     return objects, crds
 
@@ -155,10 +175,11 @@ def test_the_rendered_custom_resources_carry_the_identities_and_are_valid(render
     controller = next(o for o in slinky if o["kind"] == "Controller")
     assert controller["spec"]["slurmctld"]["volumeMounts"] == identities.merged_mounts()
     login = next(o for o in slinky if o["kind"] == "LoginSet")
-    assert "PermitRootLogin" not in login["spec"]["extraSshdConfig"]   # the dev stack keeps its root key
+    assert "PermitRootLogin" not in login["spec"]["extraSshdConfig"]  # the dev stack keeps its root key
 
 
 # Root SSH
+
 
 def test_without_a_root_key_root_has_no_key_and_sshd_refuses_root():
     graph = run_program("dev", {"sshPublicKey": None, "users": [ALICE]})
@@ -175,22 +196,32 @@ def test_with_a_root_key_the_ssh_command_stays_root(named):
 def test_a_stack_nobody_could_manage_is_refused(users):
     graph = run_program("dev", {"sshPublicKey": None, "users": users}, expect_error=True)
     assert graph.resources == []
-    assert "slinky-eks:sshPublicKey = '': a root key, or at least one user with admin: true in users" in str(graph.error)
+    assert "slinky-eks:sshPublicKey = '': a root key, or at least one user with admin: true in users" in str(
+        graph.error
+    )
 
 
 def test_a_stack_without_users_has_no_identities_and_root_as_before(dev):
-    assert [r.type for r in dev.resources if r.name.startswith("users")] == ["slinky-eks:slurm:UserIdentities"]
+    assert [r.type for r in dev.resources if r.name.startswith("users")] == [
+        "slinky-eks:slurm:UserIdentities"
+    ]
     values = _values(dev)
     login = values["loginsets"]["slinky"]
     assert "extraSshdConfig" not in login and "initContainers" not in login["podSpec"]
     assert login["rootSshAuthorizedKeys"].split()[1] == EXAMPLE_SSH_KEY
     assert "prologScripts" not in values and "initContainers" not in values["controller"]["podSpec"]
     # The workers mount no entries ConfigMap (other volumes, the health check's, are not the users').
-    assert not [v for n in values["nodesets"].values() for v in n["podSpec"]["volumes"]
-                if v["name"] == identities.ENTRIES_VOLUME or v.get("configMap", {}).get("name") == IDENTITIES_CONFIGMAP]
+    assert not [
+        v
+        for n in values["nodesets"].values()
+        for v in n["podSpec"]["volumes"]
+        if v["name"] == identities.ENTRIES_VOLUME
+        or v.get("configMap", {}).get("name") == IDENTITIES_CONFIGMAP
+    ]
 
 
 # The homes Job
+
 
 def test_the_homes_job_runs_as_root_with_chown_alone(named):
     spec = named.named("users-homes").inputs["spec"]["template"]["spec"]
@@ -207,8 +238,11 @@ def test_the_homes_job_is_named_after_the_users_so_a_change_runs_it_again(named)
 
 
 def test_the_homes_job_waits_for_the_shared_claim(named):
-    (claim,) = [r for r in named.of_type("kubernetes:core/v1:PersistentVolumeClaim")
-                if r.inputs["metadata"]["name"] == "shared"]
+    (claim,) = [
+        r
+        for r in named.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.inputs["metadata"]["name"] == "shared"
+    ]
     assert named.depends_on(named.named("users-homes"), claim)
 
 
@@ -222,9 +256,13 @@ def test_the_homes_script_gives_each_user_a_private_home_and_a_second_run_change
     _run_homes(tmp_path, users)
     for u in users:
         home = tmp_path / "home" / u.name
-        assert (home.stat().st_uid, home.stat().st_gid, oct(home.stat().st_mode & 0o777)) == (u.uid, u.uid, "0o700")
+        assert (home.stat().st_uid, home.stat().st_gid, oct(home.stat().st_mode & 0o777)) == (
+            u.uid,
+            u.uid,
+            "0o700",
+        )
     (tmp_path / "home/alice/notes").write_text("mine")
-    (tmp_path / "home/alice").chmod(0o750)   # the user's own choice of mode
+    (tmp_path / "home/alice").chmod(0o750)  # the user's own choice of mode
     _run_homes(tmp_path, users)
     assert oct((tmp_path / "home/alice").stat().st_mode & 0o777) == "0o750"
     assert (tmp_path / "home/alice/notes").read_text() == "mine"

@@ -1,5 +1,6 @@
 """Named users (`users`): read into StackConfig.users, absent from a stack that does not set it,
 and every bad entry refused before any resource, naming users[i].<field>, all at once."""
+
 import pytest
 
 from devkit.offline_run import run_program
@@ -16,8 +17,10 @@ BOB = {"name": "bob", "uid": 2002, "sshPublicKey": [BOB_KEY, ALICE_KEY]}
 def test_users_are_read_with_their_defaults():
     found, problems = users.users_from_config([ALICE, BOB])
     assert problems == []
-    assert found == [users.User("alice", 2001, (ALICE_KEY,), "vision", True),
-                     users.User("bob", 2002, (BOB_KEY, ALICE_KEY), users.DEFAULT_ACCOUNT, False)]
+    assert found == [
+        users.User("alice", 2001, (ALICE_KEY,), "vision", True),
+        users.User("bob", 2002, (BOB_KEY, ALICE_KEY), users.DEFAULT_ACCOUNT, False),
+    ]
 
 
 def test_a_stack_with_users_deploys():
@@ -58,7 +61,9 @@ def test_duplicate_uids_are_refused():
 # Each refused by a layer: Slurm lower-cases (Alice), adduser's NAME_REGEX wants a letter first
 # (1st, _x, -x), no layer takes '.', '@', ' ' or ':' in adduser's default (a.b, a@b, "a b", a:b),
 # 33 characters is past useradd's limit, '$' is a machine account.
-@pytest.mark.parametrize("name", ["Alice", "1st", "_x", "-x", "a.b", "a@b", "a b", "a:b", "a" * 33, "pc$", "", 7])
+@pytest.mark.parametrize(
+    "name", ["Alice", "1st", "_x", "-x", "a.b", "a@b", "a b", "a:b", "a" * 33, "pc$", "", 7]
+)
 def test_a_name_linux_or_slurm_refuses_is_refused(name):
     msg = _refused([{**ALICE, "name": name}])
     assert f"users[0].name = {name!r}: a login name" in msg
@@ -68,8 +73,14 @@ def test_a_name_of_32_characters_passes():
     assert users.users_from_config([{**ALICE, "name": "a" * 32}])[1] == []
 
 
-@pytest.mark.parametrize("key", ["ssh-ed25519", "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L",
-                                 "ssh-ed25519 not-base64!"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "ssh-ed25519",
+        "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L",
+        "ssh-ed25519 not-base64!",
+    ],
+)
 def test_a_malformed_key_is_refused(key):
     msg = _refused([{**ALICE, "sshPublicKey": key}])
     assert f"users[0].sshPublicKey = {key!r}: an OpenSSH public key line" in msg
@@ -82,7 +93,9 @@ def test_a_malformed_key_in_a_list_is_refused_by_its_place():
 
 def test_a_private_key_is_refused_without_showing_it():
     msg = _refused([{**ALICE, "sshPublicKey": "-----BEGIN OPENSSH PRIVATE KEY-----\nSECRETSECRET"}])
-    assert "users[0].sshPublicKey: this is a private key (value withheld)" in msg and "SECRETSECRET" not in msg
+    assert (
+        "users[0].sshPublicKey: this is a private key (value withheld)" in msg and "SECRETSECRET" not in msg
+    )
 
 
 @pytest.mark.parametrize("keys", [[], None, 7])
@@ -105,7 +118,9 @@ def test_an_account_slurm_would_change_or_split_is_refused(account):
 
 
 def test_slurms_root_account_is_refused():
-    assert "users[0].account = 'root': an account of the stack's own" in _refused([{**ALICE, "account": "root"}])
+    assert "users[0].account = 'root': an account of the stack's own" in _refused(
+        [{**ALICE, "account": "root"}]
+    )
 
 
 def test_admin_must_be_true_or_false():
@@ -114,7 +129,10 @@ def test_admin_must_be_true_or_false():
 
 def test_an_unknown_user_field_is_refused_naming_the_fields():
     msg = _refused([{**ALICE, "sshKey": ALICE_KEY}])
-    assert "users[0].sshKey = " in msg and "not a user field; fields: name, uid, sshPublicKey, account, admin" in msg
+    assert (
+        "users[0].sshKey = " in msg
+        and "not a user field; fields: name, uid, sshPublicKey, account, admin" in msg
+    )
 
 
 @pytest.mark.parametrize("value", [{"name": "alice"}, "alice", ["alice"]])
@@ -126,5 +144,12 @@ def test_users_must_be_a_list_of_objects(value):
 def test_every_user_problem_comes_back_at_once():
     msg = _refused([{"name": "root", "uid": 10, "sshPublicKey": "x"}, {**BOB, "name": "Bob", "uid": 10}])
     assert msg.startswith("invalid stack configuration (6 problems)")
-    for key in ("[0].name", "[0].uid", "[0].sshPublicKey", "[1].name", "[1].uid = 10: a whole", "[1].uid = 10: a uid no"):
+    for key in (
+        "[0].name",
+        "[0].uid",
+        "[0].sshPublicKey",
+        "[1].name",
+        "[1].uid = 10: a whole",
+        "[1].uid = 10: a uid no",
+    ):
         assert f"slinky-eks:users{key}" in msg

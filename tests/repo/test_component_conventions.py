@@ -3,6 +3,7 @@
 wait for, `namespace` always a name, every args field and output attribute documented, every
 `__init__` a short sequence of named steps. Each rule is a function that returns problems, run on
 the real code and on a synthetic break."""
+
 from __future__ import annotations
 
 import ast
@@ -28,8 +29,20 @@ from tests.support.paths import REPO
 ROOT = REPO
 COMPONENTS_DIR = ROOT / "components"
 # Names that meant "what to wait for" before one vocabulary (issue 17): none may come back.
-RETIRED = {"ready", "system_ready", "gpu_ready", "system_nodes", "gpu_nodes", "cluster_ready", "after",
-           "state_storage", "outlives", "namespace_resource", "pod_identity_agent", "load_balancer_controller"}
+RETIRED = {
+    "ready",
+    "system_ready",
+    "gpu_ready",
+    "system_nodes",
+    "gpu_nodes",
+    "cluster_ready",
+    "after",
+    "state_storage",
+    "outlives",
+    "namespace_resource",
+    "pod_identity_agent",
+    "load_balancer_controller",
+}
 
 
 def token_groups() -> set[str]:
@@ -38,16 +51,25 @@ def token_groups() -> set[str]:
 
 
 def _component_classes(tree: ast.Module) -> list[ast.ClassDef]:
-    return [node for node in tree.body if isinstance(node, ast.ClassDef)
-            and any(ast.unparse(base) == "pulumi.ComponentResource" for base in node.bases)]
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(base) == "pulumi.ComponentResource" for base in node.bases)
+    ]
 
 
 def _registered_token(cls: ast.ClassDef) -> str | None:
     """The first argument of the class's super().__init__(...) call."""
     for node in ast.walk(cls):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
-                and ast.unparse(node.func.value) == "super()" and node.args
-                and isinstance(node.args[0], ast.Constant)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "__init__"
+            and ast.unparse(node.func.value) == "super()"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             return node.args[0].value
     return None
 
@@ -72,17 +94,29 @@ def component_tokens() -> dict[str, str]:
 
 
 def _modules():
-    return [importlib.import_module(f"components.{m.name}") for m in pkgutil.iter_modules([str(COMPONENTS_DIR)])]
+    return [
+        importlib.import_module(f"components.{m.name}") for m in pkgutil.iter_modules([str(COMPONENTS_DIR)])
+    ]
 
 
 def args_classes() -> list[type]:
-    return [cls for module in _modules() for _, cls in inspect.getmembers(module, inspect.isclass)
-            if cls.__module__ == module.__name__ and dataclasses.is_dataclass(cls) and cls.__name__.endswith("Args")]
+    return [
+        cls
+        for module in _modules()
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if cls.__module__ == module.__name__
+        and dataclasses.is_dataclass(cls)
+        and cls.__name__.endswith("Args")
+    ]
 
 
 def component_classes() -> list[type]:
-    return [cls for module in _modules() for _, cls in inspect.getmembers(module, inspect.isclass)
-            if cls.__module__ == module.__name__ and issubclass(cls, pulumi.ComponentResource)]
+    return [
+        cls
+        for module in _modules()
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if cls.__module__ == module.__name__ and issubclass(cls, pulumi.ComponentResource)
+    ]
 
 
 def _mentions_resource(hint) -> bool:
@@ -134,7 +168,9 @@ def ready_problems(cls: type) -> list[str]:
         hint = eval(hint, namespace) if isinstance(hint, str) else hint
         waitable = name == "ready" or name.endswith("_ready")
         if waitable != _is_resource_list(hint):
-            out.append(f"{cls.__name__}.{name}: what to wait for is ready / <part>_ready: list[pulumi.Resource]")
+            out.append(
+                f"{cls.__name__}.{name}: what to wait for is ready / <part>_ready: list[pulumi.Resource]"
+            )
     return out
 
 
@@ -147,7 +183,9 @@ def wiring_problems(source: str) -> list[str]:
             items = value.elts if isinstance(value, ast.List) else [value]
             for item in items:
                 item = item.value if isinstance(item, ast.Starred) else item
-                if not (isinstance(item, ast.Attribute) and (item.attr == "ready" or item.attr.endswith("_ready"))):
+                if not (
+                    isinstance(item, ast.Attribute) and (item.attr == "ready" or item.attr.endswith("_ready"))
+                ):
                     out.append(f"{node.arg}={ast.unparse(value)}: wait for a component's ready list")
     return out
 
@@ -167,8 +205,9 @@ def documentation_problems(source: str) -> list[str]:
             while row >= 0 and lines[row].strip().startswith("#"):
                 above.append(lines[row])
                 row -= 1
-            comment = " ".join(above) + (lines[field.lineno - 1].split("#", 1)[1]
-                                          if "#" in lines[field.lineno - 1] else "")
+            comment = " ".join(above) + (
+                lines[field.lineno - 1].split("#", 1)[1] if "#" in lines[field.lineno - 1] else ""
+            )
             if not comment.strip():
                 out.append(f"{cls.name}.{name}: undocumented")
             elif field.value is not None and "default" not in comment.lower():
@@ -177,8 +216,13 @@ def documentation_problems(source: str) -> list[str]:
 
 
 def _assigned_attributes(cls: ast.ClassDef) -> set[str]:
-    return {t.attr for node in ast.walk(cls) if isinstance(node, ast.Assign) for t in node.targets
-            if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self" and not t.attr.startswith("_")}
+    return {
+        t.attr
+        for node in ast.walk(cls)
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self" and not t.attr.startswith("_")
+    }
 
 
 def output_documentation_problems(source: str) -> list[str]:
@@ -186,7 +230,10 @@ def output_documentation_problems(source: str) -> list[str]:
     lines, out = source.splitlines(), []
     for cls in _component_classes(ast.parse(source)):
         declared = {ast.unparse(n.target): n for n in cls.body if isinstance(n, ast.AnnAssign)}
-        out += [f"{cls.name}.{a}: set but not declared on the class" for a in sorted(_assigned_attributes(cls) - set(declared))]
+        out += [
+            f"{cls.name}.{a}: set but not declared on the class"
+            for a in sorted(_assigned_attributes(cls) - set(declared))
+        ]
         for name, node in declared.items():
             above = lines[node.lineno - 2].strip() if node.lineno >= 2 else ""
             if "#" not in lines[node.lineno - 1] and not above.startswith("#"):
@@ -217,16 +264,22 @@ def named_steps_problems(source: str) -> list[str]:
 
 # --- the rules hold on the code -------------------------------------------------------------
 
+
 def test_every_component_token_is_slinky_eks_group_and_class_name():
-    problems = [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
-                for p in token_problems(path.read_text(), token_groups())]
+    problems = [
+        p
+        for path in sorted(COMPONENTS_DIR.glob("*.py"))
+        for p in token_problems(path.read_text(), token_groups())
+    ]
     assert problems == []
 
 
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     # The scaling components exist only where a pool autoscales (docs/scaling.md).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
-    registered = {r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")}
+    registered = {
+        r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")
+    }
     assert registered == set(component_tokens().values())
 
 
@@ -250,36 +303,43 @@ def test_the_program_wires_dependencies_from_ready_lists():
 
 
 def test_every_args_field_is_documented():
-    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
-            for p in documentation_problems(path.read_text())] == []
+    assert [
+        p for path in sorted(COMPONENTS_DIR.glob("*.py")) for p in documentation_problems(path.read_text())
+    ] == []
 
 
 def test_every_component_output_attribute_is_described():
-    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
-            for p in output_documentation_problems(path.read_text())] == []
+    assert [
+        p
+        for path in sorted(COMPONENTS_DIR.glob("*.py"))
+        for p in output_documentation_problems(path.read_text())
+    ] == []
 
 
 def test_every_component_init_reads_as_named_steps():
-    assert [p for path in sorted(COMPONENTS_DIR.glob("*.py"))
-            for p in named_steps_problems(path.read_text())] == []
+    assert [
+        p for path in sorted(COMPONENTS_DIR.glob("*.py")) for p in named_steps_problems(path.read_text())
+    ] == []
 
 
 # --- each rule catches a break --------------------------------------------------------------
 
-GOOD_TOKEN = '''
+GOOD_TOKEN = """
 import pulumi
 class Pool(pulumi.ComponentResource):
     def __init__(self, name, args, opts=None):
         super().__init__("slinky-eks:nodes:Pool", name, None, opts)
-'''
+"""
 
 
 def test_the_token_rule_accepts_group_and_class_name():
     assert token_problems(GOOD_TOKEN, {"nodes"}) == []
 
 
-@pytest.mark.parametrize("token", ["slinky-eks:node_groups:Pool", "slinky-eks:nodes:NodePool",
-                                   "other:nodes:Pool", "slinky-eks:Pool"])
+@pytest.mark.parametrize(
+    "token",
+    ["slinky-eks:node_groups:Pool", "slinky-eks:nodes:NodePool", "other:nodes:Pool", "slinky-eks:Pool"],
+)
 def test_the_token_rule_rejects_an_unlisted_group_or_another_type(token):
     assert token_problems(GOOD_TOKEN.replace("slinky-eks:nodes:Pool", token), {"nodes"}) != []
 
@@ -287,6 +347,7 @@ def test_the_token_rule_rejects_an_unlisted_group_or_another_type(token):
 @dataclass(frozen=True)
 class _GoodArgs:
     """Every field is required (no defaults)."""
+
     namespace: str
     provider: k8s.Provider
     depends_on: Sequence[pulumi.Resource]
@@ -367,16 +428,19 @@ def test_the_documentation_rule_accepts_commented_fields():
     assert documentation_problems(DOCUMENTED) == []
 
 
-@pytest.mark.parametrize("broken", [
-    DOCUMENTED.replace("    # The pool's name.\n", ""),
-    DOCUMENTED.replace("# nodes; default 1", "# nodes"),
-    DOCUMENTED.replace('    """Every field is required unless its comment names a default."""\n', ""),
-])
+@pytest.mark.parametrize(
+    "broken",
+    [
+        DOCUMENTED.replace("    # The pool's name.\n", ""),
+        DOCUMENTED.replace("# nodes; default 1", "# nodes"),
+        DOCUMENTED.replace('    """Every field is required unless its comment names a default."""\n', ""),
+    ],
+)
 def test_the_documentation_rule_rejects_an_undocumented_field_default_or_class(broken):
     assert documentation_problems(broken) != []
 
 
-STEPS = '''
+STEPS = """
 import pulumi
 from tests.support.paths import REPO
 from tests.support.paths import REPO
@@ -392,15 +456,17 @@ class Pool(pulumi.ComponentResource):
 
     def _group(self):
         return aws.eks.NodeGroup("g")
-'''
+"""
 
 
 def test_the_output_rule_accepts_declared_described_attributes():
     assert output_documentation_problems(STEPS) == []
 
 
-@pytest.mark.parametrize("broken", [STEPS.replace("    size: int   # its node count\n", ""),
-                                    STEPS.replace("   # its node count", "")])
+@pytest.mark.parametrize(
+    "broken",
+    [STEPS.replace("    size: int   # its node count\n", ""), STEPS.replace("   # its node count", "")],
+)
 def test_the_output_rule_rejects_an_undeclared_or_undescribed_attribute(broken):
     assert output_documentation_problems(broken) != []
 

@@ -1,6 +1,7 @@
 """docs/decisions/: one decision per file, each with its context, the decision, its consequences
 and its sources; and every decision the code points at (`docs/decisions/<topic>.md` in a comment
 or docstring) is there, so the one sentence of why left in the code leads somewhere."""
+
 import pathlib
 import re
 
@@ -50,7 +51,9 @@ def unlisted(index: str, names: list[str]) -> list[str]:
 def test_every_decision_has_context_decision_consequences_and_sources():
     decisions_ = decisions()
     assert len(decisions_) >= 6
-    assert [(d.name, missing_sections(d.read_text())) for d in decisions_ if missing_sections(d.read_text())] == []
+    assert [
+        (d.name, missing_sections(d.read_text())) for d in decisions_ if missing_sections(d.read_text())
+    ] == []
 
 
 def test_the_index_links_every_decision():
@@ -67,15 +70,22 @@ def test_a_decision_without_its_sources_or_out_of_order_is_found():
     assert missing_sections(whole) == []
     assert missing_sections(whole.replace("## Sources", "## Links")) == ["section '## Sources'"]
     assert missing_sections(whole.replace("# A choice\n\n", "")) == ["a '# ' title on the first line"]
-    swapped = whole.replace("## Decision", "## TMP").replace("## Context", "## Decision").replace("## TMP", "## Context")
+    swapped = (
+        whole.replace("## Decision", "## TMP")
+        .replace("## Context", "## Decision")
+        .replace("## TMP", "## Context")
+    )
     assert missing_sections(swapped) == [
         "sections in the order ## Context, ## Decision, ## Consequences, ## Sources "
-        "(found ## Decision, ## Context, ## Consequences, ## Sources)"]
+        "(found ## Decision, ## Context, ## Consequences, ## Sources)"
+    ]
 
 
 def test_every_decision_the_code_points_at_exists():
-    pointed = [(f.relative_to(REPO).as_posix(), pointers_to_missing_decisions(f.read_text(), REPO))
-               for f in _code_files()]
+    pointed = [
+        (f.relative_to(REPO).as_posix(), pointers_to_missing_decisions(f.read_text(), REPO))
+        for f in _code_files()
+    ]
     assert len(_code_files()) > 50
     assert [(name, missing) for name, missing in pointed if missing] == []
 

@@ -1,4 +1,5 @@
 """What the commands of the README and docs/ write into the checkout stays out of `git status`."""
+
 import os
 import shutil
 import subprocess
@@ -11,11 +12,20 @@ from devkit.offline_run import PROJECT_DIR
 # links to the Slurm roots, tests/slurm/build-roots.sh), verify (outputs.json), plan (plan/),
 # report (results/). .venv and .cuda are named themselves, not a file inside: git refuses a path
 # "beyond a symbolic link", and as a link the entry itself is what git status would show.
-WRITTEN = [".venv", ".cuda", "build/slurm-roots/sid", "outputs.json", "plan/graph.json",
-           "plan/values/slurm-release.yaml", "results/nccl-report.md",
-           "tests/__pycache__/conftest.cpython-311.pyc", ".pytest_cache/README.md"]
-needs_git = pytest.mark.skipif(shutil.which("git") is None or not (PROJECT_DIR / ".git").exists(),
-                               reason="not a git checkout")
+WRITTEN = [
+    ".venv",
+    ".cuda",
+    "build/slurm-roots/sid",
+    "outputs.json",
+    "plan/graph.json",
+    "plan/values/slurm-release.yaml",
+    "results/nccl-report.md",
+    "tests/__pycache__/conftest.cpython-311.pyc",
+    ".pytest_cache/README.md",
+]
+needs_git = pytest.mark.skipif(
+    shutil.which("git") is None or not (PROJECT_DIR / ".git").exists(), reason="not a git checkout"
+)
 
 
 def ignored(path: str, cwd=PROJECT_DIR) -> bool:
@@ -42,8 +52,13 @@ def test_the_environment_links_are_ignored_as_links(tmp_path, name):
     shutil.copy(PROJECT_DIR / ".gitignore", tmp_path / ".gitignore")
     (tmp_path / "cache").mkdir()
     os.symlink(tmp_path / "cache", tmp_path / name)
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", name],
-                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", name],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status == ""
 
 
@@ -54,6 +69,11 @@ def test_a_directory_only_pattern_misses_the_link(tmp_path):
     (tmp_path / ".gitignore").write_text(".venv/\n")
     (tmp_path / "cache").mkdir()
     os.symlink(tmp_path / "cache", tmp_path / ".venv")
-    status = subprocess.run(["git", "status", "--porcelain", "--", ".venv"], cwd=tmp_path,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--", ".venv"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status.strip() == "?? .venv"

@@ -1,6 +1,7 @@
 """Every shipped batch job asks to be requeued when its node fails (sbatch --requeue: SchedMD/slurm
 doc/man/man1/sbatch.1 at slurm-26-05-3-1), so the promise in docs/health.md holds whatever the
 cluster's JobRequeue default; and that default is written into slurm.conf, not left to Slurm's."""
+
 import re
 
 import pytest

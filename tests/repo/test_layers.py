@@ -3,6 +3,7 @@ what only they use sits in its private package components/_parts/; the component
 nothing in tools/ (the operator's CLIs); the programs that run in the cluster (cluster_programs/)
 import only the standard library and each other, since they run on a plain Python image. Each rule
 is a function of source text, run on the repository and on a synthetic break."""
+
 from __future__ import annotations
 
 import ast
@@ -32,8 +33,11 @@ def _imported(tree: ast.Module) -> list[tuple[int, str]]:
 def component_module_problems(source: str) -> list[str]:
     """A public module of components/ that defines no ComponentResource subclass."""
     tree = ast.parse(source)
-    if any(isinstance(node, ast.ClassDef) and any(ast.unparse(b) == "pulumi.ComponentResource" for b in node.bases)
-           for node in tree.body):
+    if any(
+        isinstance(node, ast.ClassDef)
+        and any(ast.unparse(b) == "pulumi.ComponentResource" for b in node.bases)
+        for node in tree.body
+    ):
         return []
     return ["defines no pulumi.ComponentResource"]
 
@@ -41,22 +45,33 @@ def component_module_problems(source: str) -> list[str]:
 def tools_dependencies(source: str) -> list[str]:
     """Each import of tools/ and each string that names a file under it (a path read at run time)."""
     tree = ast.parse(source)
-    found = [f"line {line}: imports {name}" for line, name in _imported(tree) if name.split(".")[0] == "tools"]
+    found = [
+        f"line {line}: imports {name}" for line, name in _imported(tree) if name.split(".")[0] == "tools"
+    ]
     for node in ast.walk(tree):
         # `<path> / "tools"`: the directory joined onto a path (a bare "tools" may be another name,
         # such as the readiness Job's pod-side package).
-        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
-                and node.right.value == "tools"):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value == "tools"
+        ):
             found.append(f"line {node.lineno}: joins the directory 'tools' onto a path")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("tools/"):
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("tools/")
+        ):
             found.append(f"line {node.lineno}: names the file {node.value!r}")
     return found
 
 
 def non_stdlib_imports(source: str, own: set[str]) -> list[str]:
     """Imports of anything but the standard library and the package itself (its names in `own`)."""
-    return [f"line {line}: imports {name}" for line, name in _imported(ast.parse(source))
-            if name.split(".")[0] not in sys.stdlib_module_names and name.split(".")[0] not in own]
+    return [
+        f"line {line}: imports {name}"
+        for line, name in _imported(ast.parse(source))
+        if name.split(".")[0] not in sys.stdlib_module_names and name.split(".")[0] not in own
+    ]
 
 
 def _public_component_modules() -> list[pathlib.Path]:
@@ -69,26 +84,35 @@ def test_every_public_module_of_components_defines_a_component_resource(path):
 
 
 def test_a_components_module_without_a_component_resource_is_found():
-    assert component_module_problems("import pulumi\n\ndef merge(a, b):\n    return {**a, **b}\n") == \
-        ["defines no pulumi.ComponentResource"]
+    assert component_module_problems("import pulumi\n\ndef merge(a, b):\n    return {**a, **b}\n") == [
+        "defines no pulumi.ComponentResource"
+    ]
 
 
 def test_the_private_package_and_the_public_modules_are_all_looked_at():
-    assert {"cluster.py", "slurm_readiness.py", "state_volume_guard.py"} <= {p.name for p in _public_component_modules()}
+    assert {"cluster.py", "slurm_readiness.py", "state_volume_guard.py"} <= {
+        p.name for p in _public_component_modules()
+    }
     assert (COMPONENTS / "_parts" / "helm.py").exists()
 
 
-@pytest.mark.parametrize("path", sorted(COMPONENTS.rglob("*.py")), ids=lambda p: str(p.relative_to(COMPONENTS)))
+@pytest.mark.parametrize(
+    "path", sorted(COMPONENTS.rglob("*.py")), ids=lambda p: str(p.relative_to(COMPONENTS))
+)
 def test_nothing_in_components_imports_tools_or_reads_files_under_it(path):
     assert tools_dependencies(path.read_text()) == []
 
 
-@pytest.mark.parametrize("source, why", [
-    ("from tools import verify\n", "line 1: imports tools"),
-    ("def f():\n    import tools.report\n", "line 2: imports tools.report"),
-    ("SCRIPT = ROOT / 'tools' / 'verify.py'\n", "line 1: joins the directory 'tools' onto a path"),
-    ("TEXT = (ROOT / 'tools/verify.py').read_text()\n", "line 1: names the file 'tools/verify.py'"),
-], ids=["import", "lazy-import", "path-parts", "path"])
+@pytest.mark.parametrize(
+    "source, why",
+    [
+        ("from tools import verify\n", "line 1: imports tools"),
+        ("def f():\n    import tools.report\n", "line 2: imports tools.report"),
+        ("SCRIPT = ROOT / 'tools' / 'verify.py'\n", "line 1: joins the directory 'tools' onto a path"),
+        ("TEXT = (ROOT / 'tools/verify.py').read_text()\n", "line 1: names the file 'tools/verify.py'"),
+    ],
+    ids=["import", "lazy-import", "path-parts", "path"],
+)
 def test_a_component_depending_on_tools_is_found(source, why):
     assert tools_dependencies(source) == [why]
 
@@ -99,11 +123,15 @@ def test_the_cluster_programs_import_only_the_standard_library_and_themselves(pa
     assert non_stdlib_imports(path.read_text(), {"cluster_programs", POD_PACKAGE}) == []
 
 
-@pytest.mark.parametrize("source, why", [
-    ("import yaml\n", "line 1: imports yaml"),
-    ("def main():\n    from kubernetes import client\n", "line 2: imports kubernetes"),
-    ("from model.contract import SLURM_NAMESPACE\n", "line 1: imports model.contract"),
-], ids=["third-party", "lazy-third-party", "first-party"])
+@pytest.mark.parametrize(
+    "source, why",
+    [
+        ("import yaml\n", "line 1: imports yaml"),
+        ("def main():\n    from kubernetes import client\n", "line 2: imports kubernetes"),
+        ("from model.contract import SLURM_NAMESPACE\n", "line 1: imports model.contract"),
+    ],
+    ids=["third-party", "lazy-third-party", "first-party"],
+)
 def test_a_cluster_program_importing_beyond_the_standard_library_is_found(source, why):
     assert non_stdlib_imports(source, {"cluster_programs", POD_PACKAGE}) == [why]
 

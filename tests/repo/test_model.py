@@ -1,6 +1,7 @@
 """The model package: pure facts (no Pulumi), one taint from which the toleration and the node
 group form are derived, and components that take shared constants from the model, never from
 each other."""
+
 import ast
 import pathlib
 
@@ -25,8 +26,11 @@ def _imports(path: pathlib.Path) -> list[tuple[str, list[str]]]:
 
 def _component_modules() -> set[str]:
     """components/ modules that define a ComponentResource."""
-    return {f"components.{p.stem}" for p in (ROOT / "components").glob("*.py")
-            if "pulumi.ComponentResource" in p.read_text()}
+    return {
+        f"components.{p.stem}"
+        for p in (ROOT / "components").glob("*.py")
+        if "pulumi.ComponentResource" in p.read_text()
+    }
 
 
 def cross_component_constants(paths) -> list[str]:
@@ -46,7 +50,9 @@ def test_no_component_takes_a_constant_from_another_components_module():
 
 def test_a_constant_taken_from_another_component_is_found(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from components.node_groups import NodeGroups\nfrom components.shared_storage import GP3\n")
+    bad.write_text(
+        "from components.node_groups import NodeGroups\nfrom components.shared_storage import GP3\n"
+    )
     assert cross_component_constants([bad]) == ["bad.py: GP3 from components.shared_storage"]
 
 
@@ -78,21 +84,32 @@ def test_a_model_module_importing_a_component_is_found(tmp_path):
 
 def test_a_model_module_importing_the_stacks_account_adapter_is_found(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from model.problems import error\nfrom stack.account import PermissionDenied\n"
-                   "import devkit.offline_account\n")
+    bad.write_text(
+        "from model.problems import error\nfrom stack.account import PermissionDenied\n"
+        "import devkit.offline_account\n"
+    )
     assert outside_the_model(bad) == ["stack.account", "devkit.offline_account"]
 
 
 def test_the_gpu_toleration_tolerates_the_gpu_taint():
     toleration = GPU_TAINT.toleration
-    assert (toleration["key"], toleration["effect"], toleration["operator"]) == (GPU_TAINT.key, GPU_TAINT.effect, "Exists")
+    assert (toleration["key"], toleration["effect"], toleration["operator"]) == (
+        GPU_TAINT.key,
+        GPU_TAINT.effect,
+        "Exists",
+    )
 
 
-@pytest.mark.parametrize("effect, eks", [("NoSchedule", "NO_SCHEDULE"), ("NoExecute", "NO_EXECUTE"),
-                                         ("PreferNoSchedule", "PREFER_NO_SCHEDULE")])
+@pytest.mark.parametrize(
+    "effect, eks",
+    [("NoSchedule", "NO_SCHEDULE"), ("NoExecute", "NO_EXECUTE"), ("PreferNoSchedule", "PREFER_NO_SCHEDULE")],
+)
 def test_the_node_group_taint_spells_the_effect_as_the_eks_api(effect, eks):
     assert Taint("k", "v", effect).node_group == {"key": "k", "value": "v", "effect": eks}
 
 
 def test_a_label_selector_matches_every_label():
-    assert label_selector({"role": "gpu", "slinky-eks/gpu-pool": "train"}) == "role=gpu,slinky-eks/gpu-pool=train"
+    assert (
+        label_selector({"role": "gpu", "slinky-eks/gpu-pool": "train"})
+        == "role=gpu,slinky-eks/gpu-pool=train"
+    )

@@ -3,6 +3,7 @@ at exist: a reader sent to a file that was moved (charts-values/versions.yaml be
 model/versions.py, tools/plan.py became devkit/plan.py) finds nothing there. The docs' module
 commands (`python -m devkit.plan`) and their links between pages, anchors included, are held the
 same way."""
+
 import pathlib
 import re
 
@@ -12,8 +13,10 @@ ROOT = REPO
 # The repository's top-level folders, as the restructure laid them out.
 _FOLDERS = "charts-values|cluster_programs|components|devkit|image|jobs|model|stack|tests|tools"
 # A path of this repository: one of its top-level folders, not the tail of an upstream path.
-_CITED = re.compile(rf"(?<![\w/.-])(?:{_FOLDERS})/[\w./-]*\w"
-                    r"\.(?:py|yaml|sh|json|md|sbatch|txt|packages)\b")
+_CITED = re.compile(
+    rf"(?<![\w/.-])(?:{_FOLDERS})/[\w./-]*\w"
+    r"\.(?:py|yaml|sh|json|md|sbatch|txt|packages)\b"
+)
 # A first-party module run with `python -m` (`python -m devkit.plan`, `python3 -m model.versions`).
 _MODULE = re.compile(rf"\bpython3? -m ((?:{_FOLDERS.replace('-', '_')})(?:\.\w+)+)")
 # A Markdown link that is not to the web: [text](target), target a path and/or a #anchor.
@@ -27,8 +30,7 @@ def missing_citations(text: str, root: pathlib.Path) -> list[str]:
 
 
 def missing_modules(text: str, root: pathlib.Path) -> list[str]:
-    return sorted({m for m in _MODULE.findall(text)
-                   if not (root / (m.replace(".", "/") + ".py")).exists()})
+    return sorted({m for m in _MODULE.findall(text) if not (root / (m.replace(".", "/") + ".py")).exists()})
 
 
 def anchor(heading: str) -> str:
@@ -57,9 +59,11 @@ def broken_links(text: str, doc: pathlib.Path) -> list[str]:
 
 def doc_problems(doc: pathlib.Path, root: pathlib.Path, text: str | None = None) -> list[str]:
     text = _COMMENT.sub("", doc.read_text() if text is None else text)
-    return ([f"no such file: {p}" for p in missing_citations(text, root)]
-            + [f"no such module: {m}" for m in missing_modules(text, root)]
-            + [f"broken link: {t}" for t in broken_links(text, doc)])
+    return (
+        [f"no such file: {p}" for p in missing_citations(text, root)]
+        + [f"no such module: {m}" for m in missing_modules(text, root)]
+        + [f"broken link: {t}" for t in broken_links(text, doc)]
+    )
 
 
 def docs(root: pathlib.Path) -> list[pathlib.Path]:
@@ -77,7 +81,9 @@ def test_a_cited_file_that_is_gone_is_found():
 
 
 def test_the_tail_of_an_upstream_path_is_not_taken_for_a_repository_file():
-    text = "aws/eks-charts stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml and helm/slurm/tools/x.py"
+    text = (
+        "aws/eks-charts stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml and helm/slurm/tools/x.py"
+    )
     assert missing_citations(text, ROOT) == []
 
 
@@ -88,13 +94,18 @@ def test_every_path_module_and_link_the_docs_name_exists():
 
 def test_a_doc_naming_a_moved_file_a_moved_module_or_a_missing_page_is_found():
     doc = ROOT / "docs" / "synthetic.md"
-    text = ("Plan offline (`tools/plan.py`, `.venv/bin/python -m tools.plan`; the tests in\n"
-            "tests/test_plan.py, the harness in devkit/plan.py); see [the guide](guide.md),\n"
-            "[teardown](operations.md#teardown) and [no such part](operations.md#tear-up).\n")
+    text = (
+        "Plan offline (`tools/plan.py`, `.venv/bin/python -m tools.plan`; the tests in\n"
+        "tests/test_plan.py, the harness in devkit/plan.py); see [the guide](guide.md),\n"
+        "[teardown](operations.md#teardown) and [no such part](operations.md#tear-up).\n"
+    )
     assert doc_problems(doc, ROOT, text) == [
-        "no such file: tests/test_plan.py", "no such file: tools/plan.py",
+        "no such file: tests/test_plan.py",
+        "no such file: tools/plan.py",
         "no such module: tools.plan",
-        "broken link: guide.md", "broken link: operations.md#tear-up"]
+        "broken link: guide.md",
+        "broken link: operations.md#tear-up",
+    ]
 
 
 def test_a_link_to_a_heading_of_the_same_page_is_checked_against_that_page():
@@ -112,4 +123,6 @@ def test_headings_get_the_anchors_github_gives_them():
 def test_the_generated_tables_markers_are_left_to_their_generator():
     text = "<!-- outputs-table: generated from model/not_yet.py; do not edit here -->\n"
     assert doc_problems(ROOT / "README.md", ROOT, text) == []
-    assert doc_problems(ROOT / "README.md", ROOT, text.replace("<!--", "")) == ["no such file: model/not_yet.py"]
+    assert doc_problems(ROOT / "README.md", ROOT, text.replace("<!--", "")) == [
+        "no such file: model/not_yet.py"
+    ]

@@ -1,6 +1,7 @@
 """Pulumi.yaml's `config:` block and the README's config and outputs tables are what
 `python -m devkit.project_docs` writes from the model (model/config_schema.py, model/outputs.py):
 the check passes here, and names the one file an edit made stale."""
+
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,12 @@ from tests.support.paths import REPO
 
 
 def _docs(root, *args):
-    return subprocess.run([sys.executable, "-m", "devkit.project_docs", "--root", str(root), *args],
-                          cwd=REPO, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "devkit.project_docs", "--root", str(root), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.fixture
@@ -62,15 +67,22 @@ def test_the_check_writes_nothing_and_a_run_rewrites_what_is_stale(copy):
     assert _docs(copy, "--check").returncode == 1
     assert {n: (copy / n).read_bytes() for n in stale} == stale
     written = _docs(copy)
-    assert written.returncode == 0 and written.stdout.splitlines() == ["Pulumi.yaml: written", "README.md: written"]
+    assert written.returncode == 0 and written.stdout.splitlines() == [
+        "Pulumi.yaml: written",
+        "README.md: written",
+    ]
     assert {n: (copy / n).read_bytes() for n in stale} == {n: (REPO / n).read_bytes() for n in stale}
 
 
 def test_the_project_file_outside_its_config_block_is_kept_byte_for_byte(copy):
     # A key after config: and a comment inside the block: the block ends at the next top-level key.
-    (copy / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text().replace(
-        "config:\n", "config:\n  # stale\n") + "template:\n  description: kept\n")
-    written = project_docs.project_file((copy / "Pulumi.yaml").read_text(), config_schema.schema(project_docs._DAY))
+    (copy / "Pulumi.yaml").write_text(
+        (REPO / "Pulumi.yaml").read_text().replace("config:\n", "config:\n  # stale\n")
+        + "template:\n  description: kept\n"
+    )
+    written = project_docs.project_file(
+        (copy / "Pulumi.yaml").read_text(), config_schema.schema(project_docs._DAY)
+    )
     assert written == (REPO / "Pulumi.yaml").read_text() + "template:\n  description: kept\n"
 
 
@@ -83,7 +95,10 @@ def test_a_readme_without_a_marker_is_refused_naming_it(copy):
     _edit(copy / "README.md", "<!-- /outputs-table -->", "")
     result = _docs(copy, "--check")
     assert result.returncode == 2
-    assert result.stderr.strip() == "README.md: no '<!-- outputs-table: ... -->' ... '<!-- /outputs-table -->' block"
+    assert (
+        result.stderr.strip()
+        == "README.md: no '<!-- outputs-table: ... -->' ... '<!-- /outputs-table -->' block"
+    )
 
 
 def test_a_project_file_without_a_config_block_is_refused_naming_it(copy):
@@ -92,10 +107,20 @@ def test_a_project_file_without_a_config_block_is_refused_naming_it(copy):
     assert result.returncode == 2 and result.stderr.startswith("Pulumi.yaml: no top-level 'config:'")
 
 
-@pytest.mark.parametrize("value, written", [
-    ("1.36", '"1.36"'), ("", '""'), ("g6.12xlarge", "g6.12xlarge"), ("yes", '"yes"'),
-    ("a: b", '"a: b"'), ("#1", '"#1"'), (2, "2"), (False, "false"), ([], "[]"),
-])
+@pytest.mark.parametrize(
+    "value, written",
+    [
+        ("1.36", '"1.36"'),
+        ("", '""'),
+        ("g6.12xlarge", "g6.12xlarge"),
+        ("yes", '"yes"'),
+        ("a: b", '"a: b"'),
+        ("#1", '"#1"'),
+        (2, "2"),
+        (False, "false"),
+        ([], "[]"),
+    ],
+)
 def test_a_scalar_is_written_so_yaml_reads_it_back_as_itself(value, written):
     assert project_docs._yaml_scalar(value) == written
     assert yaml.safe_load(f"k: {written}") == {"k": value}

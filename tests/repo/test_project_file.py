@@ -1,5 +1,6 @@
 """Pulumi.yaml: valid against Pulumi's own schema, and the dev stack sets only what it declares.
 Its `config:` block is written from the key table (tests/repo/test_project_docs.py checks it is)."""
+
 import json
 
 import jsonschema

@@ -1,5 +1,6 @@
 """The operator notes (docs/operations.md): what an `up` that replaces nodes needs first, and the
 API-CIDR trap on teardown."""
+
 import re
 
 from devkit.offline_run import PROJECT_DIR
@@ -10,7 +11,7 @@ OPERATIONS = (PROJECT_DIR / "docs/operations.md").read_text()
 def section(title: str) -> str:
     start = OPERATIONS.index(title)
     end = re.compile(r"^#{2,3} ", re.M).search(OPERATIONS, start + len(title))
-    return " ".join(OPERATIONS[start:end.start() if end else None].split())
+    return " ".join(OPERATIONS[start : end.start() if end else None].split())
 
 
 def test_the_upgrade_note_says_to_drain_slurm_before_a_launch_template_change():

@@ -1,6 +1,7 @@
 """tests/slurm/build-roots.sh with a recording mmdebstrap: each root is built once per key into the
 cache outside the checkout and linked at DIR/<suite>; a changed package list makes a new key; a
 failed build leaves no root behind a link; a root an older script built in place is replaced."""
+
 import os
 import shutil
 import subprocess
@@ -23,23 +24,34 @@ def tree(tmp_path):
     shutil.copy(SCRIPT, here / "build-roots.sh")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "mmdebstrap").write_text(textwrap.dedent("""\
+    (bin_dir / "mmdebstrap").write_text(
+        textwrap.dedent("""\
         #!/bin/bash
         # ... SUITE TARGET MIRROR: a root with one file, or MMDEBSTRAP_EXIT.
         target=${@: -2:1}
         echo "$target" >> "$RECORD"
         [ "${MMDEBSTRAP_EXIT:-0}" = 0 ] || { mkdir -p "$target/half"; exit "$MMDEBSTRAP_EXIT"; }
         mkdir -p "$target/etc" && echo built > "$target/etc/os-release"
-        """))
+        """)
+    )
     (bin_dir / "mmdebstrap").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLINKY_EKS_CACHE": str(tmp_path / "cache"),
-           "RECORD": str(tmp_path / "record")}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "SLINKY_EKS_CACHE": str(tmp_path / "cache"),
+        "RECORD": str(tmp_path / "record"),
+    }
     return here, tmp_path / "out", env, tmp_path / "record"
 
 
 def build(here, out, env, **extra) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(here / "build-roots.sh"), str(out)], env={**env, **extra},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", str(here / "build-roots.sh"), str(out)],
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_each_root_is_built_once_into_the_cache_and_linked(tree):

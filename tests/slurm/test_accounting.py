@@ -10,6 +10,7 @@ slurmctld pod as the registration Job runs it there.
 
 The tests of this module run in order on one cluster: the first registration, jobs of the
 registered users, then bob's removal."""
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ from tests.support.slurm_cluster import rendered_with_accounting, running_cluste
 pytestmark = pytest.mark.slurm
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHVzZXJzLWFyZS1ub3QtbG9nZ2luZy1pbi1oZXJl test"
-ALICE = User("alice", 2001, (KEY,))                        # the default account
+ALICE = User("alice", 2001, (KEY,))  # the default account
 BOB = User("bob", 2002, (KEY,), account="ml", admin=True)
 # Known to every pod (passwd, home) but never registered: no association.
 CAROL = User("carol", 2003, (KEY,))
@@ -38,8 +39,13 @@ USERS = [ALICE, BOB, CAROL]
 
 def _config(user: User) -> dict:
     """The stack config's `users` entry for a User (model/users.py users_from_config)."""
-    return {"name": user.name, "uid": user.uid, "sshPublicKey": list(user.ssh_public_keys),
-            "account": user.account, "admin": user.admin}
+    return {
+        "name": user.name,
+        "uid": user.uid,
+        "sshPublicKey": list(user.ssh_public_keys),
+        "account": user.account,
+        "admin": user.admin,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,9 @@ def release():
 
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory, release):
-    with running_cluster(tmp_path_factory, {"slurm": release}, "the accounting tests", users=USERS) as cluster:
+    with running_cluster(
+        tmp_path_factory, {"slurm": release}, "the accounting tests", users=USERS
+    ) as cluster:
         yield cluster
 
 
@@ -72,11 +80,15 @@ def test_slurm_conf_runs_the_identities_prolog_on_the_workers(slurm):
 
 def _sacctmgr(slurm):
     """The registration program's sacctmgr: in the slurmctld pod, as the slurm user."""
+
     def run(argv: list[str]) -> str:
         result = slurm.run_on_controller([*registration.SACCTMGR, *argv])
         if result.returncode != 0:
-            raise registration.RegistrationFailed(f"sacctmgr {' '.join(argv)}: {result.stdout}{result.stderr}")
+            raise registration.RegistrationFailed(
+                f"sacctmgr {' '.join(argv)}: {result.stdout}{result.stderr}"
+            )
         return result.stdout
+
     return run
 
 
@@ -88,10 +100,14 @@ def _register(slurm, users) -> list[list[str]]:
 
 def _database(slurm) -> str:
     """Everything the registration reads or writes, as sacctmgr lists it."""
-    return "\n".join(slurm.run([*registration.SACCTMGR, "list", *what]).stdout for what in (
-        ["account", "format=Account,Organization,Description"],
-        ["user", "format=User,DefaultAccount,AdminLevel"],
-        ["association", "format=Cluster,Account,User,Fairshare,QOS,DefaultQOS"]))
+    return "\n".join(
+        slurm.run([*registration.SACCTMGR, "list", *what]).stdout
+        for what in (
+            ["account", "format=Account,Organization,Description"],
+            ["user", "format=User,DefaultAccount,AdminLevel"],
+            ["association", "format=Cluster,Account,User,Fairshare,QOS,DefaultQOS"],
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +118,9 @@ def registered(slurm):
 
 def _submit(slurm, user: User) -> str:
     (slurm.home(user) / "job.sh").write_text(JOB)
-    submitted = slurm.run_as(user, ["sbatch", "--parsable", "-o", f"{user.home}/job-%j.out", f"{user.home}/job.sh"])
+    submitted = slurm.run_as(
+        user, ["sbatch", "--parsable", "-o", f"{user.home}/job-%j.out", f"{user.home}/job.sh"]
+    )
     assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.strip()
     slurm.wait_for_job(job, 120)
@@ -114,7 +132,9 @@ def _sacct(slurm, job: str, timeout: float = 30) -> list[str]:
     asynchronously)."""
     deadline = time.monotonic() + timeout
     while True:
-        out = slurm.run(["sacct", "-a", "-X", "-n", "-P", "-j", job, "--format=User,Account,State,UID"]).stdout
+        out = slurm.run(
+            ["sacct", "-a", "-X", "-n", "-P", "-j", job, "--format=User,Account,State,UID"]
+        ).stdout
         fields = out.strip().split("|")
         if len(fields) == 4 and fields[2] == "COMPLETED" or time.monotonic() > deadline:
             return fields
@@ -123,15 +143,22 @@ def _sacct(slurm, job: str, timeout: float = 30) -> list[str]:
 
 def test_slurmctld_runs_with_the_operators_accounting_and_the_programs_policy(slurm):
     config = slurm.run(["scontrol", "show", "config"]).stdout
-    wanted = {"AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageHost": "slurm-accounting",
-              "AccountingStoragePort": "6819", "AccountingStorageEnforce": "associations,limits,qos",
-              "PriorityType": "priority/multifactor", "PriorityWeightFairShare": "10000"}
+    wanted = {
+        "AccountingStorageType": "accounting_storage/slurmdbd",
+        "AccountingStorageHost": "slurm-accounting",
+        "AccountingStoragePort": "6819",
+        "AccountingStorageEnforce": "associations,limits,qos",
+        "PriorityType": "priority/multifactor",
+        "PriorityWeightFairShare": "10000",
+    }
     found = {k: re.search(rf"^{k}\s*=\s*(\S+)", config, re.M) for k in wanted}
     assert {k: m.group(1) if m else None for k, m in found.items()} == wanted, config
 
 
 def test_registration_adds_each_account_and_user_with_their_admin_level(slurm, registered):
-    users = slurm.run([*registration.SACCTMGR, "list", "user", "format=User,DefaultAccount,AdminLevel"]).stdout
+    users = slurm.run(
+        [*registration.SACCTMGR, "list", "user", "format=User,DefaultAccount,AdminLevel"]
+    ).stdout
     assert {"alice|default|None", "bob|ml|Administrator"} <= set(users.split()), users
     accounts = slurm.run([*registration.SACCTMGR, "list", "account", "format=Account,Organization"]).stdout
     assert {f"{DEFAULT_ACCOUNT}|slinky-eks", "ml|slinky-eks"} <= set(accounts.split()), accounts
@@ -145,12 +172,20 @@ def test_alices_job_runs_as_her_on_a_worker_and_is_accounted_to_her_account(slur
 
 
 def test_sshare_shows_both_accounts_with_their_shares(slurm, registered):
-    rows = [line.split("|") for line in slurm.run(["sshare", "-a", "-n", "-P", "--format=Account,User,RawShares"])
-            .stdout.split("\n") if line.strip()]
+    rows = [
+        line.split("|")
+        for line in slurm.run(["sshare", "-a", "-n", "-P", "--format=Account,User,RawShares"]).stdout.split(
+            "\n"
+        )
+        if line.strip()
+    ]
     shares = {(account.strip(), user): raw for account, user, raw in rows}
-    assert {k: shares.get(k) for k in [(DEFAULT_ACCOUNT, ""), ("ml", ""), (DEFAULT_ACCOUNT, "alice"),
-                                       ("ml", "bob")]} == {
-        (DEFAULT_ACCOUNT, ""): "1", ("ml", ""): "1", (DEFAULT_ACCOUNT, "alice"): "1", ("ml", "bob"): "1"}, rows
+    assert {
+        k: shares.get(k)
+        for k in [(DEFAULT_ACCOUNT, ""), ("ml", ""), (DEFAULT_ACCOUNT, "alice"), ("ml", "bob")]
+    } == {(DEFAULT_ACCOUNT, ""): "1", ("ml", ""): "1", (DEFAULT_ACCOUNT, "alice"): "1", ("ml", "bob"): "1"}, (
+        rows
+    )
 
 
 def test_a_user_without_an_association_is_refused_at_submit(slurm, registered):

@@ -6,6 +6,7 @@ each GPU from its "Model:" line (local_slurm.write_nvidia_driver_files). The Nod
 detected one (gres_gpu's _normalize_sys_gres_types), so a short name such as nvidia_l4 on an L40S
 node registers and then matches the wrong jobs. Hence both checks: the detected name equals the
 catalog's exactly, and slurmd settles on it for every GPU."""
+
 from __future__ import annotations
 
 import os

@@ -8,6 +8,7 @@ DRAM uncorrectable error is drained with the named reason within the interval, a
 not, an administrator's drain is left alone, and a health drain clears once the fault is fixed; a
 hardware Xid in the pod's kernel log (its fake dmesg) drains once and holds until resumed, and is
 not counted again after the resume."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,11 @@ ADMIN_REASON = "admin: swapping a disk"
 
 
 def _configmap(dev) -> dict[str, str]:
-    (cm,) = [r for r in dev.of_type("kubernetes:core/v1:ConfigMap")
-             if r.inputs["metadata"]["name"] == HEALTH_CONFIGMAP]
+    (cm,) = [
+        r
+        for r in dev.of_type("kubernetes:core/v1:ConfigMap")
+        if r.inputs["metadata"]["name"] == HEALTH_CONFIGMAP
+    ]
     return cm.inputs["data"]
 
 
@@ -48,8 +52,14 @@ def cluster(tmp_path_factory, rendered, dev):
     pool = nodeset_name(sorted(release.nodesets, key=lambda n: n["metadata"]["name"])[0])
     expected = json.loads(data[f"{pool}.json"])
     try:
-        c = LocalSlurm(tmp_path_factory.mktemp("health"), release, expected["gpu_model"], expected["gpus"],
-                       extra_conf=f"TaskPlugin=task/cgroup\nHealthCheckInterval={INTERVAL}", node_health=data)
+        c = LocalSlurm(
+            tmp_path_factory.mktemp("health"),
+            release,
+            expected["gpu_model"],
+            expected["gpus"],
+            extra_conf=f"TaskPlugin=task/cgroup\nHealthCheckInterval={INTERVAL}",
+            node_health=data,
+        )
     except RootMissing as e:
         pytest.fail(str(e))
     c.start()
@@ -73,8 +83,9 @@ def _wait(cluster: LocalSlurm, name: str, done, what: str, timeout: float = WITH
 def _next_result(cluster: LocalSlurm, name: str) -> rollout.SlurmNode:
     """The node once the check has run on it again (its Comment carries the run's time)."""
     before = cluster.slurm_node(name).comment
-    return _wait(cluster, name, lambda n: n.comment and n.comment != before, "checked again",
-                 timeout=WITHIN + 2)
+    return _wait(
+        cluster, name, lambda n: n.comment and n.comment != before, "checked again", timeout=WITHIN + 2
+    )
 
 
 def _healthy(node: rollout.SlurmNode) -> bool:
@@ -100,8 +111,9 @@ def test_a_worker_one_gpu_short_is_drained_with_the_named_reason(cluster):
     try:
         node = _wait(cluster, sick, lambda n: n.health_drained, "health-drained")
         want = cluster.gpus
-        assert node.reason == (f"health: {want - 1} of {want} GPUs in /dev; "
-                               f"{want - 1} of {want} GPUs in /proc/driver/nvidia"), node
+        assert node.reason == (
+            f"health: {want - 1} of {want} GPUs in /dev; {want - 1} of {want} GPUs in /proc/driver/nvidia"
+        ), node
         assert _healthy(_next_result(cluster, well)), "the healthy worker was drained"
     finally:
         cluster.restore_gpus(sick)
@@ -126,23 +138,27 @@ def test_an_xid_drains_once_and_an_administrators_resume_after_the_gpu_reset_sti
     says the GPU was handled); once an administrator resumes the node, the old line is behind the
     check's cursor (in the node's directory, STATE_DIR) and the node stays in service."""
     sick, well = cluster.nodes
-    cluster.add_kernel_log(sick, "[ 4242.000001] NVRM: Xid (PCI:0000:30:00): 79, pid=2101, "
-                                 "GPU has fallen off the bus.")
+    cluster.add_kernel_log(
+        sick, "[ 4242.000001] NVRM: Xid (PCI:0000:30:00): 79, pid=2101, GPU has fallen off the bus."
+    )
     try:
         node = _wait(cluster, sick, lambda n: n.health_drained, "health-drained")
         assert node.reason == "health: Xid 79 on 0000:30:00", node
         assert cluster.health_state(sick).exists(), "the run that drained did not keep its cursor"
         held = _next_result(cluster, sick)
         assert held.health_drained and held.reason == node.reason, held
-        assert held.comment.endswith(": ok (Xid 79 on 0000:30:00 holds the drain until the node is resumed)"), held
+        assert held.comment.endswith(
+            ": ok (Xid 79 on 0000:30:00 holds the drain until the node is resumed)"
+        ), held
         assert _healthy(_next_result(cluster, well)), "the healthy worker was drained"
     finally:
         resumed = cluster.run(["scontrol", "update", f"nodename={sick}", "state=resume"])
     assert resumed.returncode == 0, resumed.stderr
     for _ in range(2):
         assert _healthy(_next_result(cluster, sick)), "the old Xid drained the resumed node again"
-    cluster.add_kernel_log(sick, "[ 5000.000002] NVRM: Xid (PCI:0000:31:00): 48, pid=3307, "
-                                 "An uncorrectable double bit error.")
+    cluster.add_kernel_log(
+        sick, "[ 5000.000002] NVRM: Xid (PCI:0000:31:00): 48, pid=3307, An uncorrectable double bit error."
+    )
     try:
         node = _wait(cluster, sick, lambda n: n.health_drained, "health-drained by the new Xid")
         assert node.reason == "health: Xid 48 on 0000:31:00", node
@@ -160,7 +176,7 @@ def test_a_new_pod_of_a_resumed_node_does_not_drain_it_again_for_an_old_xid(clus
     assert "NVRM: Xid" in (cluster.pod_dir(sick).parent / f"{sick}.host" / "kmsg").read_text()
     cluster.replace_pod(sick)
     node = _wait(cluster, sick, lambda n: n.base != "DOWN", "up again in its new pod")
-    if "DRAIN" in node.flags and not node.reason.startswith("health: "):   # the old pod's preStop
+    if "DRAIN" in node.flags and not node.reason.startswith("health: "):  # the old pod's preStop
         cluster.run(["scontrol", "update", f"nodename={sick}", "state=resume"])
     for _ in range(2):
         assert _healthy(_next_result(cluster, sick)), "the new pod drained the node for an old Xid"
@@ -237,5 +253,10 @@ def test_a_batch_job_whose_node_fails_is_requeued_by_the_cluster_default(cluster
     finally:
         cluster.run(["scancel", job])
         cluster.run(["scontrol", "update", f"nodename={name}", "state=resume"])
-        _wait(cluster, name, lambda n: n.base == "IDLE" and not n.flags & {"DOWN", "DRAIN"}, "back in service",
-              timeout=60)
+        _wait(
+            cluster,
+            name,
+            lambda n: n.base == "IDLE" and not n.flags & {"DOWN", "DRAIN"},
+            "back in service",
+            timeout=60,
+        )

@@ -2,6 +2,7 @@
 (local_slurm.py: the slurm.conf, gres.conf and slurmd --conf of the release the chart renders from
 the program's values), in CPU mode: the same job files and the same cluster.env the program stages
 onto /shared, reached through environment overrides only."""
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,6 @@ from tools import command_output
 
 ROOT = REPO
 pytestmark = pytest.mark.slurm
-
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,9 @@ def test_finetune_two_nodes_two_processes_writes_adapters(slurm, staged, cpu_mod
 def test_verify_parses_mpi_list_of_slurm_26_05(slurm):
     """Debian's 26.05 build carries no mpi/pmix plugin (test_pmix.py covers PMIx on 24.11)."""
     listed = slurm.run(["srun", "--mpi=list"])
-    assert command_output.mpi_types(listed.stdout + listed.stderr) == ["none", "cray_shasta", "pmi2"], listed.stdout
+    assert command_output.mpi_types(listed.stdout + listed.stderr) == ["none", "cray_shasta", "pmi2"], (
+        listed.stdout
+    )
 
 
 def test_cluster_runs_the_models_slurm_release(slurm):
@@ -84,15 +86,21 @@ def test_cluster_runs_the_models_slurm_release(slurm):
 # src/nccl_ofi_net.cpp) against NCCL's "Using network Socket" fallback (vllm-project/vllm issue #5484).
 
 EFA_LINES = "NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 1 nics)\n"
-SOCKET_LINES = ("NCCL INFO NET/Plugin: Could not find: libnccl-net.so\n"
-                "NCCL INFO NET/Socket : Using [0]eth0:10.0.1.23<0>\nNCCL INFO Using network Socket\n")
+SOCKET_LINES = (
+    "NCCL INFO NET/Plugin: Could not find: libnccl-net.so\n"
+    "NCCL INFO NET/Socket : Using [0]eth0:10.0.1.23<0>\nNCCL INFO Using network Socket\n"
+)
 
 
 def _check(tmp_path, log_text, ranks, **env):
     log = tmp_path / "ranks.log"
     log.write_text(log_text)
-    return subprocess.run(["bash", "-c", f'source {ROOT}/jobs/lib/checks.sh; check_transport {log} {ranks}'],
-                          env={**os.environ, "DIST_BACKEND": "nccl", **env}, capture_output=True, text=True)
+    return subprocess.run(
+        ["bash", "-c", f"source {ROOT}/jobs/lib/checks.sh; check_transport {log} {ranks}"],
+        env={**os.environ, "DIST_BACKEND": "nccl", **env},
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_transport_check_passes_when_every_rank_selected_efa(tmp_path):
@@ -119,19 +127,34 @@ def test_transport_is_not_checked_off_efa(tmp_path):
 
 
 def test_every_script_passes_shellcheck():
-    scripts = [*sorted((ROOT / "jobs").glob("*.sbatch")), *sorted((ROOT / "jobs/lib").glob("*.sh")),
-               *sorted((ROOT / "image").glob("*.sh")), *sorted((ROOT / "tests").glob("*.sh")),
-               *sorted((ROOT / "tools").glob("*.sh")), ROOT / ".ci/run"]
-    result = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", "-P", "SCRIPTDIR/..",
-                             *map(str, scripts)], capture_output=True, text=True)
+    scripts = [
+        *sorted((ROOT / "jobs").glob("*.sbatch")),
+        *sorted((ROOT / "jobs/lib").glob("*.sh")),
+        *sorted((ROOT / "image").glob("*.sh")),
+        *sorted((ROOT / "tests").glob("*.sh")),
+        *sorted((ROOT / "tools").glob("*.sh")),
+        ROOT / ".ci/run",
+    ]
+    result = subprocess.run(
+        [
+            str(ROOT / ".venv/bin/shellcheck"),
+            "-x",
+            "-P",
+            "SCRIPTDIR",
+            "-P",
+            "SCRIPTDIR/..",
+            *map(str, scripts),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout
-
-
 
 
 # A NodeSet pod replaced (rolling update after an image change) on the real cluster: the operator's
 # preStop hook sets the node DOWN, the pod's slurmd stops, a new pod starts `slurmd -Z` under the same
 # name. The state strings are what Slurm 26.05.5 printed here.
+
 
 def _nodes(slurm) -> list[rollout.SlurmNode]:
     """The nodes as verify and the readiness Job read them (rollout.parse_scontrol)."""

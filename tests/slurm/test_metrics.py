@@ -8,6 +8,7 @@ MetricsType=metrics/openmetrics (tests/support/slinky_conf.py).
 The state the queries see: one job running on a GPU of slinky-0, slinky-1 drained by an admin, a
 two-node job pending that no node can run while the drain lasts; jobs submitted after the first
 scrape, so the start rate over the test's window is not zero."""
+
 from __future__ import annotations
 
 import time
@@ -41,14 +42,21 @@ def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
 @pytest.fixture(scope="module")
 def metrics(tmp_path_factory, dev):
     import os
+
     if os.geteuid() != 0:
         pytest.fail("the metrics tests start a real Slurm cluster in namespaces: they need root")
     release = Release.from_documents(rendered_with_metrics(dev))
     assert "MetricsType=metrics/openmetrics" in release.slurm_conf().splitlines()
-    cluster = LocalSlurm(tmp_path_factory.mktemp("metrics-slurm"), release, WALKTHROUGH.gpu_model,
-                         WALKTHROUGH.gpus).start()
-    prometheus = LocalPrometheus(tmp_path_factory.mktemp("prometheus"), f"127.0.0.1:{SLURMCTLD_PORT}",
-                                 pod=release.primary_host, node="ip-10-0-2-5", rule_files=rule_files())
+    cluster = LocalSlurm(
+        tmp_path_factory.mktemp("metrics-slurm"), release, WALKTHROUGH.gpu_model, WALKTHROUGH.gpus
+    ).start()
+    prometheus = LocalPrometheus(
+        tmp_path_factory.mktemp("prometheus"),
+        f"127.0.0.1:{SLURMCTLD_PORT}",
+        pod=release.primary_host,
+        node="ip-10-0-2-5",
+        rule_files=rule_files(),
+    )
     try:
         prometheus.start()
         prometheus.wait_for_scrapes()
@@ -73,9 +81,13 @@ def test_each_slurmctld_job_keeps_its_target_through_its_relabelling_and_scrapes
         target = targets[job.name]
         assert target["health"] == "up", target
         assert target["scrapeUrl"] == f"http://127.0.0.1:{SLURMCTLD_PORT}{job.path}"
-        assert {k: target["labels"][k] for k in ("kubernetes_namespace", "kubernetes_service", "kubernetes_pod")} == \
-            {"kubernetes_namespace": SLURM_NAMESPACE, "kubernetes_service": CONTROLLER_SERVICE,
-             "kubernetes_pod": "slurm-controller-0"}
+        assert {
+            k: target["labels"][k] for k in ("kubernetes_namespace", "kubernetes_service", "kubernetes_pod")
+        } == {
+            "kubernetes_namespace": SLURM_NAMESPACE,
+            "kubernetes_service": CONTROLLER_SERVICE,
+            "kubernetes_pod": "slurm-controller-0",
+        }
 
 
 def test_slurms_own_node_label_survives_the_target_labels(metrics):
@@ -103,11 +115,15 @@ def test_every_rule_over_slurm_series_evaluates_on_the_real_series(metrics):
     drained, no node is down, the two-node job cannot be placed on the one schedulable node."""
     _, prometheus = metrics
     by_name = {r.get("alert") or r["record"]: r["expr"] for r in rules()}
-    assert [(s.labels["partition"], s.value) for s in
-            prometheus.query(by_name["slurm:partition_nodes_schedulable:upper_bound"])] == [("slinky", 1)]
+    assert [
+        (s.labels["partition"], s.value)
+        for s in prometheus.query(by_name["slurm:partition_nodes_schedulable:upper_bound"])
+    ] == [("slinky", 1)]
     assert [s.labels["partition"] for s in prometheus.query(by_name["SlurmNodesDrained"])] == ["slinky"]
     assert prometheus.query(by_name["SlurmNodesDown"]) == []
-    assert [s.labels["partition"] for s in prometheus.query(by_name["SlurmJobsPendingWithoutNodes"])] == ["slinky"]
+    assert [s.labels["partition"] for s in prometheus.query(by_name["SlurmJobsPendingWithoutNodes"])] == [
+        "slinky"
+    ]
     firing = {a["labels"]["alertname"] for a in prometheus.alerts()}
     assert "SlurmctldTargetMissing" not in firing and "ScrapeTargetDown" not in firing
 
@@ -130,8 +146,9 @@ def test_a_rollout_drains_a_busy_node_as_draining_and_drained_only_between_pods(
     prometheus.wait_for_scrapes()
     # Drained either way (IS_NODE_DRAINED: the drain flag, no job; SchedMD/slurm
     # src/slurmctld/statistics.c at slurm-26-05-3-1); down only while the base state is DOWN.
-    assert _partition(prometheus, "draining", "drained", "down") == (0, 2, int(between.base == "DOWN")), \
+    assert _partition(prometheus, "draining", "drained", "down") == (0, 2, int(between.base == "DOWN")), (
         between.describe()
+    )
     cluster.start_slurmd("slinky-0")
     _ok(cluster, ["scontrol", "update", "nodename=slinky-0", "state=undrain"])
     # Back in service: idle, or mixed once the job the DOWN requeued starts there again.
@@ -158,8 +175,9 @@ def _between_pods(cluster: LocalSlurm, name: str, timeout: float = 60) -> rollou
 
 
 def _partition(prometheus: LocalPrometheus, *states: str) -> tuple[float, ...]:
-    return tuple(prometheus.query(f'slurm_partition_nodes_{state}{{partition="slinky"}}')[0].value
-                 for state in states)
+    return tuple(
+        prometheus.query(f'slurm_partition_nodes_{state}{{partition="slinky"}}')[0].value for state in states
+    )
 
 
 def test_the_stack_rules_load_into_the_real_prometheus(metrics):

@@ -2,6 +2,7 @@
 ranks across two nodes. Debian dropped Slurm's PMIx plugin after 24.11, so this cluster runs
 trixie's Slurm 24.11.5 (mpi_pmix_v5) with its OpenMPI 5, in the same Slinky shape as the 26.05
 cluster of the job tests."""
+
 from __future__ import annotations
 
 import pathlib
@@ -17,8 +18,12 @@ pytestmark = pytest.mark.slurm
 SOURCE = DATA / "mpi_ranks.c"
 # All "nodes" share this machine's one network namespace: OpenMPI's TCP transport has to be allowed
 # onto loopback, which it excludes by default; PMIx's shared-memory datastore is left out (hash).
-MPI_ENV = {"OMPI_MCA_btl": "self,tcp", "OMPI_MCA_btl_tcp_if_include": "lo", "OMPI_MCA_oob_tcp_if_include": "lo",
-           "PMIX_MCA_gds": "hash"}
+MPI_ENV = {
+    "OMPI_MCA_btl": "self,tcp",
+    "OMPI_MCA_btl_tcp_if_include": "lo",
+    "OMPI_MCA_oob_tcp_if_include": "lo",
+    "PMIX_MCA_gds": "hash",
+}
 RANK_LINE = re.compile(r"rank=(\d+) size=(\d+) host=(\S+) sum=(\d+) libpmix=(\S+) stepd_libpmix=(\S+)")
 
 
@@ -50,8 +55,9 @@ def test_srun_lists_pmix(pmix_cluster):
 
 
 def test_srun_pmix_launches_four_mpi_ranks_on_two_nodes(pmix_cluster, program):
-    step = pmix_cluster.run(["srun", "--mpi=pmix", "-N2", "-n4", "--ntasks-per-node=2", str(program)],
-                            env=MPI_ENV, timeout=120)
+    step = pmix_cluster.run(
+        ["srun", "--mpi=pmix", "-N2", "-n4", "--ntasks-per-node=2", str(program)], env=MPI_ENV, timeout=120
+    )
     assert step.returncode == 0, step.stdout + step.stderr
     ranks = _ranks(step)
     assert sorted(int(r[0]) for r in ranks) == [0, 1, 2, 3], step.stdout + step.stderr

@@ -4,6 +4,7 @@ included): pods replaced the operator's way (the worker preStop, slurm-operator 
 internal/builder/workerbuilder/worker_app.go; the drain before deletion, nodeset_sync.go
 processCondemned), the NodeSet side served by the fake API. Every state and reason the decisions
 read is what this Slurm prints; nothing is canned."""
+
 from __future__ import annotations
 
 import time
@@ -18,7 +19,9 @@ from tools import verify
 
 pytestmark = pytest.mark.slurm
 PRESTOP = "slurm-operator: Pod is terminating"
-OPERATOR_DRAIN = "reason=slurm-operator: Pod (slurm/slurm-worker-slinky-1) is pending termination for scale-in"
+OPERATOR_DRAIN = (
+    "reason=slurm-operator: Pod (slurm/slurm-worker-slinky-1) is pending termination for scale-in"
+)
 NODES = ("slinky-0", "slinky-1")
 
 
@@ -83,9 +86,11 @@ ROLLED_OUT = (nodeset(), _pods(*NODES), None)
 @pytest.fixture(autouse=True)
 def all_idle(slurm):
     """Each test starts and ends with a slurmd per node and both nodes taking jobs."""
+
     def wait():
         for n in NODES:
             assert _until(slurm, n, lambda node: node.usable).usable, slurm.slurm_node(n).describe()
+
     wait()
     yield
     for n in NODES:
@@ -112,8 +117,11 @@ def test_an_operator_style_pod_replacement_left_drained_is_resumed(slurm):
 
 def test_a_plain_pod_replacement_needs_nothing_resumed(slurm):
     slurm.replace_pod("slinky-1")
-    cluster = RealSlurm(slurm, [(nodeset(ready=1), [*_pods("slinky-0"), pod(1, hostname="slinky-1", ready=False)],
-                                 None)] * 2 + [ROLLED_OUT])
+    cluster = RealSlurm(
+        slurm,
+        [(nodeset(ready=1), [*_pods("slinky-0"), pod(1, hostname="slinky-1", ready=False)], None)] * 2
+        + [ROLLED_OUT],
+    )
     result, _ = _settle(cluster)
     assert cluster.updates == [] and "take jobs" in result
 
@@ -125,8 +133,9 @@ def test_an_admin_drain_is_left_alone_and_reported(slurm):
         _settle(cluster)
     drained = slurm.slurm_node("slinky-1")
     assert cluster.updates == [] and drained.state == "IDLE+DRAIN+DYNAMIC_NORM", drained.describe()
-    assert ("slinky-1 IDLE+DRAIN+DYNAMIC_NORM reason 'maintenance: bad DIMM': not the rollout's doing; "
-            "left alone") in str(failed.value)
+    assert (
+        "slinky-1 IDLE+DRAIN+DYNAMIC_NORM reason 'maintenance: bad DIMM': not the rollout's doing; left alone"
+    ) in str(failed.value)
 
 
 def test_the_249_stall_is_undrained_on_real_slurm(slurm):
@@ -136,7 +145,7 @@ def test_the_249_stall_is_undrained_on_real_slurm(slurm):
     slurm.stop_slurmd("slinky-1")
     stalled = (nodeset(replicas=1, updated=1, ready=1), _pods("slinky-0"), None)
 
-    def operator_creates_the_pod():   # within one reconcile of the undrain (#249)
+    def operator_creates_the_pod():  # within one reconcile of the undrain (#249)
         slurm.start_slurmd("slinky-1")
         return [ROLLED_OUT]
 
@@ -176,6 +185,7 @@ def test_an_old_pod_still_running_keeps_the_wait_going(slurm):
 
 # ReturnToService=2 (the chart's base values) with the old slurmd still answering.
 
+
 def test_return_to_service_2_keeps_the_rollouts_drain_while_the_old_slurmd_answers(slurm):
     _scontrol(slurm, "nodename=slinky-1", "state=drain", OPERATOR_DRAIN)
     slurm.prestop("slinky-1")
@@ -193,6 +203,7 @@ def test_return_to_service_2_returns_a_down_only_node_while_its_old_slurmd_answe
 
 # verify's Slurm node check reads the nodes with this model (tools/verify.py check_slurm_nodes):
 # on real Slurm it takes a busy node as taking jobs and names a drained one stuck, as the rollout does.
+
 
 def _verify_nodes(slurm):
     (pool,) = verify.pools_of({"gpuInstanceType": "g6.12xlarge", "gpuNodeCount": len(NODES)})

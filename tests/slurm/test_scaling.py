@@ -10,6 +10,7 @@ PromQL (model/autoscaling.py) is asked of it.
 
 The tests share one cluster and run in file order: each leaves the NodeSet at zero pods and the
 queue empty for the next."""
+
 from __future__ import annotations
 
 import math
@@ -39,12 +40,21 @@ def zero(tmp_path_factory, dev):
         pytest.fail("the scaling tests start a real Slurm cluster in namespaces: they need root")
     release = Release.from_documents(rendered_with_metrics(dev))
     try:
-        cluster = LocalSlurm(tmp_path_factory.mktemp("scaling-slurm"), release, WALKTHROUGH.gpu_model,
-                             WALKTHROUGH.gpus, workers=0)
+        cluster = LocalSlurm(
+            tmp_path_factory.mktemp("scaling-slurm"),
+            release,
+            WALKTHROUGH.gpu_model,
+            WALKTHROUGH.gpus,
+            workers=0,
+        )
     except RootMissing as e:
         pytest.fail(str(e))
-    prometheus = LocalPrometheus(tmp_path_factory.mktemp("scaling-prometheus"), f"127.0.0.1:{SLURMCTLD_PORT}",
-                                 pod=release.primary_host, node="ip-10-0-2-5")
+    prometheus = LocalPrometheus(
+        tmp_path_factory.mktemp("scaling-prometheus"),
+        f"127.0.0.1:{SLURMCTLD_PORT}",
+        pod=release.primary_host,
+        node="ip-10-0-2-5",
+    )
     try:
         cluster.start()
         prometheus.start()
@@ -62,7 +72,11 @@ def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
 
 
 def _submit(cluster: LocalSlurm, partition: str, *args: str) -> str:
-    return _ok(cluster, ["sbatch", "--parsable", "-p", partition, "-o", "/dev/null", *args]).strip().split(";")[0]
+    return (
+        _ok(cluster, ["sbatch", "--parsable", "-p", partition, "-o", "/dev/null", *args])
+        .strip()
+        .split(";")[0]
+    )
 
 
 def _job(cluster: LocalSlurm, job: str) -> dict[str, str]:
@@ -83,7 +97,9 @@ def _wanted_replicas(prometheus: LocalPrometheus, partition: str) -> tuple[dict[
     metricType AverageValue and a target of 1 node, ceil(answer) per trigger, the larger of them
     (model/autoscaling.py; Kubernetes HPA algorithm)."""
     prometheus.wait_for_scrapes()
-    answers = {name: prometheus.query(query)[0].value for name, query in trigger_queries(_pool(partition)).items()}
+    answers = {
+        name: prometheus.query(query)[0].value for name, query in trigger_queries(_pool(partition)).items()
+    }
     return answers, max(math.ceil(v) for v in answers.values())
 
 
@@ -101,8 +117,12 @@ def test_a_pool_at_zero_is_a_partition_over_its_nodeset_with_no_node(zero):
     assert f"NodeSet={partition} Feature={partition}" in conf
     assert any(line.startswith(f"PartitionName={partition} Nodes={partition} ") for line in conf)
     shown = dict(re.findall(r"(\w+)=(\S*)", _ok(cluster, ["scontrol", "show", "partition", partition])))
-    assert (shown["NodeSets"], shown["Nodes"], shown["TotalNodes"], shown["TotalCPUs"]) == \
-        (partition, "(null)", "0", "0")
+    assert (shown["NodeSets"], shown["Nodes"], shown["TotalNodes"], shown["TotalCPUs"]) == (
+        partition,
+        "(null)",
+        "0",
+        "0",
+    )
 
 
 def test_a_gpu_job_for_a_pool_at_zero_is_accepted_and_stays_pending_for_partition_config(zero):
@@ -114,8 +134,11 @@ def test_a_gpu_job_for_a_pool_at_zero_is_accepted_and_stays_pending_for_partitio
     cluster, _, _, partition = zero
     job = _submit(cluster, partition, "-N1", "--gres=gpu:1", "--time=2", "--wrap", "true")
     try:
-        time.sleep(2)   # scheduling passes: submit-time and the main scheduler's
-        assert _ok(cluster, ["squeue", "-h", "-j", job, "-o", "%T %r"]).split() == ["PENDING", "PartitionConfig"]
+        time.sleep(2)  # scheduling passes: submit-time and the main scheduler's
+        assert _ok(cluster, ["squeue", "-h", "-j", job, "-o", "%T %r"]).split() == [
+            "PENDING",
+            "PartitionConfig",
+        ]
     finally:
         _ok(cluster, ["scancel", job])
 
@@ -150,7 +173,9 @@ def test_new_dynamic_nodes_with_the_nodeset_feature_run_the_pending_job(zero):
         new = pods.scale_up(replicas)
         info = _wait_state(cluster, job, "COMPLETED", 90)
         assert info["ExitCode"] == "0:0"
-        assert sorted(_ok(cluster, ["scontrol", "show", "hostnames", info["NodeList"]]).split()) == sorted(new)
+        assert sorted(_ok(cluster, ["scontrol", "show", "hostnames", info["NodeList"]]).split()) == sorted(
+            new
+        )
     finally:
         cluster.run(["scancel", job])
         pods.scale_down(0)
@@ -192,13 +217,15 @@ def test_scale_in_drains_a_busy_node_and_stops_its_pod_only_after_the_job_comple
     assert [(d.node, d.deleted) for d in first] == [(idle, False), (busy, False)]
     assert [(d.node, d.deleted) for d in second] == [(idle, True), (busy, False)]
     waiting = [d for d in pods.log if d.node == busy and not d.deleted]
-    assert all("DRAIN" in d.node_state and {"ALLOCATED", "MIXED"} & set(d.node_state.split("+"))
-               for d in waiting), waiting
+    assert all(
+        "DRAIN" in d.node_state and {"ALLOCATED", "MIXED"} & set(d.node_state.split("+")) for d in waiting
+    ), waiting
     assert [d.node for d in pods.log if d.deleted] == [idle, busy]
     reason = _ok(cluster, ["sinfo", "-h", "-n", busy, "-o", "%E"]).strip()
-    assert reason == "slurm-operator: Pod is terminating"   # the preStop's, after the drain's
-    assert scale_in_reason(pods.namespace, f"{cluster.nodeset['metadata']['name']}-0") in \
-        (cluster.dir / "log-controller/slurmctld.log").read_text(errors="replace")
+    assert reason == "slurm-operator: Pod is terminating"  # the preStop's, after the drain's
+    assert scale_in_reason(pods.namespace, f"{cluster.nodeset['metadata']['name']}-0") in (
+        cluster.dir / "log-controller/slurmctld.log"
+    ).read_text(errors="replace")
 
 
 def test_after_a_scale_in_to_zero_a_job_pends_on_the_drained_records_and_still_wakes_the_pool(zero):
@@ -216,8 +243,9 @@ def test_after_a_scale_in_to_zero_a_job_pends_on_the_drained_records_and_still_w
         # node_scheduler.c appends ("UnavailableNodes:%s"), or as the text job_scheduler.c spells out:
         # which one squeue shows depends on which scheduling pass looked at the job last.
         reason = _ok(cluster, ["squeue", "-h", "-j", job, "-o", "%T %r"])
-        assert re.match(r"PENDING (ReqNodeNotAvail, UnavailableNodes:|Nodes required for job are DOWN, DRAINED)",
-                        reason), reason
+        assert re.match(
+            r"PENDING (ReqNodeNotAvail, UnavailableNodes:|Nodes required for job are DOWN, DRAINED)", reason
+        ), reason
         answers, replicas = _wanted_replicas(prometheus, partition)
         assert answers == {"pending-jobs": 1, "largest-pending-job": 1} and replicas == 1
     finally:

@@ -7,6 +7,7 @@ on one GPU of slinky-0, slinky-1 drained by an admin, and a two-node job pending
 run while the drain lasts. Run as root, with the cluster lock free:
     .venv/bin/python -m tests.support.capture_slurm_metrics
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -38,14 +39,16 @@ def capture(out: pathlib.Path = OUT) -> list[pathlib.Path]:
     with tempfile.TemporaryDirectory(prefix="slurm-metrics-") as tmp:
         cluster = LocalSlurm(pathlib.Path(tmp), release, WALKTHROUGH.gpu_model, WALKTHROUGH.gpus).start()
         try:
-            for argv in (["sbatch", "-N1", "--gres=gpu:1", "--wrap", "sleep 300"],
-                         ["scontrol", "update", "nodename=slinky-1", "state=drain", f"reason={ADMIN_REASON}"],
-                         ["sbatch", "-N2", "--wrap", "sleep 300"]):
+            for argv in (
+                ["sbatch", "-N1", "--gres=gpu:1", "--wrap", "sleep 300"],
+                ["scontrol", "update", "nodename=slinky-1", "state=drain", f"reason={ADMIN_REASON}"],
+                ["sbatch", "-N2", "--wrap", "sleep 300"],
+            ):
                 result = cluster.run(argv)
                 if result.returncode != 0:
                     raise RuntimeError(f"{argv}: {result.stderr}")
             cluster.wait_for_states({"slinky-0": "mixed", "slinky-1": "drained"})
-            time.sleep(2)   # one scheduling pass over the pending job
+            time.sleep(2)  # one scheduling pass over the pending job
             out.mkdir(parents=True, exist_ok=True)
             for path in SLURM_METRICS_PATHS:
                 with urllib.request.urlopen(f"http://127.0.0.1:{SLURMCTLD_PORT}{path}", timeout=10) as answer:

@@ -10,6 +10,7 @@ Whatever the chart does copy into the custom resources is checked on the rendere
 specs against the Kubernetes OpenAPI schema), which sees the chart's defaults and its own additions
 as well.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -21,8 +22,18 @@ from devkit import reference_data
 # Named-entry maps -> the chart's defaults for one entry.
 ENTRY_DEFAULTS = {"nodesets": "nodesetDefaults", "loginsets": "loginsetDefaults"}
 # Maps whose keys are free (Slurm options, file names, Kubernetes labels...).
-FREE_MAPS = {"configFiles", "extraConfMap", "configMap", "nodeSelector", "annotations", "labels",
-             "prologScripts", "epilogScripts", "prologSlurmctldScripts", "epilogSlurmctldScripts"}
+FREE_MAPS = {
+    "configFiles",
+    "extraConfMap",
+    "configMap",
+    "nodeSelector",
+    "annotations",
+    "labels",
+    "prologScripts",
+    "epilogScripts",
+    "prologSlurmctldScripts",
+    "epilogSlurmctldScripts",
+}
 # Blocks the chart copies whole into a Kubernetes object, whose defaults list only a few of the
 # fields it takes: slurmdbd's container (templates/accounting/accounting-cr.yaml, slurm.format-container:
 # every key but image through toYaml) and its pod template (slurm.format-podTemplate). Any field of

@@ -5,6 +5,7 @@ checked in, so tests/graph/scenarios/test_dev_graph_stable.py can prove the pool
 Regenerate only for a change that is meant to alter the dev stack's graph:
     .venv/bin/python -m tests.support.dev_graph_snapshot
 """
+
 from __future__ import annotations
 
 import json

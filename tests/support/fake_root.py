@@ -2,6 +2,7 @@
 comes from), for testing image/assert-image.sh and image/assert-toolchain.sh: real ELF shared
 libraries built with gcc, with the sonames, NEEDED entries and run paths of the real ones, so
 ldconfig and the loader rules decide; scripts where only a program's answer matters."""
+
 from __future__ import annotations
 
 import pathlib
@@ -31,8 +32,13 @@ OFI_LIB = "opt/amazon/ofi-nccl/lib64"
 C_RUNTIME = ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1")
 
 
-def shared_library(path: pathlib.Path, needs: list[pathlib.Path] = (), soname: str | None = None,
-                   runpath: str | None = None, strings: tuple[str, ...] = ()) -> None:
+def shared_library(
+    path: pathlib.Path,
+    needs: list[pathlib.Path] = (),
+    soname: str | None = None,
+    runpath: str | None = None,
+    strings: tuple[str, ...] = (),
+) -> None:
     """A shared library (soname path.name unless given) that needs the given libraries, with an
     optional DT_RUNPATH and string constants (as a compiled-in directory would be)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -40,8 +46,16 @@ def shared_library(path: pathlib.Path, needs: list[pathlib.Path] = (), soname: s
     symbol = path.name.split(".")[0].replace("-", "_")
     body = "".join(f'const char *{symbol}_s{i} = "{s}";\n' for i, s in enumerate(strings))
     src.write_text(body + f"int {symbol}_marker(void) {{ return 1; }}\n")
-    cmd = ["gcc", "-shared", "-fPIC", "-o", str(path), f"-Wl,-soname,{soname or path.name}", str(src),
-           "-Wl,--no-as-needed"]  # keep every NEEDED entry: the loader checks them
+    cmd = [
+        "gcc",
+        "-shared",
+        "-fPIC",
+        "-o",
+        str(path),
+        f"-Wl,-soname,{soname or path.name}",
+        str(src),
+        "-Wl,--no-as-needed",
+    ]  # keep every NEEDED entry: the loader checks them
     if runpath:
         cmd += ["-Wl,--enable-new-dtags", f"-Wl,-rpath,{runpath}"]
     for dep in needs:
@@ -58,12 +72,36 @@ def needing_version(path: pathlib.Path, version: str, soname: str = "libc.so.6")
     stub_dir.mkdir(parents=True, exist_ok=True)
     (stub_dir / "stub.c").write_text("int newer_symbol(void) { return 0; }\n")
     (stub_dir / "stub.map").write_text(f"{version} {{ global: newer_symbol; local: *; }};\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-nostdlib", f"-Wl,--version-script={stub_dir / 'stub.map'}",
-                    f"-Wl,-soname,{soname}", "-o", str(stub_dir / soname), str(stub_dir / "stub.c")], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-nostdlib",
+            f"-Wl,--version-script={stub_dir / 'stub.map'}",
+            f"-Wl,-soname,{soname}",
+            "-o",
+            str(stub_dir / soname),
+            str(stub_dir / "stub.c"),
+        ],
+        check=True,
+    )
     src = path.parent / (path.name.replace(".", "_") + ".c")
     src.write_text("int newer_symbol(void);\nint uses_newer_symbol(void) { return newer_symbol(); }\n")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(path), f"-Wl,-soname,{path.name}", str(src),
-                    "-Wl,--no-as-needed", str(stub_dir / soname)], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(path),
+            f"-Wl,-soname,{path.name}",
+            str(src),
+            "-Wl,--no-as-needed",
+            str(stub_dir / soname),
+        ],
+        check=True,
+    )
     src.unlink()
     shutil.rmtree(stub_dir)
 
@@ -81,8 +119,11 @@ def link(path: pathlib.Path, target: str) -> None:
 
 def _host_library(name: str) -> str:
     out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
-    return next(line.split("=> ")[1] for line in out.splitlines()
-                if line.strip().startswith(name + " ") and "x86-64" in line)
+    return next(
+        line.split("=> ")[1]
+        for line in out.splitlines()
+        if line.strip().startswith(name + " ") and "x86-64" in line
+    )
 
 
 def pmix(root: pathlib.Path, directory: str = PMIX_DIR) -> pathlib.Path:
@@ -112,24 +153,31 @@ def good_root(root: pathlib.Path) -> pathlib.Path:
     # Slurm built with rpath (x_ac_pmix.m4's default): the plugin dlopens libpmix.so.2 through its run path.
     shared_library(root / PMIX_PLUGIN, runpath=f"/{PMIX_DIR}")
     # OpenMPI's PMIx component links libpmix; its run path is OpenMPI's own library directory.
-    shared_library(root / OMPI_PMIX_COMPONENT, [root / MULTIARCH / "libpmix.so.2"],
-                   runpath=f"/{MULTIARCH}/openmpi/lib")
+    shared_library(
+        root / OMPI_PMIX_COMPONENT, [root / MULTIARCH / "libpmix.so.2"], runpath=f"/{MULTIARCH}/openmpi/lib"
+    )
     (root / "usr/local/lib").mkdir(parents=True, exist_ok=True)
     (root / "usr/local/cuda/lib64").mkdir(parents=True, exist_ok=True)
-    script(root / "opt/amazon/efa/bin/fi_info",
-           'case "$1" in --list) printf "efa:\\n    version: 200.0\\ntcp:\\n";; *) echo "fi_info: 2.6.0amzn1.0";; esac\n')
+    script(
+        root / "opt/amazon/efa/bin/fi_info",
+        'case "$1" in --list) printf "efa:\\n    version: 200.0\\ntcp:\\n";; *) echo "fi_info: 2.6.0amzn1.0";; esac\n',
+    )
     script(root / "usr/sbin/slurmd", f'echo "slurm {SLURM_VERSION}"\n')
     # The venv: pyvenv.cfg as `python3.12 -m venv` writes it (the patch release is Amazon Linux's;
     # any 3.12), the interpreter it names (Ubuntu's python3.12 in the image), and python3 on PATH
     # running the venv's (the Dockerfile's wrapper).
     (root / VENV / "pyvenv.cfg").parent.mkdir(parents=True, exist_ok=True)
-    (root / VENV / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\n"
-                                            "version = 3.12.12\nexecutable = /usr/bin/python3.12\n")
+    (root / VENV / "pyvenv.cfg").write_text(
+        "home = /usr/bin\ninclude-system-site-packages = false\n"
+        "version = 3.12.12\nexecutable = /usr/bin/python3.12\n"
+    )
     script(root / "usr/bin/python3.12", "exit 0\n")
     script(root / "usr/local/bin/python3", f'exec "$(dirname "$0")/../../../{VENV}/bin/python3" "$@"\n')
     # The venv's python3: `-c "import m"` fails for modules listed in broken-modules; `-` prints
     # the libnccl that torch maps (the real script reads /proc/self/maps).
-    script(root / VENV / "bin/python3", f'''here=$(cd "$(dirname "$0")/../../.." && pwd)
+    script(
+        root / VENV / "bin/python3",
+        f"""here=$(cd "$(dirname "$0")/../../.." && pwd)
 if [ "$1" = "-c" ]; then
   m=${{2#import }}
   if grep -qx "$m" "$here/broken-modules" 2>/dev/null; then echo "ModuleNotFoundError: No module named '$m'" >&2; exit 1; fi
@@ -137,16 +185,21 @@ if [ "$1" = "-c" ]; then
 fi
 cat > /dev/null
 cat "$here/torch-nccl" 2>/dev/null || echo "$here/{SITE}/nvidia/nccl/lib/libnccl.so.2"
-''')
+""",
+    )
     (root / "etc/nccl.conf").write_text("NCCL_DEBUG=INFO\n")
-    subprocess.run(["bash", str(IMAGE / "register-libraries.sh"), "--root", str(root)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["bash", str(IMAGE / "register-libraries.sh"), "--root", str(root)], check=True, capture_output=True
+    )
     return root
 
 
 def assert_image(root: pathlib.Path, slurm_version: str = SLURM_VERSION) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(IMAGE / "assert-image.sh"), "--root", str(root),
-                           "--slurm-version", slurm_version], capture_output=True, text=True)
+    return subprocess.run(
+        ["bash", str(IMAGE / "assert-image.sh"), "--root", str(root), "--slurm-version", slurm_version],
+        capture_output=True,
+        text=True,
+    )
 
 
 def remove(path: pathlib.Path) -> None:
@@ -179,5 +232,6 @@ def toolchain_root(root: pathlib.Path) -> pathlib.Path:
 
 
 def assert_toolchain(root: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(IMAGE / "assert-toolchain.sh"), "--root", str(root)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["bash", str(IMAGE / "assert-toolchain.sh"), "--root", str(root)], capture_output=True, text=True
+    )

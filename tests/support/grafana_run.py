@@ -3,6 +3,7 @@ endpoint and ARN in the forms AMP gives them (Amazon Managed Service for Prometh
 WorkspaceDescription: arn arn:aws:aps:<region>:<account>:workspace/<workspaceId>, prometheusEndpoint
 https://aps-workspaces.<region>.amazonaws.com/workspaces/<workspaceId>/; a workspace id is ws- and
 a UUID)."""
+
 from __future__ import annotations
 
 import pulumi_kubernetes as k8s
@@ -24,7 +25,17 @@ def grafana_graph() -> Graph:
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
-        Grafana("grafana", GrafanaArgs(
-            cluster_name=CLUSTER, region=REGION, query_endpoint=QUERY_ENDPOINT, workspace_arn=WORKSPACE_ARN,
-            provider=provider, depends_on=[], identity_depends_on=[]))
+        Grafana(
+            "grafana",
+            GrafanaArgs(
+                cluster_name=CLUSTER,
+                region=REGION,
+                query_endpoint=QUERY_ENDPOINT,
+                workspace_arn=WORKSPACE_ARN,
+                provider=provider,
+                depends_on=[],
+                identity_depends_on=[],
+            ),
+        )
+
     return run_function(program)

@@ -18,6 +18,7 @@ holds a few dozen rows, and the machine's memory is shared.
 
 Both run in their own UTS and mount namespaces in the root, like every daemon of the cluster, and
 are stopped by PID with it."""
+
 from __future__ import annotations
 
 import os
@@ -36,9 +37,14 @@ MARIADB_POD = "mariadb-0"
 # The data directory in the cluster's directory: its InnoDB *.log files are not logs to show.
 DATA = "mariadb"
 SOCKET_DIR = "/run/mysqld"
-MARIADB_SERVER_OPTIONS = ("--innodb-snapshot-isolation=OFF", "--innodb-lock-wait-timeout=900",
-                          "--innodb-buffer-pool-size=32M", "--skip-name-resolve", "--skip-log-bin",
-                          "--bind-address=127.0.0.1")
+MARIADB_SERVER_OPTIONS = (
+    "--innodb-snapshot-isolation=OFF",
+    "--innodb-lock-wait-timeout=900",
+    "--innodb-buffer-pool-size=32M",
+    "--skip-name-resolve",
+    "--skip-log-bin",
+    "--bind-address=127.0.0.1",
+)
 
 
 def _listening(port: int) -> bool:
@@ -66,8 +72,13 @@ class LocalAccounting:
 
     def _mariadb_argv(self, *command: str) -> list[str]:
         mysql = self.cluster._uid("mysql")
-        return ["sh", "-c", f"mkdir -p {SOCKET_DIR} && chown {mysql}:{mysql} {SOCKET_DIR} && exec \"$@\"",
-                "mariadb", *command]
+        return [
+            "sh",
+            "-c",
+            f'mkdir -p {SOCKET_DIR} && chown {mysql}:{mysql} {SOCKET_DIR} && exec "$@"',
+            "mariadb",
+            *command,
+        ]
 
     def start(self) -> None:
         c, d = self.cluster, self.cluster.dir
@@ -80,34 +91,75 @@ class LocalAccounting:
         # a hostname may be) reaches it through /etc/hosts.
         script = c._mounts(MARIADB_POD, "etc-node", (str(data), DATADIR), str(log), None)
         init = subprocess.run(
-            ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
-             f"{script}\nexec chroot {c.fs} mariadb-install-db --user=mysql --datadir={DATADIR} "
-             "--skip-test-db --auth-root-authentication-method=socket"],
-            capture_output=True, text=True, timeout=120)
+            [
+                "unshare",
+                "--uts",
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "sh",
+                "-c",
+                f"{script}\nexec chroot {c.fs} mariadb-install-db --user=mysql --datadir={DATADIR} "
+                "--skip-test-db --auth-root-authentication-method=socket",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if init.returncode != 0:
             raise RuntimeError(f"mariadb-install-db failed:\n{init.stdout}\n{init.stderr}")
-        self.mariadb = c._spawn("mariadbd", script, self._mariadb_argv(
-            "mariadbd", "--user=mysql", f"--datadir={DATADIR}", f"--socket={SOCKET_DIR}/mysqld.sock",
-            f"--pid-file={SOCKET_DIR}/mysqld.pid", f"--port={self.storage['port']}", *MARIADB_SERVER_OPTIONS), d / "mariadbd.stdout")
-        c._wait_for(lambda: _listening(int(self.storage["port"])), 60, "MariaDB to listen",
-                    lambda: c._exited(self.mariadb))
+        self.mariadb = c._spawn(
+            "mariadbd",
+            script,
+            self._mariadb_argv(
+                "mariadbd",
+                "--user=mysql",
+                f"--datadir={DATADIR}",
+                f"--socket={SOCKET_DIR}/mysqld.sock",
+                f"--pid-file={SOCKET_DIR}/mysqld.pid",
+                f"--port={self.storage['port']}",
+                *MARIADB_SERVER_OPTIONS,
+            ),
+            d / "mariadbd.stdout",
+        )
+        c._wait_for(
+            lambda: _listening(int(self.storage["port"])),
+            60,
+            "MariaDB to listen",
+            lambda: c._exited(self.mariadb),
+        )
         user, db = self.storage["username"], self.storage["database"]
-        created = c._enter(self.mariadb.pid, ["mariadb", f"--socket={SOCKET_DIR}/mysqld.sock", "-e",
-                                              f"CREATE DATABASE {db}; "
-                                              f"CREATE USER '{user}'@'%' IDENTIFIED BY '{self.password}'; "
-                                              f"GRANT ALL ON {db}.* TO '{user}'@'%';"])
+        created = c._enter(
+            self.mariadb.pid,
+            [
+                "mariadb",
+                f"--socket={SOCKET_DIR}/mysqld.sock",
+                "-e",
+                f"CREATE DATABASE {db}; "
+                f"CREATE USER '{user}'@'%' IDENTIFIED BY '{self.password}'; "
+                f"GRANT ALL ON {db}.* TO '{user}'@'%';",
+            ],
+        )
         if created.returncode != 0:
             raise RuntimeError(f"creating the database user failed: {created.stderr}")
         self._write_etc()
         self.slurmdbd = c._spawn(
-            "slurmdbd", c._mounts(self.release.accounting_host, "etc-accounting", None,
-                                  str(d / "log-accounting"), None),
+            "slurmdbd",
+            c._mounts(self.release.accounting_host, "etc-accounting", None, str(d / "log-accounting"), None),
             # As the pod runs it: as the slurm user (accounting_app.go RunAsUser 401), its /run
             # writable (the operator's pidfile volume).
-            ["sh", "-c", "chown slurm:slurm /run && "
-             "exec setpriv --reuid=slurm --regid=slurm --init-groups slurmdbd -D"], d / "slurmdbd.stdout")
-        c._wait_for(lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen",
-                    lambda: c._exited(self.slurmdbd))
+            [
+                "sh",
+                "-c",
+                "chown slurm:slurm /run && "
+                "exec setpriv --reuid=slurm --regid=slurm --init-groups slurmdbd -D",
+            ],
+            d / "slurmdbd.stdout",
+        )
+        c._wait_for(
+            lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen", lambda: c._exited(self.slurmdbd)
+        )
 
     def _write_etc(self) -> None:
         """The slurmdbd pod's /etc/slurm: slurmdbd.conf, slurm.key and jwt.key, the slurm user's,
@@ -117,9 +169,11 @@ class LocalAccounting:
         (d / "log-accounting").mkdir(parents=True, exist_ok=True)
         os.chown(d / "log-accounting", slurm, slurm)
         etc.mkdir(parents=True, exist_ok=True)
-        files = {"slurmdbd.conf": self.release.slurmdbd_conf(self.password).encode(),
-                 "slurm.key": (d / "etc-controller/slurm.key").read_bytes(),
-                 "jwt.key": (d / "etc-controller/jwt.key").read_bytes()}
+        files = {
+            "slurmdbd.conf": self.release.slurmdbd_conf(self.password).encode(),
+            "slurm.key": (d / "etc-controller/slurm.key").read_bytes(),
+            "jwt.key": (d / "etc-controller/jwt.key").read_bytes(),
+        }
         for name, content in files.items():
             (etc / name).write_bytes(content)
             os.chown(etc / name, slurm, slurm)
@@ -127,8 +181,18 @@ class LocalAccounting:
 
     def sql(self, query: str) -> str:
         """A query on the accounting database as MariaDB's root (tab-separated rows)."""
-        result = self.cluster._enter(self.mariadb.pid, ["mariadb", f"--socket={SOCKET_DIR}/mysqld.sock",
-                                                        "-N", "-B", self.storage["database"], "-e", query])
+        result = self.cluster._enter(
+            self.mariadb.pid,
+            [
+                "mariadb",
+                f"--socket={SOCKET_DIR}/mysqld.sock",
+                "-N",
+                "-B",
+                self.storage["database"],
+                "-e",
+                query,
+            ],
+        )
         if result.returncode != 0:
             raise RuntimeError(f"{query}: {result.stderr}")
         return result.stdout
@@ -138,4 +202,3 @@ class LocalAccounting:
             if daemon is not None:
                 stop(daemon.proc)
         self.slurmdbd = self.mariadb = None
-

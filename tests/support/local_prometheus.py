@@ -16,6 +16,7 @@ packages were built), as this user: no chroot or namespace is needed for a progr
 config and a data directory and talks TCP on the host's loopback, where slurmctld listens.
 Only the process started here is stopped, by its PID.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,21 +43,30 @@ _LIBRARY_PATH = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
 def root_command(binary: str, suite: str = "sid") -> list[str]:
     """argv prefix that runs /usr/bin/<binary> of the root with the root's loader and libraries."""
     root = slurm_root(suite)
-    return [str(root / "lib64/ld-linux-x86-64.so.2"), "--library-path",
-            ":".join(str(root / p) for p in _LIBRARY_PATH), str(root / "usr/bin" / binary)]
+    return [
+        str(root / "lib64/ld-linux-x86-64.so.2"),
+        "--library-path",
+        ":".join(str(root / p) for p in _LIBRARY_PATH),
+        str(root / "usr/bin" / binary),
+    ]
 
 
-def promtool(*args: str, cwd: pathlib.Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*root_command("promtool"), *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+def promtool(
+    *args: str, cwd: pathlib.Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*root_command("promtool"), *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
 
 
-def local_scrape_config(job: ScrapeJob, address: str, pod: str, node: str,
-                        interval_s: int = SCRAPE_INTERVAL_S) -> dict:
+def local_scrape_config(
+    job: ScrapeJob, address: str, pod: str, node: str, interval_s: int = SCRAPE_INTERVAL_S
+) -> dict:
     """The job as the stack writes it, with one static target for its discovery and the test's
     interval (the timeout kept under it, as Prometheus requires)."""
-    config = job.scrape_config({"static_configs": [{"targets": [address],
-                                                    "labels": job.discovered_labels(pod, node)}]})
+    config = job.scrape_config(
+        {"static_configs": [{"targets": [address], "labels": job.discovered_labels(pod, node)}]}
+    )
     config["scrape_interval"] = f"{interval_s}s"
     config["scrape_timeout"] = f"{interval_s}s"
     return config
@@ -75,15 +85,26 @@ class Sample:
 
 
 class LocalPrometheus:
-    def __init__(self, workdir: pathlib.Path, slurmctld: str, pod: str, node: str,
-                 jobs: tuple[ScrapeJob, ...] = SLURMCTLD_JOBS, rule_files: Sequence[pathlib.Path] = ()):
+    def __init__(
+        self,
+        workdir: pathlib.Path,
+        slurmctld: str,
+        pod: str,
+        node: str,
+        jobs: tuple[ScrapeJob, ...] = SLURMCTLD_JOBS,
+        rule_files: Sequence[pathlib.Path] = (),
+    ):
         self.dir = workdir
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.config = {"global": {"scrape_interval": f"{SCRAPE_INTERVAL_S}s",
-                                  "evaluation_interval": f"{SCRAPE_INTERVAL_S}s"},
-                       "scrape_configs": [local_scrape_config(j, slurmctld, pod, node) for j in jobs]}
-        if rule_files:   # evaluated every SCRAPE_INTERVAL_S, as AMP evaluates its rule groups
+        self.config = {
+            "global": {
+                "scrape_interval": f"{SCRAPE_INTERVAL_S}s",
+                "evaluation_interval": f"{SCRAPE_INTERVAL_S}s",
+            },
+            "scrape_configs": [local_scrape_config(j, slurmctld, pod, node) for j in jobs],
+        }
+        if rule_files:  # evaluated every SCRAPE_INTERVAL_S, as AMP evaluates its rule groups
             self.config["rule_files"] = [str(p) for p in rule_files]
         self.jobs = jobs
         self.proc: subprocess.Popen | None = None
@@ -93,9 +114,17 @@ class LocalPrometheus:
         (self.dir / "prometheus.yml").write_text(yaml.safe_dump(self.config, sort_keys=False))
         log = open(self.dir / "prometheus.log", "ab")
         self.proc = subprocess.Popen(
-            [*root_command("prometheus"), f"--config.file={self.dir / 'prometheus.yml'}",
-             f"--storage.tsdb.path={self.dir / 'data'}", f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            [
+                *root_command("prometheus"),
+                f"--config.file={self.dir / 'prometheus.yml'}",
+                f"--storage.tsdb.path={self.dir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         log.close()
         try:
             self._until(self._ready, timeout, "Prometheus to be ready")
@@ -156,8 +185,10 @@ class LocalPrometheus:
 
         def scraped() -> bool:
             targets = self.targets()
-            return (sorted(t["labels"]["job"] for t in targets) == sorted(j.name for j in self.jobs) and
-                    all(t["health"] == "up" and _timestamp(t["lastScrape"]) > since for t in targets))
+            return sorted(t["labels"]["job"] for t in targets) == sorted(j.name for j in self.jobs) and all(
+                t["health"] == "up" and _timestamp(t["lastScrape"]) > since for t in targets
+            )
+
         try:
             self._until(scraped, timeout, "every target to be scraped")
         except TimeoutError as e:
@@ -179,6 +210,7 @@ class LocalPrometheus:
             if bad := [r for r in found if r.get("health") == "err"]:
                 raise RuntimeError(f"rules failing: {bad}")
             return bool(found) and all(_timestamp(r["lastEvaluation"]) > since for r in found)
+
         self._until(evaluated, timeout, "every rule to be evaluated")
 
     def query(self, expr: str) -> list[Sample]:

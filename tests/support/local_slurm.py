@@ -31,6 +31,7 @@ One deviation from the pods, forced by one network namespace for all daemons: ea
 own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
 Only the processes started here are stopped, by PID.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -72,10 +73,19 @@ ROOTS = REPO / "build" / "slurm-roots"
 # What the root's Debian packages need so the host interpreter imports ssl, ctypes, sqlite3, ...
 # .venv and .cuda are links into a cache outside the checkout (devkit/cached_install.sh): their
 # targets are mounted at their own paths too, so the links resolve inside a pod.
-_HOST_PATHS = tuple(dict.fromkeys(
-    [str(REPO), sys.base_prefix,
-     *(os.path.realpath(REPO / link) for link in (".venv", ".cuda") if (REPO / link).is_symlink()
-       and (REPO / link).exists())]))
+_HOST_PATHS = tuple(
+    dict.fromkeys(
+        [
+            str(REPO),
+            sys.base_prefix,
+            *(
+                os.path.realpath(REPO / link)
+                for link in (".venv", ".cuda")
+                if (REPO / link).is_symlink() and (REPO / link).exists()
+            ),
+        ]
+    )
+)
 
 
 # The sandbox has cgroup v1 only (no cgroup2 at /sys/fs/cgroup): the operator's cgroup.conf
@@ -95,7 +105,9 @@ class RootMissing(RuntimeError):
 # cgroup v1 hierarchy by job id, which each cluster numbers from 1. A second cluster waits for
 # the first to stop (make test's xdist workers keep this session's on one worker already:
 # tests/conftest.py).
-CLUSTER_LOCK = pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "slinky-eks-local-slurm.lock"
+CLUSTER_LOCK = (
+    pathlib.Path("/run/lock" if os.path.isdir("/run/lock") else "/tmp") / "slinky-eks-local-slurm.lock"
+)
 CLUSTER_LOCK_WAIT_S = 900
 # The niceness the cluster's processes run at (-20 highest .. 19; root may lower it): they are the
 # critical path of a parallel `make test`.
@@ -131,8 +143,10 @@ def hold_cluster_lock(workdir: pathlib.Path, wait_s: float = CLUSTER_LOCK_WAIT_S
             if time.monotonic() >= deadline:
                 holder = os.pread(fd, 4096, 0).decode(errors="replace").strip()
                 os.close(fd)
-                raise ClusterBusy(f"another test cluster has held {lock} for over {wait_s:.0f} s "
-                                  f"({holder or 'holder unknown'}); only one runs at a time") from None
+                raise ClusterBusy(
+                    f"another test cluster has held {lock} for over {wait_s:.0f} s "
+                    f"({holder or 'holder unknown'}); only one runs at a time"
+                ) from None
             time.sleep(1)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}, {workdir}\n".encode(), 0)
@@ -142,8 +156,9 @@ def hold_cluster_lock(workdir: pathlib.Path, wait_s: float = CLUSTER_LOCK_WAIT_S
 def slurm_root(suite: str) -> pathlib.Path:
     root = ROOTS / suite
     if not (root / ".slinky-stamp").exists():
-        raise RootMissing(f"no Slurm root filesystem at {root}: `make test` builds it "
-                          f"(tests/slurm/build-roots.sh)")
+        raise RootMissing(
+            f"no Slurm root filesystem at {root}: `make test` builds it (tests/slurm/build-roots.sh)"
+        )
     return root
 
 
@@ -174,7 +189,8 @@ def write_nvidia_driver_files(base: pathlib.Path, model: str, count: int, cpus: 
             f"DMA Mask: \t 0x7fffffffffff\n"
             f"Bus Location: \t {gpu_bus_id(i)}\n"
             f"Device Minor: \t {i}\n"
-            f"GPU Excluded:\t No\n")
+            f"GPU Excluded:\t No\n"
+        )
         pci = base / "pci-drivers/nvidia" / gpu_bus_id(i)
         pci.mkdir(parents=True, exist_ok=True)
         (pci / "local_cpulist").write_text(f"{cpus}\n")
@@ -196,7 +212,7 @@ def nvidia_smi_ecc_query(count: int, dram_uncorrectable: dict[int, int] | None =
     Uncorrectable" counter of the GPUs in `dram_uncorrectable` set to their value."""
     text = H200_ECC_QUERY.read_text()
     first = re.search(r"^GPU \S+$", text, re.M)
-    head, block = text[:first.start()], text[first.start():]
+    head, block = text[: first.start()], text[first.start() :]
     head = re.sub(r"(Attached GPUs\s+: )\d+", rf"\g<1>{count}", head)
     sections = []
     for i in range(count):
@@ -205,15 +221,15 @@ def nvidia_smi_ecc_query(count: int, dram_uncorrectable: dict[int, int] | None =
         if errors:
             volatile = gpu.index("Volatile")
             line = re.compile(r"^(\s*DRAM Uncorrectable\s+: )\d+$", re.M).search(gpu, volatile)
-            gpu = gpu[:line.start()] + line.group(1) + str(errors) + gpu[line.end():]
+            gpu = gpu[: line.start()] + line.group(1) + str(errors) + gpu[line.end() :]
         sections.append(gpu)
     return head + "".join(sections)
 
 
 @dataclass(frozen=True)
 class GresProbe:
-    detected: list[str]     # per GPU, the type name gpu/nvidia derived from its model
-    configured: list[str]   # per GPU, the type slurmd settled on for the node's GRES
+    detected: list[str]  # per GPU, the type name gpu/nvidia derived from its model
+    configured: list[str]  # per GPU, the type slurmd settled on for the node's GRES
     output: str
 
 
@@ -241,10 +257,19 @@ def _stop(proc: subprocess.Popen, timeout: float = 15) -> None:
 class LocalSlurm:
     """Controller, workers <nodeset>-0.. and one login, from a rendered release."""
 
-    def __init__(self, workdir: pathlib.Path, release: Release, gpu_model: str, gpus: int,
-                 workers: int = 2, suite: str = "sid", cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
-                 extra_conf: str = SANDBOX_EXTRA_CONF, users: Sequence[User] = (),
-                 node_health: dict[str, str] | None = None):
+    def __init__(
+        self,
+        workdir: pathlib.Path,
+        release: Release,
+        gpu_model: str,
+        gpus: int,
+        workers: int = 2,
+        suite: str = "sid",
+        cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
+        extra_conf: str = SANDBOX_EXTRA_CONF,
+        users: Sequence[User] = (),
+        node_health: dict[str, str] | None = None,
+    ):
         self.dir = workdir
         self.release = release
         self.fs = slurm_root(suite)
@@ -308,8 +333,11 @@ class LocalSlurm:
         for p in (state, d / "log-controller"):
             os.chown(p, slurm_uid, slurm_uid)
         # Every pod resolves every other by name (the cluster's DNS).
-        hosts = ["127.0.0.1 localhost", f"127.0.0.1 {self.release.primary_host} {self.release.service_host}",
-                 "127.0.0.1 login"]
+        hosts = [
+            "127.0.0.1 localhost",
+            f"127.0.0.1 {self.release.primary_host} {self.release.service_host}",
+            "127.0.0.1 login",
+        ]
         hosts += [f"127.0.1.{i + 1} {n}" for i, n in enumerate(self.nodes)]
         if self.accounting is not None:
             hosts.append(f"127.0.0.1 {' '.join(self.accounting.hosts)}")
@@ -322,8 +350,13 @@ class LocalSlurm:
         # The operator mounts the Controller's prolog and epilog ConfigMaps into its /etc/slurm
         # (controller_app.go controllerVolumes: mode 0610, to which the kubelet's fsGroup adds g+rw);
         # slurmctld sends the Prolog= scripts, named relative to slurm.conf, to each slurmd.
-        slurm_gid = int(next(line.split(":")[2] for line in (self.fs / "etc/group").read_text().splitlines()
-                             if line.startswith("slurm:")))
+        slurm_gid = int(
+            next(
+                line.split(":")[2]
+                for line in (self.fs / "etc/group").read_text().splitlines()
+                if line.startswith("slurm:")
+            )
+        )
         for name, text in self.release.scripts.items():
             (d / "etc-controller" / name).write_text(text)
             os.chown(d / "etc-controller" / name, 0, slurm_gid)
@@ -365,9 +398,12 @@ class LocalSlurm:
         if identities == "merged":
             merged = pod / "identities-merged"
             merged.mkdir(parents=True, exist_ok=True)
-            return [*entries, f"mount --bind {merged} {r}{MERGED_DIR}",
-                    f"chroot {r} sh -c {shlex.quote(merge_script())}",
-                    *(f"mount --bind {merged}/{f} {r}/etc/{f}" for f in FILES)]
+            return [
+                *entries,
+                f"mount --bind {merged} {r}{MERGED_DIR}",
+                f"chroot {r} sh -c {shlex.quote(merge_script())}",
+                *(f"mount --bind {merged}/{f} {r}/etc/{f}" for f in FILES),
+            ]
         if identities == "prolog":
             etc = pod / "etc"
             if not etc.exists():
@@ -375,40 +411,68 @@ class LocalSlurm:
             return [f"mount --bind {etc} {r}/etc", *entries]
         return []
 
-    def _mounts(self, hostname: str, etc: str, spool: tuple[str, str] | None, log: str,
-                gpu_dir: pathlib.Path | None, identities: str = "", pod: pathlib.Path | None = None) -> str:
+    def _mounts(
+        self,
+        hostname: str,
+        etc: str,
+        spool: tuple[str, str] | None,
+        log: str,
+        gpu_dir: pathlib.Path | None,
+        identities: str = "",
+        pod: pathlib.Path | None = None,
+    ) -> str:
         """A shell script (host tools) that builds a pod's view of the root, then chroots."""
         r = shlex.quote(str(self.fs))
         d = self.dir
-        lines = ["set -e",
-                 f"mount --rbind /proc {r}/proc", f"mount --rbind /sys {r}/sys",
-                 f"mount -t tmpfs -o mode=755 tmpfs {r}/dev"]
+        lines = [
+            "set -e",
+            f"mount --rbind /proc {r}/proc",
+            f"mount --rbind /sys {r}/sys",
+            f"mount -t tmpfs -o mode=755 tmpfs {r}/dev",
+        ]
         for dev in ("null", "zero", "full", "random", "urandom", "tty"):
             lines += [f"touch {r}/dev/{dev}", f"mount --bind /dev/{dev} {r}/dev/{dev}"]
-        lines += [f"mkdir {r}/dev/pts {r}/dev/shm", f"mount --bind /dev/pts {r}/dev/pts",
-                  f"mount -t tmpfs -o mode=1777 tmpfs {r}/dev/shm",
-                  f"ln -s /proc/self/fd {r}/dev/fd", f"ln -s /proc/self/fd/0 {r}/dev/stdin",
-                  f"ln -s /proc/self/fd/1 {r}/dev/stdout", f"ln -s /proc/self/fd/2 {r}/dev/stderr",
-                  f"mount -t tmpfs -o mode=755 tmpfs {r}/run", f"mkdir {r}/run/slurm",
-                  # A pod's own /tmp (PMIx puts per-step directories there), with the test's
-                  # temporary tree shared at its path: job scripts, outputs, this cluster's files.
-                  f"mount -t tmpfs -o mode=1777 tmpfs {r}/tmp",
-                  f"mkdir -p {r}{self.shared_tmp}", f"mount --bind {self.shared_tmp} {r}{self.shared_tmp}"]
+        lines += [
+            f"mkdir {r}/dev/pts {r}/dev/shm",
+            f"mount --bind /dev/pts {r}/dev/pts",
+            f"mount -t tmpfs -o mode=1777 tmpfs {r}/dev/shm",
+            f"ln -s /proc/self/fd {r}/dev/fd",
+            f"ln -s /proc/self/fd/0 {r}/dev/stdin",
+            f"ln -s /proc/self/fd/1 {r}/dev/stdout",
+            f"ln -s /proc/self/fd/2 {r}/dev/stderr",
+            f"mount -t tmpfs -o mode=755 tmpfs {r}/run",
+            f"mkdir {r}/run/slurm",
+            # A pod's own /tmp (PMIx puts per-step directories there), with the test's
+            # temporary tree shared at its path: job scripts, outputs, this cluster's files.
+            f"mount -t tmpfs -o mode=1777 tmpfs {r}/tmp",
+            f"mkdir -p {r}{self.shared_tmp}",
+            f"mount --bind {self.shared_tmp} {r}{self.shared_tmp}",
+        ]
         for path in _HOST_PATHS:  # mkdir: a checkout under /tmp lies inside the pod's fresh /tmp
-            lines += [f"mkdir -p {r}{shlex.quote(path)}", f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}"]
+            lines += [
+                f"mkdir -p {r}{shlex.quote(path)}",
+                f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}",
+            ]
         lines += self._identities(pod or d / hostname, identities)
         if gpu_dir is not None and self.node_health is not None:
             # The NodeSet pod's /shared is a volume of its own (the EFS claim): a mount.
-            lines += [f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
-                      f"mount --bind {d}/shared {r}{SHARED_MOUNT}"]
-        lines += [f"mount --bind {d}/{etc} {r}{ETC_DIR}", f"mount --bind {d}/hosts {r}/etc/hosts",
-                  f"mount --bind {d}/home {r}{HOMES}",
-                  f"mount --bind {log} {r}{LOG_DIR}"]
+            lines += [
+                f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
+                f"mount --bind {d}/shared {r}{SHARED_MOUNT}",
+            ]
+        lines += [
+            f"mount --bind {d}/{etc} {r}{ETC_DIR}",
+            f"mount --bind {d}/hosts {r}/etc/hosts",
+            f"mount --bind {d}/home {r}{HOMES}",
+            f"mount --bind {log} {r}{LOG_DIR}",
+        ]
         if spool is not None:
             lines.append(f"mount --bind {spool[0]} {r}{spool[1]}")
         if gpu_dir is not None:
-            lines += [f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
-                      f"mount --bind {gpu_dir}/pci-drivers {r}/sys/bus/pci/drivers"]
+            lines += [
+                f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
+                f"mount --bind {gpu_dir}/pci-drivers {r}/sys/bus/pci/drivers",
+            ]
             lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(self.gpus)]
             lines.append(f"mknod -m 666 {r}/dev/nvidiactl c {NVIDIA_MAJOR} 255")
             if self.node_health is not None and pod is not None:
@@ -428,23 +492,27 @@ class LocalSlurm:
         (files / node_health.EXPECTED).write_text(data[f"{pool}.json"])
         bin_dir = pod / "usr-local-bin"
         bin_dir.mkdir(exist_ok=True)
-        python = pathlib.Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        python = (
+            pathlib.Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        )
         (bin_dir / "python3").write_text(f'#!/bin/sh\nexec {shlex.quote(str(python))} "$@"\n')
         query = pod / "gpu" / "nvidia-smi-q.txt"
         query.write_text(nvidia_smi_ecc_query(self.gpus))
         (bin_dir / "nvidia-smi").write_text(
-            '#!/bin/sh\n# The one query the health check makes; anything else is an error, as for a missing GPU.\n'
+            "#!/bin/sh\n# The one query the health check makes; anything else is an error, as for a missing GPU.\n"
             f'[ "$*" = "-q -d ECC,ROW_REMAPPER" ] && exec cat {shlex.quote(str(query))}\n'
-            'echo "fake nvidia-smi: unsupported arguments: $*" >&2; exit 2\n')
+            'echo "fake nvidia-smi: unsupported arguments: $*" >&2; exit 2\n'
+        )
         host = self._host_dir(pod)
         (host / "state").mkdir(parents=True, exist_ok=True)
         log = host / "kernel-log.txt"
-        if not log.exists():   # the node's: a new pod of the node reads the same log
+        if not log.exists():  # the node's: a new pod of the node reads the same log
             log.write_text("")
             (host / "kmsg").write_text("")
             self._append_kernel_log(host, re.search(r"^\[.*$", H200_KERNEL_LOG.read_text(), re.M).group(0))
         (bin_dir / "dmesg").write_text(
-            f'#!/bin/sh\n# The node\'s kernel log, as plain `dmesg` prints it.\nexec cat {shlex.quote(str(log))}\n')
+            f"#!/bin/sh\n# The node's kernel log, as plain `dmesg` prints it.\nexec cat {shlex.quote(str(log))}\n"
+        )
         for tool in ("python3", "nvidia-smi", "dmesg"):
             (bin_dir / tool).chmod(0o755)
 
@@ -454,14 +522,19 @@ class LocalSlurm:
         # The host has no /sys/class/infiniband and sysfs takes no new mount point: the pod's
         # /sys/class becomes a tmpfs holding every host class again, and the pool's EFA devices.
         host = self._host_dir(pod)
-        return [f"mkdir -p {r}{HEALTH_DIR}", f"mount --bind {pod}/health {r}{HEALTH_DIR}",
-                f"mkdir -p {r}{node_health.STATE_DIR}", f"mount --bind {host}/state {r}{node_health.STATE_DIR}",
-                f"touch {r}{health_program.KMSG}", f"mount --bind {host}/kmsg {r}{health_program.KMSG}",
-                f"mount --bind {pod}/usr-local-bin {r}/usr/local/bin",
-                f"mount -t tmpfs -o mode=755 tmpfs {r}/sys/class",
-                f"for c in /sys/class/*; do mkdir {r}$c && mount --rbind $c {r}$c; done",
-                f"mkdir {r}/sys/class/infiniband",
-                *(f"mkdir {r}/sys/class/infiniband/rdmap{16 * (i + 1)}s27" for i in range(efa))]
+        return [
+            f"mkdir -p {r}{HEALTH_DIR}",
+            f"mount --bind {pod}/health {r}{HEALTH_DIR}",
+            f"mkdir -p {r}{node_health.STATE_DIR}",
+            f"mount --bind {host}/state {r}{node_health.STATE_DIR}",
+            f"touch {r}{health_program.KMSG}",
+            f"mount --bind {host}/kmsg {r}{health_program.KMSG}",
+            f"mount --bind {pod}/usr-local-bin {r}/usr/local/bin",
+            f"mount -t tmpfs -o mode=755 tmpfs {r}/sys/class",
+            f"for c in /sys/class/*; do mkdir {r}$c && mount --rbind $c {r}$c; done",
+            f"mkdir {r}/sys/class/infiniband",
+            *(f"mkdir {r}/sys/class/infiniband/rdmap{16 * (i + 1)}s27" for i in range(efa)),
+        ]
 
     def pod_dir(self, node: str) -> pathlib.Path:
         """The current pod of `node`'s files on this machine."""
@@ -470,14 +543,20 @@ class LocalSlurm:
     def hide_gpu(self, node: str, index: int) -> None:
         """GPU `index` gone from the pod: its /dev/nvidiaN and its procfs entry removed."""
         self._check_entered(node, ["rm", f"/dev/nvidia{index}"])
-        subprocess.run(["rm", "-r", str(self.pod_dir(node) / "gpu/proc-driver/nvidia/gpus" / gpu_bus_id(index))],
-                       check=True)
+        subprocess.run(
+            ["rm", "-r", str(self.pod_dir(node) / "gpu/proc-driver/nvidia/gpus" / gpu_bus_id(index))],
+            check=True,
+        )
 
     def restore_gpus(self, node: str) -> None:
         """Every GPU of the pod back: the procfs entries rewritten, the missing device files made."""
-        write_nvidia_driver_files(self.pod_dir(node) / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
-        make = " ".join(f"[ -e /dev/nvidia{i} ] || mknod -m 666 /dev/nvidia{i} c {NVIDIA_MAJOR} {i};"
-                        for i in range(self.gpus))
+        write_nvidia_driver_files(
+            self.pod_dir(node) / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}"
+        )
+        make = " ".join(
+            f"[ -e /dev/nvidia{i} ] || mknod -m 666 /dev/nvidia{i} c {NVIDIA_MAJOR} {i};"
+            for i in range(self.gpus)
+        )
         self._check_entered(node, ["/usr/bin/sh", "-c", make])
 
     def set_nvidia_smi(self, node: str, text: str) -> None:
@@ -511,7 +590,11 @@ class LocalSlurm:
 
     def health_state(self, node: str) -> pathlib.Path:
         """The node's Xid cursor file (node_health.STATE_FILE, in the node's STATE_DIR)."""
-        return self._host_dir(self.pod_dir(node)) / "state" / pathlib.PurePosixPath(health_program.STATE_FILE).name
+        return (
+            self._host_dir(self.pod_dir(node))
+            / "state"
+            / pathlib.PurePosixPath(health_program.STATE_FILE).name
+        )
 
     def _check_entered(self, node: str, argv: list[str]) -> None:
         done = self._enter(self.workers[node].pid, argv)
@@ -521,9 +604,14 @@ class LocalSlurm:
     def _spawn(self, name: str, script: str, argv: list[str], logfile: pathlib.Path) -> Daemon:
         cmd = f"{script}\nexec chroot {shlex.quote(str(self.fs))} {shlex.join(argv)}"
         out = open(logfile, "ab")
-        proc = subprocess.Popen(["unshare", "--uts", "--mount", "--propagation", "private", "--",
-                                 "sh", "-c", cmd], stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=_daemon_env())
+        proc = subprocess.Popen(
+            ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", cmd],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env=_daemon_env(),
+        )
         out.close()
         _raise_session_priority(proc.pid)
         return Daemon(name, proc)
@@ -546,21 +634,37 @@ class LocalSlurm:
         self._lock = hold_cluster_lock(self.dir)
         self._prepare()
         d = self.dir
-        if self.accounting is not None:   # before slurmctld, which registers the cluster with it
+        if self.accounting is not None:  # before slurmctld, which registers the cluster with it
             self.accounting.start()
         self.controller = self._spawn(
             "slurmctld",
-            self._mounts(self.release.primary_host, "etc-controller", (str(d / "state"), SLURMCTLD_SPOOL),
-                         str(d / "log-controller"), None, "merged", d / "controller"),
-            ["slurmctld", "-D"], d / "slurmctld.stdout")
-        self._wait_for(lambda: (d / "log-controller/slurmctld.log").exists() and
-                       "started on cluster" in (d / "log-controller/slurmctld.log").read_text(errors="replace"),
-                       60, "slurmctld to start", lambda: self._exited(self.controller))
+            self._mounts(
+                self.release.primary_host,
+                "etc-controller",
+                (str(d / "state"), SLURMCTLD_SPOOL),
+                str(d / "log-controller"),
+                None,
+                "merged",
+                d / "controller",
+            ),
+            ["slurmctld", "-D"],
+            d / "slurmctld.stdout",
+        )
+        self._wait_for(
+            lambda: (
+                (d / "log-controller/slurmctld.log").exists()
+                and "started on cluster" in (d / "log-controller/slurmctld.log").read_text(errors="replace")
+            ),
+            60,
+            "slurmctld to start",
+            lambda: self._exited(self.controller),
+        )
         self.login = self._spawn(
             "sackd",
             self._mounts("login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login"),
             ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
-            d / "sackd.stdout")
+            d / "sackd.stdout",
+        )
         self._wait_for(lambda: self._login_ready(), 60, "sackd to fetch the configs")
         for node in self.nodes:
             self.start_slurmd(node)
@@ -580,8 +684,15 @@ class LocalSlurm:
     def slurmd_argv(self, node: str) -> list[str]:
         """The NodeSet pod's slurmd command line, plus the per-node Port."""
         port = SLURMD_PORT + (self.nodes.index(node) + 1) * 10  # sackd has SlurmdPort
-        return ["slurmd", "-D", "-Z", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}",
-                "--conf", f"{slurmd_conf(self.nodeset)} Port={port}"]
+        return [
+            "slurmd",
+            "-D",
+            "-Z",
+            "--conf-server",
+            f"{self.release.service_host}:{SLURMCTLD_PORT}",
+            "--conf",
+            f"{slurmd_conf(self.nodeset)} Port={port}",
+        ]
 
     def start_slurmd(self, node: str) -> Daemon:
         """A new pod for `node`: fresh spool, log and /run, the same hostname and GPUs."""
@@ -592,9 +703,20 @@ class LocalSlurm:
         write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
         if self.node_health is not None:
             self._health_files(pod)
-        daemon = self._spawn(node, self._mounts(node, "etc-node", (str(pod / "spool"), SLURMD_SPOOL),
-                                                str(pod / "log"), pod / "gpu", "prolog", pod),
-                             self.slurmd_argv(node), pod / "slurmd.stdout")
+        daemon = self._spawn(
+            node,
+            self._mounts(
+                node,
+                "etc-node",
+                (str(pod / "spool"), SLURMD_SPOOL),
+                str(pod / "log"),
+                pod / "gpu",
+                "prolog",
+                pod,
+            ),
+            self.slurmd_argv(node),
+            pod / "slurmd.stdout",
+        )
         self.workers[node] = daemon
         return daemon
 
@@ -637,7 +759,8 @@ class LocalSlurm:
         (etc / "gres.conf").write_text(self.release.config_files["gres.conf"])
         (etc / "slurm.conf").write_text(
             "ClusterName=probe\nSlurmctldHost=probe\nAuthType=auth/slurm\nCredType=cred/slurm\n"
-            f"GresTypes=gpu\nNodeName=probe CPUs={os.cpu_count()} Gres={node_gres}\n")
+            f"GresTypes=gpu\nNodeName=probe CPUs={os.cpu_count()} Gres={node_gres}\n"
+        )
         (probe / "log").mkdir()
         if not (self.dir / "hosts").exists():
             (self.dir / "hosts").write_text("127.0.0.1 localhost probe\n")
@@ -647,28 +770,62 @@ class LocalSlurm:
         write_nvidia_driver_files(probe / "gpu", model, count, f"0-{os.cpu_count() - 1}")
         saved, self.gpus = self.gpus, count
         try:
-            script = self._mounts("probe", str(etc.relative_to(self.dir)), None, str(probe / "log"), probe / "gpu")
+            script = self._mounts(
+                "probe", str(etc.relative_to(self.dir)), None, str(probe / "log"), probe / "gpu"
+            )
         finally:
             self.gpus = saved
         # -vvv: gpu/nvidia logs, at debug2, the name it derived from each GPU's model.
-        result = subprocess.run(["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c",
-                                 f"{script}\nexec chroot {shlex.quote(str(self.fs))} slurmd -G -vvv"],
-                                capture_output=True, text=True, timeout=60, env=_daemon_env())
+        result = subprocess.run(
+            [
+                "unshare",
+                "--uts",
+                "--mount",
+                "--propagation",
+                "private",
+                "--",
+                "sh",
+                "-c",
+                f"{script}\nexec chroot {shlex.quote(str(self.fs))} slurmd -G -vvv",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_daemon_env(),
+        )
         out = result.stdout + result.stderr
-        return GresProbe(re.findall(r"gpu/nvidia: _set_basic_info: Name: (\S+)", out),
-                         re.findall(r"Gres Name=gpu Type=(\S+) ", out), out)
+        return GresProbe(
+            re.findall(r"gpu/nvidia: _set_basic_info: Name: (\S+)", out),
+            re.findall(r"Gres Name=gpu Type=(\S+) ", out),
+            out,
+        )
 
     # -- clients -----------------------------------------------------------------------------
 
-    def _enter(self, pid: int, argv: list[str], cwd: pathlib.Path | str | None = None,
-               env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    def _enter(
+        self,
+        pid: int,
+        argv: list[str],
+        cwd: pathlib.Path | str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess:
         chdir = f"--chdir={cwd}" if cwd else "--chdir=/"
-        return subprocess.run(["nsenter", "-t", str(pid), "--mount", "--uts", "--root", "--",
-                               "/usr/bin/env", chdir, *argv], env={**_daemon_env(), **(env or {})},
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            ["nsenter", "-t", str(pid), "--mount", "--uts", "--root", "--", "/usr/bin/env", chdir, *argv],
+            env={**_daemon_env(), **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
-    def run(self, argv: list[str], cwd: pathlib.Path | str | None = None, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        argv: list[str],
+        cwd: pathlib.Path | str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess:
         """A command on the login pod (configless client commands, the tools' scripts)."""
         return self._enter(self.login.pid, argv, cwd, env, timeout)
 
@@ -686,6 +843,7 @@ class LocalSlurm:
             if dead := [d.name for d in self.workers.values() if d.proc.poll() is not None]:
                 raise RuntimeError(f"slurmd of {dead} exited:\n{self.logs()}")
             return all(self.states().get(n) == s for n, s in wanted.items())
+
         self._wait_for(reached, timeout, f"node states {wanted}", lambda: f"last: {self.states()}")
         return self.states()
 
@@ -702,23 +860,42 @@ class LocalSlurm:
         for f in sorted(self.dir.rglob("*.log")) + sorted(self.dir.rglob("*.stdout")):
             if f.is_relative_to(self.dir / DATABASE_FILES):
                 continue
-            out.append(f"--- {f.relative_to(self.dir)}\n" +
-                       "\n".join(f.read_text(errors="replace").splitlines()[-15:]))
+            out.append(
+                f"--- {f.relative_to(self.dir)}\n"
+                + "\n".join(f.read_text(errors="replace").splitlines()[-15:])
+            )
         return "\n".join(out)
 
     def run_on_controller(self, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
         """A command in the slurmctld pod as the slurm user, as `kubectl exec` into its container
         runs it (the operator runs slurmctld as slurm: controller_app.go)."""
-        return self._enter(self.controller.pid, ["setpriv", "--reuid=slurm", "--regid=slurm", "--init-groups",
-                                                 *argv], timeout=timeout)
+        return self._enter(
+            self.controller.pid,
+            ["setpriv", "--reuid=slurm", "--regid=slurm", "--init-groups", *argv],
+            timeout=timeout,
+        )
 
-    def run_as(self, user: User, argv: list[str], cwd: pathlib.Path | str | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess:
+    def run_as(
+        self, user: User, argv: list[str], cwd: pathlib.Path | str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
         """A command on the login pod as a named user (their UID, GID and home), as after their
         ssh login."""
-        return self.run(["setpriv", f"--reuid={user.uid}", f"--regid={user.uid}", "--init-groups", "--",
-                         "env", f"HOME={user.home}", f"USER={user.name}", f"LOGNAME={user.name}", *argv],
-                        cwd=cwd or user.home, timeout=timeout)
+        return self.run(
+            [
+                "setpriv",
+                f"--reuid={user.uid}",
+                f"--regid={user.uid}",
+                "--init-groups",
+                "--",
+                "env",
+                f"HOME={user.home}",
+                f"USER={user.name}",
+                f"LOGNAME={user.name}",
+                *argv,
+            ],
+            cwd=cwd or user.home,
+            timeout=timeout,
+        )
 
     def wait_for_job(self, job: str, timeout: float = 300) -> str:
         """`scontrol show job -o` once the job has ended."""
@@ -733,8 +910,9 @@ class LocalSlurm:
         self.run(["scancel", job])
         raise TimeoutError(f"job {job} still {state} after {timeout} s\n{self.logs()}")
 
-    def sbatch(self, script: pathlib.Path, workdir: pathlib.Path, env: dict[str, str],
-               timeout: float = 300) -> tuple[str, str, str]:
+    def sbatch(
+        self, script: pathlib.Path, workdir: pathlib.Path, env: dict[str, str], timeout: float = 300
+    ) -> tuple[str, str, str]:
         """Submit from the login pod, poll until the job ends; return (state, exit code, output)."""
         submitted = self.run(["sbatch", "--parsable", str(script)], cwd=workdir, env=env)
         if submitted.returncode != 0:
@@ -742,7 +920,11 @@ class LocalSlurm:
         info = self.wait_for_job(submitted.stdout.strip().split(";")[0], timeout)
         stdout = pathlib.Path(re.search(r"StdOut=(\S+)", info).group(1))
         output = stdout.read_text(errors="replace") if stdout.exists() else f"(no output file {stdout})"
-        return re.search(r"JobState=(\S+)", info).group(1), re.search(r"ExitCode=(\S+)", info).group(1), output
+        return (
+            re.search(r"JobState=(\S+)", info).group(1),
+            re.search(r"ExitCode=(\S+)", info).group(1),
+            output,
+        )
 
 
 def _daemon_env() -> dict[str, str]:

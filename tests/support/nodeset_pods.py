@@ -30,6 +30,7 @@ Read from SlinkyProject/slurm-operator at tag v1.2.1:
   (IsNodeReasonOurs: empty or prefixed "slurm-operator: "), and slurmd's registration returns the
   DOWN node to service (ReturnToService=2 in the program's slurm.conf).
 """
+
 from __future__ import annotations
 
 import re
@@ -55,14 +56,15 @@ def scale_in_reason(namespace: str, pod: str) -> str:
 @dataclass
 class Pod:
     ordinal: int
-    node: str              # the Slurm node: the pod's hostname
-    name: str              # the pod: <NodeSet object>-<ordinal>
+    node: str  # the Slurm node: the pod's hostname
+    name: str  # the pod: <NodeSet object>-<ordinal>
     cordoned: bool = False  # slinky.slurm.net/pod-cordon, set by makePodCordon
 
 
 @dataclass
 class Decision:
     """One reconcile of a condemned pod: drained (and its pod deleted) or drained only."""
+
     pod: str
     node: str
     deleted: bool
@@ -105,10 +107,14 @@ class NodeSetPods:
         for pod in self.pods.values():
             try:
                 state = self.node_state(pod.node)
-            except LookupError:   # not registered yet: tolerateError, nothing to undrain
+            except LookupError:  # not registered yet: tolerateError, nothing to undrain
                 continue
             reason = self.reason(pod.node)
-            if "DRAIN" in state and "UNDRAIN" not in state and (not reason or reason.startswith(OPERATOR_PREFIX)):
+            if (
+                "DRAIN" in state
+                and "UNDRAIN" not in state
+                and (not reason or reason.startswith(OPERATOR_PREFIX))
+            ):
                 done = self.cluster.run(["scontrol", "update", f"nodename={pod.node}", "state=undrain"])
                 if done.returncode != 0:
                     raise RuntimeError(f"undrain of {pod.node} failed: {done.stderr}")
@@ -165,8 +171,9 @@ class NodeSetPods:
 
         def key(pod: Pod):
             return (deadlines.get(pod.node, zero), not pod.cordoned, -pod.ordinal)
+
         ranked = sorted(self.pods.values(), key=key)
-        return ranked[:max(len(self.pods) - replicas, 0)]
+        return ranked[: max(len(self.pods) - replicas, 0)]
 
     def reconcile_scale_down(self, replicas: int, drain: bool = True) -> list[Decision]:
         """One pass of processCondemned over each pod to go. drain=False deletes without asking
@@ -178,8 +185,15 @@ class NodeSetPods:
                 decision = Decision(pod.name, pod.node, True, "+".join(sorted(self.node_state(pod.node))))
             else:
                 pod.cordoned = True
-                drained = self.cluster.run(["scontrol", "update", f"nodename={pod.node}", "state=drain",
-                                            f"reason={scale_in_reason(self.namespace, pod.name)}"])
+                drained = self.cluster.run(
+                    [
+                        "scontrol",
+                        "update",
+                        f"nodename={pod.node}",
+                        "state=drain",
+                        f"reason={scale_in_reason(self.namespace, pod.name)}",
+                    ]
+                )
                 if drained.returncode != 0:
                     raise RuntimeError(f"drain of {pod.node} failed: {drained.stderr}")
                 decision = Decision(pod.name, pod.node, False, "+".join(sorted(self.node_state(pod.node))))
@@ -187,8 +201,9 @@ class NodeSetPods:
         self.log += decisions
         return decisions
 
-    def scale_down(self, replicas: int, requeue_s: float = 0.5, timeout: float = 120,
-                   drain: bool = True) -> list[Decision]:
+    def scale_down(
+        self, replicas: int, requeue_s: float = 0.5, timeout: float = 120, drain: bool = True
+    ) -> list[Decision]:
         """Reconcile until only `replicas` pods are left, requeueing as processCondemned does
         (every `requeue_s` here instead of the operator's REQUEUE_S, so a test takes seconds)."""
         deadline = time.monotonic() + timeout

@@ -1,4 +1,5 @@
 """Where the tests find the repository and their data."""
+
 import pathlib
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

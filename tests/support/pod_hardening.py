@@ -1,5 +1,6 @@
 """The pods a graph registers and the charts render, named and checked the way
 model/pod_hardening.py names its exceptions."""
+
 from __future__ import annotations
 
 from typing import Optional

@@ -1,4 +1,5 @@
 """The program under mocks as the config tests run it."""
+
 from devkit.offline_run import run_program
 
 

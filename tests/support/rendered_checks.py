@@ -1,5 +1,6 @@
 """Checks on rendered chart objects (devkit/chart_render.py). Each returns a list of problems, one
 line per object and field, so a test reads `== []` and a broken input shows what broke."""
+
 from __future__ import annotations
 
 import re
@@ -11,13 +12,25 @@ import jsonschema
 # (SlinkyProject/slurm-operator v1.2.1 helm/slurm-operator-crds/templates/slinky.slurm.net_*.yaml).
 _POD_TEMPLATE = ("spec", "template", "spec")
 POD_SPEC_PATHS = {
-    "Pod": ("spec",), "Deployment": _POD_TEMPLATE, "DaemonSet": _POD_TEMPLATE, "StatefulSet": _POD_TEMPLATE,
-    "ReplicaSet": _POD_TEMPLATE, "Job": _POD_TEMPLATE, "CronJob": ("spec", "jobTemplate", *_POD_TEMPLATE),
-    "Controller": _POD_TEMPLATE, "RestApi": _POD_TEMPLATE, "LoginSet": _POD_TEMPLATE, "NodeSet": _POD_TEMPLATE,
+    "Pod": ("spec",),
+    "Deployment": _POD_TEMPLATE,
+    "DaemonSet": _POD_TEMPLATE,
+    "StatefulSet": _POD_TEMPLATE,
+    "ReplicaSet": _POD_TEMPLATE,
+    "Job": _POD_TEMPLATE,
+    "CronJob": ("spec", "jobTemplate", *_POD_TEMPLATE),
+    "Controller": _POD_TEMPLATE,
+    "RestApi": _POD_TEMPLATE,
+    "LoginSet": _POD_TEMPLATE,
+    "NodeSet": _POD_TEMPLATE,
     "Accounting": _POD_TEMPLATE,
 }
 # EKS node group taint effects (API values) -> Kubernetes taint effects (EKS API Taint).
-EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+EKS_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "NO_EXECUTE": "NoExecute",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+}
 # A full version (x.y.z, optionally v-prefixed and suffixed: v1.16.2, 26.05.2-ubuntu26.04) or a digest.
 _FULL_TAG = re.compile(r"^v?\d+\.\d+\.\d+([.+_-][A-Za-z0-9._+-]*)?$")
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
@@ -60,11 +73,14 @@ def selects_only(pod_spec: dict, labels: dict) -> bool:
     if all(selector.get(k) == v for k, v in labels.items()):
         return True
     terms = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms") or []
+        "requiredDuringSchedulingIgnoredDuringExecution", {}
+    ).get("nodeSelectorTerms") or []
 
     def demands(term: dict, key: str, value: str) -> bool:
-        return any(e.get("key") == key and e.get("operator") == "In" and e.get("values") == [value]
-                   for e in term.get("matchExpressions") or [])
+        return any(
+            e.get("key") == key and e.get("operator") == "In" and e.get("values") == [value]
+            for e in term.get("matchExpressions") or []
+        )
 
     return bool(terms) and all(demands(t, k, v) for t in terms for k, v in labels.items())
 
@@ -107,7 +123,9 @@ def floats(image: str) -> bool:
 
 
 def floating_images(objects: list[dict]) -> list[str]:
-    return [f"{label(obj)}{where}: {image}" for obj in objects for where, image in images(obj) if floats(image)]
+    return [
+        f"{label(obj)}{where}: {image}" for obj in objects for where, image in images(obj) if floats(image)
+    ]
 
 
 def load_balancer_services(objects: list[dict]) -> list[str]:
@@ -131,7 +149,9 @@ def _prune_nulls(value: Any, schema: dict) -> Any:
     "Defaulting and Nullable" in Extend the Kubernetes API with CustomResourceDefinitions)."""
     if isinstance(value, dict):
         props = schema.get("properties") or {}
-        extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else {}
+        extra = (
+            schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else {}
+        )
         out = {}
         for k, v in value.items():
             sub = props.get(k, extra)
@@ -183,8 +203,16 @@ def custom_resource_problems(obj: dict, crds: list[dict]) -> list[str]:
     """Validate a custom resource against the schema of its CRD version, as the API server would:
     unknown fields (pruned silently) and schema violations (rejected)."""
     group, _, version = obj["apiVersion"].rpartition("/")
-    crd = next((c for c in crds if c["kind"] == "CustomResourceDefinition"
-                and c["spec"]["group"] == group and c["spec"]["names"]["kind"] == obj["kind"]), None)
+    crd = next(
+        (
+            c
+            for c in crds
+            if c["kind"] == "CustomResourceDefinition"
+            and c["spec"]["group"] == group
+            and c["spec"]["names"]["kind"] == obj["kind"]
+        ),
+        None,
+    )
     if crd is None:
         return [f"{label(obj)}: no CRD for {obj['apiVersion']} {obj['kind']}"]
     served = next((v for v in crd["spec"]["versions"] if v["name"] == version), None)
@@ -194,8 +222,10 @@ def custom_resource_problems(obj: dict, crds: list[dict]) -> list[str]:
     stored = _prune_nulls({k: v for k, v in obj.items() if k != "metadata"}, schema)
     problems = [f"{label(obj)}{p}" for p in _unknown_fields(stored, schema, "")]
     validator = jsonschema.Draft4Validator(_json_schema(schema))
-    problems += [f"{label(obj)}.{'.'.join(map(str, e.absolute_path))}: {e.message}"
-                 for e in sorted(validator.iter_errors(stored), key=lambda e: list(map(str, e.absolute_path)))]
+    problems += [
+        f"{label(obj)}.{'.'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in sorted(validator.iter_errors(stored), key=lambda e: list(map(str, e.absolute_path)))
+    ]
     return problems
 
 
@@ -204,8 +234,13 @@ def custom_resource_problems(obj: dict, crds: list[dict]) -> list[str]:
 # field there passes the API server and is dropped by the operator (SlinkyProject/slurm-operator
 # v1.2.1 helm/slurm-operator-crds/templates/slinky.slurm.net_*.yaml: "PodSpec is a description of
 # a pod", container blocks described as corev1.Container).
-CONTAINER_BLOCKS = {"Controller": ("slurmctld", "reconfigure", "logfile"), "RestApi": ("slurmrestd",),
-                    "NodeSet": ("slurmd", "logfile"), "LoginSet": ("login", "initconf"), "Accounting": ("slurmdbd",)}
+CONTAINER_BLOCKS = {
+    "Controller": ("slurmctld", "reconfigure", "logfile"),
+    "RestApi": ("slurmrestd",),
+    "NodeSet": ("slurmd", "logfile"),
+    "LoginSet": ("login", "initconf"),
+    "Accounting": ("slurmdbd",),
+}
 
 
 def _without_nulls(value: Any) -> Any:
@@ -240,6 +275,13 @@ def embedded_kubernetes_problems(obj: dict, k8s_version: str) -> list[str]:
             problems += check(pod({"containers": [{"name": "c", **spec[block]}]}), f"spec.{block}")
     service = (spec.get("service") or {}).get("spec")
     if service:
-        problems += check({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "check"},
-                           "spec": {"ports": [{"port": 22}], **service}}, "spec.service.spec")
+        problems += check(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "check"},
+                "spec": {"ports": [{"port": 22}], **service},
+            },
+            "spec.service.spec",
+        )
     return problems

@@ -7,6 +7,7 @@ Not xdist's own `xdist_group` + `--dist loadgroup`: pytest-xdist 3.8.0 groups by
 (`item._nodeid = ...@group`, src/xdist/remote.py), and pytest 9 reads a node's id from `_id`
 (src/_pytest/nodes.py `Node.nodeid`), so the group never reaches the scheduler and two workers
 start clusters at once. A scheduler that groups by the folder needs no item renamed."""
+
 from __future__ import annotations
 
 from typing import Sequence, TypeVar

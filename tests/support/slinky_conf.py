@@ -35,6 +35,7 @@ Read from SlinkyProject/slurm-operator at tag v1.2.1:
   controller_app.go mounts those ConfigMaps into the controller's /etc/slurm (controllerVolumes:
   one projected volume, DefaultMode 0610).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -98,13 +99,16 @@ def nodeset_name(nodeset: dict) -> str:
 
 
 def controller_name(controller: dict) -> str:
-    return controller["spec"].get("clusterName") or \
-        f"{controller['metadata']['namespace']}_{controller['metadata']['name']}"
+    return (
+        controller["spec"].get("clusterName")
+        or f"{controller['metadata']['namespace']}_{controller['metadata']['name']}"
+    )
 
 
 @dataclass(frozen=True)
 class Release:
     """The objects of one rendered `slurm` release the operator reads."""
+
     controller: dict
     nodesets: list[dict]
     config_maps: dict[str, dict]
@@ -115,10 +119,12 @@ class Release:
         controllers = [d for d in docs if d.get("kind") == "Controller"]
         if len(controllers) != 1:
             raise ValueError(f"expected one Controller in the release, found {len(controllers)}")
-        return cls(controllers[0],
-                   [d for d in docs if d.get("kind") == "NodeSet"],
-                   {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"},
-                   {d["metadata"]["name"]: d for d in docs if d.get("kind") == "Accounting"})
+        return cls(
+            controllers[0],
+            [d for d in docs if d.get("kind") == "NodeSet"],
+            {d["metadata"]["name"]: d for d in docs if d.get("kind") == "ConfigMap"},
+            {d["metadata"]["name"]: d for d in docs if d.get("kind") == "Accounting"},
+        )
 
     @property
     def accounting(self) -> dict | None:
@@ -151,24 +157,30 @@ class Release:
         merge = {"AuthInfo": ["use_client_ids"], "AuthAltParameters": [f"jwt_key={ETC_DIR}/jwt.key"]}
         if spec.get("jwksKeyRef"):
             raise ValueError("the test cluster does not model the Accounting's jwksKeyRef")
-        lines = ["#", "### GENERAL ###",
-                 f"DbdHost={self.accounting_host}",
-                 f"DbdPort={SLURMDBD_PORT}",
-                 f"SlurmUser={SLURM_USER}",
-                 "#", "### PLUGINS & PARAMETERS ###",
-                 "AuthType=auth/slurm",
-                 "AuthAltTypes=auth/jwt",
-                 f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
-                 f"AuthInfo={','.join(merge['AuthInfo'])}",
-                 "#", "### STORAGE ###",
-                 "StorageType=accounting_storage/mysql",
-                 f"StorageHost={storage['host']}",
-                 f"StoragePort={storage['port']}",
-                 f"StorageUser={storage.get('username', '')}",
-                 f"StorageLoc={storage['database']}",
-                 f"StoragePass={storage_pass}",
-                 "#", "### LOGGING ###",
-                 "LogFile=/dev/null"]
+        lines = [
+            "#",
+            "### GENERAL ###",
+            f"DbdHost={self.accounting_host}",
+            f"DbdPort={SLURMDBD_PORT}",
+            f"SlurmUser={SLURM_USER}",
+            "#",
+            "### PLUGINS & PARAMETERS ###",
+            "AuthType=auth/slurm",
+            "AuthAltTypes=auth/jwt",
+            f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
+            f"AuthInfo={','.join(merge['AuthInfo'])}",
+            "#",
+            "### STORAGE ###",
+            "StorageType=accounting_storage/mysql",
+            f"StorageHost={storage['host']}",
+            f"StoragePort={storage['port']}",
+            f"StorageUser={storage.get('username', '')}",
+            f"StorageLoc={storage['database']}",
+            f"StoragePass={storage_pass}",
+            "#",
+            "### LOGGING ###",
+            "LogFile=/dev/null",
+        ]
         extra = spec.get("extraConf", "")
         if extra:
             lines += ["#", "### EXTRA CONFIG ###", extra]
@@ -177,8 +189,12 @@ class Release:
         return "\n".join(lines) + "\n"
 
     # The Controller's script references and the slurm.conf key each one's files become.
-    SCRIPT_REFS = {"prologSlurmctldScriptRefs": "PrologSlurmctld", "epilogSlurmctldScriptRefs": "EpilogSlurmctld",
-                   "prologScriptRefs": "Prolog", "epilogScriptRefs": "Epilog"}
+    SCRIPT_REFS = {
+        "prologSlurmctldScriptRefs": "PrologSlurmctld",
+        "epilogSlurmctldScriptRefs": "EpilogSlurmctld",
+        "prologScriptRefs": "Prolog",
+        "epilogScriptRefs": "Epilog",
+    }
 
     def _ref_files(self, refs: str) -> dict[str, str]:
         files: dict[str, str] = {}
@@ -198,8 +214,10 @@ class Release:
     def script_lines(self) -> list[str]:
         """buildSlurmConf's two script sections (each only when it has a line)."""
         lines: list[str] = []
-        for title, keys in (("SLURMCTLD PROLOG & EPILOG", ("prologSlurmctldScriptRefs", "epilogSlurmctldScriptRefs")),
-                            ("PROLOG & EPILOG", ("prologScriptRefs", "epilogScriptRefs"))):
+        for title, keys in (
+            ("SLURMCTLD PROLOG & EPILOG", ("prologSlurmctldScriptRefs", "epilogSlurmctldScriptRefs")),
+            ("PROLOG & EPILOG", ("prologScriptRefs", "epilogScriptRefs")),
+        ):
             section = []
             for refs in keys:
                 key = self.SCRIPT_REFS[refs]
@@ -243,39 +261,48 @@ class Release:
         """slurm.conf as buildSlurmConf writes it."""
         spec = self.controller["spec"]
         cluster = controller_name(self.controller)
-        merge = {"SlurmctldParameters": ["enable_configless", "reconfig_on_restart"],
-                 "AuthInfo": ["use_client_ids"],
-                 "AuthAltParameters": [f"jwt_key={ETC_DIR}/jwt.key"]}
-        lines = ["#", "### GENERAL ###",
-                 f"ClusterName={cluster}",
-                 f"SlurmUser={SLURM_USER}",
-                 f"SlurmctldHost={self.primary_host}({self.service_host})",
-                 f"SlurmctldPort={SLURMCTLD_PORT}",
-                 f"StateSaveLocation={SLURMCTLD_SPOOL}/{cluster}",
-                 f"SlurmdUser={SLURMD_USER}",
-                 f"SlurmdPort={SLURMD_PORT}",
-                 f"SlurmdSpoolDir={SLURMD_SPOOL}",
-                 "MaxNodeCount=1024",
-                 "#", "### LOGGING ###",
-                 f"SlurmctldLogFile={LOG_DIR}/slurmctld.log",
-                 f"SlurmSchedLogFile={LOG_DIR}/slurmctld.log",
-                 f"SlurmdLogFile={LOG_DIR}/slurmd.log",
-                 "#", "### PLUGINS & PARAMETERS ###",
-                 "AuthType=auth/slurm",
-                 "CredType=cred/slurm",
-                 "AuthAltTypes=auth/jwt",
-                 f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
-                 f"AuthInfo={','.join(merge['AuthInfo'])}",
-                 f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}"]
+        merge = {
+            "SlurmctldParameters": ["enable_configless", "reconfig_on_restart"],
+            "AuthInfo": ["use_client_ids"],
+            "AuthAltParameters": [f"jwt_key={ETC_DIR}/jwt.key"],
+        }
+        lines = [
+            "#",
+            "### GENERAL ###",
+            f"ClusterName={cluster}",
+            f"SlurmUser={SLURM_USER}",
+            f"SlurmctldHost={self.primary_host}({self.service_host})",
+            f"SlurmctldPort={SLURMCTLD_PORT}",
+            f"StateSaveLocation={SLURMCTLD_SPOOL}/{cluster}",
+            f"SlurmdUser={SLURMD_USER}",
+            f"SlurmdPort={SLURMD_PORT}",
+            f"SlurmdSpoolDir={SLURMD_SPOOL}",
+            "MaxNodeCount=1024",
+            "#",
+            "### LOGGING ###",
+            f"SlurmctldLogFile={LOG_DIR}/slurmctld.log",
+            f"SlurmSchedLogFile={LOG_DIR}/slurmctld.log",
+            f"SlurmdLogFile={LOG_DIR}/slurmd.log",
+            "#",
+            "### PLUGINS & PARAMETERS ###",
+            "AuthType=auth/slurm",
+            "CredType=cred/slurm",
+            "AuthAltTypes=auth/jwt",
+            f"AuthAltParameters={','.join(merge['AuthAltParameters'])}",
+            f"AuthInfo={','.join(merge['AuthInfo'])}",
+            f"SlurmctldParameters={','.join(merge['SlurmctldParameters'])}",
+        ]
         if (spec.get("metrics") or {}).get("enabled"):
             # controller_config.go buildSlurmConf: Spec.Metrics.Enabled adds this one line, after
             # SlurmctldParameters, before the ACCOUNTING section (slurm-operator v1.2.1).
             lines.append("MetricsType=metrics/openmetrics")
         lines += ["#", "### ACCOUNTING ###"]
         if self.accounting is not None:
-            lines += ["AccountingStorageType=accounting_storage/slurmdbd",
-                      f"AccountingStorageHost={self.accounting_key}",
-                      f"AccountingStoragePort={SLURMDBD_PORT}"]
+            lines += [
+                "AccountingStorageType=accounting_storage/slurmdbd",
+                f"AccountingStorageHost={self.accounting_key}",
+                f"AccountingStoragePort={SLURMDBD_PORT}",
+            ]
         else:
             lines.append("AccountingStorageType=accounting_storage/none")
         lines += self.script_lines()

@@ -1,4 +1,5 @@
 """A real Slurm cluster for a test module: the jobs' cluster, started from the dev stack's render."""
+
 import contextlib
 import copy
 import os
@@ -16,8 +17,9 @@ WALKTHROUGH = CATALOG["g6.12xlarge"]
 
 
 @contextlib.contextmanager
-def running_cluster(tmp_path_factory, rendered, who: str, suite: str = "sid",
-                    users: Sequence[User] = ()) -> Iterator[LocalSlurm]:
+def running_cluster(
+    tmp_path_factory, rendered, who: str, suite: str = "sid", users: Sequence[User] = ()
+) -> Iterator[LocalSlurm]:
     """A real Slurm cluster in the Slinky shape (tests/local_slurm.py) from the dev stack's rendered
     `slurm` release, for the walkthrough's g6.12xlarge, with `users` known in every pod; `who`
     names the tests in the failure."""
@@ -27,8 +29,14 @@ def running_cluster(tmp_path_factory, rendered, who: str, suite: str = "sid",
     if suite == "trixie":
         release = _without_metrics(release)
     try:
-        cluster = LocalSlurm(tmp_path_factory.mktemp(suite), release,
-                             WALKTHROUGH.gpu_model, WALKTHROUGH.gpus, suite=suite, users=users)
+        cluster = LocalSlurm(
+            tmp_path_factory.mktemp(suite),
+            release,
+            WALKTHROUGH.gpu_model,
+            WALKTHROUGH.gpus,
+            suite=suite,
+            users=users,
+        )
     except RootMissing as e:
         pytest.fail(str(e))
     cluster.start()
@@ -49,8 +57,13 @@ def _without_metrics(release: Release) -> Release:
 
 # The database the accounting tests' MariaDB serves, as the release's accounting.storageConfig names
 # it (slurm chart 1.2.1 values.yaml: host, port, database, username, passwordKeyRef).
-TEST_DATABASE = {"host": "mariadb", "port": 3306, "database": "slurm_acct_db", "username": "slurm",
-                 "passwordKeyRef": {"name": "slurm-accounting-database", "key": "password"}}
+TEST_DATABASE = {
+    "host": "mariadb",
+    "port": 3306,
+    "database": "slurm_acct_db",
+    "username": "slurm",
+    "passwordKeyRef": {"name": "slurm-accounting-database", "key": "password"},
+}
 
 
 def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
@@ -66,9 +79,12 @@ def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
 
     (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
     request = release_request(release)
-    values = with_scheduling(merge(request["values"], {"accounting": {"enabled": True,
-                                                                      "storageConfig": dict(storage)}}), DEFAULT)
-    return render(request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev))
+    values = with_scheduling(
+        merge(request["values"], {"accounting": {"enabled": True, "storageConfig": dict(storage)}}), DEFAULT
+    )
+    return render(
+        request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev)
+    )
 
 
 def rendered_with_metrics(dev) -> list[dict]:
@@ -82,4 +98,6 @@ def rendered_with_metrics(dev) -> list[dict]:
     (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
     request = release_request(release)
     values = merge(request["values"], {"controller": {"metrics": dict(CONTROLLER_METRICS_VALUES)}})
-    return render(request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev))
+    return render(
+        request["chart"], request["version"], values, "slurm", request["namespace"], kube_version(dev)
+    )

@@ -37,11 +37,13 @@ def test_every_declared_key_is_accepted():
 
 
 def test_undeclared_secret_values_are_withheld():
-    problems = config_schema.undeclared_keys("slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"},
-                                             ["sshPublicKey"])
+    problems = config_schema.undeclared_keys(
+        "slinky-eks", {"slinky-eks:sshPrivateKey": "[secret]"}, ["sshPublicKey"]
+    )
     assert [p.render("slinky-eks") for p in problems] == [
         "slinky-eks:sshPrivateKey = '[secret]': not a key of this project (Pulumi.yaml declares the "
-        "keys): did you mean slinky-eks:sshPublicKey? Remove it with `pulumi config rm sshPrivateKey`"]
+        "keys): did you mean slinky-eks:sshPublicKey? Remove it with `pulumi config rm sshPrivateKey`"
+    ]
 
 
 def test_undeclared_keys_come_back_with_the_other_problems():

@@ -1,6 +1,7 @@
 """A launch-template or AMI change to the GPU group never needs an extra GPU node: the MINIMAL
 update strategy terminates a node before launching its replacement (EKS API reference,
 NodegroupUpdateConfig: https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html)."""
+
 import pytest
 
 from devkit.offline_run import run_program

@@ -1,4 +1,5 @@
 """devkit/plan.py: the offline plan a pull request is reviewed with."""
+
 import copy
 import json
 
@@ -32,8 +33,9 @@ def test_the_plan_file_shows_the_cost_outputs(planned):
 
 
 def test_the_plan_says_what_the_nodes_cost_in_one_line(dev):
-    assert plan.cost_line(dev) == ("nodes at on-demand list price: $10.17/h at minNodes, $10.17/h at maxNodes "
-                                   "(EC2 instances only)")
+    assert plan.cost_line(dev) == (
+        "nodes at on-demand list price: $10.17/h at minNodes, $10.17/h at maxNodes (EC2 instances only)"
+    )
 
 
 def test_secrets_are_redacted(planned):
@@ -47,9 +49,17 @@ def test_secrets_are_redacted(planned):
 
 def test_values_of_every_helm_release_are_written(planned):
     files = sorted(p.name for p in (planned / "values").iterdir())
-    assert files == ["dcgm-release.yaml", "devices-efa.yaml", "devices-nvidia.yaml", "grafana-release.yaml",
-                     "lbc-release.yaml", "slinky-cert-manager.yaml", "slinky-crds.yaml", "slinky-operator.yaml",
-                     "slurm-release.yaml"]
+    assert files == [
+        "dcgm-release.yaml",
+        "devices-efa.yaml",
+        "devices-nvidia.yaml",
+        "grafana-release.yaml",
+        "lbc-release.yaml",
+        "slinky-cert-manager.yaml",
+        "slinky-crds.yaml",
+        "slinky-operator.yaml",
+        "slurm-release.yaml",
+    ]
     values = yaml.safe_load((planned / "values/slurm-release.yaml").read_text())
     assert values["nodesets"]["slinky"]["extraConfMap"]["Gres"] == ["gpu:nvidia_l4:4"]
 
@@ -73,6 +83,7 @@ def test_invalid_config_fails_with_the_config_error(tmp_path, capsys):
 
 def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
     from devkit.offline_run import run_program
+
     graph = run_program("dev")
     depth = plan.levels(graph)
     level = {r.name: depth[r.urn] for r in graph.resources if r.urn in depth}
@@ -81,29 +92,49 @@ def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
 
 def test_manifests_of_every_release_are_written(planned):
     files = sorted(p.name for p in (planned / "manifests").iterdir())
-    assert files == ["aws-efa-k8s-device-plugin.yaml", "aws-load-balancer-controller.yaml", "cert-manager.yaml",
-                     "dcgm-exporter.yaml", "grafana.yaml", "nvidia-device-plugin.yaml", "slurm-operator-crds.yaml",
-                     "slurm-operator.yaml", "slurm.yaml"]
+    assert files == [
+        "aws-efa-k8s-device-plugin.yaml",
+        "aws-load-balancer-controller.yaml",
+        "cert-manager.yaml",
+        "dcgm-exporter.yaml",
+        "grafana.yaml",
+        "nvidia-device-plugin.yaml",
+        "slurm-operator-crds.yaml",
+        "slurm-operator.yaml",
+        "slurm.yaml",
+    ]
     text = (planned / "manifests/slurm.yaml").read_text()
-    assert text.startswith("# slurm 1.2.1 (release slurm, namespace slurm), rendered with the values in "
-                           "values/slurm-release.yaml\n")
+    assert text.startswith(
+        "# slurm 1.2.1 (release slurm, namespace slurm), rendered with the values in "
+        "values/slurm-release.yaml\n"
+    )
     nodeset = next(o for o in yaml.safe_load_all(text) if o and o["kind"] == "NodeSet")
     assert nodeset["spec"]["extraConf"] == "Gres=gpu:nvidia_l4:4"
 
 
 def test_what_a_chart_generates_at_random_reads_as_generated(planned):
-    objects = [o for o in yaml.safe_load_all((planned / "manifests/aws-load-balancer-controller.yaml").read_text()) if o]
-    tls = next(o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "aws-load-balancer-tls")
+    objects = [
+        o
+        for o in yaml.safe_load_all((planned / "manifests/aws-load-balancer-controller.yaml").read_text())
+        if o
+    ]
+    tls = next(
+        o for o in objects if o["kind"] == "Secret" and o["metadata"]["name"] == "aws-load-balancer-tls"
+    )
     assert set(tls["data"].values()) == {plan.GENERATED}
     webhooks = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
-    assert webhooks and {w["clientConfig"]["caBundle"] for o in webhooks for w in o["webhooks"]} == {plan.GENERATED}
+    assert webhooks and {w["clientConfig"]["caBundle"] for o in webhooks for w in o["webhooks"]} == {
+        plan.GENERATED
+    }
 
 
 def test_only_values_that_differ_between_renders_become_generated():
     first = {"data": {"tls.crt": "a", "ca": "c"}, "items": [1, "x"]}
     second = {"data": {"tls.crt": "b", "ca": "c"}, "items": [1, "y"]}
     assert plan._generated_as_marker(first, second, "") == {
-        "data": {"tls.crt": plan.GENERATED, "ca": "c"}, "items": [1, plan.GENERATED]}
+        "data": {"tls.crt": plan.GENERATED, "ca": "c"},
+        "items": [1, plan.GENERATED],
+    }
     with pytest.raises(plan.chart_render.ChartRenderError, match="differ in shape"):
         plan._generated_as_marker({"a": [1]}, {"a": [1, 2]}, "")
 

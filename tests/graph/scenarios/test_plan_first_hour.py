@@ -1,5 +1,6 @@
 """devkit/plan.py as a new user meets it: --set reads strings as `pulumi config set` does, integers
 stay integers, the picture fits a laptop screen, and every file is the same byte for byte."""
+
 import json
 import os
 import struct
@@ -16,9 +17,17 @@ STACK = "urn:pulumi:dev::slinky-eks::pulumi:pulumi:Stack::slinky-eks-dev"
 
 
 def resource(name, type_, custom=True, parent=STACK, provider="", deps=()):
-    return Resource(urn=f"urn:pulumi:dev::slinky-eks::{type_}::{name}", type=type_, name=name, custom=custom,
-                    remote=False, parent=parent, provider=provider, dependencies=list(deps),
-                    property_dependencies={})
+    return Resource(
+        urn=f"urn:pulumi:dev::slinky-eks::{type_}::{name}",
+        type=type_,
+        name=name,
+        custom=custom,
+        remote=False,
+        parent=parent,
+        provider=provider,
+        dependencies=list(deps),
+        property_dependencies={},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +36,7 @@ def planned(tmp_path_factory):
     out = tmp_path_factory.mktemp("plan")
     import contextlib
     import io
+
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert plan.main(["--out", str(out)]) == 0
@@ -50,11 +60,14 @@ def test_a_list_given_with_set_is_refused_by_the_program_as_a_string(tmp_path, c
     assert "sshAllowedCidrs = '198.51.100.7/32': a list of strings" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--set-json", "sshAllowedCidrs=[198"], "plan: --set-json sshAllowedCidrs: '[198' is not JSON"),
-    (["--set", "gpuNodeCount"], "plan: --set 'gpuNodeCount': expected KEY=VALUE"),
-    (["--set-json", "=[]"], "plan: --set-json '=[]': expected KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--set-json", "sshAllowedCidrs=[198"], "plan: --set-json sshAllowedCidrs: '[198' is not JSON"),
+        (["--set", "gpuNodeCount"], "plan: --set 'gpuNodeCount': expected KEY=VALUE"),
+        (["--set-json", "=[]"], "plan: --set-json '=[]': expected KEY=VALUE"),
+    ],
+)
 def test_a_malformed_override_is_one_line_and_exit_status_2(tmp_path, capsys, argv, message):
     assert plan.main(["--out", str(tmp_path), *argv]) == 2
     err = capsys.readouterr().err
@@ -76,8 +89,13 @@ def test_fractions_stay_fractions():
 
 def _plan_in_a_fresh_process(out, seed):
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
-    subprocess.run([sys.executable, "-m", "devkit.plan", "--out", str(out)], cwd=PROJECT_DIR, env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "devkit.plan", "--out", str(out)],
+        cwd=PROJECT_DIR,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
@@ -96,15 +114,22 @@ def test_picture_is_1600_pixels_wide(planned):
 
 
 def test_every_box_has_a_distinct_label(dev):
-    labels = [f"{r.name} {plan.short_type(r.type)}" for r in dev.resources if r.urn in plan.engine_resources(dev)]
+    labels = [
+        f"{r.name} {plan.short_type(r.type)}" for r in dev.resources if r.urn in plan.engine_resources(dev)
+    ]
     assert len(labels) == len(set(labels))
     assert "network-nat aws ec2.Eip" in labels and "network-nat aws ec2.NatGateway" in labels
 
 
-@pytest.mark.parametrize("type_,short", [("aws:ec2/subnet:Subnet", "aws ec2.Subnet"),
-                                         ("kubernetes:helm.sh/v3:Release", "k8s helm.Release"),
-                                         ("random:index/randomBytes:RandomBytes", "random RandomBytes"),
-                                         ("pulumi:providers:kubernetes", "pulumi kubernetes")])
+@pytest.mark.parametrize(
+    "type_,short",
+    [
+        ("aws:ec2/subnet:Subnet", "aws ec2.Subnet"),
+        ("kubernetes:helm.sh/v3:Release", "k8s helm.Release"),
+        ("random:index/randomBytes:RandomBytes", "random RandomBytes"),
+        ("pulumi:providers:kubernetes", "pulumi kubernetes"),
+    ],
+)
 def test_types_are_shortened_readably(type_, short):
     assert plan.short_type(type_) == short
 
@@ -112,10 +137,13 @@ def test_types_are_shortened_readably(type_, short):
 def test_counts_add_the_stack_and_one_default_provider_per_package():
     k8s = resource("k8s", "pulumi:providers:kubernetes")
     group = resource("net", "slinky-eks:network:Network", custom=False)
-    resources = [group, k8s,
-                 resource("vpc", "aws:ec2/vpc:Vpc", parent=group.urn),
-                 resource("subnet", "aws:ec2/subnet:Subnet", parent=group.urn),
-                 resource("ns", "kubernetes:core/v1:Namespace", provider=f"{k8s.urn}::k8s-id")]
+    resources = [
+        group,
+        k8s,
+        resource("vpc", "aws:ec2/vpc:Vpc", parent=group.urn),
+        resource("subnet", "aws:ec2/subnet:Subnet", parent=group.urn),
+        resource("ns", "kubernetes:core/v1:Namespace", provider=f"{k8s.urn}::k8s-id"),
+    ]
     counts = plan.counts(Graph(resources=resources, stack_outputs={}, component_outputs={}, calls=[]))
     # aws has no explicit provider (one default); kubernetes has one: the stack + 5 + 1.
     assert counts == {"registered": 5, "custom": 4, "components": 1, "defaultProviders": 1, "preview": 7}
@@ -124,8 +152,10 @@ def test_counts_add_the_stack_and_one_default_provider_per_package():
 def test_the_printed_count_is_what_the_picture_counts(planned, dev):
     tmp_path, printed = planned
     n = plan.counts(dev)
-    assert printed.startswith(f"{len(dev.resources)} resources ({n['custom']} custom, "
-                                              f"{n['components']} components; `pulumi preview` counts {n['preview']}")
+    assert printed.startswith(
+        f"{len(dev.resources)} resources ({n['custom']} custom, "
+        f"{n['components']} components; `pulumi preview` counts {n['preview']}"
+    )
     assert json.loads((tmp_path / "graph.json").read_text())["counts"] == n
 
 

@@ -2,6 +2,7 @@
 no existing subnet moves, the core node group and the EKS cluster keep their subnets (a managed
 node group's subnets cannot be changed in place, aws/containers-roadmap issue #1338), and exactly
 the resources listed in CHANGED_BY_A_NEW_POOL update (docs/extending.md, "How to add a pool")."""
+
 import ipaddress
 
 import pytest
@@ -45,15 +46,20 @@ def _with_pool(zone: str) -> list[dict]:
 
 
 def _subnets(graph) -> dict[str, tuple[str, str]]:
-    return {r.name: (r.inputs["cidrBlock"], r.inputs["availabilityZone"])
-            for r in graph.of_type("aws:ec2/subnet:Subnet")}
+    return {
+        r.name: (r.inputs["cidrBlock"], r.inputs["availabilityZone"])
+        for r in graph.of_type("aws:ec2/subnet:Subnet")
+    }
 
 
 def _changed(before, after) -> dict[str, set[str]]:
     old, new = snapshot(before), snapshot(after)
     names = {r.urn: r.name for r in before.resources}
-    return {names[urn]: {k for k in {*inputs, *new[urn]} if inputs.get(k) != new[urn].get(k)}
-            for urn, inputs in old.items() if urn in new and new[urn] != inputs}
+    return {
+        names[urn]: {k for k in {*inputs, *new[urn]} if inputs.get(k) != new[urn].get(k)}
+        for urn, inputs in old.items()
+        if urn in new and new[urn] != inputs
+    }
 
 
 # The new pool in each zone, and listed before the dev stack's pool in a zone of the cluster's
@@ -96,8 +102,15 @@ def test_the_comparison_of_inputs_sees_a_change_where_there_is_one(dev):
 def test_a_pool_in_a_new_zone_adds_only_its_private_subnet_and_mount_target(dev, zone):
     graph = run_program("dev", {"gpuPools": _with_pool(zone)})
     added = {r.name for r in graph.resources} - {r.name for r in dev.resources}
-    assert added == {f"network-private-{zone}", f"network-private-{zone}-rt", f"storage-efs-mt-{zone}",
-                     "nodes-gpu-infer", "nodes-gpu-infer-lt", "nodes-gpu-infer-pg", "slurm-ready-job-infer"}
+    assert added == {
+        f"network-private-{zone}",
+        f"network-private-{zone}-rt",
+        f"storage-efs-mt-{zone}",
+        "nodes-gpu-infer",
+        "nodes-gpu-infer-lt",
+        "nodes-gpu-infer-pg",
+        "slurm-ready-job-infer",
+    }
 
 
 def test_a_pool_zones_subnet_routes_through_the_nat_and_holds_a_mount_target(dev):
@@ -106,7 +119,10 @@ def test_a_pool_zones_subnet_routes_through_the_nat_and_holds_a_mount_target(dev
     # Under the mocks a resource's id is "<name>-id" (devkit/offline_run.py).
     graph = run_program("dev", {"gpuPools": _with_pool("us-west-2d")})
     association = graph.named("network-private-us-west-2d-rt").inputs
-    assert (association["subnetId"], association["routeTableId"]) == ("network-private-us-west-2d-id", "network-private-id")
+    assert (association["subnetId"], association["routeTableId"]) == (
+        "network-private-us-west-2d-id",
+        "network-private-id",
+    )
     assert graph.named("network-private").inputs["routes"][0]["natGatewayId"] == "network-nat-id"
     assert graph.named("storage-efs-mt-us-west-2d").inputs["subnetId"] == "network-private-us-west-2d-id"
 
@@ -114,15 +130,27 @@ def test_a_pool_zones_subnet_routes_through_the_nat_and_holds_a_mount_target(dev
 def test_a_pool_zones_subnet_is_the_slot_of_its_zone_id():
     # us-west-2c is usw2-az3 and us-west-2d usw2-az4 in the offline account: slots 3 and 4, the
     # two halves of the VPC's fourth eighth (10.0.96.0/19).
-    graph = run_program("dev", {"gpuPools": [DEV_POOL, {**INFER, "availabilityZone": "us-west-2d"},
-                                             {**TRAIN, "availabilityZone": "us-west-2c"}]})
+    graph = run_program(
+        "dev",
+        {
+            "gpuPools": [
+                DEV_POOL,
+                {**INFER, "availabilityZone": "us-west-2d"},
+                {**TRAIN, "availabilityZone": "us-west-2c"},
+            ]
+        },
+    )
     subnets = _subnets(graph)
     assert subnets["network-private-us-west-2c"] == ("10.0.96.0/20", "us-west-2c")
     assert subnets["network-private-us-west-2d"] == ("10.0.112.0/20", "us-west-2d")
 
 
 def test_reordering_pools_in_different_zones_changes_no_subnet_or_node_group():
-    pools = [DEV_POOL, {**INFER, "availabilityZone": "us-west-2d"}, {**TRAIN, "availabilityZone": "us-west-2c"}]
+    pools = [
+        DEV_POOL,
+        {**INFER, "availabilityZone": "us-west-2d"},
+        {**TRAIN, "availabilityZone": "us-west-2c"},
+    ]
     graph, reordered = (run_program("dev", {"gpuPools": p}) for p in (pools, pools[::-1]))
     assert _subnets(reordered) == _subnets(graph)
     groups = {r.urn: r.inputs for r in graph.of_type("aws:eks/nodeGroup:NodeGroup")}
@@ -130,15 +158,24 @@ def test_reordering_pools_in_different_zones_changes_no_subnet_or_node_group():
 
 
 def test_reordering_pools_changes_only_the_order_of_lists_in_slurms_values_and_the_readiness_role():
-    pools = [DEV_POOL, {**INFER, "availabilityZone": "us-west-2d"}, {**TRAIN, "availabilityZone": "us-west-2c"}]
+    pools = [
+        DEV_POOL,
+        {**INFER, "availabilityZone": "us-west-2d"},
+        {**TRAIN, "availabilityZone": "us-west-2c"},
+    ]
     graph, reordered = (run_program("dev", {"gpuPools": p}) for p in (pools, pools[::-1]))
     assert _changed(graph, reordered) == {"slurm-release": {"values"}, "slurm-ready-role": {"rules"}}
-    assert (sorted(reordered.named("slurm-release").inputs["values"]["partitions"]["all"]["nodesets"])
-            == sorted(graph.named("slurm-release").inputs["values"]["partitions"]["all"]["nodesets"]))
+    assert sorted(
+        reordered.named("slurm-release").inputs["values"]["partitions"]["all"]["nodesets"]
+    ) == sorted(graph.named("slurm-release").inputs["values"]["partitions"]["all"]["nodesets"])
 
 
 def test_removing_a_pool_in_another_zone_moves_no_other_subnet():
-    both = [DEV_POOL, {**INFER, "availabilityZone": "us-west-2c"}, {**TRAIN, "availabilityZone": "us-west-2d"}]
+    both = [
+        DEV_POOL,
+        {**INFER, "availabilityZone": "us-west-2c"},
+        {**TRAIN, "availabilityZone": "us-west-2d"},
+    ]
     before = _subnets(run_program("dev", {"gpuPools": both}))
     after = _subnets(run_program("dev", {"gpuPools": [both[0], both[2]]}))
     assert set(before) - set(after) == {"network-private-us-west-2c"}
@@ -154,14 +191,16 @@ def test_a_pool_zone_has_no_public_subnet():
 def test_the_core_type_need_not_be_offered_in_a_zone_only_a_pool_uses():
     # m7i.2xlarge in both of the cluster's zones (us-west-2a, 2b), not in us-west-2c (usw2-az3).
     account = DEV.but(offerings={**DEV.offerings, "usw2-az1": DEV.offerings["usw2-az1"] | {"m7i.2xlarge"}})
-    graph = run_program("dev", {"coreInstanceType": "m7i.2xlarge", "gpuPools": _with_pool("us-west-2c")},
-                        account=account)
+    graph = run_program(
+        "dev", {"coreInstanceType": "m7i.2xlarge", "gpuPools": _with_pool("us-west-2c")}, account=account
+    )
     assert graph.named("nodes-core").inputs["instanceTypes"] == ["m7i.2xlarge"]
 
 
 def test_the_core_type_must_be_offered_in_both_cluster_zones():
-    graph = run_program("dev", {"coreInstanceType": "m7i.2xlarge", "gpuPools": _with_pool("us-west-2d")},
-                        expect_error=True)
+    graph = run_program(
+        "dev", {"coreInstanceType": "m7i.2xlarge", "gpuPools": _with_pool("us-west-2d")}, expect_error=True
+    )
     msg = str(graph.error)
     assert "coreInstanceType = 'm7i.2xlarge'" in msg and "us-west-2b (usw2-az1)" in msg
     assert "us-west-2d" not in msg.split("is not offered in")[1].split(";")[0]
@@ -171,8 +210,12 @@ def test_a_pool_zone_whose_zone_id_has_no_slot_is_refused_naming_its_key():
     # No region has an AZ id past az6 today; a later one must be refused, not overlap another
     # subnet: this account's us-west-2d stands in for such a zone.
     zones = [z if z.name != "us-west-2d" else ZoneRecord("us-west-2d", "usw2-az9") for z in US_WEST_2]
-    graph = run_program("dev", {"gpuPools": _with_pool("us-west-2d")}, expect_error=True,
-                        account=DEV.but(zones={**DEV.zones, "us-west-2": zones}))
+    graph = run_program(
+        "dev",
+        {"gpuPools": _with_pool("us-west-2d")},
+        expect_error=True,
+        account=DEV.but(zones={**DEV.zones, "us-west-2": zones}),
+    )
     msg = str(graph.error)
     assert "gpuPools[1].availabilityZone = 'us-west-2d'" in msg and "usw2-az9" in msg
     assert "-az1 .. -az8" in msg and graph.resources == []
@@ -181,7 +224,9 @@ def test_a_pool_zone_whose_zone_id_has_no_slot_is_refused_naming_its_key():
 # The carving itself (model/node_zones.py)
 
 # Every VPC block vpcCidr's rule accepts: widening the rule past what the carving fits fails here.
-ACCEPTED_VPCS = [f"10.0.0.0/{p}" for p in range(8, 29) if not rules.private_vpc_cidr("vpcCidr", f"10.0.0.0/{p}")]
+ACCEPTED_VPCS = [
+    f"10.0.0.0/{p}" for p in range(8, 29) if not rules.private_vpc_cidr("vpcCidr", f"10.0.0.0/{p}")
+]
 
 
 def test_the_accepted_vpc_blocks_are_slash_16_to_20():
@@ -193,11 +238,12 @@ def test_every_slot_fits_in_the_vpc_and_no_two_overlap(cidr):
     vpc = ipaddress.ip_network(cidr)
     cluster = [NodeZone("a", "x-az1", 0), NodeZone("b", "x-az2", 1)]
     pools = [NodeZone(f"p{n}", f"x-az{n}") for n in range(1, node_zones.POOL_ZONE_SLOTS + 1)]
-    nets = ([ipaddress.ip_network(node_zones.private_cidr(str(vpc), z)) for z in cluster + pools]
-            + [ipaddress.ip_network(node_zones.public_cidr(str(vpc), z)) for z in cluster])
+    nets = [ipaddress.ip_network(node_zones.private_cidr(str(vpc), z)) for z in cluster + pools] + [
+        ipaddress.ip_network(node_zones.public_cidr(str(vpc), z)) for z in cluster
+    ]
     # /28 is the smallest IPv4 subnet (https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html).
     assert all(n.subnet_of(vpc) and n.prefixlen <= 28 for n in nets)
-    assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1:])
+    assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1 :])
 
 
 def test_the_cluster_zones_keep_the_blocks_they_had_before_pools():

@@ -1,5 +1,6 @@
 """`pulumi destroy` leaves nothing behind: the engine deletes in reverse dependency order, so
 these edges are the teardown order."""
+
 import copy
 
 import pytest
@@ -9,7 +10,11 @@ from tests.support.paths import REPO
 
 
 def _lb_services(graph):
-    return [r for r in graph.of_type("kubernetes:core/v1:Service") if r.inputs["spec"].get("type") == "LoadBalancer"]
+    return [
+        r
+        for r in graph.of_type("kubernetes:core/v1:Service")
+        if r.inputs["spec"].get("type") == "LoadBalancer"
+    ]
 
 
 def test_there_is_a_load_balancer_service_to_order(dev):
@@ -22,16 +27,22 @@ def test_load_balancer_services_go_before_the_controller_that_deletes_their_nlb(
 
 
 def test_gp3_claims_go_before_the_ebs_driver(dev):
-    claims = [r for r in dev.of_type("kubernetes:core/v1:PersistentVolumeClaim")
-              if r.inputs["spec"].get("storageClassName") == "gp3"]
+    claims = [
+        r
+        for r in dev.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+        if r.inputs["spec"].get("storageClassName") == "gp3"
+    ]
     assert claims
     for claim in claims:
         assert dev.depends_on(claim, dev.named("storage-ebs-csi")), claim.name
 
 
 def test_efs_volumes_go_before_the_efs_driver_and_the_mount_targets(dev):
-    volumes = [r for r in dev.of_type("kubernetes:core/v1:PersistentVolume")
-               if r.inputs["spec"].get("csi", {}).get("driver") == "efs.csi.aws.com"]
+    volumes = [
+        r
+        for r in dev.of_type("kubernetes:core/v1:PersistentVolume")
+        if r.inputs["spec"].get("csi", {}).get("driver") == "efs.csi.aws.com"
+    ]
     assert volumes
     for pv in volumes:
         assert dev.depends_on(pv, dev.named("storage-efs-csi"))
@@ -39,10 +50,18 @@ def test_efs_volumes_go_before_the_efs_driver_and_the_mount_targets(dev):
             assert dev.depends_on(pv, mt)
 
 
-@pytest.mark.parametrize("controller,nodes", [
-    ("lbc-release", "nodes-core"), ("slinky-cert-manager", "nodes-core"), ("slinky-operator", "nodes-core"),
-    ("storage-ebs-csi", "nodes-core"), ("storage-efs-csi", "nodes-core"),
-    ("devices-nvidia", "nodes-gpu"), ("devices-efa", "nodes-gpu")])
+@pytest.mark.parametrize(
+    "controller,nodes",
+    [
+        ("lbc-release", "nodes-core"),
+        ("slinky-cert-manager", "nodes-core"),
+        ("slinky-operator", "nodes-core"),
+        ("storage-ebs-csi", "nodes-core"),
+        ("storage-efs-csi", "nodes-core"),
+        ("devices-nvidia", "nodes-gpu"),
+        ("devices-efa", "nodes-gpu"),
+    ],
+)
 def test_controllers_go_before_the_nodes_they_run_on(dev, controller, nodes):
     assert dev.depends_on(dev.named(controller), dev.named(nodes))
 
@@ -79,8 +98,14 @@ def test_image_repository_is_deleted_with_its_images(dev):
 def _volume_order_problems(graph) -> list[str]:
     claim, guard = graph.named("slurm-state"), graph.named("slurm-state-guard-deployment")
     problems = [] if graph.depends_on(claim, guard) else ["the state claim is not deleted before the guard"]
-    for outlives in ("storage-ebs-csi", "storage-gp3", "nodes-core", "storage-slurm-ns",
-                     "slurm-state-guard-volume-reader-binding", "slurm-state-guard-claim-reader-binding"):
+    for outlives in (
+        "storage-ebs-csi",
+        "storage-gp3",
+        "nodes-core",
+        "storage-slurm-ns",
+        "slurm-state-guard-volume-reader-binding",
+        "slurm-state-guard-claim-reader-binding",
+    ):
         if not graph.depends_on(guard, graph.named(outlives)):
             problems.append(f"{outlives} may be deleted before the guard")
     return problems
@@ -105,9 +130,11 @@ def test_a_driver_deleted_before_the_guard_is_found(dev):
     for r in broken.resources:
         if r.parent == component:
             r.dependencies = [d for d in r.dependencies if d not in gone]
-    assert _volume_order_problems(broken) == ["storage-ebs-csi may be deleted before the guard",
-                                              "storage-gp3 may be deleted before the guard",
-                                              "nodes-core may be deleted before the guard"]
+    assert _volume_order_problems(broken) == [
+        "storage-ebs-csi may be deleted before the guard",
+        "storage-gp3 may be deleted before the guard",
+        "nodes-core may be deleted before the guard",
+    ]
 
 
 def test_the_guard_watches_the_state_claim(dev):

@@ -1,6 +1,7 @@
 """`pulumi up` waits only for what it needs: the modelled timeline of the real graph
 (devkit/bench_timeline.py) stays within 5 % of the floor, and each wait the program no longer has
 would push it past."""
+
 import copy
 import itertools
 
@@ -29,12 +30,22 @@ def _end(graph):
     return max(bt.model(graph).finish.values())
 
 
-SYSTEM_INSTALLS = ["lbc-identity", "lbc-release", "storage-ebs-csi", "storage-efs-csi",
-                   "slinky-cert-manager", "slinky-crds", "slinky-operator", "jobs-files"]
+SYSTEM_INSTALLS = [
+    "lbc-identity",
+    "lbc-release",
+    "storage-ebs-csi",
+    "storage-efs-csi",
+    "slinky-cert-manager",
+    "slinky-crds",
+    "slinky-operator",
+    "jobs-files",
+]
 # The waits this program had, each as the edges that restore it.
 OLD_WAITS = {
-    "node groups behind the pod-identity agent": [("nodes-core", "cluster-pod-identity-agent"),
-                                                  ("nodes-gpu", "cluster-pod-identity-agent")],
+    "node groups behind the pod-identity agent": [
+        ("nodes-core", "cluster-pod-identity-agent"),
+        ("nodes-gpu", "cluster-pod-identity-agent"),
+    ],
     "everything behind the CoreDNS adoption": [(n, "nodes-coredns") for n in SYSTEM_INSTALLS],
     "login NLB behind the Slurm release": [("slurm-login", "slurm-release")],
 }
@@ -76,7 +87,10 @@ def test_critical_path_runs_through_the_gpu_nodes_and_the_pull(dev):
     labels = [s.label for s in bt.critical_path(bt.model(dev))]
     steps = ("cluster-eks (", "nodes-gpu (NodeGroup)", "nodes-core (", "slurmd image pull")
     assert [label for label in labels if label.startswith(steps)] == [
-        "cluster-eks (Cluster)", "nodes-gpu (NodeGroup)", "slurmd image pull (started by prepull-ds)"]
+        "cluster-eks (Cluster)",
+        "nodes-gpu (NodeGroup)",
+        "slurmd image pull (started by prepull-ds)",
+    ]
     # The registration Job waits for the same release and ends with the readiness wait.
     assert labels[-1] in ("slurm-ready-job (Job)", "accounts-job (Job)")
 
@@ -95,13 +109,16 @@ def test_critical_path_segments_are_contiguous(dev):
 
 # The two waits the graph does not show.
 
+
 def test_the_first_pod_of_the_image_pulls_it_and_slurmd_waits_for_that_pull(dev):
     t = bt.model(dev)
     assert dev.by_urn(t.first_puller).name == "prepull-ds"
     release = dev.named("slurm-release").urn
     assert t.bound[release] == ("pull", t.first_puller)
-    assert t.finish[release] == t.pull_start + bt.IMAGE_PULL.seconds + bt.FROM_CACHE[
-        "kubernetes:helm.sh/v3:Release"].seconds
+    assert (
+        t.finish[release]
+        == t.pull_start + bt.IMAGE_PULL.seconds + bt.FROM_CACHE["kubernetes:helm.sh/v3:Release"].seconds
+    )
 
 
 def test_without_a_prepull_the_release_pulls_when_it_starts(dev):
@@ -121,6 +138,7 @@ def test_login_service_is_done_no_earlier_than_the_login_pod(dev):
 
 
 # The tool.
+
 
 def test_bench_timeline_prints_durations_path_floor_and_ratio(capsys):
     assert bt.main(["--set", "gpuInstanceType=p5.48xlarge"]) == 0

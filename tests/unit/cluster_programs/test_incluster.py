@@ -2,6 +2,7 @@
 GET, and for exec a 101 upgrade then v4.channel.k8s.io messages (RFC 6455 frames; channel byte
 1 stdout, 2 stderr, 3 the metav1.Status, kubernetes/kubernetes staging/src/k8s.io/client-go/
 tools/remotecommand/v4.go)."""
+
 import http.client
 import http.server
 import json
@@ -14,8 +15,13 @@ import pytest
 from cluster_programs import incluster
 
 OK = {"metadata": {}, "status": "Success"}
-EXIT_3 = {"metadata": {}, "status": "Failure", "message": "command terminated with non-zero exit code",
-          "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}
+EXIT_3 = {
+    "metadata": {},
+    "status": "Failure",
+    "message": "command terminated with non-zero exit code",
+    "reason": "NonZeroExitCode",
+    "details": {"causes": [{"reason": "ExitCode", "message": "3"}]},
+}
 
 
 def frame(payload: bytes, opcode: int = 2) -> bytes:
@@ -50,8 +56,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"".join(Handler.exec_messages) + frame(b"", opcode=8))
             self.close_connection = True
             return
-        body, status = (json.dumps({"items": [{"metadata": {"name": "p"}}]}).encode(), 200) \
-            if url.path.endswith("/pods") else (b'{"kind":"Status","reason":"Forbidden"}', 403)
+        body, status = (
+            (json.dumps({"items": [{"metadata": {"name": "p"}}]}).encode(), 200)
+            if url.path.endswith("/pods")
+            else (b'{"kind":"Status","reason":"Forbidden"}', 403)
+        )
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -65,20 +74,28 @@ def api():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Handler.seen = []
     port = server.server_address[1]
-    yield incluster.Api("127.0.0.1", port, "sa-token", lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=10))
+    yield incluster.Api(
+        "127.0.0.1", port, "sa-token", lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    )
     server.shutdown()
     server.server_close()
 
 
 def test_exec_returns_output_and_success(api):
-    Handler.exec_messages = [frame(b"\x01NodeName=slinky-0 State=IDLE\n"), frame(b"\x02warn\n"),
-                             frame(b"\x03" + json.dumps(OK).encode())]
+    Handler.exec_messages = [
+        frame(b"\x01NodeName=slinky-0 State=IDLE\n"),
+        frame(b"\x02warn\n"),
+        frame(b"\x03" + json.dumps(OK).encode()),
+    ]
     code, out = api.exec("slurm", "slurm-controller-0", "slurmctld", ["scontrol", "-o", "show", "node"])
     assert (code, out) == (0, "NodeName=slinky-0 State=IDLE\nwarn\n")
     path, query, headers = Handler.seen[0]
     assert path == "/api/v1/namespaces/slurm/pods/slurm-controller-0/exec"
     assert query["command"] == ["scontrol", "-o", "show", "node"] and query["container"] == ["slurmctld"]
-    assert headers["Authorization"] == "Bearer sa-token" and headers["Sec-WebSocket-Protocol"] == "v4.channel.k8s.io"
+    assert (
+        headers["Authorization"] == "Bearer sa-token"
+        and headers["Sec-WebSocket-Protocol"] == "v4.channel.k8s.io"
+    )
 
 
 def test_exec_reads_a_long_output_and_the_exit_code(api):
@@ -95,18 +112,29 @@ def test_exec_without_a_status_is_an_error(api):
 
 
 def test_get_lists_and_names_a_refused_call(api):
-    cluster = incluster.InClusterNodeSet(api, "slurm", "slurm-worker-slinky", "slurm-controller-0", "slurmctld")
+    cluster = incluster.InClusterNodeSet(
+        api, "slurm", "slurm-worker-slinky", "slurm-controller-0", "slurmctld"
+    )
     assert cluster.pods("app.kubernetes.io/name=slurmd") == [{"metadata": {"name": "p"}}]
-    assert Handler.seen[0][:2] == ("/api/v1/namespaces/slurm/pods", {"labelSelector": ["app.kubernetes.io/name=slurmd"]})
+    assert Handler.seen[0][:2] == (
+        "/api/v1/namespaces/slurm/pods",
+        {"labelSelector": ["app.kubernetes.io/name=slurmd"]},
+    )
     with pytest.raises(incluster.ApiError, match="nodesets/slurm-worker-slinky: HTTP 403"):
         cluster.nodeset()
 
 
 def test_a_failing_scontrol_is_an_error_naming_the_command(api):
-    Handler.exec_messages = [frame(b"\x02slurm_load_node error: Unable to contact slurm controller\n"),
-                             frame(b"\x03" + json.dumps({**EXIT_3, "details": {"causes": [
-                                 {"reason": "ExitCode", "message": "1"}]}}).encode())]
-    cluster = incluster.InClusterNodeSet(api, "slurm", "slurm-worker-slinky", "slurm-controller-0", "slurmctld")
+    Handler.exec_messages = [
+        frame(b"\x02slurm_load_node error: Unable to contact slurm controller\n"),
+        frame(
+            b"\x03"
+            + json.dumps({**EXIT_3, "details": {"causes": [{"reason": "ExitCode", "message": "1"}]}}).encode()
+        ),
+    ]
+    cluster = incluster.InClusterNodeSet(
+        api, "slurm", "slurm-worker-slinky", "slurm-controller-0", "slurmctld"
+    )
     with pytest.raises(incluster.ApiError, match="scontrol -o show node in slurm-controller-0 exited 1"):
         cluster.slurm(["scontrol", "-o", "show", "node"])
 

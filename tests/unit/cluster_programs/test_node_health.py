@@ -1,5 +1,6 @@
 """cluster_programs/node_health.py's judgement, over the real H200 output (tests/data/h200-health,
 driver 580.159.04: its README says how each file was captured) and faults written into it."""
+
 import json
 import posixpath
 import re
@@ -30,7 +31,9 @@ def _dev_gpus() -> list[str]:
 
 
 def _proc_models() -> list[str]:
-    return re.findall(r"^Model:\s*(.+?)\s*$", (DATA / "proc-driver-nvidia-gpu-information.txt").read_text(), re.M)
+    return re.findall(
+        r"^Model:\s*(.+?)\s*$", (DATA / "proc-driver-nvidia-gpu-information.txt").read_text(), re.M
+    )
 
 
 def _kernel_log() -> str:
@@ -39,8 +42,14 @@ def _kernel_log() -> str:
 
 
 def real(**changes) -> health.Observed:
-    seen = dict(dev_gpus=_dev_gpus(), proc_models=_proc_models(), smi=ECC_QUERY, kernel_log=_kernel_log(),
-                efa_devices=[], shared_error=None)
+    seen = dict(
+        dev_gpus=_dev_gpus(),
+        proc_models=_proc_models(),
+        smi=ECC_QUERY,
+        kernel_log=_kernel_log(),
+        efa_devices=[],
+        shared_error=None,
+    )
     return health.Observed(**{**seen, **changes})
 
 
@@ -49,7 +58,7 @@ def _set(text: str, section: str, key: str, value: str) -> str:
     head = text.index(section)
     line = re.compile(rf"^(\s*{re.escape(key)}\s+: ).*$", re.M).search(text, head)
     assert line, (section, key)
-    return text[:line.start()] + line.group(1) + value + text[line.end():]
+    return text[: line.start()] + line.group(1) + value + text[line.end() :]
 
 
 def test_the_real_h200_is_healthy():
@@ -75,7 +84,9 @@ def test_a_volatile_dram_uncorrectable_error_is_a_fault():
 
 def test_a_volatile_sram_uncorrectable_error_is_a_fault():
     smi = _set(ECC_QUERY, "Volatile", "SRAM Uncorrectable SEC-DED", "1")
-    assert health.memory_faults(health.parse_query(smi)) == ["GPU 00000000:00:06.0 1 SRAM Uncorrectable SEC-DED"]
+    assert health.memory_faults(health.parse_query(smi)) == [
+        "GPU 00000000:00:06.0 1 SRAM Uncorrectable SEC-DED"
+    ]
 
 
 def test_an_aggregate_uncorrectable_count_alone_drains_nothing():
@@ -102,11 +113,13 @@ def test_ecc_counters_that_read_not_available_are_no_fault():
 def test_an_older_gpus_volatile_double_bit_total_is_a_fault():
     """Pre-Hopper drivers count Single Bit / Double Bit per memory, with a Total (nvidia-smi(1),
     "ECC Errors")."""
-    older = ("GPU 00000000:00:1E.0\n    ECC Errors\n        Volatile\n            Single Bit\n"
-             "                Device Memory                   : 3\n                Total                           : 3\n"
-             "            Double Bit\n                Device Memory                   : 1\n"
-             "                Total                           : 1\n        Aggregate\n            Double Bit\n"
-             "                Total                           : 7\n")
+    older = (
+        "GPU 00000000:00:1E.0\n    ECC Errors\n        Volatile\n            Single Bit\n"
+        "                Device Memory                   : 3\n                Total                           : 3\n"
+        "            Double Bit\n                Device Memory                   : 1\n"
+        "                Total                           : 1\n        Aggregate\n            Double Bit\n"
+        "                Total                           : 7\n"
+    )
     assert health.memory_faults(health.parse_query(older)) == ["GPU 00000000:00:1E.0 1 double-bit ECC"]
 
 
@@ -123,7 +136,11 @@ def test_a_gpu_hidden_from_procfs_is_counted():
 def test_a_node_one_gpu_short_of_its_pool_is_a_fault():
     eight = health.Expected("p5en", 8, H200, 0, "/shared")
     faults = health.faults_of(eight, real())
-    assert faults == ["1 of 8 GPUs in /dev", "1 of 8 GPUs in /proc/driver/nvidia", "1 of 8 GPUs in nvidia-smi"]
+    assert faults == [
+        "1 of 8 GPUs in /dev",
+        "1 of 8 GPUs in /proc/driver/nvidia",
+        "1 of 8 GPUs in nvidia-smi",
+    ]
 
 
 def test_a_gpu_of_another_model_is_a_fault():
@@ -169,8 +186,10 @@ def test_a_shared_volume_that_is_not_a_writable_mount_is_a_fault():
 
 def test_mount_points_are_read_from_mountinfo_with_their_escapes():
     """Two lines of a real /proc/self/mountinfo layout (proc(5)): the fifth field, octal escapes."""
-    info = ("36 35 98:0 /mnt1 /shared rw,noatime master:1 - nfs4 fs-1.efs:/ rw\n"
-            "37 35 98:0 /x /mnt/with\\040space rw - ext4 /dev/root rw\n")
+    info = (
+        "36 35 98:0 /mnt1 /shared rw,noatime master:1 - nfs4 fs-1.efs:/ rw\n"
+        "37 35 98:0 /x /mnt/with\\040space rw - ext4 /dev/root rw\n"
+    )
     assert health.mount_points(info) == {"/shared", "/mnt/with space"}
 
 
@@ -184,13 +203,18 @@ def test_a_hung_probe_is_a_fault_not_a_hang():
 
 # -- what the check tells Slurm ---------------------------------------------------------------
 
+
 def _state(state: str, reason: str = "") -> health.NodeState:
     return health.parse_node(scontrol_line("h200-0", state, reason))
 
 
 def test_a_healthy_node_gets_only_its_result():
     assert health.update_of("h200-0", [], _state("IDLE+DYNAMIC_NORM"), WHEN) == [
-        "scontrol", "update", "nodename=h200-0", f"comment=health {WHEN}: ok"]
+        "scontrol",
+        "update",
+        "nodename=h200-0",
+        f"comment=health {WHEN}: ok",
+    ]
 
 
 def test_a_fault_drains_the_node_with_the_named_reason():
@@ -215,22 +239,25 @@ def test_the_checks_own_drain_is_undrained_once_healthy():
 
 
 def test_the_checks_own_drain_gets_the_new_reason_when_the_fault_changes():
-    update = health.update_of("h200-0", ["Xid 79 on 0000:00:06"],
-                              _state("IDLE+DRAIN", "health: 0 of 1 GPUs in /dev"), WHEN)
+    update = health.update_of(
+        "h200-0", ["Xid 79 on 0000:00:06"], _state("IDLE+DRAIN", "health: 0 of 1 GPUs in /dev"), WHEN
+    )
     assert update[-2:] == ["state=drain", "reason=health: Xid 79 on 0000:00:06"]
 
 
 def test_the_checks_own_drain_with_the_same_fault_is_not_drained_again():
-    update = health.update_of("h200-0", ["Xid 79 on 0000:00:06"],
-                              _state("IDLE+DRAIN", "health: Xid 79 on 0000:00:06"), WHEN)
+    update = health.update_of(
+        "h200-0", ["Xid 79 on 0000:00:06"], _state("IDLE+DRAIN", "health: Xid 79 on 0000:00:06"), WHEN
+    )
     assert not any(a.startswith("state=") for a in update)
 
 
 def test_a_fault_quoting_an_equals_sign_reads_back_whole_from_scontrol():
     fault = "nvidia-smi failed: NVML rc=9"
     update = health.update_of("h200-0", [fault], _state("IDLE"), WHEN)
-    line = scontrol_line("h200-0", "IDLE+DRAIN", update[-1].removeprefix("reason="),
-                         comment=update[3].removeprefix("comment="))
+    line = scontrol_line(
+        "h200-0", "IDLE+DRAIN", update[-1].removeprefix("reason="), comment=update[3].removeprefix("comment=")
+    )
     (node,) = rollout.parse_scontrol(line)
     assert node.reason == "health: nvidia-smi failed: NVML rc:9"
     assert node.comment == f"health {WHEN}: nvidia-smi failed: NVML rc:9"
@@ -259,19 +286,19 @@ def test_the_parser_reads_every_gpu_section_of_the_real_output(name):
 
 # -- one deadline for the whole run -----------------------------------------------------------
 
+
 def test_the_release_leaves_healthcheck_timeout_to_the_default_the_budget_is_derived_from():
     """The program's SLURMD_HEALTH_CHECK_TIMEOUT is the number's one home: slurm.conf must not set
     another (model/node_health.py)."""
     assert "HealthCheckTimeout" not in node_health.slurm_conf()
-    assert health.SLURMD_HEALTH_CHECK_TIMEOUT == 60.0   # slurm.conf(5) at slurm-26-05-3-1
+    assert health.SLURMD_HEALTH_CHECK_TIMEOUT == 60.0  # slurm.conf(5) at slurm-26-05-3-1
     assert health.REPORT_SECONDS < health.BUDGET < health.SLURMD_HEALTH_CHECK_TIMEOUT
 
 
 def test_the_probes_own_caps_alone_would_outlast_slurmds_kill():
     """Why one deadline: the caps the check had before it (20 s per command, 10 s for /shared)
     add up past HealthCheckTimeout, and a killed check drains nothing."""
-    assert 2 * health.COMMAND_TIMEOUT + health.SHARED_TIMEOUT + 2 * health.SCONTROL_TIMEOUT \
-        > health.BUDGET
+    assert 2 * health.COMMAND_TIMEOUT + health.SHARED_TIMEOUT + 2 * health.SCONTROL_TIMEOUT > health.BUDGET
     assert health.BUDGET - health.REPORT_SECONDS >= health.COMMAND_TIMEOUT + health.SHARED_TIMEOUT
 
 
@@ -300,16 +327,22 @@ def test_hung_probes_end_within_the_shared_deadline_and_the_late_ones_are_faults
     deadline, not at the sum of the caps (the check before the deadline took 20 + 20 + 10 s here),
     and what had no time left is a fault with its reason."""
     _slow_tools(tmp_path, monkeypatch, 30)
-    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))   # dmesg, the fallback
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))  # dmesg, the fallback
     start = time.monotonic()
     seen, _ = health.probe(ONE_H200, "h200-0", root=str(tmp_path), deadline=health.Deadline(1.5))
     took = time.monotonic() - start
     assert took < 1.5 + 0.5, took
-    assert seen.unchecked == {"kernel log": "dmesg did not answer in 1.5 s", "nvidia-smi": "out of time",
-                              "/shared": "out of time"}
+    assert seen.unchecked == {
+        "kernel log": "dmesg did not answer in 1.5 s",
+        "nvidia-smi": "out of time",
+        "/shared": "out of time",
+    }
     faults = health.faults_of(ONE_H200, real(kernel_log=None, smi=None, unchecked=seen.unchecked))
-    assert faults == ["kernel log not checked: dmesg did not answer in 1.5 s", "nvidia-smi not checked: out of time",
-                      "/shared not checked: out of time"]
+    assert faults == [
+        "kernel log not checked: dmesg did not answer in 1.5 s",
+        "nvidia-smi not checked: out of time",
+        "/shared not checked: out of time",
+    ]
 
 
 def test_a_probe_the_deadline_leaves_no_time_for_is_not_run():
@@ -321,7 +354,7 @@ def test_the_whole_run_reports_to_slurm_before_the_budget_ends(tmp_path, monkeyp
     """main(): hung probes, then the scontrol calls, all inside BUDGET (shrunk here to 3 s, with
     1 s kept for the report), and the node is drained with the out-of-time faults."""
     _slow_tools(tmp_path, monkeypatch, 30)
-    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))   # dmesg, the fallback
+    monkeypatch.setattr(health, "KMSG", str(tmp_path / "no-kmsg"))  # dmesg, the fallback
     monkeypatch.setattr(health, "BUDGET", 3.0)
     monkeypatch.setattr(health, "REPORT_SECONDS", 1.0)
     calls = []
@@ -332,17 +365,30 @@ def test_the_whole_run_reports_to_slurm_before_the_budget_ends(tmp_path, monkeyp
             return real_run(argv, timeout)
         calls.append((argv, timeout))
         return (0, scontrol_line("h200-0", "IDLE")) if argv[1] == "-o" else (0, "")
+
     monkeypatch.setattr(health, "_run", run)
     expected = tmp_path / "expected.json"
-    expected.write_text(json.dumps({"pool": "h200", "gpus": 0, "gpu_model": H200, "efa_interfaces": 0,
-                                    "shared": str(tmp_path / "shared")}))
+    expected.write_text(
+        json.dumps(
+            {
+                "pool": "h200",
+                "gpus": 0,
+                "gpu_model": H200,
+                "efa_interfaces": 0,
+                "shared": str(tmp_path / "shared"),
+            }
+        )
+    )
     start = time.monotonic()
     assert health.main(["--expected", str(expected), "--node", "h200-0", "--state", str(tmp_path / "s")]) == 1
     assert time.monotonic() - start < 3.0
     (show, _), (update, _) = calls
     assert all(0 < t <= health.SCONTROL_TIMEOUT for _, t in calls)
     reason = next(a for a in update if a.startswith("reason="))
-    assert "kernel log not checked: dmesg did not answer in" in reason and "nvidia-smi not checked: out of time" in reason
+    assert (
+        "kernel log not checked: dmesg did not answer in" in reason
+        and "nvidia-smi not checked: out of time" in reason
+    )
 
 
 # -- Xids since the last run ------------------------------------------------------------------
@@ -360,10 +406,15 @@ def _kmsg(*messages: str, first: int = 0, usec: Sequence[int] | None = None) -> 
     """/dev/kmsg records (Linux Documentation/ABI/testing/dev-kmsg): "prio,seq,usec,flags;message",
     numbered from `first`, each with a continuation line as the driver's records carry."""
     usec = usec or [1_000_000 * (i + 1) for i in range(len(messages))]
-    return "".join(f"6,{first + i},{t},-;{m}\n SUBSYSTEM=pci\n" for i, (m, t) in enumerate(zip(messages, usec, strict=True)))
+    return "".join(
+        f"6,{first + i},{t},-;{m}\n SUBSYSTEM=pci\n"
+        for i, (m, t) in enumerate(zip(messages, usec, strict=True))
+    )
 
 
-def _read(kmsg: str, cursor: health.Cursor | None, boot: str = BOOT) -> tuple[list[str], health.Cursor | None]:
+def _read(
+    kmsg: str, cursor: health.Cursor | None, boot: str = BOOT
+) -> tuple[list[str], health.Cursor | None]:
     fresh, after = health.records_after(health.parse_kmsg(kmsg), cursor, boot)
     return health.xid_faults(fresh), after
 
@@ -420,7 +471,7 @@ def test_the_cursor_reads_back_from_its_file(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     assert health.read_cursor(str(tmp_path / "bad.json"), BOOT) is None
     (tmp_path / "stamp.json").write_text(json.dumps({"boot_id": BOOT, "stamp": 969.1, "at_stamp": 1}))
-    assert health.read_cursor(str(tmp_path / "stamp.json"), BOOT) is None   # the earlier format
+    assert health.read_cursor(str(tmp_path / "stamp.json"), BOOT) is None  # the earlier format
 
 
 def test_an_empty_log_leaves_the_cursor_where_it_was():
@@ -433,14 +484,21 @@ def test_kmsg_is_read_until_eagain_and_on_past_epipe(tmp_path):
     reader was at (the next read returns the oldest one left), EAGAIN once every record is read
     (opened O_NONBLOCK: no wait for the next one)."""
     (tmp_path / "kmsg").write_text("")
-    answers = [b"6,3,10,-;eth0: link up\n", BrokenPipeError(), b"4,9,20,-;" + OLD_XID.encode() + b"\n",
-               b" SUBSYSTEM=pci\n", BlockingIOError(), b"6,10,30,-;never read\n"]
+    answers = [
+        b"6,3,10,-;eth0: link up\n",
+        BrokenPipeError(),
+        b"4,9,20,-;" + OLD_XID.encode() + b"\n",
+        b" SUBSYSTEM=pci\n",
+        BlockingIOError(),
+        b"6,10,30,-;never read\n",
+    ]
 
     def read(fd, size):
         answer = answers.pop(0)
         if isinstance(answer, OSError):
             raise answer
         return answer
+
     records = health.read_kmsg(str(tmp_path / "kmsg"), health.Deadline(5.0), read=read)
     assert records == [(3, "eth0: link up"), (9, OLD_XID)]
     assert len(answers) == 1
@@ -469,10 +527,13 @@ def test_without_kmsg_dmesg_is_read_whole_and_the_cursor_never_moves(tmp_path, m
     _fake_dmesg(tmp_path, monkeypatch, _kernel_log() + f"[  969.100000] {OLD_XID}\n")
     cursor = health.Cursor(BOOT, 41)
     for _ in range(2):
-        seen, after = health.probe(ONE_H200, "h200-0", root=str(tmp_path), deadline=health.Deadline(5.0),
-                                   cursor=cursor, boot=BOOT)
+        seen, after = health.probe(
+            ONE_H200, "h200-0", root=str(tmp_path), deadline=health.Deadline(5.0), cursor=cursor, boot=BOOT
+        )
         assert health.xid_faults(seen.kernel_log) == ["Xid 79 on 0000:00:06"] and after == cursor
-    assert "cannot be opened: the kernel log is read with dmesg, whole at every run" in capsys.readouterr().err
+    assert (
+        "cannot be opened: the kernel log is read with dmesg, whole at every run" in capsys.readouterr().err
+    )
 
 
 def test_an_xid_drain_is_held_when_a_later_run_sees_nothing_wrong():
@@ -480,13 +541,17 @@ def test_an_xid_drain_is_held_when_a_later_run_sees_nothing_wrong():
     administrator resumes the node once it is handled."""
     update = health.update_of("h200-0", [], _state("IDLE+DRAIN", "health: Xid 79 on 0000:00:06"), WHEN)
     assert "state=undrain" not in update and not any(a.startswith("reason=") for a in update)
-    assert update[3] == (f"comment=health {WHEN}: ok (Xid 79 on 0000:00:06 holds the drain until the node "
-                         "is resumed)")
+    assert update[3] == (
+        f"comment=health {WHEN}: ok (Xid 79 on 0000:00:06 holds the drain until the node is resumed)"
+    )
 
 
 def test_an_xid_stays_in_the_reason_when_the_checks_other_faults_change():
     state = _state("IDLE+DRAIN", "health: 0 of 1 GPUs in /dev; Xid 79 on 0000:00:06")
-    assert health.update_of("h200-0", [], state, WHEN)[-2:] == ["state=drain", "reason=health: Xid 79 on 0000:00:06"]
+    assert health.update_of("h200-0", [], state, WHEN)[-2:] == [
+        "state=drain",
+        "reason=health: Xid 79 on 0000:00:06",
+    ]
     update = health.update_of("h200-0", ["nvidia-smi failed"], state, WHEN)
     assert update[-1] == "reason=health: nvidia-smi failed; Xid 79 on 0000:00:06"
 
@@ -503,17 +568,20 @@ def test_a_resumed_node_with_no_new_xid_stays_in_service():
 
 def test_the_cursor_moves_on_only_once_the_xid_is_in_a_health_drain():
     xid = ["Xid 79 on 0000:00:06"]
-    assert health.consumes_xids(xid, _state("IDLE"))                                  # drained now
+    assert health.consumes_xids(xid, _state("IDLE"))  # drained now
     assert health.consumes_xids(xid, _state("IDLE+DRAIN", "health: Xid 79 on 0000:00:06"))
-    assert not health.consumes_xids(xid, None)                                      # not known yet
-    assert not health.consumes_xids(xid, _state("IDLE+DRAIN", "disk swap"))         # another's drain
+    assert not health.consumes_xids(xid, None)  # not known yet
+    assert not health.consumes_xids(xid, _state("IDLE+DRAIN", "disk swap"))  # another's drain
     assert health.consumes_xids([], _state("IDLE+DRAIN", "disk swap"))
 
 
 def _expected(tmp_path) -> str:
     expected = tmp_path / "expected.json"
-    expected.write_text(json.dumps({"pool": "h200", "gpus": 0, "gpu_model": H200, "efa_interfaces": 0,
-                                    "shared": str(tmp_path)}))
+    expected.write_text(
+        json.dumps(
+            {"pool": "h200", "gpus": 0, "gpu_model": H200, "efa_interfaces": 0, "shared": str(tmp_path)}
+        )
+    )
     return str(expected)
 
 
@@ -527,12 +595,16 @@ def test_a_dry_run_leaves_the_cursor_where_it_was(tmp_path, monkeypatch):
 
 # -- the cursor on the node (it outlasts the pod) ----------------------------------------------
 
+
 def test_the_cursor_file_is_in_the_nodes_directory_the_nodeset_mounts():
     """The reviewer's case: in slurmd's spool (the container's writable layer) the cursor was gone
     with every pod replacement, and the new pod re-drained the node for an Xid already resumed."""
     assert posixpath.dirname(health.STATE_FILE) == node_health.STATE_DIR
     assert not health.STATE_FILE.startswith("/var/spool/")
-    assert node_health.state_volume()["hostPath"] == {"path": node_health.STATE_DIR, "type": "DirectoryOrCreate"}
+    assert node_health.state_volume()["hostPath"] == {
+        "path": node_health.STATE_DIR,
+        "type": "DirectoryOrCreate",
+    }
     assert node_health.state_mount() == {"name": node_health.STATE_VOLUME, "mountPath": node_health.STATE_DIR}
 
 
@@ -546,14 +618,22 @@ def test_a_new_pod_on_the_node_does_not_count_a_recorded_xid_again(tmp_path, mon
 
     def run(argv, timeout=health.COMMAND_TIMEOUT):
         if argv[0] != "scontrol":
-            return 0, ""        # nvidia-smi on a node of no GPUs
+            return 0, ""  # nvidia-smi on a node of no GPUs
         if argv[1] == "-o":
             return 0, scontrol_line("h200-0", "IDLE")
         updates.append(argv)
         return 0, ""
+
     monkeypatch.setattr(health, "_run", run)
     monkeypatch.setattr(health, "_shared_error", lambda path, node: None)
-    args = ["--expected", _expected(tmp_path), "--node", "h200-0", "--state", str(tmp_path / "node" / "xid.json")]
+    args = [
+        "--expected",
+        _expected(tmp_path),
+        "--node",
+        "h200-0",
+        "--state",
+        str(tmp_path / "node" / "xid.json"),
+    ]
     (tmp_path / "node").mkdir()
     assert health.main(args) == 1 and updates[-1][-1] == "reason=health: Xid 79 on 0000:00:06"
     assert health.main(args) == 0 and not any(a.startswith("state=") for a in updates[-1])
@@ -561,10 +641,12 @@ def test_a_new_pod_on_the_node_does_not_count_a_recorded_xid_again(tmp_path, mon
 
 # -- a child that does not die ----------------------------------------------------------------
 
+
 class _StuckChild:
     """A Popen whose child ignores the timeout's kill: in uninterruptible sleep (an nvidia-smi
     inside the driver for a GPU that fell off the bus), SIGKILL takes effect only once the kernel
     call returns. wait() without a limit would block; here it blocks for HANG seconds."""
+
     HANG = 4.0
     made: list["_StuckChild"] = []
 
@@ -617,6 +699,7 @@ def test_a_child_that_outlives_its_kill_is_abandoned_after_a_bounded_wait(monkey
 
 # -- telling Slurm ----------------------------------------------------------------------------
 
+
 def test_each_scontrol_call_has_slurms_message_timeout_and_the_report_both():
     """scontrol waits MessageTimeout (10 s by default, slurm.conf(5) at slurm-26-05-3-1) for
     slurmctld; the release sets none, so that default is what the calls must allow for."""
@@ -636,15 +719,20 @@ def _main_with_show(tmp_path, monkeypatch, shown: tuple[int, str]) -> tuple[int,
     def run(argv, timeout=health.COMMAND_TIMEOUT):
         calls.append(argv)
         if argv[0] != "scontrol":
-            return 0, ""        # nvidia-smi on a node of no GPUs
+            return 0, ""  # nvidia-smi on a node of no GPUs
         return shown if argv[1] == "-o" else (0, "")
+
     monkeypatch.setattr(health, "_run", run)
     monkeypatch.setattr(health, "_shared_error", lambda path, node: None)
-    rc = health.main(["--expected", _expected(tmp_path), "--node", "h200-0", "--state", str(tmp_path / "s.json")])
+    rc = health.main(
+        ["--expected", _expected(tmp_path), "--node", "h200-0", "--state", str(tmp_path / "s.json")]
+    )
     return rc, [c for c in calls if c[0] == "scontrol"]
 
 
-def test_a_show_node_that_times_out_is_a_failure_of_its_own_not_an_unknown_node(tmp_path, monkeypatch, capsys):
+def test_a_show_node_that_times_out_is_a_failure_of_its_own_not_an_unknown_node(
+    tmp_path, monkeypatch, capsys
+):
     rc, calls = _main_with_show(tmp_path, monkeypatch, (124, "scontrol did not answer in 15.0 s"))
     assert rc == 3 and len(calls) == 1
     out = capsys.readouterr()
@@ -653,7 +741,9 @@ def test_a_show_node_that_times_out_is_a_failure_of_its_own_not_an_unknown_node(
 
 
 def test_a_show_node_that_cannot_reach_slurmctld_is_a_failure(tmp_path, monkeypatch):
-    rc, calls = _main_with_show(tmp_path, monkeypatch, (1, "slurm_load_node error: Unable to contact slurm controller"))
+    rc, calls = _main_with_show(
+        tmp_path, monkeypatch, (1, "slurm_load_node error: Unable to contact slurm controller")
+    )
     assert rc == 3 and len(calls) == 1
 
 

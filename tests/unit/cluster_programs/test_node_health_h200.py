@@ -5,6 +5,7 @@ its GPU was hidden from /dev, from /proc/driver/nvidia, or both, and once an Xid
 real kernel log (/dev/kmsg); and what it said then is what the check's judgement says today of what
 each run saw. No Slurm runs there: as slurmd runs it, the check cannot read its node and exits 3
 (NO_SLURM), after its verdict; `--dry-run` asks Slurm nothing and exits with the judgement."""
+
 import re
 
 import pytest
@@ -20,10 +21,12 @@ VERDICT = re.compile(r"^health (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ): (.+)$", re.M)
 # Without /dev/nvidia0 (in a read-only /dev) `nvidia-smi -q` fails too; without the procfs entry
 # alone it still answers (tests/data/h200-health/hidden-gpu-nvidia-smi.txt).
 NO_SMI = "nvidia-smi failed: No devices were found"
-SCENARIOS = {"check-pass.txt": "ok",
-             "check-hidden-dev.txt": f"0 of 1 GPUs in /dev; {NO_SMI}",
-             "check-hidden-proc.txt": "0 of 1 GPUs in /proc/driver/nvidia",
-             "check-hidden-both.txt": f"0 of 1 GPUs in /dev; 0 of 1 GPUs in /proc/driver/nvidia; {NO_SMI}"}
+SCENARIOS = {
+    "check-pass.txt": "ok",
+    "check-hidden-dev.txt": f"0 of 1 GPUs in /dev; {NO_SMI}",
+    "check-hidden-proc.txt": "0 of 1 GPUs in /proc/driver/nvidia",
+    "check-hidden-both.txt": f"0 of 1 GPUs in /dev; 0 of 1 GPUs in /proc/driver/nvidia; {NO_SMI}",
+}
 # The exit status of a run that cannot read its node from Slurm (node_health.py main).
 NO_SLURM = 3
 
@@ -32,7 +35,7 @@ def _runs(name: str) -> list[tuple[str, int]]:
     """(verdict, exit status) of each run in a scenario's output: as slurmd runs it, then --dry-run."""
     text = (DATA / name).read_text()
     verdicts = [v for _, v in VERDICT.findall(text)]
-    codes = [int(c) for c in re.findall(r"^exit=(\d+)$", text, re.M)][1:]   # the first is nvidia-smi -L's
+    codes = [int(c) for c in re.findall(r"^exit=(\d+)$", text, re.M)][1:]  # the first is nvidia-smi -L's
     return list(zip(verdicts, codes, strict=True))
 
 
@@ -56,7 +59,10 @@ def test_the_check_passes_on_the_real_h200_as_slurmd_runs_it():
 
 
 def test_a_run_that_cannot_read_its_node_says_so_and_records_nothing():
-    assert "scontrol show node h200-0 failed (exit 127): nothing recorded" in (DATA / "check-pass.txt").read_text()
+    assert (
+        "scontrol show node h200-0 failed (exit 127): nothing recorded"
+        in (DATA / "check-pass.txt").read_text()
+    )
 
 
 @pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "check-pass.txt"])
@@ -70,8 +76,8 @@ def test_an_xid_in_the_real_kernel_log_fails_the_check_naming_it():
     verdicts = [v for _, v in VERDICT.findall(text)]
     codes = [int(c) for c in re.findall(r"^exit=(\d+)", text, re.M)]
     assert verdicts == ["ok", "Xid 79 on 0000:00:06", "Xid 79 on 0000:00:06"]
-    assert codes == [0, 0, 1, NO_SLURM]   # the dry run, the write to /dev/kmsg, the dry run, slurmd's
-    assert "] NVRM: Xid (PCI:0000:00:06): 79, pid=1" in text   # dmesg printed the record
+    assert codes == [0, 0, 1, NO_SLURM]  # the dry run, the write to /dev/kmsg, the dry run, slurmd's
+    assert "] NVRM: Xid (PCI:0000:00:06): 79, pid=1" in text  # dmesg printed the record
 
 
 def test_the_xid_the_h200_run_wrote_is_what_the_judgement_calls_a_hardware_fault():
@@ -80,8 +86,10 @@ def test_the_xid_the_h200_run_wrote_is_what_the_judgement_calls_a_hardware_fault
 
 
 def test_the_gpu_was_hidden_only_from_what_each_scenario_names():
-    shown = {name: (_listed(name, "ls /dev | grep '^nvidia'"), _listed(name, "ls /proc/driver/nvidia/gpus"))
-             for name in SCENARIOS}
+    shown = {
+        name: (_listed(name, "ls /dev | grep '^nvidia'"), _listed(name, "ls /proc/driver/nvidia/gpus"))
+        for name in SCENARIOS
+    }
     assert "nvidia0" in shown["check-pass.txt"][0] and shown["check-pass.txt"][1] == ["0000:00:06.0"]
     assert "nvidia0" not in shown["check-hidden-dev.txt"][0] and shown["check-hidden-dev.txt"][1]
     assert "nvidia0" in shown["check-hidden-proc.txt"][0] and not shown["check-hidden-proc.txt"][1]
@@ -96,9 +104,14 @@ def test_todays_judgement_says_of_each_run_what_the_check_said_on_the_h200(name)
     dev = [n for n in _listed(name, "ls /dev | grep '^nvidia'") if re.fullmatch(r"nvidia\d+", n)]
     procfs = _listed(name, "ls /proc/driver/nvidia/gpus")
     listed_by_smi = [line for line in _listed(name, "nvidia-smi -L") if line.startswith("GPU ")]
-    seen = health.Observed(dev_gpus=dev, proc_models=[EXPECTED.gpu_model] * len(procfs),
-                           smi=ECC_QUERY if len(listed_by_smi) == 1 else None,
-                           smi_error="" if listed_by_smi else "No devices were found", kernel_log="",
-                           efa_devices=[], shared_error=None)
+    seen = health.Observed(
+        dev_gpus=dev,
+        proc_models=[EXPECTED.gpu_model] * len(procfs),
+        smi=ECC_QUERY if len(listed_by_smi) == 1 else None,
+        smi_error="" if listed_by_smi else "No devices were found",
+        kernel_log="",
+        efa_devices=[],
+        shared_error=None,
+    )
     faults = health.faults_of(EXPECTED, seen)
     assert ("; ".join(faults) or "ok") == SCENARIOS[name]

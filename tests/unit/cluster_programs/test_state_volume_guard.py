@@ -1,6 +1,7 @@
 """cluster_programs/state_volume_guard.py against a fake Kubernetes API: on SIGTERM it waits for the state
 claim's PersistentVolume to go only when the claim itself is gone or going. Object shapes:
 Kubernetes API reference, PersistentVolumeClaim and PersistentVolume (core/v1)."""
+
 import json
 import signal
 import subprocess
@@ -54,9 +55,13 @@ class FakeApi:
 
     @staticmethod
     def volume(name, namespace, claim, policy="Delete"):
-        return {"metadata": {"name": name},
-                "spec": {"claimRef": {"kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim},
-                         "persistentVolumeReclaimPolicy": policy}}
+        return {
+            "metadata": {"name": name},
+            "spec": {
+                "claimRef": {"kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim},
+                "persistentVolumeReclaimPolicy": policy,
+            },
+        }
 
 
 @pytest.fixture
@@ -72,9 +77,25 @@ def guard(api, tmp_path):
     token.write_text(TOKEN + "\n")
     # Started as the Deployment starts it: the script's text after `python3 -c`.
     proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT.read_text(), "--namespace", "slurm", "--claim", "slurm-controller-state",
-         "--api", api.url, "--token-file", str(token), "--poll-seconds", "0.1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-c",
+            SCRIPT.read_text(),
+            "--namespace",
+            "slurm",
+            "--claim",
+            "slurm-controller-state",
+            "--api",
+            api.url,
+            "--token-file",
+            str(token),
+            "--poll-seconds",
+            "0.1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout.readline().startswith("guarding the volume of slurm/slurm-controller-state")
     yield proc
     if proc.poll() is None:
@@ -103,7 +124,9 @@ def test_after_the_claim_is_deleted_the_guard_waits_for_its_volume(guard, api):
     api.volumes = []  # the driver deleted the EBS volume and its PersistentVolume
     assert _ends_within(guard, 5) and guard.returncode == 0
     out = guard.stdout.read()
-    assert "waiting for pvc-0a1b" in out and "no PersistentVolume of slurm/slurm-controller-state is left" in out
+    assert (
+        "waiting for pvc-0a1b" in out and "no PersistentVolume of slurm/slurm-controller-state is left" in out
+    )
 
 
 def test_a_claim_being_deleted_counts_as_deleted(guard, api):
@@ -116,8 +139,10 @@ def test_a_claim_being_deleted_counts_as_deleted(guard, api):
 
 def test_volumes_of_other_claims_are_not_waited_for(guard, api):
     api.claim = None
-    api.volumes = [FakeApi.volume("pvc-other", "slurm", "another-claim"),
-                   FakeApi.volume("pvc-elsewhere", "default", "slurm-controller-state")]
+    api.volumes = [
+        FakeApi.volume("pvc-other", "slurm", "another-claim"),
+        FakeApi.volume("pvc-elsewhere", "default", "slurm-controller-state"),
+    ]
     guard.send_signal(signal.SIGTERM)
     assert _ends_within(guard, 5) and guard.returncode == 0
 

@@ -2,6 +2,7 @@
 records what it is asked (creating a venv, pip installs) instead of downloading: one build per
 key, a new key for a changed input, an unfinished build never taken for a finished one, one build
 when two run at once, a directory make test did not write left alone."""
+
 import os
 import shutil
 import subprocess
@@ -12,7 +13,12 @@ import pytest
 
 from devkit.offline_run import PROJECT_DIR
 
-INPUTS = ["requirements.txt", "requirements-dev.txt", "image/finetune-requirements.txt", "requirements-cuda.txt"]
+INPUTS = [
+    "requirements.txt",
+    "requirements-dev.txt",
+    "image/finetune-requirements.txt",
+    "requirements-cuda.txt",
+]
 
 
 @pytest.fixture
@@ -23,7 +29,8 @@ def checkout(tmp_path):
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(PROJECT_DIR / name, repo / name)
     python = tmp_path / "python"
-    python.write_text(textwrap.dedent(f"""\
+    python.write_text(
+        textwrap.dedent(f"""\
         #!/bin/bash
         # -m venv DIR: a venv whose python is this script; -m pip: recorded, then PIP_EXIT.
         if [ "$1" = -m ] && [ "$2" = venv ]; then
@@ -35,16 +42,27 @@ def checkout(tmp_path):
           sleep "${{PIP_SECONDS:-0}}"; exit "${{PIP_EXIT:-0}}"
         fi
         exec {sys.executable} "$@"
-        """))
+        """)
+    )
     python.chmod(0o755)
-    env = {**os.environ, "PYTHON": str(python), "SLINKY_EKS_CACHE": str(tmp_path / "cache"),
-           "RECORD": str(tmp_path / "record")}
+    env = {
+        **os.environ,
+        "PYTHON": str(python),
+        "SLINKY_EKS_CACHE": str(tmp_path / "cache"),
+        "RECORD": str(tmp_path / "record"),
+    }
     return repo, env, tmp_path / "record"
 
 
 def install(repo, env, kind="venv", **extra) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(repo / "devkit/cached_install.sh"), kind], cwd=repo,
-                          env={**env, **extra}, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", str(repo / "devkit/cached_install.sh"), kind],
+        cwd=repo,
+        env={**env, **extra},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_one_build_per_key_and_a_new_key_for_a_changed_input(checkout):
@@ -78,9 +96,16 @@ def test_two_checkouts_at_once_build_one_key_once(checkout, tmp_path):
     repo, env, record = checkout
     other = tmp_path / "other"
     shutil.copytree(repo, other)
-    runs = [subprocess.Popen(["bash", str(r / "devkit/cached_install.sh"), "venv"], cwd=r,
-                             env={**env, "PIP_SECONDS": "1"}, stdout=subprocess.PIPE, text=True)
-            for r in (repo, other)]
+    runs = [
+        subprocess.Popen(
+            ["bash", str(r / "devkit/cached_install.sh"), "venv"],
+            cwd=r,
+            env={**env, "PIP_SECONDS": "1"},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for r in (repo, other)
+    ]
     outs = [p.communicate(timeout=60)[0] for p in runs]
     assert [p.returncode for p in runs] == [0, 0]
     assert sum("built" in o for o in outs) == 1
@@ -90,7 +115,7 @@ def test_two_checkouts_at_once_build_one_key_once(checkout, tmp_path):
 
 def test_cuda_is_linked_with_its_lib64(checkout):
     repo, env, record = checkout
-    assert install(repo, env, "cuda").returncode == 1   # needs .venv first
+    assert install(repo, env, "cuda").returncode == 1  # needs .venv first
     assert install(repo, env).returncode == 0
     cuda = install(repo, env, "cuda")
     assert cuda.returncode == 0, cuda.stderr

@@ -1,6 +1,7 @@
 """run_program runs one configuration once per process (devkit/offline_run.py _RECORDED): what
 a caller gets is its own copy, and whatever decides the graph (config, account, the calendar day,
 an expected error) keys it."""
+
 import datetime
 
 import pytest
@@ -40,12 +41,17 @@ def test_a_repeated_configuration_is_not_run_again(monkeypatch):
     assert runs == []
 
 
-@pytest.mark.parametrize("name, change", [
-    ("recorded-overrides", {"overrides": {"clusterName": "recorded-other"}}),
-    ("recorded-preview", {"preview": True}),
-    ("recorded-account",
-     {"account": offline_account.DEV.but(quotas={**offline_account.DEV.quotas, "L-DB2E81BA": 1000.0})}),
-])
+@pytest.mark.parametrize(
+    "name, change",
+    [
+        ("recorded-overrides", {"overrides": {"clusterName": "recorded-other"}}),
+        ("recorded-preview", {"preview": True}),
+        (
+            "recorded-account",
+            {"account": offline_account.DEV.but(quotas={**offline_account.DEV.quotas, "L-DB2E81BA": 1000.0})},
+        ),
+    ],
+)
 def test_what_decides_the_graph_makes_a_new_run(monkeypatch, name, change):
     # A cluster name of this test's own: no other test in the process has run either configuration.
     run_program("dev", {"clusterName": name})

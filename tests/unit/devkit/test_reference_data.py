@@ -1,5 +1,6 @@
 """devkit/reference_data.py: the tests find the upstream reference data at $SLINKY_EKS_REF or beside
 the checkout (../shared/ref), say which, and a missing place is an error naming it."""
+
 import pytest
 
 from devkit import reference_data
@@ -39,22 +40,30 @@ def test_a_missing_variable_target_is_an_error_naming_it(tmp_path, monkeypatch):
 def test_nothing_beside_the_checkout_says_to_set_the_variable(tmp_path, monkeypatch):
     monkeypatch.delenv(reference_data.ENV, raising=False)
     monkeypatch.setattr(reference_data, "BESIDE", tmp_path / "shared" / "ref")
-    with pytest.raises(reference_data.ReferenceDataMissing, match=r"set \$SLINKY_EKS_REF to use another place"):
+    with pytest.raises(
+        reference_data.ReferenceDataMissing, match=r"set \$SLINKY_EKS_REF to use another place"
+    ):
         reference_data.source()
 
 
 def test_a_missing_file_is_named(elsewhere):
-    with pytest.raises(reference_data.ReferenceDataMissing, match="slinky-1.2.1.*is missing from the reference data"):
+    with pytest.raises(
+        reference_data.ReferenceDataMissing, match="slinky-1.2.1.*is missing from the reference data"
+    ):
         reference_data.path("slinky-1.2.1", "helm", "slurm", "values.yaml")
 
 
 def test_a_chart_without_an_upstream_copy_is_named(elsewhere):
-    with pytest.raises(reference_data.ReferenceDataMissing, match="no reference chart for cert-manager v9.9.9"):
+    with pytest.raises(
+        reference_data.ReferenceDataMissing, match="no reference chart for cert-manager v9.9.9"
+    ):
         reference_data.chart_dir("cert-manager", "v9.9.9")
 
 
 def test_the_test_log_says_when_the_data_is_missing(tmp_path, monkeypatch):
     from tests.conftest import pytest_report_header
+
     monkeypatch.setenv(reference_data.ENV, str(tmp_path / "nowhere"))
-    assert pytest_report_header(None)[0].startswith(f"reference data: MISSING (reference data not found at "
-                                                 f"$SLINKY_EKS_REF={tmp_path / 'nowhere'})")
+    assert pytest_report_header(None)[0].startswith(
+        f"reference data: MISSING (reference data not found at $SLINKY_EKS_REF={tmp_path / 'nowhere'})"
+    )

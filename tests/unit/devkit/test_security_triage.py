@@ -3,6 +3,7 @@ what it explains is counted as explained, anything else is reported as unexplain
 review; the security page's "Accepted findings" is that table, and each entry's section is a
 heading of the page. The scanners' output formats are parsed as checkov 3.3.30 and parliament
 1.6.4 print them, from samples written here."""
+
 import json
 import re
 
@@ -30,8 +31,16 @@ def test_a_finding_the_table_does_not_name_is_unexplained_and_fails_the_review()
 
 
 def test_parliaments_detail_narrows_an_entry():
-    table = (Triage("parliament", "UNKNOWN_ACTION", ("lbc_policy",), ACCEPTED, "r", "s", detail="*ModifyIpPools*"),)
-    known = Finding("parliament", "iam", "UNKNOWN_ACTION", "lbc_policy", "Unknown action elasticloadbalancing:ModifyIpPools")
+    table = (
+        Triage("parliament", "UNKNOWN_ACTION", ("lbc_policy",), ACCEPTED, "r", "s", detail="*ModifyIpPools*"),
+    )
+    known = Finding(
+        "parliament",
+        "iam",
+        "UNKNOWN_ACTION",
+        "lbc_policy",
+        "Unknown action elasticloadbalancing:ModifyIpPools",
+    )
     other = Finding("parliament", "iam", "UNKNOWN_ACTION", "lbc_policy", "Unknown action ec2:Made-up")
     assert [f for f, _ in security_review.triage([known, other], table)[0]] == [known]
 
@@ -45,41 +54,68 @@ def test_an_entry_that_matched_nothing_is_listed_as_stale():
 def test_counts_are_by_framework_and_check_and_by_severity_and_issue():
     star = Finding("parliament", "iam", "RESOURCE_STAR", "lbc_policy", "iam:CreateServiceLinkedRole", "LOW")
     assert security_review.counts([NETWORK_POLICY, NETWORK_POLICY, star]) == {
-        "checkov": {"kubernetes": {"CKV2_K8S_6": 2}}, "parliament": {"LOW": {"RESOURCE_STAR": 1}}}
+        "checkov": {"kubernetes": {"CKV2_K8S_6": 2}},
+        "parliament": {"LOW": {"RESOURCE_STAR": 1}},
+    }
 
 
 def test_checkovs_json_is_read_one_value_after_another():
     def report(kind, check, resource):
-        return {"check_type": kind, "results": {"failed_checks": [
-            {"check_id": check, "check_name": "n", "resource": resource}]}, "summary": {}}
-    text = (json.dumps([report("kubernetes", "CKV_K8S_16", "Pod.a.b"), report("terraform_plan", "CKV_AWS_39", "x.y")])
-            + "\n" + json.dumps(report("kubernetes", "CKV_K8S_20", "Pod.c.d")))
+        return {
+            "check_type": kind,
+            "results": {"failed_checks": [{"check_id": check, "check_name": "n", "resource": resource}]},
+            "summary": {},
+        }
+
+    text = (
+        json.dumps(
+            [report("kubernetes", "CKV_K8S_16", "Pod.a.b"), report("terraform_plan", "CKV_AWS_39", "x.y")]
+        )
+        + "\n"
+        + json.dumps(report("kubernetes", "CKV_K8S_20", "Pod.c.d"))
+    )
     found = security_review.checkov_findings(security_review.checkov_reports(text))
     assert [(f.framework, f.check, f.resource) for f in found] == [
-        ("kubernetes", "CKV_K8S_16", "Pod.a.b"), ("terraform_plan", "CKV_AWS_39", "x.y"),
-        ("kubernetes", "CKV_K8S_20", "Pod.c.d")]
+        ("kubernetes", "CKV_K8S_16", "Pod.a.b"),
+        ("terraform_plan", "CKV_AWS_39", "x.y"),
+        ("kubernetes", "CKV_K8S_20", "Pod.c.d"),
+    ]
 
 
 def test_parliaments_lines_are_read_with_the_policy_file_as_the_resource():
-    line = json.dumps({"issue": "RESOURCE_STAR", "severity": "LOW", "detail": ["a:B", "a:C"],
-                       "location": {"filepath": "scanned/iam/lbc_policy.json"}})
+    line = json.dumps(
+        {
+            "issue": "RESOURCE_STAR",
+            "severity": "LOW",
+            "detail": ["a:B", "a:C"],
+            "location": {"filepath": "scanned/iam/lbc_policy.json"},
+        }
+    )
     assert security_review.parliament_findings(line + "\n") == [
-        Finding("parliament", "iam", "RESOURCE_STAR", "lbc_policy", "a:B, a:C", "LOW")]
+        Finding("parliament", "iam", "RESOURCE_STAR", "lbc_policy", "a:B, a:C", "LOW")
+    ]
 
 
 def test_parliaments_detail_may_be_a_list_of_objects():
     # RESOURCE_MISMATCH names each action with the resource format it wants.
-    line = json.dumps({"issue": "RESOURCE_MISMATCH", "severity": "MEDIUM",
-                       "detail": [{"action": "logs:DescribeLogGroups", "required_format": "*"}],
-                       "location": {"filepath": "scanned/iam/delivery.json"}})
+    line = json.dumps(
+        {
+            "issue": "RESOURCE_MISMATCH",
+            "severity": "MEDIUM",
+            "detail": [{"action": "logs:DescribeLogGroups", "required_format": "*"}],
+            "location": {"filepath": "scanned/iam/delivery.json"},
+        }
+    )
     (found,) = security_review.parliament_findings(line)
     assert found.detail == '{"action": "logs:DescribeLogGroups", "required_format": "*"}'
 
 
 def _anchors(markdown: str) -> set[str]:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
-    return {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
-            for h in re.findall(r"^#+ (.+)$", markdown, re.M)}
+    return {
+        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", markdown, re.M)
+    }
 
 
 def test_every_entry_names_a_section_of_the_security_page():

@@ -1,5 +1,6 @@
 """image/assert-image.sh fails the build, naming what is missing, for each broken rule; and
 passes a good image."""
+
 import subprocess
 
 import pytest
@@ -48,14 +49,18 @@ def test_registration_lists_torch_nccl_efa_and_plugin_dirs(root):
 
 
 def _register(root):
-    return subprocess.run(["bash", "image/register-libraries.sh", "--root", str(root)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        ["bash", "image/register-libraries.sh", "--root", str(root)], capture_output=True, text=True
+    )
 
 
 def test_registration_finds_the_plugin_in_the_older_arch_directory(tmp_path):
     good = good_root(tmp_path / "root")
     remove(good / OFI_LIB)
-    shared_library(good / "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net-ofi.so", [good / EFA_LIB / "libfabric.so.1"])
+    shared_library(
+        good / "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu/libnccl-net-ofi.so",
+        [good / EFA_LIB / "libfabric.so.1"],
+    )
     assert _register(good).returncode == 0
     assert assert_image(good).returncode == 0
 
@@ -106,8 +111,13 @@ def test_missing_ofi_plugin_fails(root):
 def test_plugin_reached_only_through_the_default_symlink_fails(root):
     # aws-ofi-nccl 1.16: NCCL's default name libnccl-net.so is a symlink ldconfig does not cache.
     conf = root / "etc/nccl.conf"
-    conf.write_text("".join(line for line in conf.read_text().splitlines(keepends=True)
-                            if not line.startswith("NCCL_NET_PLUGIN=")))
+    conf.write_text(
+        "".join(
+            line
+            for line in conf.read_text().splitlines(keepends=True)
+            if not line.startswith("NCCL_NET_PLUGIN=")
+        )
+    )
     _fails_with(root, "none of libnccl-net.so resolves", "NCCL_NET_PLUGIN=unset")
 
 
@@ -210,8 +220,12 @@ def test_missing_slurmd_fails(root):
 
 def test_missing_libpmix_fails(root):
     remove(root / MULTIARCH / "pmix2")
-    _fails_with(root, "libpmix.so.2 that Slurm's", "dlopens does not exist",
-                "mca_pmix_ext3x.so cannot resolve libpmix.so.2")
+    _fails_with(
+        root,
+        "libpmix.so.2 that Slurm's",
+        "dlopens does not exist",
+        "mca_pmix_ext3x.so cannot resolve libpmix.so.2",
+    )
 
 
 def test_missing_slurm_pmix_plugin_fails(root):
@@ -223,8 +237,13 @@ def test_slurm_dlopening_another_libpmix_than_openmpi_fails(root):
     # A plugin whose run path reaches another PMIx, e.g. the EFA installer's under /opt/amazon.
     pmix(root, "opt/amazon/pmix/lib")
     shared_library(root / PMIX_PLUGIN, runpath="/opt/amazon/pmix/lib")
-    _fails_with(root, "Slurm's mpi/pmix loads", "/opt/amazon/pmix/lib/libpmix.so.2",
-                "but the system OpenMPI loads", "cannot launch MPI")
+    _fails_with(
+        root,
+        "Slurm's mpi/pmix loads",
+        "/opt/amazon/pmix/lib/libpmix.so.2",
+        "but the system OpenMPI loads",
+        "cannot launch MPI",
+    )
 
 
 def test_plugin_with_a_compiled_in_pmix_directory_passes(root):

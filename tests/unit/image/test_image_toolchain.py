@@ -1,5 +1,6 @@
 """image/assert-toolchain.sh: nvcc (PyPI's CUDA 13.3 wheels here) compiles and links a CUDA
 program against torch's NCCL and the program finds that NCCL; one broken fixture per way it fails."""
+
 import pytest
 
 from tests.support.fake_root import SITE, assert_toolchain, remove, shared_library, toolchain_root

@@ -1,5 +1,6 @@
 """The accounting records the users ask for (model/accounting.py): accounts, users with their
 default account and admin level, one association each; and the JSON the registration Job reads."""
+
 import json
 
 from cluster_programs.accounting_registration import Desired
@@ -26,7 +27,10 @@ def test_an_admin_user_gets_slurms_administrator_level():
 
 def test_each_user_has_one_association_in_their_account():
     assert desired_state([CAROL, ALICE, BOB]).associations == (
-        (DEFAULT_ACCOUNT, "alice"), ("ml", "bob"), ("ml", "carol"))
+        (DEFAULT_ACCOUNT, "alice"),
+        ("ml", "bob"),
+        ("ml", "carol"),
+    )
 
 
 def test_no_users_desire_no_accounts():

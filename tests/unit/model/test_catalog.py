@@ -1,4 +1,5 @@
 """The instance catalog: every EFA NVIDIA type the design names, and what is derived from it."""
+
 import pytest
 
 from model import catalog
@@ -11,13 +12,21 @@ def test_every_named_family_is_in_the_catalog(family):
     assert [t for t in catalog.CATALOG if t.split(".")[0] == family]
 
 
-@pytest.mark.parametrize("name,gres", [
-    ("g6.12xlarge", "gpu:nvidia_l4:4"), ("g5.48xlarge", "gpu:nvidia_a10g:8"),
-    ("g6e.12xlarge", "gpu:nvidia_l40s:4"), ("p4d.24xlarge", "gpu:nvidia_a100-sxm4-40gb:8"),
-    ("p5.48xlarge", "gpu:nvidia_h100_80gb_hbm3:8"), ("p5en.48xlarge", "gpu:nvidia_h200:8"),
-    ("p6-b200.48xlarge", "gpu:nvidia_b200:8"), ("p5.4xlarge", "gpu:nvidia_h100_80gb_hbm3:1"),
-    ("g7e.12xlarge", "gpu:nvidia_rtx_pro_6000_blackwell_server_edition:2"),
-    ("p6-b300.48xlarge", "gpu:nvidia_b300_sxm6_ac:8")])
+@pytest.mark.parametrize(
+    "name,gres",
+    [
+        ("g6.12xlarge", "gpu:nvidia_l4:4"),
+        ("g5.48xlarge", "gpu:nvidia_a10g:8"),
+        ("g6e.12xlarge", "gpu:nvidia_l40s:4"),
+        ("p4d.24xlarge", "gpu:nvidia_a100-sxm4-40gb:8"),
+        ("p5.48xlarge", "gpu:nvidia_h100_80gb_hbm3:8"),
+        ("p5en.48xlarge", "gpu:nvidia_h200:8"),
+        ("p6-b200.48xlarge", "gpu:nvidia_b200:8"),
+        ("p5.4xlarge", "gpu:nvidia_h100_80gb_hbm3:1"),
+        ("g7e.12xlarge", "gpu:nvidia_rtx_pro_6000_blackwell_server_edition:2"),
+        ("p6-b300.48xlarge", "gpu:nvidia_b300_sxm6_ac:8"),
+    ],
+)
 def test_gres_is_what_slurm_autodetects(name, gres):
     assert catalog.CATALOG[name].gres == gres
 
@@ -40,10 +49,19 @@ def test_every_type_pins_the_ofi_network_plugin():
     assert all(t.nccl_environment["NCCL_NET"] == "Libfabric" for t in catalog.CATALOG.values())
 
 
-@pytest.mark.parametrize("name,count", [("g6.12xlarge", 1), ("g6e.24xlarge", 2),
-                                        ("p4de.24xlarge", 4), ("p5.48xlarge", 32),
-                                        ("p5en.48xlarge", 16), ("p6-b200.48xlarge", 8),
-                                        ("g7e.48xlarge", 4), ("p6-b300.48xlarge", 16)])
+@pytest.mark.parametrize(
+    "name,count",
+    [
+        ("g6.12xlarge", 1),
+        ("g6e.24xlarge", 2),
+        ("p4de.24xlarge", 4),
+        ("p5.48xlarge", 32),
+        ("p5en.48xlarge", 16),
+        ("p6-b200.48xlarge", 8),
+        ("g7e.48xlarge", 4),
+        ("p6-b300.48xlarge", 16),
+    ],
+)
 def test_efa_interface_counts(name, count):
     ifaces = catalog.CATALOG[name].network_interfaces
     assert len([i for i in ifaces if i["interface_type"] in ("efa", "efa-only")]) == count
@@ -54,7 +72,8 @@ def test_each_card_that_takes_efa_gets_one_efa_interface_and_card_0_the_primary(
     t = catalog.CATALOG[name]
     ifaces = t.network_interfaces
     assert [i["network_card_index"] for i in ifaces] == [
-        card for card, types in enumerate(t.cards) if card == 0 or "efa-only" in types]
+        card for card, types in enumerate(t.cards) if card == 0 or "efa-only" in types
+    ]
     assert ifaces[0]["device_index"] == 0
     assert ifaces[0]["interface_type"] == ("efa" if "efa" in t.cards[0] else "interface")
 
@@ -76,24 +95,47 @@ def test_non_efa_reasons():
     assert catalog.describe_unsupported("???") == "not an EC2 instance type name"
 
 
-@pytest.mark.parametrize("name,why", [("g7.48xlarge", "GPU model name cannot be sourced"),
-                                      ("g7.8xlarge", "GPU model name cannot be sourced"),
-                                      ("p3dn.24xlarge", "compute capability 7.0"),
-                                      ("g4dn.12xlarge", "T4")])
+@pytest.mark.parametrize(
+    "name,why",
+    [
+        ("g7.48xlarge", "GPU model name cannot be sourced"),
+        ("g7.8xlarge", "GPU model name cannot be sourced"),
+        ("p3dn.24xlarge", "compute capability 7.0"),
+        ("g4dn.12xlarge", "T4"),
+    ],
+)
 def test_a_refused_type_is_refused_with_its_reason(name, why):
-    assert catalog.describe_unsupported(name).startswith("refused: ") and why in catalog.describe_unsupported(name)
+    assert catalog.describe_unsupported(name).startswith("refused: ") and why in catalog.describe_unsupported(
+        name
+    )
 
 
-
-@pytest.mark.parametrize("name,code", [
-    ("g6.12xlarge", "L-DB2E81BA"), ("gr6.8xlarge", "L-DB2E81BA"), ("g6e.48xlarge", "L-DB2E81BA"),
-    ("p4d.24xlarge", "L-417A185B"), ("p5.48xlarge", "L-417A185B"), ("p6-b200.48xlarge", "L-417A185B")])
+@pytest.mark.parametrize(
+    "name,code",
+    [
+        ("g6.12xlarge", "L-DB2E81BA"),
+        ("gr6.8xlarge", "L-DB2E81BA"),
+        ("g6e.48xlarge", "L-DB2E81BA"),
+        ("p4d.24xlarge", "L-417A185B"),
+        ("p5.48xlarge", "L-417A185B"),
+        ("p6-b200.48xlarge", "L-417A185B"),
+    ],
+)
 def test_each_type_counts_against_its_familys_on_demand_quota(name, code):
     assert catalog.CATALOG[name].on_demand_quota[0] == code
 
 
-@pytest.mark.parametrize("name,vcpus", [("g5.8xlarge", 32), ("g6.12xlarge", 48), ("g6e.16xlarge", 64),
-                                        ("g6.24xlarge", 96), ("p4de.24xlarge", 96), ("p5en.48xlarge", 192)])
+@pytest.mark.parametrize(
+    "name,vcpus",
+    [
+        ("g5.8xlarge", 32),
+        ("g6.12xlarge", 48),
+        ("g6e.16xlarge", 64),
+        ("g6.24xlarge", 96),
+        ("p4de.24xlarge", 96),
+        ("p5en.48xlarge", 192),
+    ],
+)
 def test_vcpus_are_ec2s(name, vcpus):
     # EC2 accelerated computing specifications: https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
     assert catalog.CATALOG[name].vcpus == vcpus

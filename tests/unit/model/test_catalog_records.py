@@ -2,6 +2,7 @@
 (../shared/ref/aws/describe-instance-types.json, the records moto 5.2.5 ships for every NVIDIA GPU
 type and every EFA type): every catalog field those records carry is equal to them, and every EFA
 NVIDIA type they list is in the catalog or refused with a reason."""
+
 import copy
 import json
 import re
@@ -35,19 +36,28 @@ def mismatches(t: catalog.GpuInstanceType, record: dict) -> list[str]:
         "gpu_memory_mib": gpu["MemoryInfo"]["SizeInMiB"],
         "network_gbps": _gbps(network["NetworkPerformance"]),
         "efa_interfaces": network["EfaInfo"]["MaximumEfaInterfaces"],
-        "cards": tuple(tuple(c["InterfaceTypes"]) for c in
-                       sorted(network["NetworkCards"], key=lambda c: c["NetworkCardIndex"])),
+        "cards": tuple(
+            tuple(c["InterfaceTypes"])
+            for c in sorted(network["NetworkCards"], key=lambda c: c["NetworkCardIndex"])
+        ),
     }
-    out = [f"{field}: catalog {getattr(t, field)!r}, record {value!r}"
-           for field, value in carried.items() if getattr(t, field) != value]
+    out = [
+        f"{field}: catalog {getattr(t, field)!r}, record {value!r}"
+        for field, value in carried.items()
+        if getattr(t, field) != value
+    ]
     if gpu["Manufacturer"] != "NVIDIA":
         out.append(f"manufacturer: record {gpu['Manufacturer']!r}")
     return out
 
 
 def _efa_nvidia(records: dict[str, dict]) -> set[str]:
-    return {name for name, r in records.items() if r["NetworkInfo"].get("EfaSupported")
-            and any(g["Manufacturer"] == "NVIDIA" for g in r.get("GpuInfo", {}).get("Gpus", []))}
+    return {
+        name
+        for name, r in records.items()
+        if r["NetworkInfo"].get("EfaSupported")
+        and any(g["Manufacturer"] == "NVIDIA" for g in r.get("GpuInfo", {}).get("Gpus", []))
+    }
 
 
 @pytest.mark.parametrize("name", sorted(catalog.CATALOG))

@@ -1,6 +1,7 @@
 """cluster.env with several GPU pools, sourced in bash as the jobs source it (`set -euo pipefail`,
 then jobs/lib/job-env.sh): it takes the environment of the allocation's one pool and refuses an
 allocation over several, which the default partition `all` allows."""
+
 import subprocess
 
 import pytest
@@ -10,8 +11,10 @@ from model.job_environment import ENV_FILE, environment_files
 from tests.support.paths import REPO
 
 ROOT = REPO
-TWO_POOLS = [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
-             {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2}]
+TWO_POOLS = [
+    {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
+    {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2},
+]
 ADVICE = "submit with -p <pool> (or --constraint=<pool>)"
 
 # `scontrol show hostnames <hostlist>` prints the hostlist's names one per line
@@ -40,14 +43,23 @@ def jobs_dir(tmp_path):
 
 
 def _source(jobs_dir, script, nodelist=None, hosts=(), node=None):
-    env = {"JOBS_DIR": str(jobs_dir), "PATH": f"{jobs_dir.parent / 'bin'}:/usr/bin:/bin",
-           "LOG_DIR": str(jobs_dir.parent / "logs")}
+    env = {
+        "JOBS_DIR": str(jobs_dir),
+        "PATH": f"{jobs_dir.parent / 'bin'}:/usr/bin:/bin",
+        "LOG_DIR": str(jobs_dir.parent / "logs"),
+    }
     if nodelist is not None:
-        env |= {"SLURM_JOB_NODELIST": nodelist, "FAKE_NODELIST": nodelist, "FAKE_HOSTS": " ".join(hosts),
-                "SLURM_JOB_ID": "7"}
+        env |= {
+            "SLURM_JOB_NODELIST": nodelist,
+            "FAKE_NODELIST": nodelist,
+            "FAKE_HOSTS": " ".join(hosts),
+            "SLURM_JOB_ID": "7",
+        }
     if node is not None:
         env["SLURMD_NODENAME"] = node
-    return subprocess.run(["bash", "-c", f"set -euo pipefail; {script}"], env=env, capture_output=True, text=True)
+    return subprocess.run(
+        ["bash", "-c", f"set -euo pipefail; {script}"], env=env, capture_output=True, text=True
+    )
 
 
 def _instance_type(jobs_dir, **allocation):
@@ -67,8 +79,13 @@ def test_an_allocation_over_two_pools_is_refused_naming_both_and_how_to_submit(j
 
 
 def test_a_job_on_an_allocation_over_two_pools_stops_before_it_launches(jobs_dir):
-    done = _source(jobs_dir, f'source "{ROOT}/jobs/lib/job-env.sh"; echo LAUNCHED',
-                   nodelist="infer-0,train-[0-1]", hosts=("infer-0", "train-0", "train-1"), node="train-0")
+    done = _source(
+        jobs_dir,
+        f'source "{ROOT}/jobs/lib/job-env.sh"; echo LAUNCHED',
+        nodelist="infer-0,train-[0-1]",
+        hosts=("infer-0", "train-0", "train-1"),
+        node="train-0",
+    )
     assert done.returncode != 0 and "LAUNCHED" not in done.stdout and ADVICE in done.stderr
 
 
@@ -87,16 +104,23 @@ def test_outside_any_allocation_it_fails_with_one_line_not_an_unbound_variable(j
 
 def test_a_node_of_no_pool_is_refused_naming_it(jobs_dir):
     done = _instance_type(jobs_dir, nodelist="other-0", hosts=("other-0",), node="other-0")
-    assert done.returncode != 0 and done.stderr == "cluster.env: node other-0 is in no GPU pool (infer train)\n"
+    assert (
+        done.returncode != 0 and done.stderr == "cluster.env: node other-0 is in no GPU pool (infer train)\n"
+    )
 
 
 def test_a_failing_scontrol_is_one_line_naming_the_nodelist(jobs_dir):
     (jobs_dir.parent / "bin" / "scontrol").write_text("#!/bin/bash\nexit 1\n")
     done = _instance_type(jobs_dir, nodelist="train-[0-1]", hosts=("train-0",), node="train-0")
-    assert done.returncode != 0 and done.stderr == "cluster.env: scontrol cannot list the hosts of train-[0-1]\n"
+    assert (
+        done.returncode != 0 and done.stderr == "cluster.env: scontrol cannot list the hosts of train-[0-1]\n"
+    )
 
 
 def test_the_pool_picking_cluster_env_passes_shellcheck(jobs_dir):
-    done = subprocess.run([str(ROOT / ".venv/bin/shellcheck"), "-s", "bash", str(jobs_dir / ENV_FILE)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/shellcheck"), "-s", "bash", str(jobs_dir / ENV_FILE)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout

@@ -1,4 +1,5 @@
 """The key table (model/config_schema.py): every key declared whole, where it is declared."""
+
 import datetime
 
 import pytest
@@ -17,18 +18,33 @@ def test_every_key_is_declared_once_with_its_own_attribute():
 
 def test_the_keys_only_rules_the_pools_or_the_users_read_fill_no_attribute():
     assert {k.name for k in KEYS if k.attr is None} == {
-        "allowSshFromAnywhere", "allowApiFromAnywhere", "skipGpuQuotaCheck",
-        "gpuInstanceType", "gpuNodeCount", "gpuRootVolumeGiB", "gpuPools", "users", "gpuMinNodes", "gpuMaxNodes",
-        "gpuCapacityReservationId"}
+        "allowSshFromAnywhere",
+        "allowApiFromAnywhere",
+        "skipGpuQuotaCheck",
+        "gpuInstanceType",
+        "gpuNodeCount",
+        "gpuRootVolumeGiB",
+        "gpuPools",
+        "users",
+        "gpuMinNodes",
+        "gpuMaxNodes",
+        "gpuCapacityReservationId",
+    }
 
 
-@pytest.mark.parametrize("change, found", [
-    (dict(type="list"), "key colour: type 'list'; allowed: string, integer, boolean, array"),
-    (dict(type="array"), "key colour: items None; allowed: an item type for an array key, none for any other"),
-    (dict(items="string"), "key colour: items 'string'; allowed: an item type for an array key"),
-    (dict(description=" "), "key colour: description ' '; allowed: a sentence"),
-    (dict(on_change=""), "key colour: on_change ''; allowed: a sentence"),
-])
+@pytest.mark.parametrize(
+    "change, found",
+    [
+        (dict(type="list"), "key colour: type 'list'; allowed: string, integer, boolean, array"),
+        (
+            dict(type="array"),
+            "key colour: items None; allowed: an item type for an array key, none for any other",
+        ),
+        (dict(items="string"), "key colour: items 'string'; allowed: an item type for an array key"),
+        (dict(description=" "), "key colour: description ' '; allowed: a sentence"),
+        (dict(on_change=""), "key colour: on_change ''; allowed: a sentence"),
+    ],
+)
 def test_a_key_declared_half_is_refused_naming_what_is_missing(change, found):
     declared = dict(name="colour", type="string", description="The colour.", attr=None, on_change="in place")
     with pytest.raises(ValueError) as refused:

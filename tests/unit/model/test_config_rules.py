@@ -1,6 +1,7 @@
 """The config schema's small rules (model/rules.py, model/eks_versions.py, model/config_schema.py),
 one promise each: a good value passes, a bad one comes back as an error or a warning problem.
 Rules return problems; they never raise."""
+
 import datetime
 import json
 
@@ -20,9 +21,12 @@ def levels(problems) -> list[str]:
 
 # Problem
 
+
 def test_an_error_names_key_value_and_what_is_allowed():
-    assert error("gpuNodeCount", "0", "a whole number").render("slinky-eks") == \
-        "slinky-eks:gpuNodeCount = '0': a whole number"
+    assert (
+        error("gpuNodeCount", "0", "a whole number").render("slinky-eks")
+        == "slinky-eks:gpuNodeCount = '0': a whole number"
+    )
 
 
 def test_an_error_of_another_namespace_keeps_its_own():
@@ -30,7 +34,10 @@ def test_an_error_of_another_namespace_keeps_its_own():
 
 
 def test_an_unset_key_is_reported_as_not_set():
-    assert error("sshPublicKey", NOT_SET, "it is required").render("p") == "p:sshPublicKey is not set; it is required"
+    assert (
+        error("sshPublicKey", NOT_SET, "it is required").render("p")
+        == "p:sshPublicKey is not set; it is required"
+    )
 
 
 def test_a_withheld_value_is_never_shown():
@@ -42,6 +49,7 @@ def test_a_warning_is_its_sentence():
 
 
 # Generic rules
+
 
 def test_a_whole_number_in_range_passes():
     assert rules.whole_number(1, 32)("coreNodeCount", 32) == []
@@ -80,15 +88,19 @@ def test_anything_else_is_not_a_list_of_strings(value):
 
 # SSH public key
 
+
 def test_an_openssh_public_key_passes():
     assert rules.ssh_public_key("sshPublicKey", OWN_KEY) == []
 
 
-@pytest.mark.parametrize("value, why", [
-    ("hello", "key types: ssh-ed25519"),
-    ("ssh-ed25519 not-base64!!", "not valid base64 key material"),
-    (f"ssh-rsa {rules.EXAMPLE_SSH_KEY}", "the key data says 'ssh-ed25519', the line says 'ssh-rsa'"),
-])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        ("hello", "key types: ssh-ed25519"),
+        ("ssh-ed25519 not-base64!!", "not valid base64 key material"),
+        (f"ssh-rsa {rules.EXAMPLE_SSH_KEY}", "the key data says 'ssh-ed25519', the line says 'ssh-rsa'"),
+    ],
+)
 def test_a_malformed_public_key_is_an_error_saying_why(value, why):
     (p,) = rules.ssh_public_key("sshPublicKey", value)
     assert p.level == ERROR and why in p.message
@@ -110,6 +122,7 @@ def test_the_example_key_is_a_warning_saying_how_to_set_ones_own():
 
 # CIDR blocks: one parse loop for the SSH and the API allow-lists
 
+
 def test_ipv4_blocks_pass():
     assert rules.cidr_blocks(["203.0.113.10/32", "10.0.0.0/8"], ipv6="v6", world="world") == []
 
@@ -121,7 +134,9 @@ def test_a_string_that_is_not_a_cidr_block_is_refused(cidr):
 
 
 def test_an_ipv6_block_is_refused_with_the_callers_reason():
-    assert rules.cidr_blocks(["2001:db8::/32"], ipv6="admits nobody", world=None) == ["'2001:db8::/32' admits nobody"]
+    assert rules.cidr_blocks(["2001:db8::/32"], ipv6="admits nobody", world=None) == [
+        "'2001:db8::/32' admits nobody"
+    ]
 
 
 def test_the_whole_internet_is_refused_unless_allowed():
@@ -146,11 +161,14 @@ def test_role_arns_pass():
 
 
 def test_each_arn_that_is_not_a_role_is_its_own_error():
-    problems = rules.role_arns("adminRoleArns", ["arn:aws:iam::123:user/x", "arn:aws:iam::123456789012:role/a", "x"])
+    problems = rules.role_arns(
+        "adminRoleArns", ["arn:aws:iam::123:user/x", "arn:aws:iam::123456789012:role/a", "x"]
+    )
     assert [p.value for p in problems] == ["arn:aws:iam::123:user/x", "x"]
 
 
 # Instance types and images
+
 
 def test_a_catalog_gpu_type_passes():
     assert rules.gpu_instance_type("gpuInstanceType", "p5.48xlarge") == []
@@ -171,7 +189,10 @@ def test_a_gpu_type_or_a_malformed_name_is_an_error_for_the_core_nodes(value):
 
 
 def test_an_image_reference_passes():
-    assert config_schema.image_reference("slurmdBaseImage", "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04") == []
+    assert (
+        config_schema.image_reference("slurmdBaseImage", "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04")
+        == []
+    )
 
 
 def test_a_malformed_image_reference_is_an_error():
@@ -179,6 +200,7 @@ def test_a_malformed_image_reference_is_an_error():
 
 
 # EKS versions on a given day (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html)
+
 
 def test_a_version_eks_offers_passes():
     assert eks_versions.offered_on(DAY)("kubernetesVersion", "1.36") == []
@@ -198,7 +220,10 @@ def test_a_version_is_refused_the_day_after_its_extended_support_ends():
 
 def test_on_2026_12_01_extended_support_is_1_32_and_1_33():
     assert eks_versions.in_standard_support(DAY) == ["1.34", "1.35", "1.36"]
-    assert [v for v in eks_versions.offered(DAY) if v not in eks_versions.in_standard_support(DAY)] == ["1.32", "1.33"]
+    assert [v for v in eks_versions.offered(DAY) if v not in eks_versions.in_standard_support(DAY)] == [
+        "1.32",
+        "1.33",
+    ]
 
 
 def test_a_version_in_standard_support_gives_no_warning():
@@ -213,7 +238,9 @@ def test_a_version_in_extended_support_is_a_price_warning_naming_the_standard_on
 
 def test_a_version_warns_from_the_day_after_its_standard_support_ends():
     assert eks_versions.standard_support_on(datetime.date(2026, 12, 2))("kubernetesVersion", "1.34") == []
-    assert levels(eks_versions.standard_support_on(datetime.date(2026, 12, 3))("kubernetesVersion", "1.34")) == [WARNING]
+    assert levels(
+        eks_versions.standard_support_on(datetime.date(2026, 12, 3))("kubernetesVersion", "1.34")
+    ) == [WARNING]
 
 
 # Rules over several keys
@@ -249,13 +276,16 @@ def test_an_ipv6_api_block_is_an_error():
 
 
 def test_unset_api_blocks_are_the_ssh_blocks_checked_as_the_apis():
-    (p,) = config_schema.api_cidrs({"apiAllowedCidrs": [], "sshAllowedCidrs": ["0.0.0.0/0"],
-                                    "allowSshFromAnywhere": True})
+    (p,) = config_schema.api_cidrs(
+        {"apiAllowedCidrs": [], "sshAllowedCidrs": ["0.0.0.0/0"], "allowSshFromAnywhere": True}
+    )
     assert p.key == "apiAllowedCidrs" and "defaults to sshAllowedCidrs" in p.message
 
 
 def test_a_chart_that_pairs_with_the_slurm_release_passes():
-    assert config_schema.chart_pairs_with_slurm({"slinkyChartVersion": "1.2.1", "slurmVersion": "26.05.2"}) == []
+    assert (
+        config_schema.chart_pairs_with_slurm({"slinkyChartVersion": "1.2.1", "slurmVersion": "26.05.2"}) == []
+    )
 
 
 def test_a_slurm_release_the_chart_does_not_run_is_an_error():
@@ -264,15 +294,22 @@ def test_a_slurm_release_the_chart_does_not_run_is_an_error():
 
 
 def test_an_image_tag_that_starts_with_the_slurm_release_passes():
-    assert config_schema.image_tag_names_slurm({"slurmdImageTag": "26.05.2-x", "slurmVersion": "26.05.2"}) == []
+    assert (
+        config_schema.image_tag_names_slurm({"slurmdImageTag": "26.05.2-x", "slurmVersion": "26.05.2"}) == []
+    )
 
 
 def test_an_image_tag_of_another_release_is_an_error():
-    assert levels(config_schema.image_tag_names_slurm({"slurmdImageTag": "26.05.1-x", "slurmVersion": "26.05.2"})) == [ERROR]
+    assert levels(
+        config_schema.image_tag_names_slurm({"slurmdImageTag": "26.05.1-x", "slurmVersion": "26.05.2"})
+    ) == [ERROR]
 
 
 def test_a_short_dlc_name_passes_in_a_region_with_a_dlc_registry():
-    assert config_schema.dlc_registry_known({"dlcBaseImage": "pytorch-training:2.9", "aws:region": "us-west-2"}) == []
+    assert (
+        config_schema.dlc_registry_known({"dlcBaseImage": "pytorch-training:2.9", "aws:region": "us-west-2"})
+        == []
+    )
 
 
 def test_a_short_dlc_name_is_an_error_where_no_dlc_registry_is_known():
@@ -281,13 +318,18 @@ def test_a_short_dlc_name_is_an_error_where_no_dlc_registry_is_known():
 
 
 def test_a_slurmd_base_of_the_release_and_its_flavour_passes():
-    assert config_schema.slurmd_base_is_slurm({"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04",
-                                               "slurmVersion": "26.05.2"}) == []
+    assert (
+        config_schema.slurmd_base_is_slurm(
+            {"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04", "slurmVersion": "26.05.2"}
+        )
+        == []
+    )
 
 
 def test_a_slurmd_base_of_another_flavour_is_an_error():
-    (p,) = config_schema.slurmd_base_is_slurm({"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04",
-                                               "slurmVersion": "26.05.2"})
+    (p,) = config_schema.slurmd_base_is_slurm(
+        {"slurmdBaseImage": "ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu26.04", "slurmVersion": "26.05.2"}
+    )
     assert "Slurm 26.05.2 on ubuntu24.04" in p.message
 
 
@@ -302,23 +344,39 @@ def test_a_kubernetes_version_older_than_slinky_needs_is_an_error():
 
 # Reading raw config strings as the declared types
 
+
 def _key(name):
     return next(k for k in config_schema.schema(DAY) if k.name == name)
 
 
-@pytest.mark.parametrize("name, raw, value", [
-    ("gpuNodeCount", " 3 ", 3), ("gpuNodeCount", "2.5", "2.5"), ("retainSharedData", "True", True),
-    ("retainSharedData", "yes", "yes"), ("adminRoleArns", '["a"]', ["a"]), ("adminRoleArns", "[no", "[no"),
-    ("gpuNodeCount", None, 2), ("sshPublicKey", None, ""), ("sshAllowedCidrs", None, NOT_SET), ("kubernetesVersion", " ", NOT_SET),
-    ("clusterName", "", ""),
-])
+@pytest.mark.parametrize(
+    "name, raw, value",
+    [
+        ("gpuNodeCount", " 3 ", 3),
+        ("gpuNodeCount", "2.5", "2.5"),
+        ("retainSharedData", "True", True),
+        ("retainSharedData", "yes", "yes"),
+        ("adminRoleArns", '["a"]', ["a"]),
+        ("adminRoleArns", "[no", "[no"),
+        ("gpuNodeCount", None, 2),
+        ("sshPublicKey", None, ""),
+        ("sshAllowedCidrs", None, NOT_SET),
+        ("kubernetesVersion", " ", NOT_SET),
+        ("clusterName", "", ""),
+    ],
+)
 def test_a_raw_string_is_read_as_the_keys_type_or_kept_for_its_rules(name, raw, value):
     assert config_schema.read(_key(name), raw) == value
 
 
 def _check(stack="dev", **overrides):
-    raw = {"aws:region": "us-west-2", "availabilityZone": "us-west-2a", "sshPublicKey": OWN_KEY,
-           "sshAllowedCidrs": '["203.0.113.10/32"]', **overrides}
+    raw = {
+        "aws:region": "us-west-2",
+        "availabilityZone": "us-west-2a",
+        "sshPublicKey": OWN_KEY,
+        "sshAllowedCidrs": '["203.0.113.10/32"]',
+        **overrides,
+    }
     return config_schema.check(raw, stack, DAY)
 
 
@@ -406,13 +464,22 @@ def test_the_name_slurm_reads_as_its_defaults_is_not_a_pool_name():
 def test_a_pool_named_default_refuses_the_stack_naming_key_value_and_why():
     pools = json.dumps([POOL, {**POOL, "name": "default"}])
     (p,) = [p for p in _check(gpuPools=pools).problems if p.is_error]
-    assert p.render("slinky-eks").startswith("slinky-eks:gpuPools[1].name = 'default': any name but 'default'")
+    assert p.render("slinky-eks").startswith(
+        "slinky-eks:gpuPools[1].name = 'default': any name but 'default'"
+    )
 
 
 def test_a_refused_pool_name_is_not_also_reported_as_another_pools_prefix():
-    _, problems = gpu_pools.pools_from_config([{**POOL, "name": "Train"}, {**POOL, "name": "Train-2"},
-                                               {**POOL, "name": "all"}, {**POOL, "name": "all-x"}],
-                                              "us-west-2a", 400)
+    _, problems = gpu_pools.pools_from_config(
+        [
+            {**POOL, "name": "Train"},
+            {**POOL, "name": "Train-2"},
+            {**POOL, "name": "all"},
+            {**POOL, "name": "all-x"},
+        ],
+        "us-west-2a",
+        400,
+    )
     assert [p.key for p in problems] == ["gpuPools[0].name", "gpuPools[1].name", "gpuPools[2].name"]
 
 
@@ -422,9 +489,12 @@ def test_a_valid_pool_list_has_no_problems():
 
 
 def test_a_second_pool_of_the_same_name_is_an_error_naming_the_first():
-    _, problems = gpu_pools.pools_from_config([POOL, {**POOL, "instanceType": "p5.48xlarge"}], "us-west-2a", 400)
+    _, problems = gpu_pools.pools_from_config(
+        [POOL, {**POOL, "instanceType": "p5.48xlarge"}], "us-west-2a", 400
+    )
     assert [(p.key, p.message) for p in problems] == [
-        ("gpuPools[1].name", "a name no other pool has (gpuPools[0] is already 'infer')")]
+        ("gpuPools[1].name", "a name no other pool has (gpuPools[0] is already 'infer')")
+    ]
 
 
 def test_an_unknown_pool_field_is_an_error_listing_the_fields():

@@ -1,5 +1,6 @@
 """The named users' passwd(5) and group(5) entries, the files the pods read, and the two scripts
 that merge them into a pod's own files, run here on a directory standing for the pod's root."""
+
 import pathlib
 import subprocess
 
@@ -42,7 +43,10 @@ def test_the_entry_files_end_each_line_with_a_newline():
 
 
 def test_each_users_keys_are_a_file_named_after_them_one_key_a_line():
-    assert identities.key_files([ALICE, BOB]) == {"alice": f"{KEY}\n", "bob": f"{KEY}\n{BOB.ssh_public_keys[1]}\n"}
+    assert identities.key_files([ALICE, BOB]) == {
+        "alice": f"{KEY}\n",
+        "bob": f"{KEY}\n{BOB.ssh_public_keys[1]}\n",
+    }
 
 
 def test_the_entries_hash_changes_with_a_uid_and_not_with_a_key():
@@ -53,7 +57,8 @@ def test_the_entries_hash_changes_with_a_uid_and_not_with_a_key():
 
 def test_sshd_reads_each_users_keys_by_a_command_as_nobody_and_keeps_the_default_files():
     assert identities.sshd_config(root_login=True) == (
-        f"AuthorizedKeysCommand /usr/bin/cat {identities.KEYS_DIR}/%u\nAuthorizedKeysCommandUser nobody\n")
+        f"AuthorizedKeysCommand /usr/bin/cat {identities.KEYS_DIR}/%u\nAuthorizedKeysCommandUser nobody\n"
+    )
 
 
 def test_without_a_root_key_sshd_refuses_root():
@@ -125,7 +130,7 @@ def test_without_the_entries_the_prolog_leaves_the_files_and_succeeds(tmp_path):
 def test_a_failed_refresh_is_logged_and_never_fails_the_prolog(tmp_path):
     # A Prolog that exits non-zero drains the node; the job runs under its credential's UID anyway.
     root = _pod_root(tmp_path, [ALICE])
-    (root / "etc/passwd.slinky-eks-image").mkdir()   # cannot be read as a file
+    (root / "etc/passwd.slinky-eks-image").mkdir()  # cannot be read as a file
     result = _prolog(root)
     assert result.returncode == 0 and "could not refresh /etc/passwd" in result.stderr
     assert (root / "etc/passwd").read_text() == IMAGE_PASSWD

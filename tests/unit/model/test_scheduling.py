@@ -1,4 +1,5 @@
 """The scheduling policy's slurm.conf lines (model/scheduling.py) and where the release puts them."""
+
 from model import scheduling
 from model.scheduling import DEFAULT, SchedulingPolicy, slurm_conf
 from model.slurm_values import with_scheduling
@@ -8,10 +9,22 @@ BASE = {"controller": {"extraConfMap": {"GresTypes": ["gpu"], "ReturnToService":
 
 def test_the_policy_is_multifactor_with_the_documented_weights():
     conf = slurm_conf(DEFAULT)
-    assert {k: conf[k] for k in ("PriorityType", "PriorityWeightFairshare", "PriorityWeightAge",
-                                 "PriorityWeightQOS", "PriorityDecayHalfLife")} == {
-        "PriorityType": ["priority/multifactor"], "PriorityWeightFairshare": ["10000"],
-        "PriorityWeightAge": ["1000"], "PriorityWeightQOS": ["1000"], "PriorityDecayHalfLife": ["7-0"]}
+    assert {
+        k: conf[k]
+        for k in (
+            "PriorityType",
+            "PriorityWeightFairshare",
+            "PriorityWeightAge",
+            "PriorityWeightQOS",
+            "PriorityDecayHalfLife",
+        )
+    } == {
+        "PriorityType": ["priority/multifactor"],
+        "PriorityWeightFairshare": ["10000"],
+        "PriorityWeightAge": ["1000"],
+        "PriorityWeightQOS": ["1000"],
+        "PriorityDecayHalfLife": ["7-0"],
+    }
 
 
 def test_enforcement_is_associations_limits_and_qos():
@@ -23,9 +36,15 @@ def test_gpus_are_recorded_per_job():
 
 
 def test_the_keys_set_the_weights_and_the_half_life():
-    conf = slurm_conf(SchedulingPolicy(weight_fairshare=5, weight_age=6, weight_qos=7, decay_half_life_days=14))
-    assert (conf["PriorityWeightFairshare"], conf["PriorityWeightAge"], conf["PriorityWeightQOS"],
-            conf["PriorityDecayHalfLife"]) == (["5"], ["6"], ["7"], ["14-0"])
+    conf = slurm_conf(
+        SchedulingPolicy(weight_fairshare=5, weight_age=6, weight_qos=7, decay_half_life_days=14)
+    )
+    assert (
+        conf["PriorityWeightFairshare"],
+        conf["PriorityWeightAge"],
+        conf["PriorityWeightQOS"],
+        conf["PriorityDecayHalfLife"],
+    ) == (["5"], ["6"], ["7"], ["14-0"])
 
 
 def test_the_largest_weights_stay_far_below_the_32_bit_priority():
@@ -34,10 +53,17 @@ def test_the_largest_weights_stay_far_below_the_32_bit_priority():
 
 def test_values_with_accounting_get_the_policy_beside_their_own_lines():
     values = with_scheduling({**BASE, "accounting": {"enabled": True}}, DEFAULT)
-    assert values["controller"]["extraConfMap"] == {"GresTypes": ["gpu"], "ReturnToService": 2, **slurm_conf(DEFAULT)}
+    assert values["controller"]["extraConfMap"] == {
+        "GresTypes": ["gpu"],
+        "ReturnToService": 2,
+        **slurm_conf(DEFAULT),
+    }
 
 
 def test_values_without_accounting_stay_as_they_are():
     # slurmctld will not start with AccountingStorageTRES=gres/gpu and no slurmdbd.
     assert with_scheduling(BASE, DEFAULT) == BASE
-    assert with_scheduling({**BASE, "accounting": {"enabled": False}}, DEFAULT) == {**BASE, "accounting": {"enabled": False}}
+    assert with_scheduling({**BASE, "accounting": {"enabled": False}}, DEFAULT) == {
+        **BASE,
+        "accounting": {"enabled": False},
+    }

@@ -3,6 +3,7 @@ today and above its security floor, so this file fails on the day one leaves it,
 and its rules warn of a Slurm release under its floor, a cert-manager past its end of life or
 outside the cluster's Kubernetes, a DLC past its end of patch, and refuse a cert-manager that
 cannot serve the Slinky operator's certificates."""
+
 import datetime
 
 import pytest
@@ -22,11 +23,14 @@ def test_every_default_is_supported_today():
 
 def test_a_default_past_its_window_is_reported():
     # The day after the pinned cert-manager line's estimated end: it alone of the pins is out.
-    after = support_calendar.cert_manager_line(versions.CERT_MANAGER.version).window.until \
-        + datetime.timedelta(days=1)
+    after = support_calendar.cert_manager_line(
+        versions.CERT_MANAGER.version
+    ).window.until + datetime.timedelta(days=1)
     said = [s for s in support_calendar.lapsed(after) if s.startswith("cert-manager")]
-    assert said == [f"cert-manager {versions.CERT_MANAGER.version}: supported until the release of 1.23, "
-                    f"expected about {after - datetime.timedelta(days=1)} ({support_calendar._CM_SOURCE})"]
+    assert said == [
+        f"cert-manager {versions.CERT_MANAGER.version}: supported until the release of 1.23, "
+        f"expected about {after - datetime.timedelta(days=1)} ({support_calendar._CM_SOURCE})"
+    ]
 
 
 def test_every_pin_the_calendar_covers_has_a_window():
@@ -43,14 +47,27 @@ def test_the_pinned_cert_manager_supports_the_pinned_kubernetes():
 
 
 def test_lines_are_read_as_upstream_spells_them():
-    assert [support_calendar.minor(v) for v in ("26.05.5", "v1.21.1", "3.13.15-slim", "v0.5.30")] == \
-        ["26.05", "1.21", "3.13", "0.5"]
+    assert [support_calendar.minor(v) for v in ("26.05.5", "v1.21.1", "3.13.15-slim", "v0.5.30")] == [
+        "26.05",
+        "1.21",
+        "3.13",
+        "0.5",
+    ]
 
 
 # Slurm's security floor: "all versions prior to 25.05.9, 25.11.8 and 26.05.4" (#7601)
 
-@pytest.mark.parametrize("version, fix", [("26.05.2", "26.05.4"), ("26.05.3", "26.05.4"), ("25.11.7", "25.11.8"),
-                                          ("25.05.1", "25.05.9"), ("24.11.9", "25.05.9")])
+
+@pytest.mark.parametrize(
+    "version, fix",
+    [
+        ("26.05.2", "26.05.4"),
+        ("26.05.3", "26.05.4"),
+        ("25.11.7", "25.11.8"),
+        ("25.05.1", "25.05.9"),
+        ("24.11.9", "25.05.9"),
+    ],
+)
 def test_a_slurm_release_before_its_fix_is_affected(version, fix):
     assert support_calendar.SLURM_ADVISORIES[0].fix_for(version) == fix
 
@@ -78,8 +95,11 @@ def test_slurm_of_a_line_schedmd_no_longer_supports_warns():
 
 # cert-manager
 
+
 def _cm(version: str, kubernetes: str, day: datetime.date = DAY):
-    return support_calendar.cert_manager_fits(day)({"certManagerVersion": version, "kubernetesVersion": kubernetes})
+    return support_calendar.cert_manager_fits(day)(
+        {"certManagerVersion": version, "kubernetesVersion": kubernetes}
+    )
 
 
 def test_cert_manager_past_its_end_of_life_and_range_warns_naming_the_range_and_the_fix():
@@ -111,7 +131,11 @@ def test_cert_manager_newer_than_the_calendar_warns_to_check():
 
 def test_cert_manager_before_the_v1_api_is_an_error():
     (p,) = support_calendar.cert_manager_serves_v1("certManagerVersion", "v0.16.1")
-    assert (p.level, p.key, p.value) == (ERROR, "certManagerVersion", "v0.16.1") and "cert-manager.io/v1" in p.message
+    assert (p.level, p.key, p.value) == (
+        ERROR,
+        "certManagerVersion",
+        "v0.16.1",
+    ) and "cert-manager.io/v1" in p.message
 
 
 def test_cert_manager_with_the_v1_api_passes_its_floor():
@@ -120,16 +144,28 @@ def test_cert_manager_with_the_v1_api_passes_its_floor():
 
 # The DLC
 
-@pytest.mark.parametrize("reference", ["pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
-                                       "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.9.0-gpu-py312-"
-                                       "cu130-ubuntu22.04-ec2@sha256:" + "ab" * 32])
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
+        "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.9.0-gpu-py312-"
+        "cu130-ubuntu22.04-ec2@sha256:" + "ab" * 32,
+    ],
+)
 def test_a_dlc_past_its_end_of_patch_warns(reference):
     (p,) = support_calendar.dlc_in_patch(DAY)("dlcBaseImage", reference)
     assert p.level == WARNING and "PyTorch 2.9 DLC on 2026-10-15" in p.message and "pytorch 2.13" in p.message
 
 
-@pytest.mark.parametrize("reference", ["pytorch-training:2.10.0-gpu-py313-cu130-ubuntu22.04-ec2",
-                                       "pytorch:2.13.0-cu133-amzn2023", "pytorch:2.12-cu130-amzn2023"])
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "pytorch-training:2.10.0-gpu-py313-cu130-ubuntu22.04-ec2",
+        "pytorch:2.13.0-cu133-amzn2023",
+        "pytorch:2.12-cu130-amzn2023",
+    ],
+)
 def test_a_dlc_in_patch_passes(reference):
     assert support_calendar.dlc_line(reference) is not None
     assert support_calendar.dlc_in_patch(DAY)("dlcBaseImage", reference) == []
@@ -141,22 +177,36 @@ def test_a_dlc_the_calendar_does_not_know_passes_unjudged():
 
 # Through the schema: the rules run where the keys are checked
 
+
 def _check(**raw):
-    base = {"aws:region": "us-west-2", "availabilityZone": "us-west-2a", "sshAllowedCidrs": '["203.0.113.10/32"]',
-            "sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@x"}
+    base = {
+        "aws:region": "us-west-2",
+        "availabilityZone": "us-west-2a",
+        "sshAllowedCidrs": '["203.0.113.10/32"]',
+        "sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@x",
+    }
     return config_schema.check({**base, **raw}, "dev", DAY).problems
 
 
 def test_the_schema_warns_of_slurm_under_its_floor():
-    problems = _check(slurmVersion="26.05.2", slurmdImageTag="26.05.2-torch",
-                      slurmdBaseImage="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04")
-    assert [(p.level, p.key) for p in problems if "CVE-2026-65107" in p.message] == [(WARNING, "slurmVersion")]
+    problems = _check(
+        slurmVersion="26.05.2",
+        slurmdImageTag="26.05.2-torch",
+        slurmdBaseImage="ghcr.io/slinkyproject/slurmd:26.05.2-ubuntu24.04",
+    )
+    assert [(p.level, p.key) for p in problems if "CVE-2026-65107" in p.message] == [
+        (WARNING, "slurmVersion")
+    ]
 
 
 def test_the_schema_warns_of_cert_manager_outside_the_clusters_kubernetes():
     problems = _check(certManagerVersion="v1.16.2", kubernetesVersion="1.36")
-    assert [(p.level, p.key) for p in problems if "1.25 to 1.32" in p.message] == [(WARNING, "certManagerVersion")]
+    assert [(p.level, p.key) for p in problems if "1.25 to 1.32" in p.message] == [
+        (WARNING, "certManagerVersion")
+    ]
 
 
 def test_the_schema_refuses_cert_manager_before_the_v1_api():
-    assert [(p.level, p.key) for p in _check(certManagerVersion="v0.16.1") if p.is_error] == [(ERROR, "certManagerVersion")]
+    assert [(p.level, p.key) for p in _check(certManagerVersion="v0.16.1") if p.is_error] == [
+        (ERROR, "certManagerVersion")
+    ]

@@ -2,6 +2,7 @@
 (Prometheus 3.5.3, the sid test root) over series named and labelled as slurmctld exports them:
 each query answers the node count the pool should have. promtool's rule unit tests evaluate a
 recording rule per query at given instants (prometheus/prometheus docs/configuration/unit_testing_rules.md)."""
+
 import json
 import subprocess
 
@@ -23,22 +24,49 @@ def promtool():
         pytest.fail(str(e))
 
 
-def _answers(promtool, tmp_path, series: dict[str, str], expected: dict[str, float]) -> subprocess.CompletedProcess:
+def _answers(
+    promtool, tmp_path, series: dict[str, str], expected: dict[str, float]
+) -> subprocess.CompletedProcess:
     """Run promtool's unit test: `series` maps a series (name{labels}) to its values over 1m
     steps; `expected` each trigger's answer at 5m."""
     queries = autoscaling.trigger_queries(POOL)
-    rules = {"groups": [{"name": "triggers", "rules": [
-        {"record": f"trigger:{name.replace('-', '_')}", "expr": q} for name, q in queries.items()]}]}
+    rules = {
+        "groups": [
+            {
+                "name": "triggers",
+                "rules": [
+                    {"record": f"trigger:{name.replace('-', '_')}", "expr": q} for name, q in queries.items()
+                ],
+            }
+        ]
+    }
     (tmp_path / "rules.yaml").write_text(json.dumps(rules))
-    test = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": [{"series": s, "values": v} for s, v in series.items()],
-        "promql_expr_test": [{"expr": f"trigger:{name.replace('-', '_')}", "eval_time": "5m",
-                              "exp_samples": [{"labels": f"trigger:{name.replace('-', '_')}", "value": value}]}
-                             for name, value in expected.items()]}]}
+    test = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series.items()],
+                "promql_expr_test": [
+                    {
+                        "expr": f"trigger:{name.replace('-', '_')}",
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": f"trigger:{name.replace('-', '_')}", "value": value}],
+                    }
+                    for name, value in expected.items()
+                ],
+            }
+        ],
+    }
     (tmp_path / "test.yaml").write_text(json.dumps(test))
-    return subprocess.run([str(promtool), "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [str(promtool), "test", "rules", "test.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _series(name, partition="train"):
@@ -46,60 +74,111 @@ def _series(name, partition="train"):
 
 
 def test_the_trigger_queries_are_valid_promql(promtool, tmp_path):
-    rules = {"groups": [{"name": "t", "rules": [{"record": "t", "expr": q}
-                                                for q in autoscaling.trigger_queries(POOL).values()]}]}
+    rules = {
+        "groups": [
+            {
+                "name": "t",
+                "rules": [{"record": "t", "expr": q} for q in autoscaling.trigger_queries(POOL).values()],
+            }
+        ]
+    }
     (tmp_path / "rules.yaml").write_text(json.dumps(rules))
-    done = subprocess.run([str(promtool), "check", "rules", "rules.yaml"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [str(promtool), "check", "rules", "rules.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_pending_jobs_ask_for_a_node_each_beside_the_busy_ones_and_held_jobs_ask_for_none(promtool, tmp_path):
-    done = _answers(promtool, tmp_path, {
-        _series(autoscaling.PENDING_JOBS): "5x6", _series(autoscaling.HELD_JOBS): "2x6",
-        _series(autoscaling.ALLOCATED_NODES): "1x6", _series(autoscaling.MIXED_NODES): "1x6",
-        _series(autoscaling.LARGEST_PENDING_JOB_NODES): "1x6",
-        f'{autoscaling.PENDING_JOBS}{{{OTHER}}}': "40x6"}, {"pending-jobs": 5, "largest-pending-job": 3})
+    done = _answers(
+        promtool,
+        tmp_path,
+        {
+            _series(autoscaling.PENDING_JOBS): "5x6",
+            _series(autoscaling.HELD_JOBS): "2x6",
+            _series(autoscaling.ALLOCATED_NODES): "1x6",
+            _series(autoscaling.MIXED_NODES): "1x6",
+            _series(autoscaling.LARGEST_PENDING_JOB_NODES): "1x6",
+            f"{autoscaling.PENDING_JOBS}{{{OTHER}}}": "40x6",
+        },
+        {"pending-jobs": 5, "largest-pending-job": 3},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_largest_pending_job_asks_for_all_its_nodes(promtool, tmp_path):
-    done = _answers(promtool, tmp_path, {
-        _series(autoscaling.PENDING_JOBS): "1x6", _series(autoscaling.HELD_JOBS): "0x6",
-        _series(autoscaling.ALLOCATED_NODES): "0x6", _series(autoscaling.MIXED_NODES): "0x6",
-        _series(autoscaling.LARGEST_PENDING_JOB_NODES): "4x6"}, {"pending-jobs": 1, "largest-pending-job": 4})
+    done = _answers(
+        promtool,
+        tmp_path,
+        {
+            _series(autoscaling.PENDING_JOBS): "1x6",
+            _series(autoscaling.HELD_JOBS): "0x6",
+            _series(autoscaling.ALLOCATED_NODES): "0x6",
+            _series(autoscaling.MIXED_NODES): "0x6",
+            _series(autoscaling.LARGEST_PENDING_JOB_NODES): "4x6",
+        },
+        {"pending-jobs": 1, "largest-pending-job": 4},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_an_idle_partition_asks_for_no_node(promtool, tmp_path):
-    done = _answers(promtool, tmp_path, {
-        _series(autoscaling.PENDING_JOBS): "0x6", _series(autoscaling.HELD_JOBS): "0x6",
-        _series(autoscaling.ALLOCATED_NODES): "0x6", _series(autoscaling.MIXED_NODES): "0x6",
-        _series(autoscaling.LARGEST_PENDING_JOB_NODES): "0x6"}, {"pending-jobs": 0, "largest-pending-job": 0})
+    done = _answers(
+        promtool,
+        tmp_path,
+        {
+            _series(autoscaling.PENDING_JOBS): "0x6",
+            _series(autoscaling.HELD_JOBS): "0x6",
+            _series(autoscaling.ALLOCATED_NODES): "0x6",
+            _series(autoscaling.MIXED_NODES): "0x6",
+            _series(autoscaling.LARGEST_PENDING_JOB_NODES): "0x6",
+        },
+        {"pending-jobs": 0, "largest-pending-job": 0},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_absent_series_answer_zero_rather_than_nothing(promtool, tmp_path):
-    done = _answers(promtool, tmp_path, {f'{autoscaling.PENDING_JOBS}{{{OTHER}}}': "3x6"},
-                    {"pending-jobs": 0, "largest-pending-job": 0})
+    done = _answers(
+        promtool,
+        tmp_path,
+        {f"{autoscaling.PENDING_JOBS}{{{OTHER}}}": "3x6"},
+        {"pending-jobs": 0, "largest-pending-job": 0},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_series_scraped_twice_is_counted_once(promtool, tmp_path):
-    done = _answers(promtool, tmp_path, {
-        _series(autoscaling.PENDING_JOBS): "2x6",
-        f'{autoscaling.PENDING_JOBS}{{partition="train",instance="slurm-controller-1"}}': "2x6",
-        _series(autoscaling.LARGEST_PENDING_JOB_NODES): "1x6"}, {"pending-jobs": 2, "largest-pending-job": 1})
+    done = _answers(
+        promtool,
+        tmp_path,
+        {
+            _series(autoscaling.PENDING_JOBS): "2x6",
+            f'{autoscaling.PENDING_JOBS}{{partition="train",instance="slurm-controller-1"}}': "2x6",
+            _series(autoscaling.LARGEST_PENDING_JOB_NODES): "1x6",
+        },
+        {"pending-jobs": 2, "largest-pending-job": 1},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_server_address_drops_the_endpoints_trailing_slash():
-    assert autoscaling.server_address("https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1/") == \
-        "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1"
+    assert (
+        autoscaling.server_address("https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1/")
+        == "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1"
+    )
 
 
 def test_a_pool_that_goes_to_zero_idles_at_zero_and_wakes_at_one():
-    assert autoscaling.replica_bounds(POOL) == {"idleReplicaCount": 0, "minReplicaCount": 1, "maxReplicaCount": 4}
+    assert autoscaling.replica_bounds(POOL) == {
+        "idleReplicaCount": 0,
+        "minReplicaCount": 1,
+        "maxReplicaCount": 4,
+    }
 
 
 def test_a_pool_with_a_floor_keeps_it_and_has_no_idle_count():
@@ -109,8 +188,12 @@ def test_a_pool_with_a_floor_keeps_it_and_has_no_idle_count():
 
 def test_every_scale_down_waits_for_the_idle_period():
     spec = autoscaling.scaled_object_spec(POOL, "https://x", "us-west-2", "auth", 20)
-    assert (spec["cooldownPeriod"], spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]
-            ["stabilizationWindowSeconds"]) == (1200, 1200)
+    assert (
+        spec["cooldownPeriod"],
+        spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"][
+            "stabilizationWindowSeconds"
+        ],
+    ) == (1200, 1200)
 
 
 def test_the_scaled_object_targets_the_pools_nodeset_through_its_scale_subresource():

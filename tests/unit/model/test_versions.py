@@ -1,6 +1,7 @@
 """Every version pin is written once, in model/versions.py: the key table's version defaults
 (which Pulumi.yaml's are written from: tests/repo/test_project_docs.py) and image/Dockerfile, which
 cannot read it, are checked against it, and image/build-image.sh reads it."""
+
 import ast
 import datetime
 import os
@@ -24,15 +25,21 @@ _VERSION_KEY = re.compile(r"(Version|Image|ImageTag)$")
 
 def _project_config() -> dict:
     """The key table's project keys as Pulumi.yaml declares them: name -> {type, default}."""
-    return {k.name: {"type": k.type, "default": k.default}
-            for k in config_schema.schema(datetime.date.today()) if ":" not in k.name}
+    return {
+        k.name: {"type": k.type, "default": k.default}
+        for k in config_schema.schema(datetime.date.today())
+        if ":" not in k.name
+    }
 
 
 def project_default_problems(config: dict) -> list[str]:
     """Where the key table's declarations disagree with the pins: a version key without a pin, a
     pin without a key, a default that is not the pin."""
     declared = {k for k in config if _VERSION_KEY.search(k)}
-    problems = [f"{k}: a version key the model has no pin for" for k in sorted(declared - set(versions.CONFIG_DEFAULTS))]
+    problems = [
+        f"{k}: a version key the model has no pin for"
+        for k in sorted(declared - set(versions.CONFIG_DEFAULTS))
+    ]
     for key, pin in versions.CONFIG_DEFAULTS.items():
         if key not in config:
             problems.append(f"{key}: pinned in the model but not declared")
@@ -45,10 +52,16 @@ def dockerfile_default_problems(text: str) -> list[str]:
     """Where the Dockerfile's ARG defaults disagree with the model. Its DLC default is the DLC
     reference in us-west-2's DLC registry: a build without --build-arg needs a registry host."""
     args = dict(re.findall(r"^ARG (\w+)=(\S+)$", text, re.M))
-    expected = {"DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
-                "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE, "SLURM_VERSION": versions.SLURM_RELEASE}
-    return [f"ARG {name}={args.get(name)!r}, the model pins {value!r}"
-            for name, value in expected.items() if args.get(name) != value]
+    expected = {
+        "DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
+        "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
+        "SLURM_VERSION": versions.SLURM_RELEASE,
+    }
+    return [
+        f"ARG {name}={args.get(name)!r}, the model pins {value!r}"
+        for name, value in expected.items()
+        if args.get(name) != value
+    ]
 
 
 def test_every_version_default_of_the_key_table_is_the_models_pin():
@@ -60,7 +73,8 @@ def test_a_project_default_that_differs_from_the_pin_is_found(key):
     config = _project_config()
     config[key] = {**config[key], "default": "0.0.1"}
     assert project_default_problems(config) == [
-        f"{key}: default '0.0.1', the model pins {versions.CONFIG_DEFAULTS[key]!r}"]
+        f"{key}: default '0.0.1', the model pins {versions.CONFIG_DEFAULTS[key]!r}"
+    ]
 
 
 def test_a_version_key_without_a_pin_is_found():
@@ -96,8 +110,11 @@ def slurm_package_problems(text: str) -> list[str]:
     pins = re.findall(r"^((?:slurm|sackd)[\w-]*)=([^\s-]+)-\S+$", text, re.M)
     if not pins:
         return ["no Slurm package is pinned"]
-    return [f"{name}={release}, the model pins {versions.SLURM_RELEASE}"
-            for name, release in pins if release != versions.SLURM_RELEASE]
+    return [
+        f"{name}={release}, the model pins {versions.SLURM_RELEASE}"
+        for name, release in pins
+        if release != versions.SLURM_RELEASE
+    ]
 
 
 def test_the_sid_test_root_runs_the_models_slurm_release():
@@ -106,22 +123,31 @@ def test_the_sid_test_root_runs_the_models_slurm_release():
 
 
 def test_a_test_root_on_another_slurm_release_is_found():
-    text = (ROOT / "tests/slurm/roots/sid.packages").read_text().replace(
-        f"slurmd={versions.SLURM_RELEASE}-", "slurmd=26.05.2-")
+    text = (
+        (ROOT / "tests/slurm/roots/sid.packages")
+        .read_text()
+        .replace(f"slurmd={versions.SLURM_RELEASE}-", "slurmd=26.05.2-")
+    )
     assert slurm_package_problems(text) == [f"slurmd=26.05.2, the model pins {versions.SLURM_RELEASE}"]
 
 
 # The images the program's own pods run, beside the Helm charts' (tests/charts check those).
-UTILITY_IMAGES = {"SIDECAR_IMAGE": versions.SIDECAR_IMAGE, "BUSYBOX_IMAGE": versions.BUSYBOX_IMAGE,
-                  "PYTHON_IMAGE": versions.PYTHON_IMAGE, "PAUSE_IMAGE": versions.PAUSE_IMAGE}
+UTILITY_IMAGES = {
+    "SIDECAR_IMAGE": versions.SIDECAR_IMAGE,
+    "BUSYBOX_IMAGE": versions.BUSYBOX_IMAGE,
+    "PYTHON_IMAGE": versions.PYTHON_IMAGE,
+    "PAUSE_IMAGE": versions.PAUSE_IMAGE,
+}
 
 
 def tag_and_digest_problem(reference: str) -> str | None:
     """Why a reference is not name:tag@sha256:<digest> (the tag for people, the digest for the pull)."""
     if problem := reference_problem(reference):
         return problem
-    if not re.fullmatch(r"[^@]+:[\w][\w.-]*@sha256:[0-9a-f]{64}", reference) or \
-            ":" not in reference.split("@")[0].rsplit("/", 1)[-1]:
+    if (
+        not re.fullmatch(r"[^@]+:[\w][\w.-]*@sha256:[0-9a-f]{64}", reference)
+        or ":" not in reference.split("@")[0].rsplit("/", 1)[-1]
+    ):
         return "not name:tag@sha256:<digest>"
     return None
 
@@ -131,10 +157,15 @@ def test_every_utility_image_is_pinned_by_tag_and_digest(name):
     assert tag_and_digest_problem(UTILITY_IMAGES[name]) is None
 
 
-@pytest.mark.parametrize("reference", ["docker.io/library/alpine:3.23.6",
-                                       "docker.io/library/alpine@sha256:" + "0" * 64,
-                                       "localhost:5000/alpine@sha256:" + "0" * 64,
-                                       "docker.io/library/alpine:3.23.6@sha256:" + "0" * 63])
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "docker.io/library/alpine:3.23.6",
+        "docker.io/library/alpine@sha256:" + "0" * 64,
+        "localhost:5000/alpine@sha256:" + "0" * 64,
+        "docker.io/library/alpine:3.23.6@sha256:" + "0" * 63,
+    ],
+)
 def test_a_reference_without_both_tag_and_digest_is_found(reference):
     assert tag_and_digest_problem(reference) is not None
 
@@ -147,33 +178,50 @@ def test_the_default_kubernetes_version_is_in_eks_standard_support_today():
 def release_literals(path: pathlib.Path) -> list[int]:
     """Lines of a Python file whose code (not a docstring or comment) spells the Slurm release."""
     tree = ast.parse(path.read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
-                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return [node.lineno for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-            and re.search(rf"(?<![\d.]){re.escape(versions.SLURM_RELEASE)}(?![\d])", node.value)]
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and re.search(rf"(?<![\d.]){re.escape(versions.SLURM_RELEASE)}(?![\d])", node.value)
+    ]
 
 
 def test_the_program_and_tools_spell_the_slurm_release_only_in_the_model():
     # The rest reads model/versions.py (the key table's defaults and the Dockerfile are checked
     # above; image/build-image.sh reads it). Tests and docs may quote it.
-    sources = [*ROOT.glob("*.py"), *(ROOT / "components").glob("*.py"), *(ROOT / "model").glob("*.py"),
-               *(ROOT / "tools").glob("*.py")]
+    sources = [
+        *ROOT.glob("*.py"),
+        *(ROOT / "components").glob("*.py"),
+        *(ROOT / "model").glob("*.py"),
+        *(ROOT / "tools").glob("*.py"),
+    ]
     spelled = {str(p.relative_to(ROOT)) for p in sources if release_literals(p)}
     assert spelled == {"model/versions.py"}
 
 
 def test_a_retyped_slurm_release_is_found(tmp_path):
     source = tmp_path / "component.py"
-    source.write_text(f'"""Built on {versions.SLURM_RELEASE}."""\n# {versions.SLURM_RELEASE}\n'
-                      f'TAG = "{versions.SLURM_RELEASE}-torch"\nOTHER = "1{versions.SLURM_RELEASE}"\n')
+    source.write_text(
+        f'"""Built on {versions.SLURM_RELEASE}."""\n# {versions.SLURM_RELEASE}\n'
+        f'TAG = "{versions.SLURM_RELEASE}-torch"\nOTHER = "1{versions.SLURM_RELEASE}"\n'
+    )
     assert release_literals(source) == [3]
 
 
 def _versions_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "model.versions", *args], cwd=ROOT,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "model.versions", *args], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 def test_the_versions_reader_prints_a_keys_default():
@@ -217,16 +265,24 @@ def _build_args(script: pathlib.Path, tmp_path: pathlib.Path, *args: str) -> dic
         (bin_dir / name).chmod(stat.S_IRWXU)
     log = tmp_path / "docker.log"
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "DOCKER_LOG": str(log)}
-    result = subprocess.run(["bash", str(script), "--region", "us-west-2", *args], env=env, stdin=subprocess.DEVNULL,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["bash", str(script), "--region", "us-west-2", *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     (build,) = [line for line in log.read_text().splitlines() if line.startswith("buildx build")]
     return dict(re.findall(r"--build-arg (\w+)=(\S+)", build))
 
 
 def build_arg_problems(args: dict[str, str]) -> list[str]:
-    expected = {"DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
-                "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE, "SLURM_VERSION": versions.SLURM_RELEASE}
+    expected = {
+        "DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
+        "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
+        "SLURM_VERSION": versions.SLURM_RELEASE,
+    }
     return [f"{k}={args.get(k)!r}, the model pins {v!r}" for k, v in expected.items() if args.get(k) != v]
 
 
@@ -244,8 +300,12 @@ def test_a_build_script_that_retypes_a_pin_is_found(tmp_path):
     script = tmp_path / "image" / "build-image.sh"
     script.parent.mkdir()
     text = (ROOT / "image/build-image.sh").read_text()
-    script.write_text(text.replace("SLURM_VERSION=$(pin slurmVersion)", 'SLURM_VERSION="26.05.1"')
-                          .replace("TAG=$(pin slurmdImageTag)", 'TAG="26.05.1-torch2.9-cu130-mpi"'))
+    script.write_text(
+        text.replace("SLURM_VERSION=$(pin slurmVersion)", 'SLURM_VERSION="26.05.1"').replace(
+            "TAG=$(pin slurmdImageTag)", 'TAG="26.05.1-torch2.9-cu130-mpi"'
+        )
+    )
     shutil.copytree(ROOT / "model", tmp_path / "model")
     assert build_arg_problems(_build_args(script, tmp_path)) == [
-        f"SLURM_VERSION='26.05.1', the model pins {versions.SLURM_RELEASE!r}"]
+        f"SLURM_VERSION='26.05.1', the model pins {versions.SLURM_RELEASE!r}"
+    ]

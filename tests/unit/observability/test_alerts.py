@@ -1,6 +1,7 @@
 """The alert rules (observability/alerts/*.yaml, one AMP rule group namespace each) through
 Debian's promtool 3.5.3 from the sid root: they parse, their unit tests pass, and every alert has
 a unit test where it fires and one where it stays quiet."""
+
 from __future__ import annotations
 
 import shutil
@@ -46,10 +47,17 @@ def test_a_rule_that_breaks_its_unit_test_fails_it(tmp_path):
     rules_file = tmp_path / "alerts/slurm.yaml"
     text = rules_file.read_text()
     assert "expr: slurm_partition_nodes_drained > 0\n        for: 15m" in text
-    rules_file.write_text(text.replace("expr: slurm_partition_nodes_drained > 0\n        for: 15m",
-                                       "expr: slurm_partition_nodes_drained > 0\n        for: 1m"))
+    rules_file.write_text(
+        text.replace(
+            "expr: slurm_partition_nodes_drained > 0\n        for: 15m",
+            "expr: slurm_partition_nodes_drained > 0\n        for: 1m",
+        )
+    )
     result = _promtool("test", "rules", str(tmp_path / "alerts/tests/slurm_test.yaml"))
-    assert result.returncode != 0 and "a rollout's drain fires no SlurmNodesDrained" in result.stdout + result.stderr
+    assert (
+        result.returncode != 0
+        and "a rollout's drain fires no SlurmNodesDrained" in result.stdout + result.stderr
+    )
 
 
 def _cases() -> dict[str, set[bool]]:
@@ -72,4 +80,7 @@ def test_every_alert_has_a_firing_and_a_quiet_unit_test():
 
 def test_the_drained_node_alert_is_tested_on_an_admins_drain_and_a_rollouts():
     names = {case["name"] for path in _unit_tests() for case in yaml.safe_load(path.read_text())["tests"]}
-    assert {"an admin's drain fires SlurmNodesDrained", "a rollout's drain fires no SlurmNodesDrained"} <= names
+    assert {
+        "an admin's drain fires SlurmNodesDrained",
+        "a rollout's drain fires no SlurmNodesDrained",
+    } <= names

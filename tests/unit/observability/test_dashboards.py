@@ -2,6 +2,7 @@
 the dashboards and the rules held to the series the exporters really export: the DCGM exporter's
 from observability/dcgm-counters.csv, slurmctld's from its captured output (tests/data/slurm-metrics/,
 tests/support/capture_slurm_metrics.py; tests/slurm/test_metrics.py runs them on the live one)."""
+
 from __future__ import annotations
 
 import re
@@ -45,10 +46,16 @@ def test_every_panel_and_variable_queries_the_stacks_datasource(name):
             continue
         if panel.get("datasource", {}).get("uid") != DATASOURCE_UID:
             wrong.append(f"panel {panel['title']!r}")
-        wrong += [f"panel {panel['title']!r} target {t['refId']}" for t in panel["targets"]
-                  if t.get("datasource", {}).get("uid") != DATASOURCE_UID or not t.get("expr")]
-    wrong += [f"variable {v['name']}" for v in board["templating"]["list"]
-              if v.get("datasource", {}).get("uid") != DATASOURCE_UID]
+        wrong += [
+            f"panel {panel['title']!r} target {t['refId']}"
+            for t in panel["targets"]
+            if t.get("datasource", {}).get("uid") != DATASOURCE_UID or not t.get("expr")
+        ]
+    wrong += [
+        f"variable {v['name']}"
+        for v in board["templating"]["list"]
+        if v.get("datasource", {}).get("uid") != DATASOURCE_UID
+    ]
     assert not wrong, f"{name}: not on datasource uid {DATASOURCE_UID!r}: {wrong}"
 
 
@@ -75,7 +82,11 @@ def test_a_gpu_query_naming_an_unexported_series_is_found():
 def test_the_counters_file_names_only_fields_the_exporter_image_knows(shared_ref):
     """Each field is one of the image's default list, commented out or not: a misspelt field
     would make the exporter refuse the file."""
-    known = set(re.findall(r"DCGM_FI_[A-Z0-9_]+", (shared_ref / "dcgm-exporter-4.5.3-4.8.2-default-counters.csv").read_text()))
+    known = set(
+        re.findall(
+            r"DCGM_FI_[A-Z0-9_]+", (shared_ref / "dcgm-exporter-4.5.3-4.8.2-default-counters.csv").read_text()
+        )
+    )
     chosen = exported_dcgm_series(DCGM_COUNTERS_FILE.read_text())
     assert chosen and chosen <= known, sorted(chosen - known)
 
@@ -85,14 +96,21 @@ def test_the_uncorrectable_ecc_alert_reads_a_field_the_counters_file_adds():
 
 
 def _captured_names() -> set[str]:
-    return {m for p in CAPTURED.glob("*.txt") for m in re.findall(r"^([a-zA-Z_:][\w:]*)[{ ]", p.read_text(), re.M)}
+    return {
+        m for p in CAPTURED.glob("*.txt") for m in re.findall(r"^([a-zA-Z_:][\w:]*)[{ ]", p.read_text(), re.M)
+    }
 
 
 def test_every_slurm_series_a_query_names_is_in_slurmctlds_real_output():
     captured = _captured_names()
     assert "slurm_partition_nodes_drained" in captured
-    missing = [f"{q.where}: {n}" for q in _all_queries() if not is_gpu_query(q)
-               for n in sorted(series_names(q.expr)) if n != "up" and n not in captured | recorded_names()]
+    missing = [
+        f"{q.where}: {n}"
+        for q in _all_queries()
+        if not is_gpu_query(q)
+        for n in sorted(series_names(q.expr))
+        if n != "up" and n not in captured | recorded_names()
+    ]
     assert not missing, missing
 
 
@@ -101,12 +119,18 @@ def test_a_query_naming_a_series_slurmctld_does_not_export_is_found():
     assert names == {"slurm_partition_nodes_drainedd"} and not names <= _captured_names()
 
 
-@pytest.mark.parametrize("expr, names", [
-    ('sum(slurm_jobs_pending) / sum(rate(slurm_sdiag_jobs_started[5m]) > 0)', {"slurm_jobs_pending", "slurm_sdiag_jobs_started"}),
-    ('max by (partition) (a) > on (partition) b:c and on (partition) d > 0', {"a", "b:c", "d"}),
-    ('min by (partition) ({__name__=~"x_down|x_drain"})', {"x_down", "x_drain"}),
-    ('label_values(DCGM_FI_DEV_GPU_UTIL, Hostname)', {"DCGM_FI_DEV_GPU_UTIL"}),
-    ('up{job=~"slurmctld-.+|dcgm-exporter"} == 0', {"up"}),
-])
+@pytest.mark.parametrize(
+    "expr, names",
+    [
+        (
+            "sum(slurm_jobs_pending) / sum(rate(slurm_sdiag_jobs_started[5m]) > 0)",
+            {"slurm_jobs_pending", "slurm_sdiag_jobs_started"},
+        ),
+        ("max by (partition) (a) > on (partition) b:c and on (partition) d > 0", {"a", "b:c", "d"}),
+        ('min by (partition) ({__name__=~"x_down|x_drain"})', {"x_down", "x_drain"}),
+        ("label_values(DCGM_FI_DEV_GPU_UTIL, Hostname)", {"DCGM_FI_DEV_GPU_UTIL"}),
+        ('up{job=~"slurmctld-.+|dcgm-exporter"} == 0', {"up"}),
+    ],
+)
 def test_the_series_of_an_expression_are_read_apart_from_functions_labels_and_keywords(expr, names):
     assert series_names(expr) == names

@@ -1,5 +1,6 @@
 """`make up|preview|destroy` check what they need before installing or running anything and say how
 to get what is missing (tools/preflight.sh), with a PATH built for each case."""
+
 import os
 import pathlib
 import shutil
@@ -12,7 +13,7 @@ from devkit.offline_run import PROJECT_DIR
 BASH = shutil.which("bash")
 MAKE = shutil.which("make")
 # The AWS CLI's message without credentials (botocore's NoCredentialsError).
-NO_CREDENTIALS = "Unable to locate credentials. You can configure credentials by running \"aws configure\"."
+NO_CREDENTIALS = 'Unable to locate credentials. You can configure credentials by running "aws configure".'
 
 
 def tool(bin_dir: pathlib.Path, name: str, script: str) -> None:
@@ -34,8 +35,11 @@ def bin_dir(tmp_path):
 # "Authorize inbound traffic for your Linux instances": https://docs.aws.amazon.com/AWSEC2/latest/
 # UserGuide/authorizing-access-to-an-instance.html). Pulumi.dev.yaml allows 203.0.113.10/32.
 def checkip(bin_dir, address="203.0.113.10"):
-    tool(bin_dir, "curl", f'[[ "$*" == "-4 -fsS --max-time 5 https://checkip.amazonaws.com" ]] || exit 2\n'
-                          f'echo {address}')
+    tool(
+        bin_dir,
+        "curl",
+        f'[[ "$*" == "-4 -fsS --max-time 5 https://checkip.amazonaws.com" ]] || exit 2\necho {address}',
+    )
 
 
 def all_tools(bin_dir):
@@ -46,9 +50,14 @@ def all_tools(bin_dir):
 
 
 def preflight(bin_dir, command="up", cwd=PROJECT_DIR, **env):
-    result = subprocess.run([BASH, str(PROJECT_DIR / "tools/preflight.sh"), command], cwd=cwd,
-                            env={"PATH": str(bin_dir), "HOME": str(bin_dir), **env},
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [BASH, str(PROJECT_DIR / "tools/preflight.sh"), command],
+        cwd=cwd,
+        env={"PATH": str(bin_dir), "HOME": str(bin_dir), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     return result.returncode, result.stderr.splitlines()
 
 
@@ -63,9 +72,13 @@ def test_everything_present_passes(bin_dir):
 def test_missing_pulumi_cli_says_how_to_install_it(bin_dir):
     all_tools(bin_dir)
     (bin_dir / "pulumi").unlink()
-    assert preflight(bin_dir, **PASSPHRASE) == (1, [
-        "make up: the Pulumi CLI is not on PATH: install it with `curl -fsSL https://get.pulumi.com | sh` "
-        "(https://www.pulumi.com/docs/install/)"])
+    assert preflight(bin_dir, **PASSPHRASE) == (
+        1,
+        [
+            "make up: the Pulumi CLI is not on PATH: install it with `curl -fsSL https://get.pulumi.com | sh` "
+            "(https://www.pulumi.com/docs/install/)"
+        ],
+    )
 
 
 def test_missing_aws_cli_says_why_it_is_needed(bin_dir):
@@ -81,22 +94,29 @@ def test_unusable_credentials_quote_the_cli_and_say_how_to_configure(bin_dir):
     tool(bin_dir, "aws", f"echo >&2\necho '{NO_CREDENTIALS}' >&2\nexit 255")
     code, lines = preflight(bin_dir, "preview", **PASSPHRASE)
     assert code == 1
-    assert lines == [f"make preview: AWS credentials do not work ({NO_CREDENTIALS}): run `aws configure` or "
-                     "`aws sso login`, or set AWS_PROFILE "
-                     "(https://docs.aws.amazon.com/cli/latest/userguide/cli-chap-configure.html)"]
+    assert lines == [
+        f"make preview: AWS credentials do not work ({NO_CREDENTIALS}): run `aws configure` or "
+        "`aws sso login`, or set AWS_PROFILE "
+        "(https://docs.aws.amazon.com/cli/latest/userguide/cli-chap-configure.html)"
+    ]
 
 
 def test_up_needs_docker_with_buildx(bin_dir):
     all_tools(bin_dir)
-    tool(bin_dir, "docker", '[[ $1 == buildx ]] && { echo "docker: unknown command: docker buildx" >&2; exit 1; }; exit 0')
+    tool(
+        bin_dir,
+        "docker",
+        '[[ $1 == buildx ]] && { echo "docker: unknown command: docker buildx" >&2; exit 1; }; exit 0',
+    )
     code, lines = preflight(bin_dir, **PASSPHRASE)
-    assert code == 1 and lines == ["make up: Docker has no buildx plugin: install it, "
-                                   "https://github.com/docker/buildx#installing"]
+    assert code == 1 and lines == [
+        "make up: Docker has no buildx plugin: install it, https://github.com/docker/buildx#installing"
+    ]
 
 
 def test_up_needs_a_running_docker_daemon(bin_dir):
     all_tools(bin_dir)
-    tool(bin_dir, "docker", '[[ $1 == info ]] && exit 1; exit 0')
+    tool(bin_dir, "docker", "[[ $1 == info ]] && exit 1; exit 0")
     code, lines = preflight(bin_dir, **PASSPHRASE)
     assert code == 1 and "the Docker daemon is not reachable" in lines[0]
 
@@ -114,7 +134,8 @@ def test_an_empty_passphrase_needs_the_opt_in_and_says_how(bin_dir):
     code, lines = preflight(bin_dir, PULUMI_CONFIG_PASSPHRASE="")
     assert code == 1 and lines == [
         "make up: no state passphrase: export PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) "
-        "to encrypt the stack's secrets, or run `make up ALLOW_EMPTY_PASSPHRASE=1` to use an empty one on purpose"]
+        "to encrypt the stack's secrets, or run `make up ALLOW_EMPTY_PASSPHRASE=1` to use an empty one on purpose"
+    ]
     assert preflight(bin_dir, ALLOW_EMPTY_PASSPHRASE="1") == (0, [])
     assert preflight(bin_dir, PULUMI_CONFIG_PASSPHRASE_FILE="/run/secrets/pulumi") == (0, [])
 
@@ -123,8 +144,11 @@ def test_every_missing_piece_is_reported_at_once(bin_dir):
     code, lines = preflight(bin_dir)
     problems = [line for line in lines if not line.startswith("make up: warning:")]
     assert code == 1 and [line.split(":")[1].strip() for line in problems] == [
-        "the Pulumi CLI is not on PATH", "the AWS CLI is not on PATH (the kubeconfig runs `aws eks get-token`)",
-        "Docker is not on PATH (`up` builds and pushes the slurmd image)", "no state passphrase"]
+        "the Pulumi CLI is not on PATH",
+        "the AWS CLI is not on PATH (the kubeconfig runs `aws eks get-token`)",
+        "Docker is not on PATH (`up` builds and pushes the slurmd image)",
+        "no state passphrase",
+    ]
 
 
 def test_bad_usage_exits_2(bin_dir):
@@ -132,8 +156,14 @@ def test_bad_usage_exits_2(bin_dir):
 
 
 def test_make_up_stops_before_installing_anything(bin_dir):
-    result = subprocess.run([MAKE, "--no-print-directory", "up"], cwd=PROJECT_DIR, capture_output=True, text=True,
-                            env={"PATH": str(bin_dir), "HOME": str(bin_dir)}, timeout=30)
+    result = subprocess.run(
+        [MAKE, "--no-print-directory", "up"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        env={"PATH": str(bin_dir), "HOME": str(bin_dir)},
+        timeout=30,
+    )
     assert result.returncode != 0
     assert "make up: the Pulumi CLI is not on PATH" in result.stderr
     assert "pip" not in result.stdout + result.stderr
@@ -141,26 +171,39 @@ def test_make_up_stops_before_installing_anything(bin_dir):
 
 def test_make_up_installs_only_what_pulumi_up_needs():
     env = {**os.environ, "PULUMI_CONFIG_PASSPHRASE": "x"}
-    dry = subprocess.run([MAKE, "--no-print-directory", "-n", "-B", "up"], cwd=PROJECT_DIR, env=env,
-                         capture_output=True, text=True, timeout=30).stdout
+    dry = subprocess.run(
+        [MAKE, "--no-print-directory", "-n", "-B", "up"],
+        cwd=PROJECT_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert "tools/preflight.sh up" in dry and "-r requirements.txt" in dry
     assert "requirements-dev.txt" not in dry
     assert dry.index("tools/preflight.sh up") < dry.index("pip install") < dry.index("pulumi up")
 
 
 def test_make_passes_the_opt_in_to_the_check():
-    dry = subprocess.run([MAKE, "-n", "destroy", "ALLOW_EMPTY_PASSPHRASE=1"], cwd=PROJECT_DIR,
-                         capture_output=True, text=True, timeout=30).stdout
+    dry = subprocess.run(
+        [MAKE, "-n", "destroy", "ALLOW_EMPTY_PASSPHRASE=1"],
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert "ALLOW_EMPTY_PASSPHRASE=1 bash tools/preflight.sh destroy" in dry
 
 
 def test_make_passes_the_stack_to_the_check():
-    dry = subprocess.run([MAKE, "-n", "destroy", "STACK=prod"], cwd=PROJECT_DIR,
-                         capture_output=True, text=True, timeout=30).stdout
+    dry = subprocess.run(
+        [MAKE, "-n", "destroy", "STACK=prod"], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=30
+    ).stdout
     assert "STACK=prod ALLOW_EMPTY_PASSPHRASE= bash tools/preflight.sh destroy" in dry
 
 
 # The deployer inside the API endpoint's allowed blocks
+
 
 def stack_dir(tmp_path, body: str, stack="dev"):
     d = tmp_path / "project"
@@ -186,12 +229,15 @@ def test_a_deployer_outside_the_api_blocks_is_refused_naming_the_key(bin_dir, tm
         "make destroy: this machine's public address 198.51.100.7 is outside sshAllowedCidrs "
         "(apiAllowedCidrs is unset) (203.0.113.0/24): the EKS API endpoint would refuse it and every "
         "Kubernetes call of `pulumi destroy` would time out; add 198.51.100.7/32 to "
-        "slinky-eks:apiAllowedCidrs in Pulumi.dev.yaml, or run from inside those blocks"]
+        "slinky-eks:apiAllowedCidrs in Pulumi.dev.yaml, or run from inside those blocks"
+    ]
 
 
 def test_api_allowed_cidrs_win_over_the_ssh_blocks(bin_dir, tmp_path):
     all_tools(bin_dir)
-    project = stack_dir(tmp_path, SSH_ONLY + '  slinky-eks:apiAllowedCidrs: ["198.51.100.0/28", 192.0.2.1/32]\n')
+    project = stack_dir(
+        tmp_path, SSH_ONLY + '  slinky-eks:apiAllowedCidrs: ["198.51.100.0/28", 192.0.2.1/32]\n'
+    )
     checkip(bin_dir, "198.51.100.7")
     assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (0, [])
     checkip(bin_dir, "203.0.113.77")
@@ -220,7 +266,8 @@ def test_an_unreachable_checkip_is_a_warning_only(bin_dir, tmp_path):
     assert code == 0 and lines == [
         "make up: warning: checkip.amazonaws.com did not answer: could not check that this machine's "
         "public address is inside sshAllowedCidrs (apiAllowedCidrs is unset) (203.0.113.0/24), where "
-        "the EKS API endpoint answers"]
+        "the EKS API endpoint answers"
+    ]
 
 
 def test_without_curl_the_address_check_is_a_warning_only(bin_dir, tmp_path):

@@ -1,4 +1,5 @@
 """jobs/lib/nccl_tests.py: the verdict the nccl-tests jobs exit with (and the reports draw)."""
+
 import subprocess
 import sys
 
@@ -9,8 +10,7 @@ from tests.support.paths import DATA
 
 
 def _run(log, *args):
-    return subprocess.run([sys.executable, str(PATH), str(DATA / log), *args],
-                          capture_output=True, text=True)
+    return subprocess.run([sys.executable, str(PATH), str(DATA / log), *args], capture_output=True, text=True)
 
 
 def test_parses_every_row_and_the_summary():
@@ -50,8 +50,10 @@ def test_an_empty_log_fails():
 
 
 def test_wrong_column_na_counts_as_zero():
-    line = ("     1048576        262144     float     sum      -1    512.3    2.05    3.58    N/A"
-            "    510.9    2.05    3.59    N/A")
+    line = (
+        "     1048576        262144     float     sum      -1    512.3    2.05    3.58    N/A"
+        "    510.9    2.05    3.59    N/A"
+    )
     (row,) = nccl_tests.parse(line).rows
     assert row.wrong == 0 and row.busbw == 3.58
 
@@ -60,28 +62,31 @@ def test_ranks_that_missed_efa_fail_the_job():
     text = (DATA / "nccl-allreduce-8x-l4.log").read_text()
     lines = text.splitlines(keepends=True)
     efa = [i for i, line in enumerate(lines) if "Selected provider is efa" in line]
-    ok, notes = nccl_tests.verdict(nccl_tests.parse("".join(lines[:efa[0]] + lines[efa[-1]:])), 40, True)
+    ok, notes = nccl_tests.verdict(nccl_tests.parse("".join(lines[: efa[0]] + lines[efa[-1] :])), 40, True)
     assert not ok and "only 1 of 8 ranks selected the EFA provider" in notes
 
 
 # nccl-tests v2.17.9 src/util.cu writeBenchmarkLineBody prints #wrong with "%6g" and times and
 # bandwidths through getFloatStr, which uses "%7.1e" once a value has too many digits.
-BIG_WRONG_ROW = ("  2147483648     536870912     float     sum      -1  1.2e+05   17.89   31.30  5.36871e+08"
-                 "  1.2e+05   17.90   31.33  5.36871e+08")
+BIG_WRONG_ROW = (
+    "  2147483648     536870912     float     sum      -1  1.2e+05   17.89   31.30  5.36871e+08"
+    "  1.2e+05   17.90   31.33  5.36871e+08"
+)
 
 
 def test_wrong_counts_printed_with_g_fail_the_run_with_a_verdict():
     (row,) = nccl_tests.parse(BIG_WRONG_ROW).rows
     assert row.wrong == 2 * 536871000 and row.time_us == 1.2e5
-    ok, notes = nccl_tests.verdict(nccl_tests.parse(BIG_WRONG_ROW + "\n# Out of bounds values : 0 OK\n"), None, False)
+    ok, notes = nccl_tests.verdict(
+        nccl_tests.parse(BIG_WRONG_ROW + "\n# Out of bounds values : 0 OK\n"), None, False
+    )
     assert not ok and "#wrong = 1073742000 (must be 0)" in notes
 
 
 def test_a_run_with_g_counts_exits_with_the_verdict_not_a_traceback(tmp_path):
     log = tmp_path / "wrong.log"
     log.write_text(BIG_WRONG_ROW + "\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 31.3 \n")
-    out = subprocess.run([sys.executable, str(PATH), str(log)],
-                         capture_output=True, text=True)
+    out = subprocess.run([sys.executable, str(PATH), str(log)], capture_output=True, text=True)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "NCCL-TESTS FAILED" in out.stdout
 
@@ -92,7 +97,7 @@ REAL = "h200-run"
 
 def test_real_off_efa_all_reduce_parses_every_size_of_the_sweep():
     result = nccl_tests.parse((DATA / REAL / "nccl-allreduce-3.ranks.log").read_text())
-    assert [r.size for r in result.rows] == [8 * 2 ** i for i in range(27)]   # 8 B .. 512 MiB
+    assert [r.size for r in result.rows] == [8 * 2**i for i in range(27)]  # 8 B .. 512 MiB
     assert result.ranks == 2 and result.out_of_bounds == 0
     assert result.peak_busbw == 1.86 and result.efa_lines == 0 and result.socket_lines == 14
 
@@ -108,7 +113,9 @@ def test_real_off_efa_runs_pass_with_sockets_as_their_transport():
 def test_the_same_real_run_fails_where_efa_is_expected():
     out = _run(f"{REAL}/nccl-allreduce-3.ranks.log", "--line-rate-gbps", "3200", "--expect-efa", "1")
     assert out.returncode == 1
-    assert "socket fallback: 14 NET/Socket lines" in out.stdout and "EFA provider never selected" in out.stdout
+    assert (
+        "socket fallback: 14 NET/Socket lines" in out.stdout and "EFA provider never selected" in out.stdout
+    )
 
 
 def test_a_real_run_whose_net_plugin_failed_has_no_rows_and_fails():

@@ -18,8 +18,9 @@ Done. LoRA adapters saved to /shared/lora-out
 
 
 def test_nccl_report_writes_a_table_a_chart_and_a_verdict(tmp_path):
-    ok = report.nccl_report([DATA / "nccl-allreduce-8x-l4.log", DATA / "nccl-allgather-8x-l4.log"],
-                            "g6.12xlarge", tmp_path)
+    ok = report.nccl_report(
+        [DATA / "nccl-allreduce-8x-l4.log", DATA / "nccl-allgather-8x-l4.log"], "g6.12xlarge", tmp_path
+    )
     assert ok
     md = (tmp_path / "nccl-report.md").read_text()
     assert "## all_reduce: PASS" in md and "## all_gather: PASS" in md
@@ -42,8 +43,19 @@ def test_nccl_report_fails_on_socket_fallback(tmp_path):
 
 
 def test_cli_exit_status(tmp_path):
-    assert report.main(["nccl", str(DATA / "nccl-allreduce-wrong.log"), "--instance-type", "g6.12xlarge",
-                        "--out", str(tmp_path)]) == 1
+    assert (
+        report.main(
+            [
+                "nccl",
+                str(DATA / "nccl-allreduce-wrong.log"),
+                "--instance-type",
+                "g6.12xlarge",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
 
 
 def test_walkthrough_finetune_log_becomes_curves(tmp_path, capsys):
@@ -56,13 +68,17 @@ def test_walkthrough_finetune_log_becomes_curves(tmp_path, capsys):
 
 
 def test_metrics_lines_win_over_the_trainers_printed_dicts():
-    text = ("METRICS {\"step\": 1, \"loss\": 5.9, \"mean_token_accuracy\": 0.1}\n"
-            "{'loss': '5.906', 'mean_token_accuracy': '0.1', 'epoch': '0.03'}\n")
+    text = (
+        'METRICS {"step": 1, "loss": 5.9, "mean_token_accuracy": 0.1}\n'
+        "{'loss': '5.906', 'mean_token_accuracy': '0.1', 'epoch': '0.03'}\n"
+    )
     assert report.finetune_metrics(text) == [{"step": 1, "loss": 5.9, "mean_token_accuracy": 0.1}]
 
 
 def test_string_numbers_from_transformers_5_are_read_as_numbers():
-    assert report.finetune_metrics("{'loss': '5.906', 'epoch': '0.03125'}") == [{"loss": 5.906, "epoch": 0.03125}]
+    assert report.finetune_metrics("{'loss': '5.906', 'epoch': '0.03125'}") == [
+        {"loss": 5.906, "epoch": 0.03125}
+    ]
 
 
 def test_a_log_without_loss_lines_fails(tmp_path):
@@ -83,8 +99,10 @@ def test_a_missing_log_is_one_line_and_exit_status_2(tmp_path, capsys, kind):
     extra = ["--instance-type", "g6.12xlarge"] if kind == "nccl" else []
     assert report.main([kind, str(missing), *extra, "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
-    assert err == f"report: {missing}: no such file; the jobs write /shared/logs/<name>-<jobid>.out on the " \
-                  "cluster: copy it here (e.g. scp <you>@<loginHostname>:/shared/logs/<file> .)\n"
+    assert (
+        err == f"report: {missing}: no such file; the jobs write /shared/logs/<name>-<jobid>.out on the "
+        "cluster: copy it here (e.g. scp <you>@<loginHostname>:/shared/logs/<file> .)\n"
+    )
 
 
 def test_a_directory_given_as_log_is_refused(tmp_path, capsys):
@@ -105,8 +123,21 @@ REAL = DATA / "h200-run"
 
 def test_real_off_efa_run_reports_pass_with_its_table_and_chart(tmp_path):
     logs = [REAL / "nccl-allreduce-3.ranks.log", REAL / "nccl-allgather-4.ranks.log"]
-    assert report.main(["nccl", *map(str, logs), "--instance-type", "p5en.48xlarge", "--expect-efa", "0",
-                        "--out", str(tmp_path)]) == 0
+    assert (
+        report.main(
+            [
+                "nccl",
+                *map(str, logs),
+                "--instance-type",
+                "p5en.48xlarge",
+                "--expect-efa",
+                "0",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     md = (tmp_path / "nccl-report.md").read_text()
     assert "## all_reduce: PASS" in md and "## all_gather: PASS" in md
     assert "| 536870912 | 288809.0 | 1.86 | 1.86 | 0 |" in md
@@ -114,8 +145,19 @@ def test_real_off_efa_run_reports_pass_with_its_table_and_chart(tmp_path):
 
 
 def test_real_off_efa_run_reported_as_an_efa_cluster_fails(tmp_path):
-    assert report.main(["nccl", str(REAL / "nccl-allreduce-3.ranks.log"), "--instance-type", "p5en.48xlarge",
-                        "--out", str(tmp_path)]) == 1
+    assert (
+        report.main(
+            [
+                "nccl",
+                str(REAL / "nccl-allreduce-3.ranks.log"),
+                "--instance-type",
+                "p5en.48xlarge",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 1
+    )
     assert "## all_reduce: FAIL" in (tmp_path / "nccl-report.md").read_text()
 
 
@@ -129,4 +171,4 @@ def test_an_off_efa_chart_draws_no_line_rate_so_its_runs_stay_visible():
     result = report.nccl_tests.parse((REAL / "nccl-allreduce-3.ranks.log").read_text())
     (ax,) = report.busbw_figure([("all_reduce", result)], "p5en.48xlarge", True, expect_efa=False).axes
     assert not [line for line in ax.lines if line.get_label().startswith("EFA line rate")]
-    assert ax.get_ylim()[1] < 10   # scaled to the 1.86 GB/s of the run, not to 400 GB/s
+    assert ax.get_ylim()[1] < 10  # scaled to the 1.86 GB/s of the run, not to 400 GB/s

@@ -1,6 +1,7 @@
 """tools/verify.py and tools/command_output.py: parsing real command outputs, and the checks
 against a fake Kubernetes API. A Slurm node's state is judged by the readiness Job's model
 (cluster_programs/rollout.py SlurmNode), never by a rule of verify's own."""
+
 import json
 
 import pytest
@@ -13,32 +14,43 @@ from tools.verify import Check, Node, Pod
 # The walkthrough's own line (Step 2 and "Where did my slurm.conf go?").
 WALKTHROUGH_SCONTROL = "NodeName=slinky-0  Gres=gpu:nvidia_l4:4(S:0)  CfgTRES=cpu=48,mem=186130M,billing=48"
 SCONTROL_OK = "\n".join(scontrol_line(f"slinky-{i}", "IDLE+DYNAMIC_NORM") for i in (0, 1)) + "\n"
-NVIDIA_SMI = "".join(f"GPU {i}: NVIDIA L4 (UUID: GPU-{i}b3c51e2-6a7d-4f3e-9c1a-0d2e3f4a5b6c)\n" for i in range(4))
-FI_INFO_EFA = ("provider: efa\n    fabric: efa\n    domain: rdmap0s31-rdm\n    version: 122.0\n"
-               "    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\n")
+NVIDIA_SMI = "".join(
+    f"GPU {i}: NVIDIA L4 (UUID: GPU-{i}b3c51e2-6a7d-4f3e-9c1a-0d2e3f4a5b6c)\n" for i in range(4)
+)
+FI_INFO_EFA = (
+    "provider: efa\n    fabric: efa\n    domain: rdmap0s31-rdm\n    version: 122.0\n"
+    "    type: FI_EP_RDM\n    protocol: FI_PROTO_EFA\n"
+)
 FI_INFO_NONE = "fi_getinfo: -61 (No data available)\n"
 # What Debian's srun 22.05.8 printed on the test cluster; 26.05 prints the same shape.
 MPI_LIST = "MPI plugin types are...\n\tpmix\n\tnone\n\tcray_shasta\n\tpmi2\nspecific pmix plugin versions available: pmix_v4\n"
-OUTPUTS = {"gpuInstanceType": "g6.12xlarge", "gpuNodeCount": 2,
-           "loginHostname": "k8s-slurm-login-0123.elb.us-west-2.amazonaws.com", "kubeconfig": "{}"}
+OUTPUTS = {
+    "gpuInstanceType": "g6.12xlarge",
+    "gpuNodeCount": 2,
+    "loginHostname": "k8s-slurm-login-0123.elb.us-west-2.amazonaws.com",
+    "kubeconfig": "{}",
+}
 
 
 def test_walkthrough_scontrol_line_parses():
     text = WALKTHROUGH_SCONTROL + " State=IDLE+DYNAMIC_NORM"
     (node,) = rollout.parse_scontrol(text)
     assert (node.name, node.state, node.usable) == ("slinky-0", "IDLE+DYNAMIC_NORM", True)
-    assert {n: command_output.without_sockets(g) for n, g in command_output.gres_by_node(text).items()} == \
-        {"slinky-0": "gpu:nvidia_l4:4"}
+    assert {n: command_output.without_sockets(g) for n, g in command_output.gres_by_node(text).items()} == {
+        "slinky-0": "gpu:nvidia_l4:4"
+    }
 
 
 def test_a_record_without_gres_is_null_gres():
-    assert command_output.gres_by_node("NodeName=slinky-0 State=IDLE+DYNAMIC_NORM\n"
-                                       + scontrol_line("slinky-1", "IDLE", gres="(null)")) == \
-        {"slinky-0": "(null)", "slinky-1": "(null)"}
+    assert command_output.gres_by_node(
+        "NodeName=slinky-0 State=IDLE+DYNAMIC_NORM\n" + scontrol_line("slinky-1", "IDLE", gres="(null)")
+    ) == {"slinky-0": "(null)", "slinky-1": "(null)"}
 
 
 def test_the_socket_suffix_of_a_two_socket_gres_is_dropped():
-    assert command_output.without_sockets("gpu:nvidia_h100_80gb_hbm3:8(S:0-1)") == "gpu:nvidia_h100_80gb_hbm3:8"
+    assert (
+        command_output.without_sockets("gpu:nvidia_h100_80gb_hbm3:8(S:0-1)") == "gpu:nvidia_h100_80gb_hbm3:8"
+    )
 
 
 def slurm_nodes_check(*states: str) -> Check:
@@ -54,12 +66,29 @@ def slurm_nodes_check(*states: str) -> Check:
 # "idle"; stuck when the state contains "down" or "drain") and rollout.py's disagreed: a node
 # running a job, finishing one or planned for one takes jobs; the power-saving flags POWER_DOWN,
 # POWERING_DOWN and POWERED_DOWN contain "DOWN" but are not stuck, and no resume is theirs.
-DISAGREED = ["MIXED+DYNAMIC_NORM", "ALLOCATED+DYNAMIC_NORM", "IDLE+COMPLETING+DYNAMIC_NORM",
-             "ALLOCATED+COMPLETING+DYNAMIC_NORM", "IDLE+DYNAMIC_NORM+PLANNED",
-             "IDLE+DYNAMIC_NORM+POWERED_DOWN", "IDLE+DYNAMIC_NORM+POWERING_DOWN", "IDLE+CLOUD+POWER_DOWN"]
-AGREED = ["IDLE+DYNAMIC_NORM", "IDLE", "DOWN+DYNAMIC_NORM", "DOWN+DYNAMIC_NORM+NOT_RESPONDING",
-          "IDLE+DRAIN+DYNAMIC_NORM", "MIXED+DRAIN+DYNAMIC_NORM", "IDLE+DYNAMIC_NORM+NOT_RESPONDING",
-          "IDLE+DYNAMIC_NORM+MAINTENANCE", "IDLE+FAIL", "UNKNOWN", "FUTURE+DYNAMIC_FUTURE"]
+DISAGREED = [
+    "MIXED+DYNAMIC_NORM",
+    "ALLOCATED+DYNAMIC_NORM",
+    "IDLE+COMPLETING+DYNAMIC_NORM",
+    "ALLOCATED+COMPLETING+DYNAMIC_NORM",
+    "IDLE+DYNAMIC_NORM+PLANNED",
+    "IDLE+DYNAMIC_NORM+POWERED_DOWN",
+    "IDLE+DYNAMIC_NORM+POWERING_DOWN",
+    "IDLE+CLOUD+POWER_DOWN",
+]
+AGREED = [
+    "IDLE+DYNAMIC_NORM",
+    "IDLE",
+    "DOWN+DYNAMIC_NORM",
+    "DOWN+DYNAMIC_NORM+NOT_RESPONDING",
+    "IDLE+DRAIN+DYNAMIC_NORM",
+    "MIXED+DRAIN+DYNAMIC_NORM",
+    "IDLE+DYNAMIC_NORM+NOT_RESPONDING",
+    "IDLE+DYNAMIC_NORM+MAINTENANCE",
+    "IDLE+FAIL",
+    "UNKNOWN",
+    "FUTURE+DYNAMIC_FUTURE",
+]
 
 
 def verify_judges(state: str) -> tuple[bool, bool]:
@@ -92,10 +121,16 @@ def test_the_substring_rule_disagreed_with_the_rollout_on_exactly_those_states()
     assert disagreements(substring_rule_judges) == DISAGREED
 
 
-@pytest.mark.parametrize("state, judged", [
-    ("MIXED+DYNAMIC_NORM", (True, False)), ("IDLE+COMPLETING+DYNAMIC_NORM", (True, False)),
-    ("IDLE+DYNAMIC_NORM+POWERED_DOWN", (False, False)), ("IDLE+DRAIN+DYNAMIC_NORM", (False, True)),
-    ("DOWN+DYNAMIC_NORM", (False, True))])
+@pytest.mark.parametrize(
+    "state, judged",
+    [
+        ("MIXED+DYNAMIC_NORM", (True, False)),
+        ("IDLE+COMPLETING+DYNAMIC_NORM", (True, False)),
+        ("IDLE+DYNAMIC_NORM+POWERED_DOWN", (False, False)),
+        ("IDLE+DRAIN+DYNAMIC_NORM", (False, True)),
+        ("DOWN+DYNAMIC_NORM", (False, True)),
+    ],
+)
 def test_states_the_rules_disagreed_on_are_judged_as_slurm_means_them(state, judged):
     # Pinned apart from the rollout, so that the comparison cannot pass with both models wrong.
     assert verify_judges(state) == judged
@@ -124,15 +159,35 @@ class FakeCluster:
     """The Kubernetes calls verify makes, answered from canned outputs; records every exec."""
 
     def __init__(self, pods=None, answers=None, nodes=None):
-        self._nodes = nodes if nodes is not None else [
-            Node(f"ip-10-0-{i}-7.us-west-2.compute.internal",
-                 {"cpu": "47810m", "nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"}) for i in (1, 2)]
-        self._pods = pods if pods is not None else [
-            Pod("slurm-controller-0", "Running", "core-a"), Pod("slurm-restapi-6d9f", "Running", "core-b"),
-            Pod("slurm-login-slinky-7c8d", "Running", "core-a"),
-            Pod("slurm-worker-slinky-0", "Running", "gpu-a"), Pod("slurm-worker-slinky-1", "Running", "gpu-b")]
-        self.answers = {"srun": MPI_LIST, "nvidia-smi": NVIDIA_SMI, "/opt/amazon/efa/bin/fi_info": FI_INFO_EFA,
-                        "scontrol": SCONTROL_OK, **(answers or {})}
+        self._nodes = (
+            nodes
+            if nodes is not None
+            else [
+                Node(
+                    f"ip-10-0-{i}-7.us-west-2.compute.internal",
+                    {"cpu": "47810m", "nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"},
+                )
+                for i in (1, 2)
+            ]
+        )
+        self._pods = (
+            pods
+            if pods is not None
+            else [
+                Pod("slurm-controller-0", "Running", "core-a"),
+                Pod("slurm-restapi-6d9f", "Running", "core-b"),
+                Pod("slurm-login-slinky-7c8d", "Running", "core-a"),
+                Pod("slurm-worker-slinky-0", "Running", "gpu-a"),
+                Pod("slurm-worker-slinky-1", "Running", "gpu-b"),
+            ]
+        )
+        self.answers = {
+            "srun": MPI_LIST,
+            "nvidia-smi": NVIDIA_SMI,
+            "/opt/amazon/efa/bin/fi_info": FI_INFO_EFA,
+            "scontrol": SCONTROL_OK,
+            **(answers or {}),
+        }
         self.execs = []
         self.commands = []
 
@@ -192,16 +247,27 @@ def test_null_gres_fails_and_names_the_trap():
 
 
 def test_down_node_fails():
-    down = scontrol_line("slinky-0", "DOWN+DYNAMIC_NORM+NOT_RESPONDING") + "\n" + scontrol_line("slinky-1", "IDLE+DYNAMIC_NORM")
+    down = (
+        scontrol_line("slinky-0", "DOWN+DYNAMIC_NORM+NOT_RESPONDING")
+        + "\n"
+        + scontrol_line("slinky-1", "IDLE+DYNAMIC_NORM")
+    )
     checks = verify.verify(OUTPUTS, FakeCluster(answers={"scontrol": down}), connect=_ssh_ok)
     assert _failed(checks) == ["slurm nodes take jobs with GRES"]
-    assert "`verify --fix` resumes those a rollout left stuck" in _named(checks, "slurm nodes take jobs with GRES").detail
+    assert (
+        "`verify --fix` resumes those a rollout left stuck"
+        in _named(checks, "slurm nodes take jobs with GRES").detail
+    )
 
 
 def test_workers_on_one_node_fail():
-    pods = FakeCluster()._pods[:3] + [Pod("slurm-worker-slinky-0", "Running", "gpu-a"),
-                                      Pod("slurm-worker-slinky-1", "Running", "gpu-a")]
-    assert _failed(verify.verify(OUTPUTS, FakeCluster(pods=pods), connect=_ssh_ok)) == ["workers on distinct nodes"]
+    pods = FakeCluster()._pods[:3] + [
+        Pod("slurm-worker-slinky-0", "Running", "gpu-a"),
+        Pod("slurm-worker-slinky-1", "Running", "gpu-a"),
+    ]
+    assert _failed(verify.verify(OUTPUTS, FakeCluster(pods=pods), connect=_ssh_ok)) == [
+        "workers on distinct nodes"
+    ]
 
 
 def test_pending_worker_fails():
@@ -211,17 +277,23 @@ def test_pending_worker_fails():
 
 
 def test_wrong_gpu_count_fails():
-    checks = verify.verify(OUTPUTS, FakeCluster(answers={"nvidia-smi": NVIDIA_SMI.split("GPU 3")[0]}), connect=_ssh_ok)
+    checks = verify.verify(
+        OUTPUTS, FakeCluster(answers={"nvidia-smi": NVIDIA_SMI.split("GPU 3")[0]}), connect=_ssh_ok
+    )
     assert _failed(checks) == ["slurm-worker-slinky-0 GPUs", "slurm-worker-slinky-1 GPUs"]
 
 
 def test_missing_efa_fails():
-    checks = verify.verify(OUTPUTS, FakeCluster(answers={"/opt/amazon/efa/bin/fi_info": FI_INFO_NONE}), connect=_ssh_ok)
+    checks = verify.verify(
+        OUTPUTS, FakeCluster(answers={"/opt/amazon/efa/bin/fi_info": FI_INFO_NONE}), connect=_ssh_ok
+    )
     assert _failed(checks) == ["slurm-worker-slinky-0 EFA provider", "slurm-worker-slinky-1 EFA provider"]
 
 
 def test_missing_pmix_fails():
-    checks = verify.verify(OUTPUTS, FakeCluster(answers={"srun": "MPI plugin types are...\n\tnone\n"}), connect=_ssh_ok)
+    checks = verify.verify(
+        OUTPUTS, FakeCluster(answers={"srun": "MPI plugin types are...\n\tnone\n"}), connect=_ssh_ok
+    )
     assert _failed(checks) == ["srun offers pmix"]
 
 
@@ -233,26 +305,43 @@ def test_fix_settles_the_rollout_through_the_controller_first():
 
 
 def test_fix_resumes_a_node_left_down_by_the_prestop():
-    cluster = FakeCluster(answers={"scontrol": scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM") + "\n" + scontrol_line(
-        "slinky-1", "DOWN+DYNAMIC_NORM", "slurm-operator: Pod is terminating")})
-    verify.fix_rollout(cluster, sleep=lambda s: cluster.answers.update(scontrol=FakeCluster().answers["scontrol"]))
+    cluster = FakeCluster(
+        answers={
+            "scontrol": scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM")
+            + "\n"
+            + scontrol_line("slinky-1", "DOWN+DYNAMIC_NORM", "slurm-operator: Pod is terminating")
+        }
+    )
+    verify.fix_rollout(
+        cluster, sleep=lambda s: cluster.answers.update(scontrol=FakeCluster().answers["scontrol"])
+    )
     assert ["scontrol", "update", "nodename=slinky-1", "state=resume"] in cluster.commands
 
 
 def test_fix_leaves_an_admin_drain_alone_and_names_it():
-    cluster = FakeCluster(answers={"scontrol": scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM") + "\n" + scontrol_line(
-        "slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", "maintenance")})
+    cluster = FakeCluster(
+        answers={
+            "scontrol": scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM")
+            + "\n"
+            + scontrol_line("slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", "maintenance")
+        }
+    )
     check = verify.fix_rollout(cluster, sleep=lambda s: None)
     assert not check.ok and "slinky-1 IDLE+DRAIN+DYNAMIC_NORM reason 'maintenance'" in check.detail
     assert not [c for c in cluster.commands if c[:2] == ["scontrol", "update"]]
 
 
 def test_gpu_node_without_efa_devices_fails():
-    nodes = [Node("gpu-a", {"nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"}),
-             Node("gpu-b", {"nvidia.com/gpu": "4"})]  # the EFA plugin never ran there
+    nodes = [
+        Node("gpu-a", {"nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"}),
+        Node("gpu-b", {"nvidia.com/gpu": "4"}),
+    ]  # the EFA plugin never ran there
     checks = verify.verify(OUTPUTS, FakeCluster(nodes=nodes), connect=_ssh_ok)
     assert _failed(checks) == ["GPU nodes advertise GPUs and EFA"]
-    assert "gpu-b: nvidia.com/gpu=4, vpc.amazonaws.com/efa=0" in _named(checks, "GPU nodes advertise GPUs and EFA").detail
+    assert (
+        "gpu-b: nvidia.com/gpu=4, vpc.amazonaws.com/efa=0"
+        in _named(checks, "GPU nodes advertise GPUs and EFA").detail
+    )
 
 
 def test_missing_gpu_node_fails():
@@ -272,8 +361,9 @@ def test_cli_json_output_and_exit_status(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(verify, "check_login_port", _ssh_ok)  # no network in tests
     assert verify.main([str(path), "--json"], api=cluster) == 1
     result = json.loads(capsys.readouterr().out)
-    assert result["passed"] is False and any(c["name"] == "slurm nodes take jobs with GRES" and not c["ok"]
-                                             for c in result["checks"])
+    assert result["passed"] is False and any(
+        c["name"] == "slurm nodes take jobs with GRES" and not c["ok"] for c in result["checks"]
+    )
 
 
 def _health_check(*lines: str) -> Check:
@@ -282,23 +372,29 @@ def _health_check(*lines: str) -> Check:
 
 
 def test_verify_prints_each_nodes_last_health_result():
-    check = _health_check(scontrol_line("slinky-0", "IDLE", comment="health 2026-12-03T11:25:30Z: ok"),
-                          scontrol_line("slinky-1", "IDLE"))
+    check = _health_check(
+        scontrol_line("slinky-0", "IDLE", comment="health 2026-12-03T11:25:30Z: ok"),
+        scontrol_line("slinky-1", "IDLE"),
+    )
     assert check.ok
     assert check.detail == "slinky-0: health 2026-12-03T11:25:30Z: ok; slinky-1: no health result yet"
 
 
 def test_a_failing_health_result_fails_verify_and_names_the_health_drain():
     fault = "health 2026-12-03T11:25:30Z: Xid 79 on 0000:30:00"
-    check = _health_check(scontrol_line("slinky-0", "IDLE", comment="health 2026-12-03T11:25:30Z: ok"),
-                          scontrol_line("slinky-1", "IDLE+DRAIN", "health: Xid 79 on 0000:30:00", comment=fault))
+    check = _health_check(
+        scontrol_line("slinky-0", "IDLE", comment="health 2026-12-03T11:25:30Z: ok"),
+        scontrol_line("slinky-1", "IDLE+DRAIN", "health: Xid 79 on 0000:30:00", comment=fault),
+    )
     assert not check.ok and f"slinky-1: {fault} (drained by the check)" in check.detail
 
 
 def test_the_slurm_node_check_says_a_health_drain_is_not_resumed_by_verify():
     check = verify.check_slurm_nodes(
-        scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM") + "\n"
+        scontrol_line("slinky-0", "IDLE+DYNAMIC_NORM")
+        + "\n"
         + scontrol_line("slinky-1", "IDLE+DRAIN+DYNAMIC_NORM", "health: 0 of 4 GPUs in /dev"),
-        verify.pools_of(OUTPUTS)[0])
+        verify.pools_of(OUTPUTS)[0],
+    )
     assert not check.ok and "drained by the node health check: slinky-1" in check.detail
     assert "DOWN/DRAIN: slinky-1" not in check.detail

@@ -1,30 +1,76 @@
 """tools/verify.py on an autoscaling pool: checked at the size the scaler holds it at (at least its
 floor, at most maxNodes, the nodes of Running workers only), and its scaler's state and last
 decision reported from KEDA's ScaledObject and HPA (tools/scaler_state.py)."""
+
 from tests.support.rollout_fakes import nodeset, scontrol_line
 from tools import scaler_state, verify
 from tools.verify import Check, Node, Pod
 
-OUTPUTS = {"gpuInstanceType": "g6.12xlarge", "gpuNodeCount": 2, "kubeconfig": "{}",
-           "loginHostname": "k8s-slurm-login-0123.elb.us-west-2.amazonaws.com",
-           "gpuPools": [{"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2, "minNodes": 0,
-                         "maxNodes": 4}]}
+OUTPUTS = {
+    "gpuInstanceType": "g6.12xlarge",
+    "gpuNodeCount": 2,
+    "kubeconfig": "{}",
+    "loginHostname": "k8s-slurm-login-0123.elb.us-west-2.amazonaws.com",
+    "gpuPools": [
+        {"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2, "minNodes": 0, "maxNodes": 4}
+    ],
+}
 SMI = "".join(f"GPU {i}: NVIDIA L4 (UUID: GPU-{i})\n" for i in range(4))
 DEVICES = {"nvidia.com/gpu": "4", "vpc.amazonaws.com/efa": "1"}
 
 # As KEDA 2.20 and the HPA controller write them (condition types: the ScaledObject CRD's status,
 # Kubernetes autoscaling/v2 HorizontalPodAutoscalerStatus).
-READY = {"status": {"conditions": [
-    {"type": "Ready", "status": "True", "reason": "ScaledObjectReady", "message": "ScaledObject is defined correctly and is ready for scaling"},
-    {"type": "Active", "status": "True", "reason": "ScalerActive", "message": "Scaling is performed because triggers are active"},
-    {"type": "Fallback", "status": "False", "reason": "NoFallbackFound", "message": "No fallbacks are active on this scaled object"}]}}
-HPA = {"status": {"currentReplicas": 1, "desiredReplicas": 2, "lastScaleTime": "2026-12-03T10:41:07Z", "conditions": [
-    {"type": "AbleToScale", "status": "True", "reason": "SucceededRescale",
-     "message": "the HPA controller was able to update the target scale to 2"},
-    {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound",
-     "message": "the HPA was able to successfully calculate a replica count from external metric s0-prometheus"},
-    {"type": "ScalingLimited", "status": "False", "reason": "DesiredWithinRange",
-     "message": "the desired count is within the acceptable range"}]}}
+READY = {
+    "status": {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "ScaledObjectReady",
+                "message": "ScaledObject is defined correctly and is ready for scaling",
+            },
+            {
+                "type": "Active",
+                "status": "True",
+                "reason": "ScalerActive",
+                "message": "Scaling is performed because triggers are active",
+            },
+            {
+                "type": "Fallback",
+                "status": "False",
+                "reason": "NoFallbackFound",
+                "message": "No fallbacks are active on this scaled object",
+            },
+        ]
+    }
+}
+HPA = {
+    "status": {
+        "currentReplicas": 1,
+        "desiredReplicas": 2,
+        "lastScaleTime": "2026-12-03T10:41:07Z",
+        "conditions": [
+            {
+                "type": "AbleToScale",
+                "status": "True",
+                "reason": "SucceededRescale",
+                "message": "the HPA controller was able to update the target scale to 2",
+            },
+            {
+                "type": "ScalingActive",
+                "status": "True",
+                "reason": "ValidMetricFound",
+                "message": "the HPA was able to successfully calculate a replica count from external metric s0-prometheus",
+            },
+            {
+                "type": "ScalingLimited",
+                "status": "False",
+                "reason": "DesiredWithinRange",
+                "message": "the desired count is within the acceptable range",
+            },
+        ],
+    }
+}
 
 
 class Scaled:
@@ -38,9 +84,15 @@ class Scaled:
 
     def pods(self, namespace):
         workers = [Pod(f"slurm-worker-slinky-{i}", "Running", f"gpu-{i}") for i in range(self.running)]
-        workers += [Pod(f"slurm-worker-slinky-{self.running + i}", "Pending", None) for i in range(self.pending)]
-        return [Pod("slurm-controller-0", "Running", "core-a"), Pod("slurm-restapi-6d9f", "Running", "core-b"),
-                Pod("slurm-login-slinky-7c8d", "Running", "core-a"), *workers]
+        workers += [
+            Pod(f"slurm-worker-slinky-{self.running + i}", "Pending", None) for i in range(self.pending)
+        ]
+        return [
+            Pod("slurm-controller-0", "Running", "core-a"),
+            Pod("slurm-restapi-6d9f", "Running", "core-b"),
+            Pod("slurm-login-slinky-7c8d", "Running", "core-a"),
+            *workers,
+        ]
 
     def nodes(self, label_selector):
         # A node CA has not removed yet (its pod gone) advertises nothing any more.
@@ -53,8 +105,11 @@ class Scaled:
             lines = [scontrol_line(f"slinky-{i}", "IDLE+DYNAMIC_NORM") for i in range(self.running)]
             lines.append(scontrol_line("slinky-7", "DOWN+DYNAMIC_NORM+NOT_RESPONDING", "Not responding"))
             return 0, "\n".join(lines) + "\n"
-        return 0, {"srun": "MPI plugin types are...\n\tpmix\n", "nvidia-smi": SMI,
-                   "/opt/amazon/efa/bin/fi_info": "provider: efa\n"}[command[0]]
+        return 0, {
+            "srun": "MPI plugin types are...\n\tpmix\n",
+            "nvidia-smi": SMI,
+            "/opt/amazon/efa/bin/fi_info": "provider: efa\n",
+        }[command[0]]
 
     def nodeset(self, namespace, name):
         return nodeset(replicas=self.running, updated=self.running, ready=self.running, desired=self.asked)
@@ -88,7 +143,8 @@ def test_an_autoscaling_pool_at_the_scalers_size_passes():
     checks = _run(Scaled())
     assert [c.name for c in checks if not c.ok] == []
     assert _named(checks, "worker pods at the scaler's size").detail.startswith(
-        "2 Running; the NodeSet asks for 2 (bounds 0-4, floor 0)")
+        "2 Running; the NodeSet asks for 2 (bounds 0-4, floor 0)"
+    )
 
 
 def test_a_pool_meant_to_be_at_zero_passes_with_no_worker():
@@ -118,15 +174,29 @@ def test_the_slurm_record_of_a_node_scaled_away_is_not_a_failure():
 def test_the_scalers_state_and_last_decision_are_reported():
     cluster = Scaled()
     check = _named(_run(cluster), "scaler")
-    assert check.ok and ("ScaledObject", "scale-slinky") in cluster.read and ("HPA", "keda-hpa-scale-slinky") in cluster.read
+    assert (
+        check.ok
+        and ("ScaledObject", "scale-slinky") in cluster.read
+        and ("HPA", "keda-hpa-scale-slinky") in cluster.read
+    )
     assert "Active=True (ScalerActive Scaling is performed because triggers are active)" in check.detail
     assert "HPA replicas 1 -> 2, last scaled 2026-12-03T10:41:07Z" in check.detail
     assert "AbleToScale=True (SucceededRescale" in check.detail
 
 
 def test_a_scaled_object_that_is_not_ready_fails_saying_why():
-    broken = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "ScaledObjectCheckFailed",
-                                         "message": "ScaledObject doesn't have correct scaleTargetRef specification"}]}}
+    broken = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "ScaledObjectCheckFailed",
+                    "message": "ScaledObject doesn't have correct scaleTargetRef specification",
+                }
+            ]
+        }
+    }
     check = _named(_run(Scaled(scaled_object=broken)), "scaler")
     assert not check.ok and "Ready=False (ScaledObjectCheckFailed" in check.detail
 
@@ -137,8 +207,20 @@ def test_a_missing_scaled_object_fails_naming_it():
 
 
 def test_an_hpa_unable_to_scale_fails():
-    stuck = {"status": {"currentReplicas": 1, "desiredReplicas": 1, "conditions": [
-        {"type": "AbleToScale", "status": "False", "reason": "FailedGetScale", "message": "no matches for kind"}]}}
+    stuck = {
+        "status": {
+            "currentReplicas": 1,
+            "desiredReplicas": 1,
+            "conditions": [
+                {
+                    "type": "AbleToScale",
+                    "status": "False",
+                    "reason": "FailedGetScale",
+                    "message": "no matches for kind",
+                }
+            ],
+        }
+    }
     ok, detail = scaler_state.assess(READY, stuck, "scale-slinky")
     assert not ok and "AbleToScale=False (FailedGetScale no matches for kind)" in detail
 
