@@ -49,10 +49,12 @@ JOBS ?= auto
 PYTEST = $(VENV)/bin/python -m pytest -n $(JOBS)
 
 test: environment slurm-roots
+	$(VENV)/bin/python -m ruff format --check .
 	$(VENV)/bin/python -m ruff check .
 	$(PYTEST)
 
 test-fast: environment
+	$(VENV)/bin/python -m ruff format --check .
 	$(VENV)/bin/python -m ruff check .
 	$(PYTEST) -m "not slurm"
 
