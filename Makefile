@@ -24,7 +24,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 endif
 PREFLIGHT = STACK=$(STACK) ALLOW_EMPTY_PASSPHRASE=$(ALLOW_EMPTY_PASSPHRASE) bash tools/preflight.sh
 
-.PHONY: test test-fast environment up preview destroy slurm-roots security-review
+.PHONY: test test-fast environment up preview destroy slurm-roots security-review reference-data
 
 # What `pulumi up` runs the program with (Pulumi.yaml: runtime virtualenv .venv).
 $(VENV)/.runtime: requirements.txt
@@ -79,3 +79,10 @@ preview:
 destroy:
 	@$(PREFLIGHT) destroy
 	pulumi destroy --stack $(STACK)
+
+# The reference data for a checkout with no ../shared/ref beside it: fetched from the upstream chart
+# repositories, git tags and PyPI, each checked against its pinned digest (devkit/reference_fetch.py),
+# into the cache the tests look in last. MIRROR=<url> takes everything from one mirror instead.
+reference-data:
+	@PYTHON=$(PYTHON) bash devkit/cached_install.sh venv
+	$(VENV)/bin/python -m devkit.reference_fetch $(if $(MIRROR),--mirror $(MIRROR))

@@ -4,7 +4,9 @@ is part of this repository.
 
 Looked up, in order:
 1. `$SLINKY_EKS_REF`, a directory laid out like `../shared/ref` (charts/<chart>-<version>/, ...);
-2. `../shared/ref` beside this checkout.
+2. `../shared/ref` beside this checkout;
+3. the copy `python -m devkit.reference_fetch` (`make reference-data`) fetched from upstream, pinned
+   and digest-checked, into the cache: `$SLINKY_EKS_CACHE/ref` (default ~/.cache/slinky-eks/ref).
 A missing directory is an error that names where it looked, never a silent skip.
 """
 
@@ -16,6 +18,13 @@ import pathlib
 ENV = "SLINKY_EKS_REF"
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BESIDE = ROOT.parent / "shared" / "ref"
+FETCHED = (
+    pathlib.Path(
+        os.environ.get("SLINKY_EKS_CACHE")
+        or pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "slinky-eks"
+    )
+    / "ref"
+)
 
 
 class ReferenceDataMissing(RuntimeError):
@@ -25,16 +34,24 @@ class ReferenceDataMissing(RuntimeError):
 def ref_root() -> pathlib.Path:
     """The reference data directory, and which rule found it."""
     explicit = os.environ.get(ENV)
-    where = pathlib.Path(explicit) if explicit else BESIDE
-    if not where.is_dir():
-        how = f"${ENV}={explicit}" if explicit else f"{BESIDE} (set ${ENV} to use another place)"
-        raise ReferenceDataMissing(f"reference data not found at {how}")
-    return where
+    if explicit:
+        if not pathlib.Path(explicit).is_dir():
+            raise ReferenceDataMissing(f"reference data not found at ${ENV}={explicit}")
+        return pathlib.Path(explicit)
+    for where in (BESIDE, FETCHED):
+        if where.is_dir():
+            return where
+    raise ReferenceDataMissing(
+        f"reference data not found at {BESIDE} nor at {FETCHED} (set ${ENV} to use another place, "
+        "or fetch it: make reference-data)"
+    )
 
 
 def source() -> str:
     """A line saying which reference data is in use, for test and plan logs."""
-    return f"reference data: {ref_root()} ({'$' + ENV if os.environ.get(ENV) else 'beside the checkout'})"
+    root = ref_root()
+    how = "$" + ENV if os.environ.get(ENV) else "beside the checkout" if root == BESIDE else "fetched"
+    return f"reference data: {root} ({how})"
 
 
 def path(*parts: str) -> pathlib.Path:

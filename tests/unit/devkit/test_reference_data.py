@@ -1,5 +1,6 @@
-"""devkit/reference_data.py: the tests find the upstream reference data at $SLINKY_EKS_REF or beside
-the checkout (../shared/ref), say which, and a missing place is an error naming it."""
+"""devkit/reference_data.py: the tests find the upstream reference data at $SLINKY_EKS_REF, beside
+the checkout (../shared/ref) or where `make reference-data` fetched it, say which, and a missing
+place is an error naming it."""
 
 import pytest
 
@@ -37,11 +38,30 @@ def test_a_missing_variable_target_is_an_error_naming_it(tmp_path, monkeypatch):
         reference_data.ref_root()
 
 
-def test_nothing_beside_the_checkout_says_to_set_the_variable(tmp_path, monkeypatch):
+def test_without_a_copy_beside_the_checkout_the_fetched_one_is_used(tmp_path, monkeypatch):
     monkeypatch.delenv(reference_data.ENV, raising=False)
     monkeypatch.setattr(reference_data, "BESIDE", tmp_path / "shared" / "ref")
+    monkeypatch.setattr(reference_data, "FETCHED", tmp_path)
+    assert reference_data.ref_root() == tmp_path
+    assert reference_data.source() == f"reference data: {tmp_path} (fetched)"
+
+
+def test_the_copy_beside_the_checkout_comes_before_the_fetched_one(tmp_path, monkeypatch):
+    monkeypatch.delenv(reference_data.ENV, raising=False)
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "fetched").mkdir()
+    monkeypatch.setattr(reference_data, "BESIDE", tmp_path / "beside")
+    monkeypatch.setattr(reference_data, "FETCHED", tmp_path / "fetched")
+    assert reference_data.ref_root() == tmp_path / "beside"
+
+
+def test_nothing_anywhere_says_how_to_fetch_it_or_point_elsewhere(tmp_path, monkeypatch):
+    monkeypatch.delenv(reference_data.ENV, raising=False)
+    monkeypatch.setattr(reference_data, "BESIDE", tmp_path / "shared" / "ref")
+    monkeypatch.setattr(reference_data, "FETCHED", tmp_path / "cache" / "ref")
     with pytest.raises(
-        reference_data.ReferenceDataMissing, match=r"set \$SLINKY_EKS_REF to use another place"
+        reference_data.ReferenceDataMissing,
+        match=r"set \$SLINKY_EKS_REF to use another place, or fetch it: make reference-data",
     ):
         reference_data.source()
 
