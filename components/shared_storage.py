@@ -26,7 +26,7 @@ SHARED_PV = "slurm-shared"
 SHARED_PVC = "shared"
 # EFS is elastic; a PV still needs a capacity. Nothing enforces it.
 SHARED_CAPACITY = "1Ti"
-# The efs-utils mount helper's options on every mount of /shared (TLS is the volume attribute).
+# The efs-utils mount helper's options on every mount of /shared (TLS is the driver's default).
 SHARED_MOUNT_OPTIONS = ("iam",)
 # What the nodes' roles may do on the file system: mount it, write, and keep root as root (without
 # ClientRootAccess EFS maps uid 0 to 65534, and slurmd, the homes Job and the job staging write as
@@ -247,20 +247,18 @@ class SharedStorage(pulumi.ComponentResource):
                 "volumeMode": "Filesystem",
                 # Reserved for our claim, so no other claim can take it.
                 "claimRef": {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC},
-                "csi": {
-                    "driver": "efs.csi.aws.com",
-                    "volumeHandle": fs.id,
-                    # TLS: the driver's own switch for the efs-utils `tls` mount option, on by
-                    # default and written out here, since the file system policy refuses any
-                    # mount without it (kubernetes-sigs/aws-efs-csi-driver, examples/kubernetes/
-                    # encryption_in_transit_static/README.md: `tls` among mountOptions is the
-                    # deprecated spelling of the same).
-                    "volumeAttributes": {"encryptInTransit": "true"},
-                },
+                # TLS: the driver mounts through the efs-utils TLS tunnel unless encryptInTransit is
+                # "false" (kubernetes-sigs/aws-efs-csi-driver, examples/kubernetes/
+                # encryption_in_transit_static/README.md); left to that default, since a PV's
+                # source (csi, its attributes included) cannot change after creation
+                # (kubernetes/kubernetes pkg/apis/core/validation/validation.go,
+                # ValidatePersistentVolumeUpdate) and the policy refuses a mount without TLS anyway.
+                "csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id},
                 # IAM: efs-utils signs the mount with the credentials of the EFS CSI node plugin,
                 # the node's role, read from IMDS (the plugin has host networking: one hop,
                 # docs/decisions/imds-hop-limit.md); unsigned, a mount is anonymous, which the
                 # policy refuses (https://docs.aws.amazon.com/efs/latest/ug/mounting-IAM-option.html).
+                # Mount options, unlike the source, may change on an existing PV.
                 "mountOptions": list(SHARED_MOUNT_OPTIONS),
             },
             # A PV used before its mount targets, its file system policy (and the EFS driver)

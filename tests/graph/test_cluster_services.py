@@ -141,8 +141,7 @@ def test_shared_volume_is_static_rwx_retained_efs(dev):
     pv = dev.named("storage-shared-pv").inputs
     assert pv["spec"]["accessModes"] == ["ReadWriteMany"]
     assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
-    csi = pv["spec"]["csi"]
-    assert (csi["driver"], csi["volumeHandle"]) == ("efs.csi.aws.com", SHARED_FS_ID)
+    assert pv["spec"]["csi"] == {"driver": "efs.csi.aws.com", "volumeHandle": SHARED_FS_ID}
 
 
 def test_shared_claim_is_bound_to_the_volume_by_name(dev):

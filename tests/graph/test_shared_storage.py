@@ -56,8 +56,9 @@ def test_every_node_groups_role_is_a_principal_once():
 
 
 def test_the_volume_mounts_with_tls_and_iam(dev):
+    """TLS is the EFS CSI driver's default, which only encryptInTransit "false" turns off."""
     spec = dev.named("storage-shared-pv").inputs["spec"]
-    assert spec["csi"]["volumeAttributes"] == {"encryptInTransit": "true"}
+    assert spec["csi"].get("volumeAttributes", {}).get("encryptInTransit", "true") == "true"
     assert spec["mountOptions"] == ["iam"]
 
 
