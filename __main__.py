@@ -129,6 +129,7 @@ storage = SharedStorage(
         cluster_name=config.cluster_name,
         vpc_id=network.vpc_id,
         cluster_security_group_id=cluster.security_group_id,
+        node_role_arns=[nodes.core.node_role_arn, *(group.node_role_arn for group in nodes.gpu.values())],
         node_subnet_by_key=network.private_subnet_by_key,
         provider=cluster.provider,
         depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],

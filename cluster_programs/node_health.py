@@ -554,10 +554,30 @@ def _shared_error(path: str, node: str) -> str | None:
         mounted = os.path.ismount(path)
     if not mounted:
         return "not mounted"
-    probe = os.path.join(path, f".health-{node}")
+    return write_probe(path, node)
+
+
+# A new file only, never through a symbolic link: with O_CREAT, O_EXCL fails on any existing name,
+# a symbolic link included, and O_NOFOLLOW says so even where O_EXCL were dropped (open(2)).
+_PROBE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_probe(directory: str, node: str) -> str | None:
+    """Creates, writes and removes `<directory>/.health-<node>`; why it could not, or None. The
+    check runs as root: a name already there (a run killed midway, or a link someone planted) is
+    unlinked first, which removes the link itself and never what it points to, and the probe is
+    then a file of its own, mode 0600, or nothing."""
+    probe = os.path.join(directory, f".health-{node}")
     try:
-        with open(probe, "w") as f:
-            f.write(f"{time.time()}\n")
+        try:
+            os.unlink(probe)
+        except FileNotFoundError:
+            pass
+        fd = os.open(probe, _PROBE_FLAGS, 0o600)
+        try:
+            os.write(fd, f"{time.time()}\n".encode())
+        finally:
+            os.close(fd)
         os.unlink(probe)
     except OSError as e:
         return f"not writable ({e.strerror})"

@@ -1,8 +1,17 @@
 """Storage: the EBS and EFS CSI drivers, the gp3 StorageClass, and the EFS file system that is
-/shared for every slurmd and login pod (a static ReadWriteMany PV bound by name to a PVC)."""
+/shared for every slurmd and login pod (a static ReadWriteMany PV bound by name to a PVC).
+
+/shared is for the nodes only. Without a file system policy EFS grants every client that reaches a
+mount target full access, root included, and trusts the uid the client sends (Amazon EFS user
+guide, "Using IAM to control access to file systems", the default EFS file system policy:
+https://docs.aws.amazon.com/efs/latest/ug/iam-access-control-nfs-efs.html). So the file system has
+a policy that lets only the nodes' roles mount, write and act as root, and refuses any access
+without TLS; the PV mounts with TLS and IAM, so the EFS CSI node plugin signs each mount as the
+node it runs on."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -17,6 +26,49 @@ SHARED_PV = "slurm-shared"
 SHARED_PVC = "shared"
 # EFS is elastic; a PV still needs a capacity. Nothing enforces it.
 SHARED_CAPACITY = "1Ti"
+# The efs-utils mount helper's options on every mount of /shared (TLS is the driver's default).
+SHARED_MOUNT_OPTIONS = ("iam",)
+# What the nodes' roles may do on the file system: mount it, write, and keep root as root (without
+# ClientRootAccess EFS maps uid 0 to 65534, and slurmd, the homes Job and the job staging write as
+# root). Amazon EFS user guide, "Using IAM to control access to file systems":
+# https://docs.aws.amazon.com/efs/latest/ug/iam-access-control-nfs-efs.html
+CLIENT_ACTIONS = (
+    "elasticfilesystem:ClientMount",
+    "elasticfilesystem:ClientRootAccess",
+    "elasticfilesystem:ClientWrite",
+)
+
+
+def file_system_policy(file_system_arn: str, node_role_arns: Sequence[str]) -> dict:
+    """The EFS file system policy of /shared: the node roles may mount, write and act as root
+    through a mount target; every client action without TLS is denied, whoever asks. A mount no
+    statement allows (an anonymous one, or another principal's) is refused: a file system policy
+    replaces EFS's default of full access to any client that reaches a mount target (Amazon EFS user
+    guide, "Using IAM to control access to file systems", its default policy:
+    https://docs.aws.amazon.com/efs/latest/ug/iam-access-control-nfs-efs.html; the TLS statement is
+    the console's "Enforce in-transit encryption for all clients", "Creating file system policies":
+    https://docs.aws.amazon.com/efs/latest/ug/create-file-system-policy.html)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "NodesMount",
+                "Effect": "Allow",
+                "Principal": {"AWS": sorted(set(node_role_arns))},
+                "Action": list(CLIENT_ACTIONS),
+                "Resource": file_system_arn,
+                "Condition": {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
+            },
+            {
+                "Sid": "TlsOnly",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": list(CLIENT_ACTIONS),
+                "Resource": file_system_arn,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+        ],
+    }
 
 
 @dataclass(frozen=True)
@@ -29,6 +81,9 @@ class SharedStorageArgs:
     vpc_id: pulumi.Input[str]
     # The only source the NFS security group admits (Cluster.security_group_id).
     cluster_security_group_id: pulumi.Input[str]
+    # The IAM roles of every node group, core and GPU pools alike (each NodeGroup's node_role_arn):
+    # the only principals the file system policy lets mount /shared.
+    node_role_arns: Sequence[pulumi.Input[str]]
     # Every AZ with nodes needs a mount target, the GPU AZ at least, or mounts time out
     # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html; kubernetes-sigs/aws-efs-csi-driver
     # issue #228). Each node subnet by the key its mount target is named by
@@ -72,8 +127,9 @@ class SharedStorage(pulumi.ComponentResource):
         )
         storage_class = self._gp3_class()
         fs, mount_targets = self._file_system()
+        policy = self._file_system_policy(fs)
         namespace = self._slurm_namespace()
-        claim = self._shared_claim(fs, [*mount_targets, efs_driver], namespace)
+        claim = self._shared_claim(fs, [*mount_targets, policy, efs_driver], namespace)
         self.file_system_id = fs.id
         self.claim_name = SHARED_PVC
         self.ready = [claim]
@@ -154,6 +210,19 @@ class SharedStorage(pulumi.ComponentResource):
         ]
         return fs, mount_targets
 
+    def _file_system_policy(self, fs: aws.efs.FileSystem) -> aws.efs.FileSystemPolicy:
+        """The nodes' roles alone may mount, write and act as root; nothing without TLS."""
+        args = self._args
+        document = pulumi.Output.all(fs.arn, *args.node_role_arns).apply(
+            lambda known: json.dumps(file_system_policy(known[0], known[1:]), sort_keys=True)
+        )
+        return aws.efs.FileSystemPolicy(
+            f"{self._name}-efs-policy",
+            file_system_id=fs.id,
+            policy=document,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
     def _slurm_namespace(self) -> k8s.core.v1.Namespace:
         return k8s.core.v1.Namespace(
             f"{self._name}-slurm-ns",
@@ -178,10 +247,22 @@ class SharedStorage(pulumi.ComponentResource):
                 "volumeMode": "Filesystem",
                 # Reserved for our claim, so no other claim can take it.
                 "claimRef": {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC},
+                # TLS: the driver mounts through the efs-utils TLS tunnel unless encryptInTransit is
+                # "false" (kubernetes-sigs/aws-efs-csi-driver, examples/kubernetes/
+                # encryption_in_transit_static/README.md); left to that default, since a PV's
+                # source (csi, its attributes included) cannot change after creation
+                # (kubernetes/kubernetes pkg/apis/core/validation/validation.go,
+                # ValidatePersistentVolumeUpdate) and the policy refuses a mount without TLS anyway.
                 "csi": {"driver": "efs.csi.aws.com", "volumeHandle": fs.id},
+                # IAM: efs-utils signs the mount with the credentials of the EFS CSI node plugin,
+                # the node's role, read from IMDS (the plugin has host networking: one hop,
+                # docs/decisions/imds-hop-limit.md); unsigned, a mount is anonymous, which the
+                # policy refuses (https://docs.aws.amazon.com/efs/latest/ug/mounting-IAM-option.html).
+                # Mount options, unlike the source, may change on an existing PV.
+                "mountOptions": list(SHARED_MOUNT_OPTIONS),
             },
-            # A PV used before its mount targets (and the EFS driver) exist hangs pods in
-            # ContainerCreating.
+            # A PV used before its mount targets, its file system policy (and the EFS driver)
+            # exist hangs pods in ContainerCreating.
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=mountable),
         )
         return k8s.core.v1.PersistentVolumeClaim(

@@ -61,6 +61,7 @@ TERRAFORM_TYPES = {
     "aws:ecr/lifecyclePolicy:LifecyclePolicy": "aws_ecr_lifecycle_policy",
     "aws:ecr/repository:Repository": "aws_ecr_repository",
     "aws:efs/fileSystem:FileSystem": "aws_efs_file_system",
+    "aws:efs/fileSystemPolicy:FileSystemPolicy": "aws_efs_file_system_policy",
     "aws:efs/mountTarget:MountTarget": "aws_efs_mount_target",
     "aws:eks/addon:Addon": "aws_eks_addon",
     "aws:eks/cluster:Cluster": "aws_eks_cluster",

@@ -196,15 +196,32 @@ def release_values(query_endpoint: str, region: str, keys: list[str]) -> dict:
 _REFUSING = {"allowtcpforwarding": {"no", "remote"}, "disableforwarding": {"yes"}}
 
 
+def _admits_tunnel(permitted: list[str]) -> bool:
+    """Whether PermitOpen's entries admit a forward to Grafana's Service: `any`, or host:port with
+    `*` for either part (sshd_config(5), PermitOpen); `none` admits nothing."""
+    for entry in permitted:
+        host, _, port = entry.rpartition(":")
+        if entry == "any" or (host in (service_host(), "*") and port in (str(SERVICE_PORT), "*")):
+            return True
+    return False
+
+
 def tunnel_refused_by(sshd_config: str) -> list[str]:
-    """The lines of an sshd_config text that turn off local (-L) TCP forwarding. The login pod's
-    sshd_config is the operator's (SlinkyProject/slurm-operator v1.2.1 internal/builder/
-    loginbuilder/login_config.go buildSshdConfig: no forwarding keyword, then the LoginSet's
-    extraSshdConfig), and OpenSSH allows forwarding by default (servconf.c: allow_tcp_forwarding
-    defaults to FORWARD_ALLOW), so only a line the program adds could refuse it."""
+    """The lines of an sshd_config text that would refuse the tunnel's local (-L) forward: TCP
+    forwarding off, or a PermitOpen that does not name Grafana's Service. The login pod's sshd
+    reads the program's drop-in first, then the operator's lines, which name no forwarding keyword,
+    then the LoginSet's extraSshdConfig (model/login_sshd.py; SlinkyProject/slurm-operator v1.2.1
+    internal/builder/loginbuilder/login_config.go buildSshdConfig), and OpenSSH allows forwarding
+    by default (servconf.c: allow_tcp_forwarding defaults to FORWARD_ALLOW), so only a line the
+    program adds could refuse it."""
     out = []
     for line in sshd_config.splitlines():
         words = line.split()
-        if len(words) >= 2 and words[1].lower() in _REFUSING.get(words[0].lower(), set()):
+        if len(words) < 2:
+            continue
+        keyword = words[0].lower()
+        if words[1].lower() in _REFUSING.get(keyword, set()):
+            out.append(line.strip())
+        elif keyword == "permitopen" and not _admits_tunnel(words[1:]):
             out.append(line.strip())
     return out

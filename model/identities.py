@@ -90,7 +90,10 @@ def sshd_config(root_login: bool) -> str:
     """The lines the LoginSet appends to sshd_config (extraSshdConfig): each user's keys read from
     KEYS_DIR by a command, beside the default AuthorizedKeysFile (root's
     /root/.ssh/authorized_keys, which the operator writes from rootSshAuthorizedKeys, and any keys
-    a user adds in their home); root refused outright without a root key."""
+    a user adds in their home); root refused outright without a root key. sshd keeps the first
+    value of a keyword, and these hold last in the file because neither the operator's lines nor
+    the program's drop-in before them set these keywords (model/login_sshd.py;
+    tests/slurm/test_login_sshd.py reads the effective values)."""
     # A command, not AuthorizedKeysFile: StrictModes refuses a keys file under a directory others
     # may write, and a ConfigMap volume's directory is an emptyDir (mode 0777). The command must
     # be root's and not writable by others, takes the %u token, and runs as

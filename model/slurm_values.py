@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from model import identities, metrics, node_health, versions
+from model import identities, login_sshd, metrics, node_health, versions
 from model.catalog import GpuInstanceType
 from model.contract import (
     ACCOUNTING_DATABASE,
@@ -219,14 +219,25 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         "nodesetDefaults": {"logfile": sidecar},
         "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
         "partitions": partitions(a.gpu_pools),
+        # The login sshd's drop-in, rendered by the release with the LoginSet that mounts it.
+        "extraObjects": [login_sshd.configmap()],
         "loginsetDefaults": {"initconf": sidecar},
         "loginsets": {
             LOGINSET: {
                 "enabled": True,
                 "replicas": 1,
                 "rootSshAuthorizedKeys": a.ssh_public_key + "\n",
-                "login": {"image": dict(slinky_image), "volumeMounts": [shared_mount]},
-                "podSpec": {"nodeSelector": dict(CORE_LABELS), "volumes": [shared_volume]},
+                # sshd's own settings are a drop-in the operator's sshd_config includes first
+                # (model/login_sshd.py); its hash rolls the pod when it changes.
+                "login": {
+                    "image": dict(slinky_image),
+                    "env": [login_sshd.hash_env()],
+                    "volumeMounts": [shared_mount, login_sshd.mount()],
+                },
+                "podSpec": {
+                    "nodeSelector": dict(CORE_LABELS),
+                    "volumes": [shared_volume, login_sshd.volume()],
+                },
                 # The chart's default LoadBalancer would go to the in-tree cloud provider: a Classic
                 # ELB with SSH open to 0.0.0.0/0. The program owns the login NLB instead.
                 "service": {"spec": {"type": "ClusterIP"}},

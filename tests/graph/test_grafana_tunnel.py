@@ -1,32 +1,62 @@
 """The SSH tunnel to Grafana goes through the login pod's sshd: nothing the program adds to that
-sshd's configuration may turn local (-L) forwarding off (the operator's own lines and OpenSSH's
-default allow it: model/dashboards.py tunnel_refused_by)."""
+sshd's configuration (its drop-in, model/login_sshd.py, and the LoginSet's extraSshdConfig) may
+turn local (-L) forwarding off or leave Grafana out of PermitOpen (the operator's own lines and
+OpenSSH's default allow it: model/dashboards.py tunnel_refused_by). tests/slurm/test_login_sshd.py
+asks a real sshd for the effective values."""
 
 import pytest
 
 from devkit.offline_run import run_program
-from model import dashboards
+from model import dashboards, login_sshd
 from model.contract import LOGINSET
 from tests.graph.test_user_identities import ALICE
 
 
-def extra_sshd_config(graph) -> str:
-    return graph.named("slurm-release").inputs["values"]["loginsets"][LOGINSET].get("extraSshdConfig", "")
+def program_sshd_lines(graph) -> str:
+    """Every sshd_config line the program writes: the drop-in the release renders, then
+    extraSshdConfig."""
+    values = graph.named("slurm-release").inputs["values"]
+    (drop_in,) = [
+        o["data"][login_sshd.DROP_IN_FILE] for o in values["extraObjects"] if o["kind"] == "ConfigMap"
+    ]
+    return drop_in + values["loginsets"][LOGINSET].get("extraSshdConfig", "")
 
 
 @pytest.mark.parametrize(
     "overrides", [{}, {"users": [ALICE], "sshPublicKey": ""}], ids=["root-key", "named-users"]
 )
 def test_the_login_pods_sshd_keeps_local_forwarding(overrides):
-    extra = extra_sshd_config(run_program("dev", overrides))
-    assert dashboards.tunnel_refused_by(extra) == []
+    lines = program_sshd_lines(run_program("dev", overrides))
+    assert dashboards.tunnel_refused_by(lines) == []
+    assert "PermitOpen grafana.grafana.svc.cluster.local:80" in lines
     if overrides:  # the named users' lines are there, and refuse nothing
-        assert "PermitRootLogin no" in extra
+        assert "PermitRootLogin no" in lines
 
 
 def test_a_line_refusing_forwarding_is_caught():
     config = "AuthorizedKeysCommandUser nobody\nAllowTcpForwarding remote\n  disableforwarding yes\nX11Forwarding no\n"
     assert dashboards.tunnel_refused_by(config) == ["AllowTcpForwarding remote", "disableforwarding yes"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["PermitOpen none", "PermitOpen grafana.grafana.svc.cluster.local:3000", "permitopen localhost:80"],
+)
+def test_a_permit_open_without_grafanas_service_is_caught(line):
+    assert dashboards.tunnel_refused_by(f"AllowTcpForwarding local\n{line}\n") == [line]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "PermitOpen any",
+        "PermitOpen localhost:22 grafana.grafana.svc.cluster.local:80",
+        "PermitOpen *:80",
+        "PermitOpen grafana.grafana.svc.cluster.local:*",
+    ],
+)
+def test_a_permit_open_naming_grafanas_service_admits_the_tunnel(line):
+    assert dashboards.tunnel_refused_by(f"{line}\n") == []
 
 
 def test_the_tunnel_command_forwards_the_local_port_to_grafanas_service():

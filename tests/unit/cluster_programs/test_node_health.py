@@ -197,6 +197,28 @@ def test_the_shared_probe_reports_a_plain_directory_as_not_mounted(tmp_path):
     assert health._shared_error(str(tmp_path), "n") == "not mounted"
 
 
+def test_the_shared_probe_writes_and_removes_its_own_file(tmp_path):
+    assert health.write_probe(str(tmp_path), "gpu-0") is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_shared_probe_never_writes_through_a_planted_link(tmp_path):
+    """As root on /shared, following `.health-<node>` would let whoever planted it overwrite any
+    file the node can reach."""
+    victim = tmp_path / "authorized_keys"
+    victim.write_text("ssh-ed25519 AAAA owner\n")
+    (tmp_path / ".health-gpu-0").symlink_to(victim)
+    assert health.write_probe(str(tmp_path), "gpu-0") is None
+    assert victim.read_text() == "ssh-ed25519 AAAA owner\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["authorized_keys"]
+
+
+def test_the_shared_probe_never_creates_a_links_target(tmp_path):
+    (tmp_path / ".health-gpu-0").symlink_to(tmp_path / "made-by-root")
+    assert health.write_probe(str(tmp_path), "gpu-0") is None
+    assert not (tmp_path / "made-by-root").exists()
+
+
 def test_a_hung_probe_is_a_fault_not_a_hang():
     assert health._with_deadline(lambda: __import__("time").sleep(5), 0.1, "late") == "late"
 
