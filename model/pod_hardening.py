@@ -237,21 +237,26 @@ OPERATOR_BUILT = {
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/workerbuilder/worker_app.go",
     ),
     "LoginSet": (
-        "the login pod runs sshd as root (no securityContext set); no service account token.",
+        "the login pod runs sshd as root (the operator sets no securityContext); no service account "
+        "token. The release's values add RuntimeDefault seccomp, requests and a memory limit "
+        "(model/slurm_values.py RESOURCES).",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/loginbuilder/login_app.go",
     ),
     "Controller": (
-        "slurmctld runs as the slurm user, runAsNonRoot; no service account token.",
+        "slurmctld runs as the slurm user, runAsNonRoot; no service account token. The release's "
+        "values add RuntimeDefault seccomp, requests and the control plane's PriorityClass.",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_app.go",
     ),
     "Accounting": (
         "slurmdbd runs as the slurm user, runAsNonRoot, no service account token; the release's "
         "values add RuntimeDefault seccomp, every capability dropped, no escalation and a read-only "
-        "root (model/slurm_values.py accounting).",
+        "root, requests, a memory limit and the control plane's PriorityClass (model/slurm_values.py "
+        "accounting).",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/accountingbuilder/accounting_app.go",
     ),
     "RestApi": (
-        "slurmrestd runs as its own non-root user; no service account token.",
+        "slurmrestd runs as its own non-root user; no service account token. The release's values "
+        "add RuntimeDefault seccomp, requests, a memory limit and the control plane's PriorityClass.",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/restapibuilder/restapi_app.go",
     ),
 }
