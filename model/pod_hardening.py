@@ -314,6 +314,26 @@ def findings(workload: str, pod: dict) -> Iterator[tuple[str, Optional[str], str
             yield workload, container["name"], rule
 
 
+# What every container of the program's own pods (and Grafana's, whose values are the program's)
+# declares: a CPU and memory request, so the scheduler places it and the kubelet ranks it for eviction
+# by what it asked for, and a limit of each, so it cannot take the core nodes from the control plane
+# (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/). The charts'
+# controllers keep what their charts set (docs/security.md, upstream charts).
+BOUNDED = {"requests": ("cpu", "memory"), "limits": ("cpu", "memory")}
+
+
+def unbounded(pod: dict) -> list[str]:
+    """`<container>: no <requests|limits>.<cpu|memory>` for each bound a container of `pod` (init
+    containers included) does not declare."""
+    return [
+        f"{container['name']}: no {kind}.{resource}"
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+        for kind, resources in BOUNDED.items()
+        for resource in resources
+        if resource not in ((container.get("resources") or {}).get(kind) or {})
+    ]
+
+
 def accepted_findings() -> set[tuple[str, Optional[str], str]]:
     return {(a.workload, a.container, rule) for a in ACCEPTED for rule in a.rules}
 
