@@ -57,6 +57,16 @@ _CONTROLLERS = (
     _CLUSTER_AUTOSCALER,
     _KEDA,
 )
+# The charts' own pods, whose requests and limits are their charts' (Grafana's are the program's).
+_CHART_CONTROLLERS = (
+    _CERT_MANAGER,
+    _LBC,
+    _OPERATOR,
+    *_DEVICE_PLUGINS,
+    _CLUSTER_AUTOSCALER,
+    _KEDA,
+    "DaemonSet.dcgm-exporter.dcgm-exporter",
+)
 _ALL = ("*",)
 
 
@@ -279,6 +289,19 @@ TRIAGE: tuple[Triage, ...] = (
         )
         for c in ("CKV_K8S_23", "CKV_K8S_40")
     ),
+    # Only for a stack with `users` (reviewed as the configuration `users`).
+    *(
+        _k8s(
+            c,
+            (f"Job.{SLURM_NAMESPACE}.user-homes-*",),
+            ACCEPTED,
+            f"The homes Job makes each named user's home under {SHARED_MOUNT}/home and gives it to them: a chown "
+            "of a directory on the root-owned EFS root, which needs root and CAP_CHOWN; it runs as root with "
+            "CHOWN as its only capability and no escalation (model/pod_hardening.py).",
+            "privileged-pods",
+        )
+        for c in ("CKV_K8S_23", "CKV_K8S_25", "CKV_K8S_40")
+    ),
     _k8s(
         "CKV2_K8S_2",
         (f"RoleBinding.{SLURM_NAMESPACE}.slurm-accounting-registration",),
@@ -306,10 +329,12 @@ TRIAGE: tuple[Triage, ...] = (
     *(
         _k8s(
             c,
-            _ALL,
+            _CHART_CONTROLLERS,
             ACCEPTED,
-            "Requests and limits are set where the program writes the pod; the charts' controllers run "
-            "without, on core nodes no job uses.",
+            "CPU and memory requests and limits are set where the program writes the pod, Grafana's "
+            "included (model/pod_hardening.py unbounded); the charts' controllers, device plugins and "
+            "exporter run as their charts set them, and on the core nodes the Slurm daemons, which "
+            "request what they use and have a higher priority, are evicted after them.",
             "upstream-charts",
         )
         for c in ("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13")
@@ -329,15 +354,17 @@ TRIAGE: tuple[Triage, ...] = (
         "CKV_K8S_15",
         _ALL,
         ACCEPTED,
-        "IfNotPresent is what lets the pre-pull put the slurmd image on the nodes first; the program's "
-        "references are pinned, the charts pull as they decide.",
+        "IfNotPresent is what lets the pre-pull put the slurmd image on the nodes first; the pods the "
+        "program writes run images pinned by digest, the Slinky daemons theirs by full release tag, the "
+        "charts pull as they decide.",
         "images",
     ),
     _k8s(
         "CKV_K8S_43",
         _CHART_WORKLOADS,
         ACCEPTED,
-        "The charts name their images by tag; the program's own images are pinned by digest.",
+        "The charts name their images by tag; the pods the program writes run images pinned by digest "
+        "(model/versions.py).",
         "images",
     ),
     # issue 25, metrics-store: the DCGM exporter (model/pod_hardening.py has the reasons and sources).
