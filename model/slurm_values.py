@@ -124,8 +124,8 @@ RESOURCES = {
     # https://slurm.schedmd.com/slurm.conf.html#OPT_MaxJobCount), and a limit would kill the
     # scheduler as the queue grows.
     "slurmctld": {"requests": {"cpu": "1", "memory": "1Gi"}},
-    # slurmdbd and slurmrestd keep no state of their own (the database is RDS; slurmctld queues its
-    # records while slurmdbd restarts: https://slurm.schedmd.com/accounting.html#slurmdbd-configuration),
+    # slurmdbd and slurmrestd keep no state of their own (the database is RDS; slurmctld keeps the
+    # records for slurmdbd while it restarts: https://slurm.schedmd.com/slurm.conf.html#OPT_MaxDBDMsgs),
     # so a memory limit only restarts them; the limits leave room for a large sacct query.
     "slurmdbd": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
     "slurmrestd": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
@@ -147,14 +147,12 @@ def control_plane_priority_class() -> dict:
 
 
 def _control_plane_pod(pod_spec: dict) -> dict:
-    """A daemon's podSpec with the control plane's priority and the kernel's default syscall filter."""
+    """A daemon's podSpec with the control plane's priority and the container runtime's default
+    seccomp profile."""
     return {
         **pod_spec,
         "priorityClassName": CONTROL_PLANE_PRIORITY_CLASS,
-        "securityContext": {
-            **(pod_spec.get("securityContext") or {}),
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
     }
 
 
@@ -286,8 +284,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                     "volumeMounts": [shared_mount],
                 },
                 # sshd as root with the runtime's default capabilities (SYS_CHROOT for its privilege
-                # separation, SETUID/SETGID to become the user) under the kernel's default syscall
-                # filter, which allows what those capabilities allow (the operator sets no context:
+                # separation, SETUID/SETGID to become the user) under the container runtime's default
+                # seccomp profile, which allows what those capabilities allow (the operator sets no context:
                 # SlinkyProject/slurm-operator v1.2.1 internal/builder/loginbuilder/login_app.go;
                 # https://kubernetes.io/docs/tutorials/security/seccomp/). No priority class: the
                 # login pod is the one evicted first.
