@@ -22,7 +22,7 @@ NAME = "slurmd-image-prepull"
 TIMEOUT_SECONDS = 1800
 # A few millicores and MiB: the pod asks for no GPU or EFA device, so slurmd, which takes them
 # all, schedules beside it and Slurm sees the node as idle.
-TINY = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "16Mi"}}
+TINY = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}}
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from model.contract import (
 )
 from model.gpu_pools import GpuPool
 from model.scheduling import SchedulingPolicy
-from model.slurm_values import SlurmValuesArgs, slurm_values
+from model.slurm_values import SlurmValuesArgs, control_plane_priority_class, slurm_values
 from model.users import User
 
 
@@ -118,8 +118,9 @@ class SlurmCluster(pulumi.ComponentResource):
         jwt_key = self._key_secret("jwt", JWT_KEY_SECRET, "jwt.key", 64)
         state = self._state_claim()
         health = self._health_check()
+        priority = self._control_plane_priority()
         self.release_values = self._values()
-        self.release = self._release([slurm_key, jwt_key, state, health])
+        self.release = self._release([slurm_key, jwt_key, state, health, priority])
         self.login = self._login()
         self.login_hostname = self.login.status.load_balancer.ingress[0].hostname
         self.ssh_command = pulumi.Output.concat(
@@ -139,6 +140,18 @@ class SlurmCluster(pulumi.ComponentResource):
             metadata={"name": secret, "namespace": SLURM_NAMESPACE},
             data={key: raw.base64},
             immutable=True,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+            ),
+        )
+
+    def _control_plane_priority(self) -> k8s.scheduling.v1.PriorityClass:
+        """The daemons' PriorityClass (model/slurm_values.py control_plane_priority_class): before
+        the release, whose pods name it, and deleted after it."""
+        args = self._args
+        return k8s.scheduling.v1.PriorityClass(
+            f"{self._name}-control-plane-priority",
+            **control_plane_priority_class(),
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=list(args.depends_on)
             ),

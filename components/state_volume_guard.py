@@ -153,7 +153,7 @@ class StateVolumeGuard(pulumi.ComponentResource):
                                 "securityContext": container_security(),
                                 "resources": {
                                     "requests": {"cpu": "10m", "memory": "32Mi"},
-                                    "limits": {"memory": "64Mi"},
+                                    "limits": {"cpu": "100m", "memory": "64Mi"},
                                 },
                             }
                         ],

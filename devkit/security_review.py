@@ -1,16 +1,19 @@
-"""The security review, repeatable: export the dev stack's offline run (devkit/security_export.py),
-scan it with checkov (kubernetes and terraform_plan frameworks) and parliament (the IAM documents),
-and hold every finding against the triage table (devkit/security_triage.py). Prints the counts per
-check id and every finding the table does not explain.
+"""The security review, repeatable: export the offline run of each configuration users deploy
+(CONFIGURATIONS: the dev stack, an autoscaling pool, named users; metrics on, the default, in all)
+with devkit/security_export.py, scan each with checkov (kubernetes and terraform_plan frameworks)
+and parliament (the IAM documents), and hold every finding against the triage table
+(devkit/security_triage.py). Prints the counts per check id over every configuration and every
+finding the table does not explain, with the configurations it is found in.
 
     make security-review            # = python -m devkit.security_review --out build/security-review
-    python -m devkit.security_review --out DIR [--tools BIN] [--export-only]
+    python -m devkit.security_review --out DIR [--tools BIN] [--export-only] [--config KEY=VALUE ...]
 
 The scanners come from their own cached virtualenv (devkit/security_tools.sh; --tools names
-another bin/). Writes the inputs under DIR/scanned/ (kubernetes/, terraform/plan.json, iam/,
-iam-trust/, iam-managed.json), the raw results DIR/checkov.json and DIR/parliament.json, and
-DIR/findings.json (counts and findings) and DIR/report.txt (what it prints).
-Exit status: 0 every finding explained; 1 some unexplained (listed); 2 a scanner failed.
+another bin/). Writes, per configuration NAME, the inputs under DIR/NAME/scanned/ (kubernetes/,
+terraform/plan.json, iam/, iam-trust/, iam-managed.json) and the raw results DIR/NAME/checkov.json
+and DIR/NAME/parliament.json; then DIR/findings.json (counts and findings) and DIR/report.txt (what
+it prints). With --config, only the dev stack with those keys set is reviewed (configuration
+`custom`). Exit status: 0 every finding explained; 1 some unexplained (listed); 2 a scanner failed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,25 @@ from devkit.security_triage import TRIAGE, Triage
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TOOLS_SCRIPT = ROOT / "devkit" / "security_tools.sh"
 CHECKOV_FRAMEWORKS = ("kubernetes", "terraform_plan")
+# An example key for the review's named users (the dev stack's, Pulumi.dev.yaml): its private half
+# was discarded. Two users, one an admin: the homes Job and the identities' init containers exist
+# only with `users` (components/user_identities.py).
+_REVIEW_KEY = (
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHo5XTHwRWToEb42mcBir6wbQZm9zUSpHChjh8bS0mXM dev-stack-example"
+)
+# What users deploy, as overrides of the dev stack (Pulumi.dev.yaml): each adds what only it has.
+# `metrics` is on in every one (its default, Pulumi.yaml): the DCGM exporter, Grafana, the workspace.
+CONFIGURATIONS: dict[str, dict] = {
+    "dev": {},
+    # An autoscaling pool: KEDA, cluster-autoscaler and their identities (docs/scaling.md).
+    "autoscaling": {"gpuMinNodes": 0, "gpuMaxNodes": 4},
+    "users": {
+        "users": [
+            {"name": "alice", "uid": 2001, "admin": True, "sshPublicKey": _REVIEW_KEY},
+            {"name": "bob", "uid": 2002, "sshPublicKey": _REVIEW_KEY},
+        ]
+    },
+}
 # What the scanners read, apart from what they write: checkov walks every file under its directory.
 SCANNED = "scanned"
 
@@ -145,7 +167,10 @@ def counts(findings: list[Finding]) -> dict:
     }
 
 
-def report(findings: list[Finding], table: tuple[Triage, ...] = TRIAGE) -> str:
+def report(
+    findings: list[Finding], table: tuple[Triage, ...] = TRIAGE, where: dict[Finding, list[str]] | None = None
+) -> str:
+    """What the review prints; `where` names the configurations each finding is found in."""
     explained, unexplained, unused = triage(findings, table)
     lines = []
     for tool, groups in counts(findings).items():
@@ -159,7 +184,9 @@ def report(findings: list[Finding], table: tuple[Triage, ...] = TRIAGE) -> str:
     )
     lines.append(f"UNEXPLAINED: {len(unexplained)}")
     lines += [
-        f"  {f.tool} {f.framework} {f.check} {f.resource}" + (f" [{f.detail}]" if f.detail else "")
+        f"  {f.tool} {f.framework} {f.check} {f.resource}"
+        + (f" [{f.detail}]" if f.detail else "")
+        + (f" (in: {', '.join(where[f])})" if where else "")
         for f in unexplained
     ]
     if unused:
@@ -175,10 +202,19 @@ def tools_bin(explicit: str | None) -> pathlib.Path:
     return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 
-def export(out: pathlib.Path, overrides: dict[str, str] | None = None) -> dict:
+def export(out: pathlib.Path, overrides: dict | None = None) -> dict:
     graph = run_program("dev", overrides)
     rendered = chart_render.render_graph_release_sources(graph)
     return security_export.write_all(graph, rendered, out / SCANNED)
+
+
+def merged(by_configuration: dict[str, list[Finding]]) -> dict[Finding, list[str]]:
+    """Each distinct finding with the configurations it is found in, in CONFIGURATIONS' order."""
+    out: dict[Finding, list[str]] = {}
+    for name, findings in by_configuration.items():
+        for f in dict.fromkeys(findings):
+            out.setdefault(f, []).append(name)
+    return out
 
 
 def run_checkov(bin_dir: pathlib.Path, out: pathlib.Path) -> list[Finding]:
@@ -231,29 +267,41 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="review the dev stack with this key set too (e.g. gpuMaxNodes=4 for the resources "
-        "only an autoscaling pool has); repeatable",
+        help="review only the dev stack with this key set too (e.g. gpuMaxNodes=4); repeatable",
     )
     args = p.parse_args(argv)
     try:
         overrides = dict(item.split("=", 1) for item in args.config)
     except ValueError:
         p.error(f"--config takes KEY=VALUE, got {args.config}")
-    written = export(args.out, overrides or None)
-    print("exported: " + ", ".join(f"{n} {what}" for what, n in written.items()) + f" -> {args.out}")
+    configurations = {"custom": overrides} if overrides else CONFIGURATIONS
+    for name, config in configurations.items():
+        written = export(args.out / name, config)
+        print(f"{name}: exported " + ", ".join(f"{n} {what}" for what, n in written.items()))
     if args.export_only:
         return 0
     try:
         bin_dir = tools_bin(args.tools)
-        findings = run_checkov(bin_dir, args.out) + run_parliament(bin_dir, args.out)
+        by_configuration = {
+            name: run_checkov(bin_dir, args.out / name) + run_parliament(bin_dir, args.out / name)
+            for name in configurations
+        }
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print(f"security review: a scanner failed: {e}", file=sys.stderr)
         return 2
-    text = report(findings)
+    found = merged(by_configuration)
+    findings = list(found)
+    text = f"configurations: {', '.join(configurations)}\n" + report(findings, where=found)
     (args.out / "report.txt").write_text(text)
     (args.out / "findings.json").write_text(
         json.dumps(
-            {"counts": counts(findings), "findings": [asdict(f) for f in findings]}, indent=1, sort_keys=True
+            {
+                "configurations": configurations,
+                "counts": counts(findings),
+                "findings": [{**asdict(f), "configurations": found[f]} for f in findings],
+            },
+            indent=1,
+            sort_keys=True,
         )
         + "\n"
     )

@@ -237,21 +237,26 @@ OPERATOR_BUILT = {
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/workerbuilder/worker_app.go",
     ),
     "LoginSet": (
-        "the login pod runs sshd as root (no securityContext set); no service account token.",
+        "the login pod runs sshd as root (the operator sets no securityContext); no service account "
+        "token. The release's values add RuntimeDefault seccomp, requests and a memory limit "
+        "(model/slurm_values.py RESOURCES).",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/loginbuilder/login_app.go",
     ),
     "Controller": (
-        "slurmctld runs as the slurm user, runAsNonRoot; no service account token.",
+        "slurmctld runs as the slurm user, runAsNonRoot; no service account token. The release's "
+        "values add RuntimeDefault seccomp, requests and the control plane's PriorityClass.",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/controllerbuilder/controller_app.go",
     ),
     "Accounting": (
         "slurmdbd runs as the slurm user, runAsNonRoot, no service account token; the release's "
         "values add RuntimeDefault seccomp, every capability dropped, no escalation and a read-only "
-        "root (model/slurm_values.py accounting).",
+        "root, requests, a memory limit and the control plane's PriorityClass (model/slurm_values.py "
+        "accounting).",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/accountingbuilder/accounting_app.go",
     ),
     "RestApi": (
-        "slurmrestd runs as its own non-root user; no service account token.",
+        "slurmrestd runs as its own non-root user; no service account token. The release's values "
+        "add RuntimeDefault seccomp, requests, a memory limit and the control plane's PriorityClass.",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/restapibuilder/restapi_app.go",
     ),
 }
@@ -307,6 +312,26 @@ def findings(workload: str, pod: dict) -> Iterator[tuple[str, Optional[str], str
     for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
         for rule in sorted(container_misses(pod, container)):
             yield workload, container["name"], rule
+
+
+# What every container of the program's own pods (and Grafana's, whose values are the program's)
+# declares: a CPU and memory request, so the scheduler places it and the kubelet ranks it for eviction
+# by what it asked for, and a limit of each, so it cannot take the core nodes from the control plane
+# (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/). The charts'
+# controllers keep what their charts set (docs/security.md, upstream charts).
+BOUNDED = {"requests": ("cpu", "memory"), "limits": ("cpu", "memory")}
+
+
+def unbounded(pod: dict) -> list[str]:
+    """`<container>: no <requests|limits>.<cpu|memory>` for each bound a container of `pod` (init
+    containers included) does not declare."""
+    return [
+        f"{container['name']}: no {kind}.{resource}"
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]
+        for kind, resources in BOUNDED.items()
+        for resource in resources
+        if resource not in ((container.get("resources") or {}).get(kind) or {})
+    ]
 
 
 def accepted_findings() -> set[tuple[str, Optional[str], str]]:

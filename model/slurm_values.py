@@ -101,6 +101,61 @@ def partitions(pools: Sequence[GpuPool]) -> dict:
     return out
 
 
+# The core nodes carry slurmctld, slurmdbd, slurmrestd and the login pod, where users run what they
+# like. Under memory pressure the kubelet evicts first the pods whose use exceeds their requests,
+# then by priority, then by use over requests; a container over its memory limit is killed in its
+# own cgroup before the node is short (https://kubernetes.io/docs/concepts/scheduling-eviction/
+# node-pressure-eviction/#pod-selection-for-kubelet-eviction). So the daemons request what they
+# use and run under a PriorityClass of their own, and the login pod has a memory limit: a user's
+# memory hog is killed inside the login pod and never evicts the control plane. Sized for the
+# default core type, m6i.2xlarge (8 vCPU, 32 GiB, Pulumi.yaml coreInstanceType): together they
+# request 2 vCPU and 2.5 GiB of one node, and the login pod may use up to half its CPUs and a quarter
+# of its memory.
+CONTROL_PLANE_PRIORITY_CLASS = "slurm-control-plane"
+# Above the default 0 of every other pod (no PriorityClass is globalDefault here), far below the
+# system classes (2000000000 and up; user classes may go to 1000000000); `Never` preempts nothing
+# at scheduling: the class only ranks the daemons last for eviction
+# (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#priorityclass,
+# #non-preempting-priority-class).
+CONTROL_PLANE_PRIORITY = 1_000_000
+RESOURCES = {
+    # The chart's own example for slurmctld (slurm-1.2.1 values.yaml controller.slurmctld.resources).
+    # No memory limit: slurmctld holds every job record in memory (MaxJobCount, MinJobAge:
+    # https://slurm.schedmd.com/slurm.conf.html#OPT_MaxJobCount), and a limit would kill the
+    # scheduler as the queue grows.
+    "slurmctld": {"requests": {"cpu": "1", "memory": "1Gi"}},
+    # slurmdbd and slurmrestd keep no state of their own (the database is RDS; slurmctld keeps the
+    # records for slurmdbd while it restarts: https://slurm.schedmd.com/slurm.conf.html#OPT_MaxDBDMsgs),
+    # so a memory limit only restarts them; the limits leave room for a large sacct query.
+    "slurmdbd": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}},
+    "slurmrestd": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
+    # Users' shells, builds and sbatch: a floor to log in with, and a ceiling on one node's share.
+    "login": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}},
+}
+
+
+def control_plane_priority_class() -> dict:
+    """The PriorityClass of slurmctld, slurmdbd and slurmrestd (components/slurm_cluster.py makes it)."""
+    return {
+        "metadata": {"name": CONTROL_PLANE_PRIORITY_CLASS},
+        "value": CONTROL_PLANE_PRIORITY,
+        "preemption_policy": "Never",
+        "global_default": False,
+        "description": "Slurm's daemons (slurmctld, slurmdbd, slurmrestd): evicted after the login pod "
+        "and anything else on the core nodes.",
+    }
+
+
+def _control_plane_pod(pod_spec: dict) -> dict:
+    """A daemon's podSpec with the control plane's priority and the container runtime's default
+    seccomp profile."""
+    return {
+        **pod_spec,
+        "priorityClassName": CONTROL_PLANE_PRIORITY_CLASS,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+    }
+
+
 def slinky_image(name: str, tag: str) -> str:
     """A Slinky image of the chart (login, slurmctld) as the chart pulls it: its default repository
     at the tag the release sets."""
@@ -120,6 +175,7 @@ def accounting(a: SlurmValuesArgs) -> dict:
         "enabled": True,
         "slurmdbd": {
             "image": {"tag": a.slinky_image_tag},
+            "resources": RESOURCES["slurmdbd"],
             "securityContext": {
                 "allowPrivilegeEscalation": False,
                 "readOnlyRootFilesystem": True,
@@ -133,10 +189,7 @@ def accounting(a: SlurmValuesArgs) -> dict:
             "username": ACCOUNTING_USER,
             "passwordKeyRef": {"name": a.accounting_password_secret, "key": ACCOUNTING_PASSWORD_KEY},
         },
-        "podSpec": {
-            "nodeSelector": dict(CORE_LABELS),
-            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        },
+        "podSpec": _control_plane_pod({"nodeSelector": dict(CORE_LABELS)}),
     }
 
 
@@ -202,17 +255,17 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             # Pulumi owns the gp3 claim, so destroy deletes it (and its EBS volume); a claim from
             # the StatefulSet's template would outlive the release.
             "persistence": {"existingClaim": a.state_claim},
-            "podSpec": {"nodeSelector": dict(CORE_LABELS)},
+            "podSpec": _control_plane_pod({"nodeSelector": dict(CORE_LABELS)}),
             # slurmd runs the node health check (model/node_health.py); merged over the base's lines.
             "extraConfMap": node_health.slurm_conf(),
-            "slurmctld": {"image": dict(slinky_image)},
+            "slurmctld": {"image": dict(slinky_image), "resources": RESOURCES["slurmctld"]},
             "reconfigure": {"image": dict(slinky_image)},
             "logfile": sidecar,
         },
         "accounting": accounting(a),
         "restapi": {
-            "podSpec": {"nodeSelector": dict(CORE_LABELS)},
-            "slurmrestd": {"image": dict(slinky_image)},
+            "podSpec": _control_plane_pod({"nodeSelector": dict(CORE_LABELS)}),
+            "slurmrestd": {"image": dict(slinky_image), "resources": RESOURCES["slurmrestd"]},
         },
         # One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0
         # for the default pool).
@@ -232,10 +285,18 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 "login": {
                     "image": dict(slinky_image),
                     "env": [login_sshd.hash_env()],
+                    "resources": RESOURCES["login"],
                     "volumeMounts": [shared_mount, login_sshd.mount()],
                 },
+                # sshd as root with the runtime's default capabilities (SYS_CHROOT for its privilege
+                # separation, SETUID/SETGID to become the user) under the container runtime's default
+                # seccomp profile, which allows what those capabilities allow (the operator sets no context:
+                # SlinkyProject/slurm-operator v1.2.1 internal/builder/loginbuilder/login_app.go;
+                # https://kubernetes.io/docs/tutorials/security/seccomp/). No priority class: the
+                # login pod is the one evicted first.
                 "podSpec": {
                     "nodeSelector": dict(CORE_LABELS),
+                    "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                     "volumes": [shared_volume, login_sshd.volume()],
                 },
                 # The chart's default LoadBalancer would go to the in-tree cloud provider: a Classic

@@ -13,6 +13,12 @@ from components._parts.pod_security import NO_BYTECODE, NOBODY, container_securi
 from model import versions
 from model.contract import CORE_LABELS
 
+# One standard-library Python process that waits on the API and execs a command elsewhere: the
+# interpreter's own few tens of MiB, and room to read a NodeSet's pod list. Limited, so it shares
+# the core nodes with the control plane on known terms
+# (https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/).
+RESOURCES = {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+
 
 def program_pod(
     container: str,
@@ -40,6 +46,7 @@ def program_pod(
                 "command": ["python3", "-m", f"{package}.{module}", *arguments],
                 "env": [NO_BYTECODE],
                 "securityContext": container_security(),
+                "resources": RESOURCES,
                 "volumeMounts": [{"name": "code", "mountPath": f"/app/{package}", "readOnly": True}, *mounts],
             }
         ],

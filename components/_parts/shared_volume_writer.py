@@ -13,6 +13,11 @@ from components._parts.pod_security import container_security, pod_security
 from model import versions
 from model.contract import CORE_LABELS, SHARED_MOUNT
 
+# busybox sh running cp, mkdir, chmod and chown: a few MiB each; the page cache of what cp writes is
+# charged to the pod too, and reclaimed within the limit rather than killing it
+# (https://docs.kernel.org/admin-guide/cgroup-v2.html#memory-interface-files, memory.max).
+RESOURCES = {"requests": {"cpu": "50m", "memory": "32Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}}
+
 
 def writer_spec(
     container: str,
@@ -44,6 +49,7 @@ def writer_spec(
                         "image": versions.BUSYBOX_IMAGE,
                         "command": ["sh", "-c", script],
                         "securityContext": security,
+                        "resources": RESOURCES,
                         "volumeMounts": [*mounts, {"name": "shared", "mountPath": SHARED_MOUNT}],
                     }
                 ],

@@ -3,6 +3,7 @@ values (devkit/chart_render.py): the same objects on every render (no password o
 the provisioned data source and dashboards, the Service the tunnel reaches, placement and hardening.
 Each check also runs on a broken input to show it fails."""
 
+import configparser
 import copy
 import json
 import re
@@ -218,3 +219,37 @@ def test_what_grafana_writes_is_an_emptydir(objects):
     mounts = {m["mountPath"]: m["name"] for m in spec["containers"][0]["volumeMounts"]}
     for path in ("/var/lib/grafana", "/var/lib/grafana-search", "/tmp", "/var/log/grafana"):
         assert mounts[path] in empty, path
+
+
+def grafana_ini(objects):
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(one(objects, "ConfigMap")["data"]["grafana.ini"])
+    return parser
+
+
+def test_viewers_get_in_without_the_admin_password_as_anonymous_viewers(objects):
+    anonymous = grafana_ini(objects)["auth.anonymous"]
+    assert anonymous["enabled"] == "true" and anonymous["org_role"] == "Viewer"
+
+
+def test_the_anonymous_viewers_are_in_the_organisation_grafana_makes_first(objects):
+    # conf/defaults.ini [auth.anonymous] org_name: "Main Org.", the organisation id 1 holds, where the
+    # dashboards are provisioned (providers' orgId 1).
+    assert grafana_ini(objects)["auth.anonymous"]["org_name"] == "Main Org."
+    assert {p["orgId"] for p in provisioning(objects, "dashboardproviders.yaml")["providers"]} == {1}
+
+
+def test_the_chart_default_has_no_anonymous_access(request_):
+    def chart_default(values):
+        values["grafana.ini"].pop("auth.anonymous")
+
+    assert "auth.anonymous" not in grafana_ini(render(request_, chart_default))
+
+
+def test_plugins_cannot_be_installed_or_removed_from_the_ui(objects):
+    assert grafana_ini(objects)["plugins"]["plugin_admin_enabled"] == "false"
+
+
+def test_grafana_requests_and_is_limited_in_cpu_and_memory(objects):
+    resources = pod(objects)["containers"][0]["resources"]
+    assert {"cpu", "memory"} <= set(resources["requests"]) and {"cpu", "memory"} <= set(resources["limits"])

@@ -410,6 +410,58 @@ def test_key_check_sees_the_chart_generate_keys_when_not_told_otherwise(dev):
     }
 
 
+# Memory pressure on the core nodes: the kubelet evicts pods whose use exceeds their requests
+# first, then by priority (https://kubernetes.io/docs/concepts/scheduling-eviction/
+# node-pressure-eviction/#pod-selection-for-kubelet-eviction). The daemons request what they use
+# and run at their own priority; the login pod, where users run what they like, has a memory limit.
+
+# kind -> the container of the daemon the operator builds from it.
+DAEMONS = {"Controller": "slurmctld", "Accounting": "slurmdbd", "RestApi": "slurmrestd"}
+
+
+def daemon_specs(objects):
+    return {kind: o["spec"] for kind in DAEMONS for o in of_kind(objects, kind)}
+
+
+def test_every_slurm_daemon_requests_cpu_and_memory(rendered):
+    specs = daemon_specs(rendered["slurm"])
+    assert set(specs) == set(DAEMONS)
+    for kind, spec in specs.items():
+        assert {"cpu", "memory"} <= set(spec[DAEMONS[kind]]["resources"]["requests"]), kind
+
+
+def test_every_slurm_daemon_runs_at_the_control_planes_priority(dev, rendered):
+    (priority,) = dev.of_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    for kind, spec in daemon_specs(rendered["slurm"]).items():
+        assert spec["template"]["spec"]["priorityClassName"] == priority.inputs["metadata"]["name"], kind
+
+
+def test_the_login_pod_has_a_memory_limit_and_the_default_priority(rendered):
+    (login,) = [o["spec"] for o in of_kind(rendered["slurm"], "LoginSet")]
+    resources = login["login"]["resources"]
+    assert {"cpu", "memory"} <= set(resources["requests"]) and "memory" in resources["limits"]
+    assert not login["template"]["spec"].get("priorityClassName")
+
+
+def test_the_login_pod_and_the_daemons_run_under_the_runtime_default_seccomp_profile(rendered):
+    (login,) = [o["spec"] for o in of_kind(rendered["slurm"], "LoginSet")]
+    for where, spec in [("LoginSet", login), *daemon_specs(rendered["slurm"]).items()]:
+        assert spec["template"]["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, (
+            where
+        )
+
+
+def test_the_charts_defaults_would_leave_the_daemons_without_requests_or_priority(dev):
+    def chart_defaults(values):
+        for key, container in (("controller", "slurmctld"), ("restapi", "slurmrestd")):
+            values[key][container].pop("resources")
+            values[key]["podSpec"].pop("priorityClassName")
+
+    specs = daemon_specs(rerender(dev, "slurm", chart_defaults))
+    assert not specs["Controller"]["slurmctld"].get("resources")
+    assert not specs["RestApi"]["template"]["spec"].get("priorityClassName")
+
+
 # Services and images
 
 

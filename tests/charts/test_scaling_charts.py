@@ -123,6 +123,36 @@ def test_the_charts_default_rbac_would_let_keda_scale_anything():
     assert any("*/scale" in r["resources"] for r in rules)
 
 
+def _secret_rules(objects, kind, name):
+    return [r for r in _one(objects, kind, name)["rules"] if "secrets" in r["resources"]]
+
+
+def test_keda_reads_no_secret_outside_its_namespace(keda):
+    # Its triggers sign with Pod Identity (podIdentity aws): no Secret of another namespace is needed.
+    assert not [
+        o
+        for o in keda
+        if o["kind"] == "ClusterRole" and _secret_rules(keda, "ClusterRole", o["metadata"]["name"])
+    ]
+    assert {
+        r["metadata"]["namespace"]
+        for r in keda
+        if r["kind"] == "Role" and _secret_rules(keda, "Role", r["metadata"]["name"])
+    } == {pool_autoscaling.NAMESPACE}
+
+
+def test_kedas_operator_and_metrics_server_are_told_their_secret_access_is_restricted(keda):
+    for name in ("keda-operator", "keda-operator-metrics-apiserver"):
+        env = {e["name"]: e.get("value") for e in _container(keda, name).get("env", [])}
+        assert env.get("KEDA_RESTRICT_SECRET_ACCESS") == "true", name
+
+
+def test_the_charts_default_rbac_would_let_keda_list_every_secret():
+    assert {"list", "watch"} <= {
+        verb for r in _secret_rules(keda_render({}), "ClusterRole", "keda-operator") for verb in r["verbs"]
+    }
+
+
 def test_keda_runs_on_the_core_nodes_as_the_account_its_identity_names(keda):
     for name in ("keda-operator", "keda-operator-metrics-apiserver", "keda-admission-webhooks"):
         assert _one(keda, "Deployment", name)["spec"]["template"]["spec"]["nodeSelector"]["role"] == "core"

@@ -93,3 +93,15 @@ def test_every_accepted_exception_names_known_rules_a_reason_and_a_source():
     for accepted in pod_hardening.ACCEPTED:
         assert accepted.rules and accepted.rules <= set(pod_hardening.RULES), accepted
         assert accepted.reason and accepted.source, accepted
+
+
+def test_every_container_of_every_program_pod_requests_and_is_limited_in_cpu_and_memory(with_users):
+    assert {w: pod_hardening.unbounded(pod) for w, pod in ph.graph_pods(with_users).items()} == {
+        w: [] for w in PROGRAM_PODS | {"Job/user-homes"}
+    }
+
+
+def test_a_container_without_a_memory_limit_is_caught(with_users):
+    pods = copy.deepcopy(ph.graph_pods(with_users))
+    pods["Job/stage-jobs"]["containers"][0]["resources"]["limits"].pop("memory")
+    assert pod_hardening.unbounded(pods["Job/stage-jobs"]) == ["copy: no limits.memory"]

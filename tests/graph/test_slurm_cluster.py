@@ -257,3 +257,12 @@ def test_login_service_is_awaited_as_long_as_the_release(login):
 
 def test_slurm_pods_start_from_the_node_cache_when_the_image_is_there(values):
     assert values["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_the_control_plane_priority_outranks_the_default_preempts_nothing_and_outlives_the_release(dev):
+    # User classes go up to 1000000000; pods without a class have 0; `Never` only ranks
+    # (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/).
+    (priority,) = dev.of_type("kubernetes:scheduling.k8s.io/v1:PriorityClass")
+    assert 0 < priority.inputs["value"] <= 1_000_000_000
+    assert priority.inputs["preemptionPolicy"] == "Never" and priority.inputs["globalDefault"] is False
+    assert dev.depends_on(dev.named("slurm-release"), priority)
