@@ -206,6 +206,12 @@ def test_a_connection_without_tls_is_refused(slurm, who):
     assert accepted.returncode == 0 and accepted.stdout.strip() == "1", (accepted.stdout, accepted.stderr)
 
 
+def test_slurmdbd_refuses_a_server_its_ca_did_not_sign(slurm, tmp_path):
+    # The same slurmdbd.conf and StorageParameters, another CA where SSL_CA names it.
+    refusal = slurm.accounting.slurmdbd_refusal(make_ca(tmp_path, "another-ca"))
+    assert "TLS/SSL error" in refusal and "certificate" in refusal, refusal
+
+
 def test_the_database_user_program_refuses_a_server_its_ca_did_not_sign(slurm, tmp_path):
     with pytest.raises(database_user.DatabaseError, match="certificate verify failed"):
         slurm.accounting.provision_user(make_ca(tmp_path, "another-ca"))

@@ -216,20 +216,27 @@ class LocalAccounting:
             raise RuntimeError(f"creating the master user failed: {created.stderr}")
         self.provision_user(self.ca)
         self._write_etc()
-        slurmdbd_pod = c._mounts(
-            self.release.accounting_host, "etc-accounting", None, str(d / "log-accounting"), None
+        self.slurmdbd = self._spawn_slurmdbd("slurmdbd", self.ca)
+        c._wait_for(
+            lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen", lambda: c._exited(self.slurmdbd)
         )
+
+    def _spawn_slurmdbd(self, name: str, ca: pathlib.Path) -> "Daemon":
+        """slurmdbd as its pod runs it, with `ca` where the release's StorageParameters name the CA
+        (the stack's ConfigMap volume: the CA alone, under the file name SSL_CA gives); its
+        output in <name>.stdout."""
+        c, d = self.cluster, self.cluster.dir
+        pod = c._mounts(self.release.accounting_host, "etc-accounting", None, str(d / "log-accounting"), None)
         if (ca_path := storage_ca_path(self.release)) is not None:
-            # The stack's ConfigMap volume: the CA alone, under the file name SSL_CA gives.
-            ca_dir = d / CA_FILES
+            ca_dir = d / f"{CA_FILES}-{name}"
             ca_dir.mkdir(exist_ok=True)
-            (ca_dir / pathlib.PurePosixPath(ca_path).name).write_bytes(self.ca.read_bytes())
+            (ca_dir / pathlib.PurePosixPath(ca_path).name).write_bytes(ca.read_bytes())
             mount_point = str(pathlib.PurePosixPath(ca_path).parent)
             (c.fs / mount_point.lstrip("/")).mkdir(parents=True, exist_ok=True)
-            slurmdbd_pod += f"\nmount --bind {ca_dir} {c.fs}{mount_point}"
-        self.slurmdbd = c._spawn(
-            "slurmdbd",
-            slurmdbd_pod,
+            pod += f"\nmount --bind {ca_dir} {c.fs}{mount_point}"
+        return c._spawn(
+            name,
+            pod,
             # As the pod runs it: as the slurm user (accounting_app.go RunAsUser 401), its /run
             # writable (the operator's pidfile volume).
             [
@@ -238,11 +245,26 @@ class LocalAccounting:
                 "chown slurm:slurm /run && "
                 "exec setpriv --reuid=slurm --regid=slurm --init-groups slurmdbd -D",
             ],
-            d / "slurmdbd.stdout",
+            d / f"{name}.stdout",
         )
-        c._wait_for(
-            lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen", lambda: c._exited(self.slurmdbd)
-        )
+
+    def slurmdbd_refusal(self, ca: pathlib.Path, timeout: float = 60) -> str:
+        """Start a second slurmdbd, the same but for `ca` in place of the one that signed the
+        server, and return its first failed connection to the database (it retries, and listens
+        only once connected, so it never takes the running one's port); stopped either way."""
+        from tests.support.local_slurm import _stop
+
+        c, name = self.cluster, "slurmdbd-other-ca"
+        daemon = self._spawn_slurmdbd(name, ca)
+        log = c.dir / f"{name}.stdout"
+        try:
+            c._wait_for(
+                lambda: "mysql_real_connect failed" in log.read_text(), timeout, "slurmdbd to fail to connect",
+                lambda: c._exited(daemon),
+            )  # fmt: skip
+            return next(line for line in log.read_text().splitlines() if "mysql_real_connect failed" in line)
+        finally:
+            _stop(daemon.proc)
 
     def _write_etc(self) -> None:
         """The slurmdbd pod's /etc/slurm: slurmdbd.conf, slurm.key and jwt.key, the slurm user's,
