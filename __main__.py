@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
+from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs, rds_ca_bundle
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import Cluster, ClusterArgs
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
@@ -137,7 +137,8 @@ storage = SharedStorage(
     ),
 )
 # Slurm's accounting database needs only the VPC: RDS creates it while EKS comes up. Only its
-# ingress rule (from the cluster security group) and its password's Secret wait for the cluster.
+# ingress rule (from the cluster security group), its Secrets, its CA bundle and the Job that makes
+# slurmdbd's user wait for the cluster.
 accounting = AccountingDatabase(
     "accounting",
     AccountingDatabaseArgs(
@@ -151,6 +152,8 @@ accounting = AccountingDatabase(
         retain_data=config.retain_accounting_data,
         provider=cluster.provider,
         secret_depends_on=storage.namespace_ready,
+        job_depends_on=nodes.core_ready,
+        ca_bundle=rds_ca_bundle(config.region),
     ),
 )
 # The longest single step, pulling the slurmd image, starts once the GPU nodes and the image

@@ -1,13 +1,21 @@
 """Slurm's accounting database: RDS for MariaDB in the VPC's private subnets, reachable on its port
-from the cluster's nodes and pods only, encrypted, backed up, kept by `destroy` as a final snapshot
-unless retainAccountingData is false; its generated password reaches slurmdbd only through a Kubernetes
-Secret that the release's accounting.storageConfig.passwordKeyRef names
-(docs/decisions/accounting-database.md)."""
+from the cluster's nodes and pods only and over TLS only, encrypted, backed up, kept by `destroy` as
+a final snapshot unless retainAccountingData is false (docs/decisions/accounting-database.md).
+
+slurmdbd connects as a user of its own with every privilege on its database and none elsewhere,
+whose generated password reaches it only through the Kubernetes Secret that the release's
+accounting.storageConfig.passwordKeyRef names. A one-shot Job (cluster_programs/
+accounting_database_user.py) creates that user, as the RDS master user, before slurmdbd starts;
+the master password is in a Secret of its own that only that Job mounts. Both verify the server
+against the region's RDS CA bundle, which `pulumi up` fetches and keeps in a ConfigMap."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import pathlib
 import re
+import urllib.request
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -16,8 +24,16 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+import cluster_programs
+from components._parts.jobs_await import job_annotations
+from components._parts.program_job import program_pod
 from model import audit_logs, versions
 from model.contract import (
+    ACCOUNTING_ADMIN_SECRET,
+    ACCOUNTING_ADMIN_USER,
+    ACCOUNTING_CA_CONFIGMAP,
+    ACCOUNTING_CA_DIR,
+    ACCOUNTING_CA_KEY,
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
     ACCOUNTING_PASSWORD_SECRET,
@@ -35,7 +51,18 @@ SERVER_PARAMETERS = {
     "innodb_lock_wait_timeout": "900",
     # "at least 16M" (same page); 64 MiB leaves room for job scripts if they are stored.
     "max_allowed_packet": str(64 * 1024 * 1024),
+    # Every connection over TLS; RDS for MariaDB 11.4 has it off by default. Dynamic: "You don't
+    # need to reboot your DB instance for the change to take effect" (Amazon RDS User Guide,
+    # "Requiring SSL/TLS for all connections to a MariaDB DB instance on Amazon RDS",
+    # https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/mariadb-ssl-connections.require-ssl.html).
+    "require_secure_transport": "1",
 }
+# The RDS CA bundle of a region: the root and intermediate CAs that sign its DB instances' server
+# certificates, served over HTTPS only (Amazon RDS User Guide, "Using SSL/TLS to encrypt a
+# connection to a DB instance or cluster", Certificate bundles by AWS Region:
+# https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/UsingWithRDS.SSL.html).
+CA_BUNDLE_URL = "https://truststore.pki.rds.amazonaws.com/{region}/{region}-bundle.pem"
+PEM_CERTIFICATE = "-----BEGIN CERTIFICATE-----"
 # Letters and digits only: slurmdbd.conf, which the operator writes the password into
 # (StoragePass=...), treats '#' as the start of a comment, and RDS refuses '/', '@', '"' and
 # spaces in a master password (RDS API reference, CreateDBInstance MasterUserPassword).
@@ -43,6 +70,41 @@ PASSWORD_LENGTH = 40
 # The MariaDB log RDS publishes to CloudWatch Logs: the server's errors (a failed login, a crash,
 # an aborted connection). The general and slow query logs stay off: they record every statement.
 LOG_EXPORTS = ("error",)
+# The database user Job: its code (as the package cluster_programs, like the other program Jobs),
+# its service account (no Kubernetes API access: no token), and how long it may take, mostly a new
+# instance's DNS name not resolving yet.
+USER_JOB_PACKAGE = "cluster_programs"
+USER_JOB_MODULES = ("__init__.py", "accounting_database_user.py")
+USER_JOB_ACCOUNT = "slurm-accounting-database-user"
+USER_JOB_TIMEOUT_SECONDS = 600
+
+
+def rds_ca_bundle(region: str) -> str:
+    """The region's RDS CA bundle (CA_BUNDLE_URL), fetched when the program runs: in state it is
+    the ConfigMap's data, so an `up` that finds the same bundle changes nothing; one that finds a
+    CA AWS added updates the ConfigMap in place. Offline runs answer for it
+    (devkit/offline_account.py rds_ca_bundle)."""
+    url = CA_BUNDLE_URL.format(region=region)
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            text = response.read().decode()
+    except (OSError, UnicodeDecodeError) as e:
+        raise RuntimeError(
+            f"cannot fetch the RDS CA bundle for the accounting database's TLS, {url}: {e}"
+        ) from None
+    if PEM_CERTIFICATE not in text:
+        raise RuntimeError(f"{url} holds no PEM certificate: not an RDS CA bundle")
+    return text
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
+
+
+def user_job_code() -> dict[str, str]:
+    """The database user Job's code ConfigMap's files, by file name."""
+    programs = pathlib.Path(cluster_programs.__file__).resolve().parent
+    return {m: (programs / m).read_text() for m in USER_JOB_MODULES}
 
 
 def instance_identifier(cluster_name: str) -> str:
@@ -72,11 +134,16 @@ class AccountingDatabaseArgs:
     multi_az: bool  # accountingMultiAz
     # Keep every record when the stack is destroyed, as a final snapshot (retainAccountingData).
     retain_data: bool
-    # The cluster's Kubernetes provider (Cluster.provider), for the password's Secret.
+    # The cluster's Kubernetes provider (Cluster.provider), for the Secrets, the CA bundle's
+    # ConfigMap and the database user Job.
     provider: k8s.Provider
-    # What the password's Secret waits for, and is deleted before: the slurm Namespace
-    # (SharedStorage.namespace_ready). Nothing else here waits for the cluster.
+    # What the Secrets and the ConfigMap wait for, and are deleted before: the slurm Namespace
+    # (SharedStorage.namespace_ready).
     secret_depends_on: Sequence[pulumi.Resource]
+    # What the database user Job waits for besides: the core nodes it runs on (NodeGroups.core_ready).
+    job_depends_on: Sequence[pulumi.Resource]
+    # The region's RDS CA bundle (rds_ca_bundle), PEM.
+    ca_bundle: str
 
 
 class AccountingDatabase(pulumi.ComponentResource):
@@ -84,8 +151,9 @@ class AccountingDatabase(pulumi.ComponentResource):
     port: pulumi.Output[int]  # its port (ACCOUNTING_PORT)
     arn: pulumi.Output[str]  # its ARN (arn:aws:rds:<region>:<account>:db:<identifier>)
     resource_id: pulumi.Output[str]  # RDS's own id of the instance (db-...): new on every replacement
-    password_secret: str  # the Secret holding the password, in the slurm namespace
-    # What slurmdbd's release waits for: the instance available, its ingress rule and the Secret.
+    password_secret: str  # the Secret holding slurmdbd's password, in the slurm namespace
+    # What slurmdbd's release waits for: the instance available, its ingress rule, slurmdbd's
+    # Secret, the CA bundle and slurmdbd's user made (the Job complete).
     ready: list[pulumi.Resource]
 
     def __init__(
@@ -93,22 +161,28 @@ class AccountingDatabase(pulumi.ComponentResource):
     ):
         super().__init__("slinky-eks:accounting:AccountingDatabase", name, None, opts)
         self._name, self._args = name, args
-        self._password = self._generated_password()
+        # The master user's: the name of the first release, when slurmdbd used it, kept so that
+        # its password is the same one.
+        self._admin_password = self._generated_password(f"{name}-password")
+        self._password = self._generated_password(f"{name}-slurmdbd-password")
         self._identifier = instance_identifier(args.cluster_name)
         security_group, rule = self._security_group()
         instance = self._instance(security_group, self._log_groups())
-        secret = self._password_secret()
+        secret = self._secret("password-secret", ACCOUNTING_PASSWORD_SECRET, self._password)
+        admin_secret = self._secret("admin-secret", ACCOUNTING_ADMIN_SECRET, self._admin_password)
+        ca = self._ca_bundle()
+        job = self._user_job(instance, rule, admin_secret, secret, ca)
         self.address, self.port, self.arn = instance.address, instance.port, instance.arn
         self.resource_id = instance.resource_id
         self.password_secret = ACCOUNTING_PASSWORD_SECRET
-        self.ready = [instance, rule, secret]
+        self.ready = [instance, rule, secret, ca, job]
         self.register_outputs({"address": self.address, "port": self.port, "arn": self.arn})
 
-    def _generated_password(self) -> pulumi.Output[str]:
+    def _generated_password(self, resource: str) -> pulumi.Output[str]:
         # Drawn once and kept in the state (as the Slurm keys are); RandomPassword marks `result`
         # secret already, said again here so no refactor loses it.
         password = random.RandomPassword(
-            f"{self._name}-password",
+            resource,
             length=PASSWORD_LENGTH,
             special=False,
             opts=pulumi.ResourceOptions(parent=self),
@@ -187,8 +261,8 @@ class AccountingDatabase(pulumi.ComponentResource):
             storage_encrypted=True,
             multi_az=args.multi_az,
             db_name=ACCOUNTING_DATABASE,
-            username=ACCOUNTING_USER,
-            password=self._password,
+            username=ACCOUNTING_ADMIN_USER,
+            password=self._admin_password,
             db_subnet_group_name=subnets.name,
             vpc_security_group_ids=[security_group.id],
             publicly_accessible=False,
@@ -224,18 +298,137 @@ class AccountingDatabase(pulumi.ComponentResource):
         )
         return pulumi.Output.concat(self._identifier, "-final-", suffix.result)
 
-    def _password_secret(self) -> k8s.core.v1.Secret:
-        # The operator reads it by reference (storageConfig.passwordKeyRef) into the slurmdbd.conf
-        # Secret it owns (SlinkyProject/slurm-operator v1.2.1
-        # internal/builder/accountingbuilder/accounting_config.go, BuildAccountingConfig).
+    def _secret(self, resource: str, name: str, password: pulumi.Output[str]) -> k8s.core.v1.Secret:
+        """A password's Secret in the slurm namespace. slurmdbd's: the operator reads it by
+        reference (storageConfig.passwordKeyRef) into the slurmdbd.conf Secret it owns
+        (SlinkyProject/slurm-operator v1.2.1 internal/builder/accountingbuilder/accounting_config.go,
+        BuildAccountingConfig). The master user's: mounted by the database user Job only."""
         args = self._args
         return k8s.core.v1.Secret(
-            f"{self._name}-password-secret",
-            metadata={"name": ACCOUNTING_PASSWORD_SECRET, "namespace": SLURM_NAMESPACE},
-            data={
-                ACCOUNTING_PASSWORD_KEY: self._password.apply(lambda p: base64.b64encode(p.encode()).decode())
-            },
+            f"{self._name}-{resource}",
+            metadata={"name": name, "namespace": SLURM_NAMESPACE},
+            data={ACCOUNTING_PASSWORD_KEY: password.apply(lambda p: base64.b64encode(p.encode()).decode())},
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+            ),
+        )
+
+    def _ca_bundle(self) -> k8s.core.v1.ConfigMap:
+        """The RDS CA bundle, where slurmdbd and the Job mount it (ACCOUNTING_CA_DIR). Not
+        immutable: a bundle AWS extends is updated in place, and the kubelet refreshes the mounted
+        file; slurmdbd reads it on each connection."""
+        args = self._args
+        return k8s.core.v1.ConfigMap(
+            f"{self._name}-ca-bundle",
+            metadata={"name": ACCOUNTING_CA_CONFIGMAP, "namespace": SLURM_NAMESPACE},
+            data={ACCOUNTING_CA_KEY: args.ca_bundle},
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+            ),
+        )
+
+    def _user_job(
+        self,
+        instance: aws.rds.Instance,
+        rule: aws.vpc.SecurityGroupIngressRule,
+        admin_secret: k8s.core.v1.Secret,
+        secret: k8s.core.v1.Secret,
+        ca: k8s.core.v1.ConfigMap,
+    ) -> k8s.batch.v1.Job:
+        """The Job that makes slurmdbd's user (cluster_programs/accounting_database_user.py), run
+        again for a new database (its resource id), a new slurmdbd password or new code: named by
+        their digest. The password goes into the name only as 12 hex digits of its SHA-256, which
+        say nothing of a 40-character random password, so the name is not secret."""
+        args, code_files = self._args, user_job_code()
+        in_namespace = pulumi.ResourceOptions(
+            parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+        )
+        account = k8s.core.v1.ServiceAccount(
+            f"{self._name}-user-account",
+            metadata={"name": USER_JOB_ACCOUNT, "namespace": SLURM_NAMESPACE},
+            automount_service_account_token=False,
+            opts=in_namespace,
+        )
+        code = k8s.core.v1.ConfigMap(
+            f"{self._name}-user-code",
+            metadata={
+                "name": f"{USER_JOB_ACCOUNT}-code-{_digest(*sorted(f'{k}={v}' for k, v in code_files.items()))}",
+                "namespace": SLURM_NAMESPACE,
+            },
+            data=code_files,
+            immutable=True,
+            opts=in_namespace,
+        )
+        name = pulumi.Output.unsecret(
+            pulumi.Output.all(instance.resource_id, self._password, code.metadata.name).apply(
+                lambda v: (
+                    f"{USER_JOB_ACCOUNT}-{_digest(v[0], hashlib.sha256(v[1].encode()).hexdigest(), v[2])}"
+                )
+            )
+        )
+        secrets_dir = "/etc/slinky-eks/accounting-passwords"
+        return k8s.batch.v1.Job(
+            f"{self._name}-user-job",
+            metadata={
+                "name": name,
+                "namespace": SLURM_NAMESPACE,
+                # A failed run is run again by the next `pulumi up`.
+                "annotations": job_annotations(USER_JOB_TIMEOUT_SECONDS),
+            },
+            spec={
+                "backoffLimit": 2,
+                "activeDeadlineSeconds": USER_JOB_TIMEOUT_SECONDS,
+                "template": {
+                    # It calls no Kubernetes API: no token in the pod either.
+                    "spec": {
+                        "automountServiceAccountToken": False,
+                        **program_pod(
+                            "database-user",
+                            USER_JOB_PACKAGE,
+                            "accounting_database_user",
+                            [
+                                "--host",
+                                instance.address,
+                                "--port",
+                                str(ACCOUNTING_PORT),
+                                "--ca-file",
+                                f"{ACCOUNTING_CA_DIR}/{ACCOUNTING_CA_KEY}",
+                                "--database",
+                                ACCOUNTING_DATABASE,
+                                "--user",
+                                ACCOUNTING_USER,
+                                "--password-file",
+                                f"{secrets_dir}/slurmdbd/{ACCOUNTING_PASSWORD_KEY}",
+                                "--admin-user",
+                                ACCOUNTING_ADMIN_USER,
+                                "--admin-password-file",
+                                f"{secrets_dir}/admin/{ACCOUNTING_PASSWORD_KEY}",
+                                "--timeout",
+                                str(USER_JOB_TIMEOUT_SECONDS - 60),
+                            ],
+                            USER_JOB_ACCOUNT,
+                            code.metadata.name,
+                            mounts=[
+                                {"name": "ca", "mountPath": ACCOUNTING_CA_DIR, "readOnly": True},
+                                {
+                                    "name": "slurmdbd",
+                                    "mountPath": f"{secrets_dir}/slurmdbd",
+                                    "readOnly": True,
+                                },
+                                {"name": "admin", "mountPath": f"{secrets_dir}/admin", "readOnly": True},
+                            ],
+                            volumes=[
+                                {"name": "ca", "configMap": {"name": ACCOUNTING_CA_CONFIGMAP}},
+                                {"name": "slurmdbd", "secret": {"secretName": ACCOUNTING_PASSWORD_SECRET}},
+                                {"name": "admin", "secret": {"secretName": ACCOUNTING_ADMIN_SECRET}},
+                            ],
+                        ),
+                    }
+                },
+            },
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[instance, rule, admin_secret, secret, ca, account, code, *args.job_depends_on],
             ),
         )

@@ -209,6 +209,33 @@ DEV = DEV.but(
 NEW = DEV.but(quotas={})
 
 
+# What https://truststore.pki.rds.amazonaws.com/<region>/<region>-bundle.pem serves, offline: a
+# PEM bundle of CA certificates (Amazon RDS User Guide, "Using SSL/TLS to encrypt a connection to a
+# DB instance or cluster": https://docs.aws.amazon.com/AmazonRDS/latest/UserGuide/UsingWithRDS.SSL.html).
+# Not AWS's: a self-signed P-256 CA made for the offline account with openssl (no key kept), so no
+# run downloads anything and every run records the same bytes.
+RDS_CA_BUNDLE = (
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIB9zCCAZygAwIBAgIBATAKBggqhkjOPQQDAjBZMSMwIQYDVQQKDBpzbGlua3kt\n"
+    "ZWtzIG9mZmxpbmUgYWNjb3VudDEyMDAGA1UEAwwpT2ZmbGluZSBSRFMgdXMtd2Vz\n"
+    "dC0yIFJvb3QgQ0EgKHRlc3Qgb25seSkwIBcNMjYxMjA0MjAyNjU3WhgPMjEyNjEx\n"
+    "MTAyMDI2NTdaMFkxIzAhBgNVBAoMGnNsaW5reS1la3Mgb2ZmbGluZSBhY2NvdW50\n"
+    "MTIwMAYDVQQDDClPZmZsaW5lIFJEUyB1cy13ZXN0LTIgUm9vdCBDQSAodGVzdCBv\n"
+    "bmx5KTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABA00P9Y6oQtL5JBUqya/bO+i\n"
+    "ZeeP3uGu8bmZN67ij0tWmYXlY/macElWKAT5HWOt3JKrKGxfLrKV59fHTZYkda2j\n"
+    "UzBRMB0GA1UdDgQWBBQB5jr3fmRQTynEuutqWXbSz7L/kjAfBgNVHSMEGDAWgBQB\n"
+    "5jr3fmRQTynEuutqWXbSz7L/kjAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMC\n"
+    "A0kAMEYCIQCNa0VMTZf1VH1WnPAzidVJECpLWU0nPRkYqN7OEGGw5AIhAMTz6P1n\n"
+    "KdqajPdZ5SbEz0cwhD9tmEqfYyh7utOxijtg\n"
+    "-----END CERTIFICATE-----\n"
+)
+
+
+def rds_ca_bundle(region: str) -> str:
+    """The region's RDS CA bundle, as components/accounting_database.py rds_ca_bundle returns it."""
+    return RDS_CA_BUNDLE
+
+
 def denied_message(account: Account, action: str) -> str:
     return (
         f"operation error: https response error StatusCode: 403, api error AccessDenied: "

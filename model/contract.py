@@ -86,14 +86,25 @@ HEALTH_CONFIGMAP = "slinky-eks-node-health"
 HEALTH_DIR = "/etc/slinky-eks/health"
 
 # The accounting database as slurmdbd reaches it (components/accounting_database.py makes it, the
-# release's accounting.storageConfig names it): the chart's defaults for the database and user
-# (slurm chart 1.2.1 values.yaml accounting.storageConfig), MariaDB's port, and the Secret the
-# program writes the generated password into (storageConfig.passwordKeyRef).
+# release's accounting.storageConfig names it): the chart's default database (slurm chart 1.2.1
+# values.yaml accounting.storageConfig), slurmdbd's own user with every privilege on it and no
+# other, MariaDB's port, and the Secret the program writes that user's generated password into
+# (storageConfig.passwordKeyRef).
 ACCOUNTING_DATABASE = "slurm_acct_db"
-ACCOUNTING_USER = "slurm"
+ACCOUNTING_USER = "slurmdbd"
 ACCOUNTING_PORT = 3306
 ACCOUNTING_PASSWORD_SECRET = "slurm-accounting-database"
 ACCOUNTING_PASSWORD_KEY = "password"
+# The RDS master user, which only the database user Job uses (to create ACCOUNTING_USER), and the
+# Secret with its password, which only that Job mounts. "slurm" since the first release, when
+# slurmdbd used it: RDS cannot rename a master user, and a new name would replace the instance.
+ACCOUNTING_ADMIN_USER = "slurm"
+ACCOUNTING_ADMIN_SECRET = "slurm-accounting-admin"
+# The RDS CA bundle of the stack's region (components/accounting_database.py fetches it at deploy
+# time), as a ConfigMap mounted read-only where slurmdbd's StorageParameters and the Job read it.
+ACCOUNTING_CA_CONFIGMAP = "slurm-accounting-ca"
+ACCOUNTING_CA_KEY = "rds-ca-bundle.pem"
+ACCOUNTING_CA_DIR = "/etc/slinky-eks/accounting-ca"
 
 # The shared volume (EFS: components/shared_storage.py) where every Slurm pod and the staging Job
 # mount it, and the layout on it: the staged jobs/ and cluster.env (components/job_staging.py),

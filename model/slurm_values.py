@@ -11,6 +11,9 @@ from typing import Sequence
 from model import identities, login_sshd, metrics, node_health, versions
 from model.catalog import GpuInstanceType
 from model.contract import (
+    ACCOUNTING_CA_CONFIGMAP,
+    ACCOUNTING_CA_DIR,
+    ACCOUNTING_CA_KEY,
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
     ACCOUNTING_PORT,
@@ -162,6 +165,18 @@ def slinky_image(name: str, tag: str) -> str:
     return f"{versions.SLINKY_IMAGES}/{name}:{tag}"
 
 
+# The slurmdbd pod's volume with the RDS CA bundle (ACCOUNTING_CA_CONFIGMAP).
+ACCOUNTING_CA_VOLUME = "accounting-ca"
+
+
+def storage_parameters() -> str:
+    """slurmdbd.conf's StorageParameters: TLS to the database, the server's certificate verified
+    against the RDS CA bundle (slurmdbd.conf(5) of Slurm 26.05, StorageParameters: SSL_CERT,
+    SSL_CA, SSL_CAPATH, SSL_KEY, SSL_CIPHER; SchedMD/slurm doc/man/man5/slurmdbd.conf.5, tag
+    slurm-26-05-3-1). No client certificate: RDS authenticates by password."""
+    return f"SSL_CA={ACCOUNTING_CA_DIR}/{ACCOUNTING_CA_KEY}"
+
+
 def accounting(a: SlurmValuesArgs) -> dict:
     """slurmdbd on the core nodes, storing into the RDS database; the password only by reference.
     The operator builds its pod as the slurm user, non-root, with no service account token
@@ -170,7 +185,11 @@ def accounting(a: SlurmValuesArgs) -> dict:
     common/pod_template.go), adding what the operator leaves out. slurmdbd writes only its pid file,
     on the operator's own volume (LogFile=/dev/null: accounting_config.go), so its root can be
     read-only (the image runs `slurmdbd -D` under tini and nothing else: SlinkyProject/containers
-    schedmd/slurm/26.05/ubuntu24.04/Dockerfile, target slurmdbd)."""
+    schedmd/slurm/26.05/ubuntu24.04/Dockerfile, target slurmdbd).
+
+    It connects as its own user (ACCOUNTING_USER, not the RDS master user) and over TLS, verifying
+    the server against the region's RDS CA bundle mounted from its ConfigMap: the database refuses
+    anything else (components/accounting_database.py)."""
     return {
         "enabled": True,
         "slurmdbd": {
@@ -181,7 +200,13 @@ def accounting(a: SlurmValuesArgs) -> dict:
                 "readOnlyRootFilesystem": True,
                 "capabilities": {"drop": ["ALL"]},
             },
+            "volumeMounts": [
+                {"name": ACCOUNTING_CA_VOLUME, "mountPath": ACCOUNTING_CA_DIR, "readOnly": True}
+            ],
         },
+        # The operator appends it to the slurmdbd.conf it writes (### EXTRA CONFIG ###:
+        # accountingbuilder/accounting_config.go buildSlurmdbdConf at v1.2.1).
+        "extraConf": f"StorageParameters={storage_parameters()}",
         "storageConfig": {
             "host": a.accounting_host,
             "port": ACCOUNTING_PORT,
@@ -189,7 +214,12 @@ def accounting(a: SlurmValuesArgs) -> dict:
             "username": ACCOUNTING_USER,
             "passwordKeyRef": {"name": a.accounting_password_secret, "key": ACCOUNTING_PASSWORD_KEY},
         },
-        "podSpec": _control_plane_pod({"nodeSelector": dict(CORE_LABELS)}),
+        "podSpec": _control_plane_pod(
+            {
+                "nodeSelector": dict(CORE_LABELS),
+                "volumes": [{"name": ACCOUNTING_CA_VOLUME, "configMap": {"name": ACCOUNTING_CA_CONFIGMAP}}],
+            }
+        ),
     }
 
 

@@ -1,8 +1,16 @@
 """The Accounting custom resource chart 1.2.1 renders from the program's values: slurmdbd pointed
-at the RDS database and the password Secret, its container checked like every other Slinky
-container (the chart copies it whole: tests/support/chart_walk.py COPIED_WHOLE)."""
+at the RDS database as its own user, with the password Secret and TLS verified against the RDS CA
+bundle's ConfigMap, its container checked like every other Slinky container (the chart copies it
+whole: tests/support/chart_walk.py COPIED_WHOLE)."""
 
-from model.contract import ACCOUNTING_PASSWORD_KEY, ACCOUNTING_PASSWORD_SECRET
+from model.contract import (
+    ACCOUNTING_CA_CONFIGMAP,
+    ACCOUNTING_CA_DIR,
+    ACCOUNTING_CA_KEY,
+    ACCOUNTING_PASSWORD_KEY,
+    ACCOUNTING_PASSWORD_SECRET,
+    ACCOUNTING_USER,
+)
 from tests.charts.test_rendered_charts import by_name, rerender
 from tests.support import chart_walk
 from tests.support import rendered_checks as rc
@@ -51,3 +59,19 @@ def test_slurmctld_sends_its_records_to_the_accounting_service(rendered):
         "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=slurm-accounting\n"
         "AccountingStoragePort=6819\n" in conf
     )
+
+
+def test_the_operators_slurmdbd_conf_has_slurmdbds_own_user_and_tls_to_the_rds_ca(rendered):
+    # The operator appends the Accounting's extraConf to the slurmdbd.conf it writes
+    # (accountingbuilder/accounting_config.go buildSlurmdbdConf at v1.2.1; tests/support/slinky_conf.py).
+    conf = Release.from_documents(rendered["slurm"]).slurmdbd_conf("-")
+    assert f"\nStorageUser={ACCOUNTING_USER}\n" in conf
+    assert f"### EXTRA CONFIG ###\nStorageParameters=SSL_CA={ACCOUNTING_CA_DIR}/{ACCOUNTING_CA_KEY}\n" in conf
+
+
+def test_the_slurmdbd_pod_mounts_the_ca_bundle_where_storage_parameters_name_it(rendered):
+    spec = by_name(rendered["slurm"], "Accounting", "slurm")["spec"]
+    volumes = {v["name"]: v for v in spec["template"]["spec"]["volumes"]}
+    (mount,) = [m for m in spec["slurmdbd"]["volumeMounts"] if m["mountPath"] == ACCOUNTING_CA_DIR]
+    assert mount["readOnly"] is True
+    assert volumes[mount["name"]]["configMap"] == {"name": ACCOUNTING_CA_CONFIGMAP}

@@ -115,8 +115,10 @@ def test_slurmdbd_conf_is_the_operators_for_the_accountings_storage(with_account
         "#\n### PLUGINS & PARAMETERS ###\nAuthType=auth/slurm\nAuthAltTypes=auth/jwt\n"
         "AuthAltParameters=jwt_key=/etc/slurm/jwt.key\nAuthInfo=use_client_ids\n"
         "#\n### STORAGE ###\nStorageType=accounting_storage/mysql\nStorageHost=mariadb\nStoragePort=3306\n"
-        "StorageUser=slurm\nStorageLoc=slurm_acct_db\nStoragePass=s3cret\n"
+        "StorageUser=slurmdbd\nStorageLoc=slurm_acct_db\nStoragePass=s3cret\n"
         "#\n### LOGGING ###\nLogFile=/dev/null\n"
+        "#\n### EXTRA CONFIG ###\n"
+        "StorageParameters=SSL_CA=/etc/slinky-eks/accounting-ca/rds-ca-bundle.pem\n"
     )
 
 

@@ -1,19 +1,30 @@
 """Slurm's accounting database (components/accounting_database.py): RDS for MariaDB in the private
-subnets, reachable only from the cluster on its port, encrypted, backed up, its records kept by
-destroy unless asked otherwise, its password generated and handed to slurmdbd only by reference;
-created while EKS is, and waited for by the Slurm release."""
+subnets, reachable only from the cluster on its port and over TLS only, encrypted, backed up, its
+records kept by destroy unless asked otherwise; slurmdbd connects as its own user, made by a Job
+that alone holds the master password, with a password handed to it only by reference, verifying
+the region's RDS CA; created while EKS is, and waited for by the Slurm release."""
 
 import base64
+import io
 import json
+import urllib.error
+import urllib.request
 
 import pytest
 
-from components.accounting_database import instance_identifier
+from components.accounting_database import instance_identifier, rds_ca_bundle
+from devkit import offline_account
 from devkit.offline_run import run_program
 from model import versions
 from model.contract import (
+    ACCOUNTING_ADMIN_SECRET,
+    ACCOUNTING_ADMIN_USER,
+    ACCOUNTING_CA_CONFIGMAP,
+    ACCOUNTING_CA_DIR,
+    ACCOUNTING_CA_KEY,
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
+    ACCOUNTING_PASSWORD_SECRET,
     ACCOUNTING_PORT,
     ACCOUNTING_USER,
     CORE_LABELS,
@@ -41,12 +52,6 @@ def _rules_of(graph, group_id):
         for r in graph.resources
         if r.type.startswith("aws:vpc/securityGroup") and r.inputs.get("securityGroupId") == group_id
     ]
-
-
-def _password(graph) -> str:
-    """The generated password, as the mock's RandomPassword answers it."""
-    password = graph.named("accounting-password")
-    return (password.name * 8)[: int(password.inputs["length"])]
 
 
 # Where it runs and who reaches it
@@ -184,44 +189,92 @@ def test_a_bad_accounting_value_is_refused_naming_the_key(key, value, allowed):
     assert f"slinky-eks:{key} = {value!r}" in msg and allowed in msg
 
 
-# The password
+# The passwords
 
 
-def test_the_password_is_generated_not_configured(dev):
-    password = dev.named("accounting-password")
+def _password(graph, resource: str) -> str:
+    """A generated password, as the mock's RandomPassword answers it."""
+    password = graph.named(resource)
+    return (password.name * 8)[: int(password.inputs["length"])]
+
+
+MASTER, SLURMDBD = "accounting-password", "accounting-slurmdbd-password"
+
+
+@pytest.mark.parametrize("resource", [MASTER, SLURMDBD])
+def test_each_password_is_generated_not_configured(dev, resource):
+    password = dev.named(resource)
     assert password.inputs["special"] is False and password.inputs["length"] >= 32
-    assert password.urn in dev.named("accounting-db").property_dependencies["password"]
 
 
-def test_the_password_is_secret_wherever_it_is_an_input(dev):
+def test_the_master_password_is_the_instances(dev):
+    assert dev.named(MASTER).urn in dev.named("accounting-db").property_dependencies["password"]
+
+
+def test_the_passwords_are_secret_wherever_they_are_inputs(dev):
     assert "password" in dev.named("accounting-db").secret_inputs
     assert "data" in dev.named("accounting-password-secret").secret_inputs
+    assert "data" in dev.named("accounting-admin-secret").secret_inputs
 
 
-# The only two inputs that carry it: RDS's master password and the Secret slurmdbd reads.
-PASSWORD_HOLDERS = {("accounting-db", "password"), ("accounting-password-secret", "data")}
+# The only inputs that carry each password: the master's, RDS's master password and the Secret only
+# the database user Job mounts; slurmdbd's, the Secret slurmdbd reads.
+PASSWORD_HOLDERS = {
+    MASTER: {("accounting-db", "password"), ("accounting-admin-secret", "data")},
+    SLURMDBD: {("accounting-password-secret", "data")},
+}
 
 
-def test_the_password_is_in_no_other_input_and_no_output(dev):
-    # Secret or not: the release's values, any config or export holding it is a leak.
-    plain = _password(dev)
+@pytest.mark.parametrize("resource", [MASTER, SLURMDBD])
+def test_each_password_is_in_no_other_input_and_no_output(dev, resource):
+    # Secret or not: the release's values, any config, Job or export holding it is a leak.
+    plain = _password(dev, resource)
     forms = (plain, base64.b64encode(plain.encode()).decode())
     leaks = [
         f"{r.name}.{k}"
         for r in dev.resources
         for k, v in r.inputs.items()
-        if (r.name, k) not in PASSWORD_HOLDERS and any(f in json.dumps(v, default=str) for f in forms)
+        if (r.name, k) not in PASSWORD_HOLDERS[resource]
+        and any(f in json.dumps(v, default=str) for f in forms)
     ]
     leaks += [k for k, v in dev.stack_outputs.items() if any(f in json.dumps(v, default=str) for f in forms)]
     assert leaks == []
 
 
-def test_the_secret_holds_the_password_slurmdbd_is_pointed_at(dev, accounting):
+def test_slurmdbds_secret_holds_its_own_password_not_the_masters(dev, accounting):
     ref = accounting["storageConfig"]["passwordKeyRef"]
     secret = dev.named("accounting-password-secret").inputs
     assert (secret["metadata"]["name"], secret["metadata"]["namespace"]) == (ref["name"], SLURM_NAMESPACE)
-    assert base64.b64decode(secret["data"][ref["key"]]).decode() == _password(dev)
+    assert base64.b64decode(secret["data"][ref["key"]]).decode() == _password(dev, SLURMDBD)
     assert ref["key"] == ACCOUNTING_PASSWORD_KEY
+
+
+def test_slurmdbd_connects_as_its_own_user_not_the_master_user(db, accounting):
+    assert accounting["storageConfig"]["username"] == ACCOUNTING_USER
+    assert db["username"] == ACCOUNTING_ADMIN_USER != ACCOUNTING_USER
+
+
+def _pod_specs(graph) -> dict[str, dict]:
+    """Every pod template the program writes itself, by resource name."""
+    return {
+        r.name: r.inputs["spec"]["template"]["spec"]
+        for r in graph.resources
+        if r.type
+        in ("kubernetes:batch/v1:Job", "kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:DaemonSet")
+    }
+
+
+def test_only_the_database_user_job_mounts_the_master_password(dev):
+    mounting = {
+        name
+        for name, spec in _pod_specs(dev).items()
+        if any(
+            (v.get("secret") or {}).get("secretName") == ACCOUNTING_ADMIN_SECRET
+            for v in spec.get("volumes", [])
+        )
+    }
+    assert mounting == {"accounting-user-job"}
+    assert ACCOUNTING_ADMIN_SECRET not in json.dumps(dev.named("slurm-release").inputs["values"])
 
 
 # slurmdbd's values
@@ -233,9 +286,9 @@ def test_slurmdbd_stores_into_the_programs_database(dev, db, accounting):
         "host": "slinky-eks-dev-accounting.c0ffee123abc.us-west-2.rds.amazonaws.com",
         "port": ACCOUNTING_PORT,
         "database": db["dbName"],
-        "username": db["username"],
+        "username": ACCOUNTING_USER,
     }
-    assert (db["dbName"], db["username"]) == (ACCOUNTING_DATABASE, ACCOUNTING_USER)
+    assert db["dbName"] == ACCOUNTING_DATABASE
 
 
 def test_slurmdbd_runs_the_slurm_release_image_on_the_core_nodes(accounting):
@@ -273,6 +326,124 @@ def test_the_database_waits_only_for_the_network(dev):
     assert dev.depends_on(dev.named("accounting-db"), dev.named("network-vpc"))
 
 
-@pytest.mark.parametrize("name", ["accounting-db", "accounting-from-cluster", "accounting-password-secret"])
-def test_the_slurm_release_waits_for_the_database_its_rule_and_its_secret(dev, name):
+@pytest.mark.parametrize(
+    "name",
+    [
+        "accounting-db",
+        "accounting-from-cluster",
+        "accounting-password-secret",
+        "accounting-ca-bundle",
+        "accounting-user-job",
+    ],
+)
+def test_the_slurm_release_waits_for_the_database_its_rule_secret_ca_bundle_and_user(dev, name):
     assert dev.depends_on(dev.named("slurm-release"), dev.named(name))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "accounting-db",
+        "accounting-from-cluster",
+        "accounting-password-secret",
+        "accounting-admin-secret",
+        "accounting-ca-bundle",
+    ],
+)
+def test_the_database_user_job_waits_for_the_database_its_rule_secrets_and_ca_bundle(dev, name):
+    assert dev.depends_on(dev.named("accounting-user-job"), dev.named(name))
+
+
+# TLS
+
+
+def test_the_database_refuses_connections_without_tls_at_once(dev):
+    (parameter,) = [
+        p
+        for p in dev.named("accounting-parameters").inputs["parameters"]
+        if p["name"] == "require_secure_transport"
+    ]
+    assert parameter == {"name": "require_secure_transport", "value": "1", "applyMethod": "immediate"}
+
+
+def test_the_ca_bundle_configmap_holds_the_regions_rds_bundle(dev):
+    ca = dev.named("accounting-ca-bundle").inputs
+    assert (ca["metadata"]["name"], ca["metadata"]["namespace"]) == (ACCOUNTING_CA_CONFIGMAP, SLURM_NAMESPACE)
+    assert ca["data"] == {ACCOUNTING_CA_KEY: offline_account.rds_ca_bundle("us-west-2")}
+
+
+def test_slurmdbd_connects_with_tls_verifying_the_mounted_rds_ca(accounting):
+    assert accounting["extraConf"] == f"StorageParameters=SSL_CA={ACCOUNTING_CA_DIR}/{ACCOUNTING_CA_KEY}"
+    (mount,) = accounting["slurmdbd"]["volumeMounts"]
+    (volume,) = accounting["podSpec"]["volumes"]
+    assert mount == {"name": volume["name"], "mountPath": ACCOUNTING_CA_DIR, "readOnly": True}
+    assert volume["configMap"] == {"name": ACCOUNTING_CA_CONFIGMAP}
+
+
+def test_a_bundle_that_is_not_pem_stops_the_program_naming_the_url(monkeypatch):
+    class Answer(io.BytesIO):
+        def __enter__(self):
+            return self
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: Answer(b"<html>not found</html>"))
+    with pytest.raises(RuntimeError, match="eu-west-1-bundle.pem holds no PEM certificate"):
+        rds_ca_bundle("eu-west-1")
+
+
+def test_an_unreachable_bundle_stops_the_program_naming_the_url(monkeypatch):
+    def refuse(url, timeout):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+    with pytest.raises(
+        RuntimeError, match=r"https://truststore.pki.rds.amazonaws.com/eu-west-1/eu-west-1-bundle.pem"
+    ):
+        rds_ca_bundle("eu-west-1")
+
+
+# The database user Job
+
+
+@pytest.fixture(scope="module")
+def user_job(dev):
+    return dev.named("accounting-user-job").inputs
+
+
+def test_the_database_user_job_makes_slurmdbds_user_as_the_master_user_over_tls(user_job):
+    (container,) = user_job["spec"]["template"]["spec"]["containers"]
+    command = container["command"]
+    assert command[:3] == ["python3", "-m", "cluster_programs.accounting_database_user"]
+    args = dict(zip(command[3::2], command[4::2], strict=True))
+    assert args == {
+        "--host": "slinky-eks-dev-accounting.c0ffee123abc.us-west-2.rds.amazonaws.com",
+        "--port": str(ACCOUNTING_PORT),
+        "--ca-file": f"{ACCOUNTING_CA_DIR}/{ACCOUNTING_CA_KEY}",
+        "--database": ACCOUNTING_DATABASE,
+        "--user": ACCOUNTING_USER,
+        "--password-file": f"/etc/slinky-eks/accounting-passwords/slurmdbd/{ACCOUNTING_PASSWORD_KEY}",
+        "--admin-user": ACCOUNTING_ADMIN_USER,
+        "--admin-password-file": f"/etc/slinky-eks/accounting-passwords/admin/{ACCOUNTING_PASSWORD_KEY}",
+        "--timeout": "540",
+    }
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in user_job["spec"]["template"]["spec"]["volumes"]}
+    assert (
+        volumes[mounts["/etc/slinky-eks/accounting-passwords/admin"]]["secret"]["secretName"]
+        == ACCOUNTING_ADMIN_SECRET
+    )
+    assert volumes[mounts["/etc/slinky-eks/accounting-passwords/slurmdbd"]]["secret"]["secretName"] == (
+        ACCOUNTING_PASSWORD_SECRET
+    )
+    assert volumes[mounts[ACCOUNTING_CA_DIR]]["configMap"]["name"] == ACCOUNTING_CA_CONFIGMAP
+
+
+def test_the_database_user_job_has_no_kubernetes_api_token(dev, user_job):
+    account = dev.named("accounting-user-account").inputs
+    assert user_job["spec"]["template"]["spec"]["serviceAccountName"] == account["metadata"]["name"]
+    assert account["automountServiceAccountToken"] is False
+
+
+def test_the_database_user_jobs_name_is_not_secret_and_names_no_password(dev, user_job):
+    assert "metadata" not in dev.named("accounting-user-job").secret_inputs
+    assert _password(dev, SLURMDBD) not in user_job["metadata"]["name"]
+    assert user_job["metadata"]["name"].startswith("slurm-accounting-database-user-")

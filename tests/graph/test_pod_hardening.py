@@ -16,6 +16,7 @@ PROGRAM_PODS = {
     "DaemonSet/slurmd-image-prepull",
     "Job/slurm-ready",
     "Job/accounting-registration",
+    "Job/slurm-accounting-database-user",
 }
 # A stack with named users has one more: the Job that makes their homes.
 ALICE = {
@@ -79,12 +80,17 @@ def test_the_staging_copy_is_root_without_capabilities_and_the_others_run_as_fix
         "DaemonSet/slurmd-image-prepull": (65535, 65535),
         "Job/slurm-ready": (65534, 65534),
         "Job/accounting-registration": (65534, 65534),
+        "Job/slurm-accounting-database-user": (65534, 65534),
     }
 
 
 def test_python_pods_write_no_bytecode_on_their_read_only_root(dev):
     pods = ph.graph_pods(dev)
-    for workload in ("Deployment/slurm-state-volume-guard", "Job/slurm-ready"):
+    for workload in (
+        "Deployment/slurm-state-volume-guard",
+        "Job/slurm-ready",
+        "Job/slurm-accounting-database-user",
+    ):
         (container,) = pods[workload]["containers"]
         assert {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"} in container["env"], workload
 

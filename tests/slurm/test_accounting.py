@@ -18,11 +18,15 @@ import time
 
 import pytest
 
+from cluster_programs import accounting_database_user as database_user
 from cluster_programs import accounting_registration as registration
 from devkit.offline_run import run_program
 from model import identities
 from model.accounting import desired_state, to_json
+from model.contract import ACCOUNTING_ADMIN_USER, ACCOUNTING_DATABASE, ACCOUNTING_USER
+from model.slurm_values import storage_parameters
 from model.users import DEFAULT_ACCOUNT, User
+from tests.support.local_accounting import TLS_DIR, make_ca
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
 
 pytestmark = pytest.mark.slurm
@@ -153,6 +157,75 @@ def test_slurmctld_runs_with_the_operators_accounting_and_the_programs_policy(sl
     }
     found = {k: re.search(rf"^{k}\s*=\s*(\S+)", config, re.M) for k in wanted}
     assert {k: m.group(1) if m else None for k, m in found.items()} == wanted, config
+
+
+# The database: slurmdbd as its own user, over TLS only (components/accounting_database.py)
+
+
+def test_slurmdbd_connects_as_its_own_user_with_the_stacks_storage_parameters(slurm):
+    conf = slurm.release.slurmdbd_conf("-")
+    assert f"StorageUser={ACCOUNTING_USER}\n" in conf and ACCOUNTING_USER != ACCOUNTING_ADMIN_USER
+    assert f"StorageParameters={storage_parameters()}\n" in conf, conf
+    # slurmdbd is up on the database (it registered the cluster), holding connections as its user.
+    clusters = slurm.run([*registration.SACCTMGR, "list", "cluster", "format=Cluster"]).stdout.split()
+    assert clusters, clusters
+    sessions = slurm.accounting.sql(
+        "SELECT DISTINCT USER FROM information_schema.PROCESSLIST WHERE HOST <> ''"
+    )
+    assert ACCOUNTING_USER in sessions.split() and ACCOUNTING_ADMIN_USER not in sessions.split(), sessions
+
+
+def test_slurmdbds_user_has_every_privilege_on_its_database_and_none_elsewhere(slurm):
+    grants = slurm.accounting.sql(f"SHOW GRANTS FOR '{ACCOUNTING_USER}'@'%'").splitlines()
+    assert len(grants) == 2, grants
+    assert re.fullmatch(
+        rf"GRANT USAGE ON \*\.\* TO `{ACCOUNTING_USER}`@`%` IDENTIFIED BY PASSWORD '\*[0-9A-F]{{40}}' REQUIRE SSL",
+        grants[0],
+    ), grants
+    assert grants[1] == f"GRANT ALL PRIVILEGES ON `{ACCOUNTING_DATABASE}`.* TO `{ACCOUNTING_USER}`@`%`", (
+        grants
+    )
+
+
+@pytest.mark.parametrize("who", ["slurmdbd", "master"])
+def test_a_connection_without_tls_is_refused(slurm, who):
+    accounting = slurm.accounting
+    user, password = {
+        "slurmdbd": (ACCOUNTING_USER, accounting.password),
+        "master": (ACCOUNTING_ADMIN_USER, accounting.admin_password),
+    }[who]
+    refused = accounting.client(user, password, "--skip-ssl")
+    assert refused.returncode != 0 and "insecure transport" in refused.stderr, (
+        refused.stdout,
+        refused.stderr,
+    )
+    # The same user and password over TLS, verifying the server: accepted.
+    accepted = accounting.client(
+        user, password, "--ssl", f"--ssl-ca={TLS_DIR}/ca.pem", "--ssl-verify-server-cert"
+    )
+    assert accepted.returncode == 0 and accepted.stdout.strip() == "1", (accepted.stdout, accepted.stderr)
+
+
+def test_slurmdbd_refuses_a_server_its_ca_did_not_sign(slurm, tmp_path):
+    # The same slurmdbd.conf and StorageParameters, another CA where SSL_CA names it.
+    refusal = slurm.accounting.slurmdbd_refusal(make_ca(tmp_path, "another-ca"))
+    assert "TLS/SSL error" in refusal and "certificate" in refusal, refusal
+
+
+def test_the_database_user_program_refuses_a_server_its_ca_did_not_sign(slurm, tmp_path):
+    with pytest.raises(database_user.DatabaseError, match="certificate verify failed"):
+        slurm.accounting.provision_user(make_ca(tmp_path, "another-ca"))
+
+
+def test_the_database_user_program_run_again_leaves_slurmdbd_working(slurm):
+    before = slurm.accounting.sql(f"SHOW GRANTS FOR '{ACCOUNTING_USER}'@'%'")
+    slurm.accounting.provision_user(slurm.accounting.ca)
+    assert slurm.accounting.sql(f"SHOW GRANTS FOR '{ACCOUNTING_USER}'@'%'") == before
+    listed = slurm.run([*registration.SACCTMGR, "list", "cluster", "format=Cluster"])
+    assert listed.returncode == 0 and listed.stdout.split(), (listed.stdout, listed.stderr)
+
+
+# Registration
 
 
 def test_registration_adds_each_account_and_user_with_their_admin_level(slurm, registered):

@@ -16,17 +16,29 @@ Debian's libmariadb 11.8.9 reconnects and then fails its first query ("5027 Numb
 result (=1) set execeeds maxmimum allowed number of columns (=0)", _check_mysql_concat_is_sane). Its buffer pool stays small: a test's database
 holds a few dozen rows, and the machine's memory is shared.
 
+As on RDS (components/accounting_database.py), the server takes connections over TLS only
+(require_secure_transport), with a certificate for the storage host signed by a CA the test makes
+with openssl, which stands in for the region's RDS CA bundle; the database's master user
+(ACCOUNTING_ADMIN_USER) has a password, and the program's own database user Job
+(cluster_programs/accounting_database_user.py) is run as that user to make slurmdbd's user, as
+`pulumi up` runs it before the release. slurmdbd's pod has the CA where the release's
+StorageParameters (SSL_CA=) name it, as the stack mounts its ConfigMap.
+
 Both run in their own UTS and mount namespaces in the root, like every daemon of the cluster, and
 are stopped by PID with it."""
 
 from __future__ import annotations
 
 import os
+import pathlib
+import re
 import secrets
 import socket
 import subprocess
 from typing import TYPE_CHECKING
 
+from cluster_programs import accounting_database_user
+from model.contract import ACCOUNTING_ADMIN_USER
 from tests.support.slinky_conf import SLURMDBD_PORT
 
 if TYPE_CHECKING:
@@ -37,6 +49,11 @@ MARIADB_POD = "mariadb-0"
 # The data directory in the cluster's directory: its InnoDB *.log files are not logs to show.
 DATA = "mariadb"
 SOCKET_DIR = "/run/mysqld"
+# The server's TLS files in its pod (the cluster directory's TLS_FILES, bind-mounted).
+TLS_DIR = "/etc/mysql/slinky-eks-tls"
+TLS_FILES = "mariadb-tls"
+# The CA alone, for slurmdbd's pod (where its StorageParameters' SSL_CA names it).
+CA_FILES = "accounting-ca"
 MARIADB_SERVER_OPTIONS = (
     "--innodb-snapshot-isolation=OFF",
     "--innodb-lock-wait-timeout=900",
@@ -44,7 +61,35 @@ MARIADB_SERVER_OPTIONS = (
     "--skip-name-resolve",
     "--skip-log-bin",
     "--bind-address=127.0.0.1",
+    f"--ssl-ca={TLS_DIR}/ca.pem",
+    f"--ssl-cert={TLS_DIR}/server.pem",
+    f"--ssl-key={TLS_DIR}/server.key",
+    "--require-secure-transport=ON",
 )
+
+
+def make_ca(directory: pathlib.Path, name: str) -> pathlib.Path:
+    """A self-signed CA (P-256) in `directory`: <name>.pem and <name>.key; the certificate's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    _openssl(
+        "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+        "-subj", f"/CN={name}", "-keyout", str(directory / f"{name}.key"), "-out", str(directory / f"{name}.pem"),
+    )  # fmt: skip
+    return directory / f"{name}.pem"
+
+
+def _openssl(*argv: str) -> None:
+    done = subprocess.run(["openssl", *argv], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"openssl {argv[0]} failed: {done.stderr}")
+
+
+def storage_ca_path(release) -> str | None:
+    """The CA file the release's slurmdbd.conf names (StorageParameters=...SSL_CA=<path>), if any."""
+    found = re.search(
+        r"^StorageParameters=(?:\S*,)?SSL_CA=([^,\s]+)", release.accounting["spec"].get("extraConf", ""), re.M
+    )
+    return found.group(1) if found else None
 
 
 def _listening(port: int) -> bool:
@@ -60,7 +105,9 @@ class LocalAccounting:
         self.cluster = cluster
         self.release = cluster.release
         self.storage = self.release.storage()
-        self.password = secrets.token_hex(16)
+        self.password = secrets.token_hex(16)  # slurmdbd's
+        self.admin_password = secrets.token_hex(16)  # the master user's
+        self.ca: pathlib.Path | None = None
         self.mariadb: Daemon | None = None
         self.slurmdbd: Daemon | None = None
 
@@ -80,6 +127,25 @@ class LocalAccounting:
             *command,
         ]
 
+    def _tls(self) -> None:
+        """The CA, and the server's key and certificate for the storage host (and 127.0.0.1, where
+        the test's own clients reach it), readable by the mysql user only."""
+        d, mysql = self.cluster.dir, self.cluster._uid("mysql")
+        tls = d / TLS_FILES
+        self.ca = make_ca(tls, "ca")
+        _openssl(
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+            f"/CN={self.storage['host']}", "-keyout", str(tls / "server.key"), "-out", str(tls / "server.csr"),
+        )  # fmt: skip
+        (tls / "server.ext").write_text(f"subjectAltName=DNS:{self.storage['host']},IP:127.0.0.1\n")
+        _openssl(
+            "x509", "-req", "-in", str(tls / "server.csr"), "-CA", str(self.ca), "-CAkey", str(tls / "ca.key"),
+            "-CAcreateserial", "-days", "2", "-extfile", str(tls / "server.ext"), "-out", str(tls / "server.pem"),
+        )  # fmt: skip
+        for name in ("server.key", "server.pem", "ca.pem"):
+            os.chown(tls / name, mysql, mysql)
+        (tls / "server.key").chmod(0o600)
+
     def start(self) -> None:
         c, d = self.cluster, self.cluster.dir
         data, log = d / DATA, d / "log-mariadb"
@@ -87,9 +153,12 @@ class LocalAccounting:
             p.mkdir(parents=True, exist_ok=True)
             os.chown(p, c._uid("mysql"), c._uid("mysql"))
         (c.fs / DATADIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        (c.fs / TLS_DIR.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        self._tls()
         # The pod's hostname is its own; the storage host (the RDS address, a DNS name longer than
         # a hostname may be) reaches it through /etc/hosts.
         script = c._mounts(MARIADB_POD, "etc-node", (str(data), DATADIR), str(log), None)
+        script += f"\nmount --bind {d / TLS_FILES} {c.fs}{TLS_DIR}"
         init = subprocess.run(
             [
                 "unshare",
@@ -129,7 +198,9 @@ class LocalAccounting:
             "MariaDB to listen",
             lambda: c._exited(self.mariadb),
         )
-        user, db = self.storage["username"], self.storage["database"]
+        # What RDS makes with the instance: the database (DBName) and the master user, who may
+        # create users and grant what it has.
+        db = self.storage["database"]
         created = c._enter(
             self.mariadb.pid,
             [
@@ -137,16 +208,35 @@ class LocalAccounting:
                 f"--socket={SOCKET_DIR}/mysqld.sock",
                 "-e",
                 f"CREATE DATABASE {db}; "
-                f"CREATE USER '{user}'@'%' IDENTIFIED BY '{self.password}'; "
-                f"GRANT ALL ON {db}.* TO '{user}'@'%';",
+                f"CREATE USER '{ACCOUNTING_ADMIN_USER}'@'%' IDENTIFIED BY '{self.admin_password}'; "
+                f"GRANT ALL ON *.* TO '{ACCOUNTING_ADMIN_USER}'@'%' WITH GRANT OPTION;",
             ],
         )
         if created.returncode != 0:
-            raise RuntimeError(f"creating the database user failed: {created.stderr}")
+            raise RuntimeError(f"creating the master user failed: {created.stderr}")
+        self.provision_user(self.ca)
         self._write_etc()
-        self.slurmdbd = c._spawn(
-            "slurmdbd",
-            c._mounts(self.release.accounting_host, "etc-accounting", None, str(d / "log-accounting"), None),
+        self.slurmdbd = self._spawn_slurmdbd("slurmdbd", self.ca)
+        c._wait_for(
+            lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen", lambda: c._exited(self.slurmdbd)
+        )
+
+    def _spawn_slurmdbd(self, name: str, ca: pathlib.Path) -> "Daemon":
+        """slurmdbd as its pod runs it, with `ca` where the release's StorageParameters name the CA
+        (the stack's ConfigMap volume: the CA alone, under the file name SSL_CA gives); its
+        output in <name>.stdout."""
+        c, d = self.cluster, self.cluster.dir
+        pod = c._mounts(self.release.accounting_host, "etc-accounting", None, str(d / "log-accounting"), None)
+        if (ca_path := storage_ca_path(self.release)) is not None:
+            ca_dir = d / f"{CA_FILES}-{name}"
+            ca_dir.mkdir(exist_ok=True)
+            (ca_dir / pathlib.PurePosixPath(ca_path).name).write_bytes(ca.read_bytes())
+            mount_point = str(pathlib.PurePosixPath(ca_path).parent)
+            (c.fs / mount_point.lstrip("/")).mkdir(parents=True, exist_ok=True)
+            pod += f"\nmount --bind {ca_dir} {c.fs}{mount_point}"
+        return c._spawn(
+            name,
+            pod,
             # As the pod runs it: as the slurm user (accounting_app.go RunAsUser 401), its /run
             # writable (the operator's pidfile volume).
             [
@@ -155,11 +245,26 @@ class LocalAccounting:
                 "chown slurm:slurm /run && "
                 "exec setpriv --reuid=slurm --regid=slurm --init-groups slurmdbd -D",
             ],
-            d / "slurmdbd.stdout",
+            d / f"{name}.stdout",
         )
-        c._wait_for(
-            lambda: _listening(SLURMDBD_PORT), 90, "slurmdbd to listen", lambda: c._exited(self.slurmdbd)
-        )
+
+    def slurmdbd_refusal(self, ca: pathlib.Path, timeout: float = 60) -> str:
+        """Start a second slurmdbd, the same but for `ca` in place of the one that signed the
+        server, and return its first failed connection to the database (it retries, and listens
+        only once connected, so it never takes the running one's port); stopped either way."""
+        from tests.support.local_slurm import _stop
+
+        c, name = self.cluster, "slurmdbd-other-ca"
+        daemon = self._spawn_slurmdbd(name, ca)
+        log = c.dir / f"{name}.stdout"
+        try:
+            c._wait_for(
+                lambda: "mysql_real_connect failed" in log.read_text(), timeout, "slurmdbd to fail to connect",
+                lambda: c._exited(daemon),
+            )  # fmt: skip
+            return next(line for line in log.read_text().splitlines() if "mysql_real_connect failed" in line)
+        finally:
+            _stop(daemon.proc)
 
     def _write_etc(self) -> None:
         """The slurmdbd pod's /etc/slurm: slurmdbd.conf, slurm.key and jwt.key, the slurm user's,
@@ -178,6 +283,38 @@ class LocalAccounting:
             (etc / name).write_bytes(content)
             os.chown(etc / name, slurm, slurm)
             (etc / name).chmod(0o600)
+
+    def provision_user(self, ca: pathlib.Path, password: str | None = None) -> None:
+        """Run the database user Job's program as the master user, over TLS to 127.0.0.1 verifying
+        the server against `ca`: slurmdbd's user, with `password` (its own by default)."""
+        accounting_database_user.provision(
+            accounting_database_user.Endpoint("127.0.0.1", int(self.storage["port"]), str(ca)),
+            (ACCOUNTING_ADMIN_USER, self.admin_password),
+            self.storage["database"],
+            self.storage["username"],
+            password or self.password,
+            timeout=30,
+            log=lambda line: None,
+        )
+
+    def client(self, user: str, password: str, *options: str) -> subprocess.CompletedProcess:
+        """`SELECT 1` as `user` by TCP to the server, with the mariadb client's `options`, from the
+        database's pod."""
+        return self.cluster._enter(
+            self.mariadb.pid,
+            [
+                "mariadb",
+                "--host=127.0.0.1",
+                f"--port={self.storage['port']}",
+                f"--user={user}",
+                f"--password={password}",
+                *options,
+                "-N",
+                "-B",
+                "-e",
+                "SELECT 1",
+            ],
+        )
 
     def sql(self, query: str) -> str:
         """A query on the accounting database as MariaDB's root (tab-separated rows)."""

@@ -55,15 +55,10 @@ def _without_metrics(release: Release) -> Release:
     return Release(controller, release.nodesets, release.config_maps, release.accountings)
 
 
-# The database the accounting tests' MariaDB serves, as the release's accounting.storageConfig names
-# it (slurm chart 1.2.1 values.yaml: host, port, database, username, passwordKeyRef).
-TEST_DATABASE = {
-    "host": "mariadb",
-    "port": 3306,
-    "database": "slurm_acct_db",
-    "username": "slurm",
-    "passwordKeyRef": {"name": "slurm-accounting-database", "key": "password"},
-}
+# Where the accounting tests' MariaDB serves, set over the release's accounting.storageConfig
+# (slurm chart 1.2.1 values.yaml: host, port, database); the user and its password's Secret stay
+# the program's.
+TEST_DATABASE = {"host": "mariadb", "port": 3306, "database": "slurm_acct_db"}
 
 
 def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
