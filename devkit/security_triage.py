@@ -340,7 +340,7 @@ TRIAGE: tuple[Triage, ...] = (
         "The charts name their images by tag; the program's own images are pinned by digest.",
         "images",
     ),
-    # issue 25, metrics-store: the DCGM exporter (model/pod_hardening.py has the reasons and sources).
+    # The metrics store's GPU source, the DCGM exporter (model/pod_hardening.py has the reasons and sources).
     _k8s(
         "CKV_K8S_43",
         ("DaemonSet.dcgm-exporter.dcgm-exporter",),

@@ -618,7 +618,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="Slurm's PriorityDecayHalfLife, in days: past usage counts half after this long.",
             on_change=_RECONFIGURES,
         ),
-        # scaling (issue 26): the default pool's bounds and the idle period of every autoscaling
+        # Scaling: the default pool's bounds and the idle period of every autoscaling
         # pool (model/gpu_pools.py, model/autoscaling.py; docs/scaling.md).
         Key(
             "gpuMinNodes",
@@ -659,7 +659,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "the wait it saves (see [Scaling](docs/scaling.md#the-idle-period)).",
             on_change="in place: every autoscaling pool's ScaledObject",
         ),
-        # capacity-cost (issue 26): reserved capacity for the one pool of a stack without gpuPools.
+        # Capacity and cost (docs/capacity-and-cost.md): reserved capacity for the one pool of a stack without gpuPools.
         Key(
             "gpuCapacityReservationId",
             "string",
@@ -675,7 +675,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "to or from a Capacity Block it replaces the node group (its capacity type changes); ignored "
             "beside gpuPools",
         ),
-        # issue 25, metrics-store: the metrics store and its alerts (components/metrics_store.py,
+        # Metrics: the metrics store and its alerts (components/metrics_store.py,
         # components/dcgm_exporter.py; docs/decisions/metrics-store.md). Prices: Amazon Managed
         # Service for Prometheus pricing (https://aws.amazon.com/prometheus/pricing/), US East.
         Key(

@@ -1,4 +1,4 @@
-"""The README stays the way in (issue 22): at most 300 lines, the quick start with its measured
+"""The README stays the way in: at most 300 lines, the quick start with its measured
 timings, the two generated tables between their markers, and a link to each docs page, where the
 rest lives."""
 
