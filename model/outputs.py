@@ -16,6 +16,11 @@ class Output:
 
 
 OUTPUTS: tuple[Output, ...] = (
+    Output(
+        "projectVersion",
+        "the slinky-eks release the stack was last updated with (model/release.py): its entry in "
+        "CHANGELOG.md and its section of docs/upgrading.md",
+    ),
     Output("clusterName", "EKS cluster name, for `aws eks update-kubeconfig --name`"),
     Output(
         "kubeconfig",
