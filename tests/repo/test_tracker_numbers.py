@@ -1,6 +1,7 @@
-"""No code names a number of the project's tracker: a tracker number tells a reader of a comment nothing
-once the tracker is gone or moved, so comments say what and why instead. Upstream issues keep their
-repository and `#` ("SlinkyProject/slurm-operator issue #96"), which a reader can open."""
+"""No file of the repository names a number of the project's tracker: a tracker number tells a
+reader nothing once the tracker is gone or moved, so comments and docs say what and why instead.
+Upstream issues keep their repository and `#` ("SlinkyProject/slurm-operator issue #96"), which a
+reader can open."""
 
 import re
 import subprocess
@@ -10,8 +11,6 @@ from tests.support.paths import REPO
 # The word, a space and a bare number, no `#` before the number.
 _TRACKER = re.compile(r"\bissues? \d+", re.I)
 _WORD = "issue"
-# Prose that is about releases, not code; its version headings replaced the tracker's numbers.
-_PROSE = (".md",)
 
 
 def code_files() -> list[str]:
@@ -22,7 +21,7 @@ def code_files() -> list[str]:
         text=True,
         check=True,
     ).stdout.split()
-    return [p for p in listed if not p.endswith(_PROSE) and (REPO / p).is_file()]
+    return [p for p in listed if (REPO / p).is_file()]
 
 
 def tracker_mentions(text: str) -> list[str]:
@@ -34,7 +33,7 @@ def test_a_bare_tracker_number_is_found_and_an_upstream_issue_is_not():
     assert tracker_mentions("SlinkyProject/slurm-operator issue #96") == []
 
 
-def test_no_code_file_names_a_tracker_number():
+def test_no_file_names_a_tracker_number():
     found = []
     for path in code_files():
         try:
