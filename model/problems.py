@@ -35,8 +35,8 @@ WITHHELD = _Marker("WITHHELD")
 class RuleId:
     """A rule's identity: what the deployer looks up, stable across releases (a renamed id is a
     new rule). `guards` names the keys it looks at, as `pulumi config` spells them, `[]` for any
-    entry of a list; a rule the key table (model/config_schema.py) applies to several keys
-    declares none, and the catalogue reads them off the table."""
+    entry of a list; the keys the key table (model/config_schema.py) applies a rule to need not
+    be named here: the catalogue reads them off the table."""
 
     id: str
     level: str
@@ -44,7 +44,7 @@ class RuleId:
     guards: tuple[str, ...] = ()
 
 
-# Every id declared, in the order the modules declare them: the catalogue's rows.
+# Every id declared, by id: the catalogue's rows.
 RULE_IDS: dict[str, RuleId] = {}
 # Lower-case words joined by `-`, as a docs anchor and a grep both keep it.
 _ID = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
