@@ -8,6 +8,7 @@ docs/rules.md carries the same table, written by `python -m devkit.project_docs`
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import sys
 
@@ -48,7 +49,11 @@ def table() -> str:
     return "\n".join(rows) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m devkit.rule_catalogue", description=__doc__.split("\n")[0]
+    )
+    parser.parse_args(argv)  # no options: an unknown one exits 2 naming it
     sys.stdout.write(table())
     return 0
 

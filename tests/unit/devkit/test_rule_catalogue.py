@@ -62,3 +62,14 @@ def test_the_command_prints_the_table():
         [sys.executable, "-m", "devkit.rule_catalogue"], cwd=REPO, capture_output=True, text=True
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, rule_catalogue.table(), "")
+
+
+def test_the_command_refuses_an_option_it_does_not_have_in_one_line():
+    result = subprocess.run(
+        [sys.executable, "-m", "devkit.rule_catalogue", "--level", "error"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1].endswith("error: unrecognized arguments: --level error")
