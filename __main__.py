@@ -22,7 +22,7 @@ from components.slurm_cluster import SlurmCluster, SlurmClusterArgs, login_user
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
-from model import dashboards
+from model import dashboards, release
 from model import metrics as metrics_model
 from model.contract import (
     CONTROLLER_CONTAINER,
@@ -329,6 +329,8 @@ if autoscaling_pools and metrics is not None:
     )
 
 # Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
+# The release this stack was last updated with (model/release.py; CHANGELOG.md).
+pulumi.export("projectVersion", release.VERSION)
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
 # Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.

@@ -1,6 +1,7 @@
 """Write what the model declares into the files that repeat it: Pulumi.yaml's `config:` block
-(the rest of the file kept byte for byte) and the README's config and outputs tables (between
-their markers), from model/config_schema.py and model/outputs.py.
+(the rest of the file kept byte for byte), the README's config and outputs tables (between
+their markers), from model/config_schema.py and model/outputs.py, and docs/rules.md's table of
+the configuration rules' ids (devkit/rule_catalogue.py).
 
     python -m devkit.project_docs            # rewrite the stale files
     python -m devkit.project_docs --check    # write nothing; one line per stale file, exit 1
@@ -20,11 +21,12 @@ from typing import Any
 
 import yaml
 
+from devkit import rule_catalogue
 from model import config_schema
 from model.outputs import OUTPUTS, Output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-PROJECT_FILE, README = "Pulumi.yaml", "README.md"
+PROJECT_FILE, README, RULES_PAGE = "Pulumi.yaml", "README.md", "docs/rules.md"
 COMMAND = "python -m devkit.project_docs"
 # A fixed day: only the Kubernetes version's rules read the calendar, and no rule is written out.
 _DAY = datetime.date(2026, 1, 1)
@@ -118,17 +120,22 @@ def outputs_table(outputs: tuple[Output, ...]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _between_markers(text: str, marker: str, body: str) -> str:
+def _between_markers(text: str, marker: str, body: str, name: str = README) -> str:
     """text with the lines between `<!-- marker: ... -->` and `<!-- /marker -->` replaced by body."""
     found = re.search(rf"^<!-- {marker}:[^\n]*-->\n(.*?)^<!-- /{marker} -->$", text, re.M | re.S)
     if not found:
-        raise StaleDocError(f"{README}: no '<!-- {marker}: ... -->' ... '<!-- /{marker} -->' block")
+        raise StaleDocError(f"{name}: no '<!-- {marker}: ... -->' ... '<!-- /{marker} -->' block")
     return text[: found.start(1)] + body + text[found.end(1) :]
 
 
 def readme(text: str, keys: tuple[config_schema.Key, ...], outputs: tuple[Output, ...]) -> str:
     text = _between_markers(text, "config-table", config_table(keys))
     return _between_markers(text, "outputs-table", outputs_table(outputs))
+
+
+def rules_page(text: str) -> str:
+    """docs/rules.md with its table of every rule id between the rules-table markers."""
+    return _between_markers(text, "rules-table", rule_catalogue.table(), RULES_PAGE)
 
 
 def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
@@ -138,6 +145,7 @@ def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
     for name, write in (
         (PROJECT_FILE, lambda t: project_file(t, keys)),
         (README, lambda t: readme(t, keys, OUTPUTS)),
+        (RULES_PAGE, rules_page),
     ):
         now = (root / name).read_text()
         out[name] = (now, write(now))
@@ -159,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     stale = [name for name, (now, then) in files.items() if now != then]
     for name in stale:
         if args.check:
-            print(f"{name}: stale, differs from model/config_schema.py and model/outputs.py; run {COMMAND}")
+            print(f"{name}: stale, differs from what the model declares; run {COMMAND}")
         else:
             (args.root / name).write_text(files[name][1])
             print(f"{name}: written")

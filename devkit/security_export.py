@@ -72,7 +72,7 @@ TERRAFORM_TYPES = {
     "aws:iam/rolePolicy:RolePolicy": "aws_iam_role_policy",
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "aws_iam_role_policy_attachment",
     "aws:kms/key:Key": "aws_kms_key",
-    # issue 25, metrics-store: pulumi-aws's amp module is Terraform's aws_prometheus_* resources.
+    # The metrics store (Amazon Managed Service for Prometheus): pulumi-aws's amp module is Terraform's aws_prometheus_* resources.
     "aws:amp/workspace:Workspace": "aws_prometheus_workspace",
     "aws:amp/workspaceConfiguration:WorkspaceConfiguration": "aws_prometheus_workspace_configuration",
     "aws:amp/scraper:Scraper": "aws_prometheus_scraper",

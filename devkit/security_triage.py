@@ -377,7 +377,7 @@ TRIAGE: tuple[Triage, ...] = (
         "(model/versions.py).",
         "images",
     ),
-    # issue 25, metrics-store: the DCGM exporter (model/pod_hardening.py has the reasons and sources).
+    # The metrics store's GPU source, the DCGM exporter (model/pod_hardening.py has the reasons and sources).
     _k8s(
         "CKV_K8S_43",
         ("DaemonSet.dcgm-exporter.dcgm-exporter",),

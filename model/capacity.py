@@ -17,7 +17,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from model.problems import Problem, error
+from model.problems import ERROR, Problem, applies, error, identify
+
+RESERVATION_ID = identify(
+    "reservation-id",
+    ERROR,
+    "'' or a Capacity Reservation id",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+
 
 # EC2 resource ids are the type's prefix and 17 hexadecimal digits (the "longer format" every
 # resource type has used since 2018: Amazon EC2 User Guide, "Resource IDs",
@@ -89,12 +98,14 @@ class Reservation:
         return "Capacity Block" if self.is_capacity_block else "On-Demand Capacity Reservation"
 
 
+@applies(RESERVATION_ID)
 def reservation_id(key: str, value: Any) -> list[Problem]:
     """'' (no reservation) or a Capacity Reservation id, cr- and 17 hexadecimal digits."""
     if value == "" or (isinstance(value, str) and _RESERVATION_ID.match(value)):
         return []
     return [
         error(
+            RESERVATION_ID,
             key,
             value,
             "a Capacity Reservation id (cr- and 17 hexadecimal digits, as "

@@ -47,6 +47,7 @@ launch-template interfaces, the nccl-tests reference line rate) is derived from 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -302,10 +303,19 @@ def lookup(name: str) -> GpuInstanceType | None:
     return CATALOG.get(name)
 
 
+# The sizes EC2 names its instance types with, after the family and the dot: nano to xlarge,
+# <n>xlarge, metal and metal-<n>xl (aws/aws-cdk packages/aws-cdk-lib/aws-ec2/lib/instance-types.ts,
+# enum InstanceSize: https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_ec2.InstanceSize.html).
+_SIZE = re.compile(r"nano|micro|small|medium|large|xlarge|\d+xlarge|metal(-\d+xl)?")
+
+
 def describe_unsupported(name: str) -> str:
-    """Why a name is not an EFA GPU type: used in config errors."""
-    if not _INSTANCE_TYPE.match(name or ""):
-        return "not an EC2 instance type name"
+    """Why a name is not an EFA GPU type: used in config errors. A name that is no EC2 type (a
+    size EC2 does not use, as in p5.48xl) is offered the closest catalog type, as an unknown key
+    is offered the closest key."""
+    if not _INSTANCE_TYPE.match(name or "") or not _SIZE.fullmatch(name.split(".", 1)[1]):
+        close = difflib.get_close_matches(name or "", efa_gpu_types(), n=1, cutoff=0.75)
+        return "not an EC2 instance type name" + (f" (did you mean {close[0]}?)" if close else "")
     if name in REFUSED:
         return f"refused: {REFUSED[name]}"
     family = name.split(".", 1)[0]

@@ -27,7 +27,72 @@ from model import (
 )
 from model.contract import SHARED_MOUNT
 from model.image_references import dlc_registry, reference_problem, registry_host
-from model.problems import NOT_SET, Problem, Rule, error, warning
+from model.problems import ERROR, NOT_SET, WARNING, Problem, Rule, applies, error, identify, warning
+
+IMAGE_REFERENCE = identify(
+    "image-reference", ERROR, "a container image reference (registry/name:tag or @digest)"
+)
+# Its keys are those the table gives no default (the catalogue reads them off it).
+REQUIRED_KEY = identify("required", ERROR, "a key with no default is set")
+SSH_CIDRS = identify(
+    "ssh-cidrs",
+    ERROR,
+    "IPv4 blocks, at least one; 0.0.0.0/0 only with allowSshFromAnywhere",
+    "sshAllowedCidrs",
+)
+API_CIDRS = identify(
+    "api-cidrs", ERROR, "IPv4 blocks; 0.0.0.0/0 only with allowApiFromAnywhere", "apiAllowedCidrs"
+)
+SOMEONE_CAN_LOG_IN = identify(
+    "someone-can-log-in", ERROR, "a root key or an admin user", "sshPublicKey", "users"
+)
+CHART_PAIRS_WITH_SLURM = identify(
+    "chart-pairs-with-slurm",
+    ERROR,
+    "a Slinky chart with a known Slurm release, and slurmVersion of that release",
+    "slinkyChartVersion",
+    "slurmVersion",
+)
+IMAGE_TAG_NAMES_SLURM = identify(
+    "image-tag-names-slurm", ERROR, "the slurmd image tag starts with slurmVersion", "slurmdImageTag"
+)
+DLC_REGISTRY_KNOWN = identify(
+    "dlc-registry-known", ERROR, "a DLC registry known for the region, or a full reference", "dlcBaseImage"
+)
+SLURMD_BASE_IS_SLURM = identify(
+    "slurmd-base-is-slurm", ERROR, "the slurmd base image is of slurmVersion", "slurmdBaseImage"
+)
+KUBERNETES_FOR_SLINKY = identify(
+    "kubernetes-for-slinky", ERROR, "a Kubernetes version the Slinky operator supports", "kubernetesVersion"
+)
+POOLS_JSON = identify("pools-json", ERROR, "a list of pools as JSON", "gpuPools")
+AUTOSCALING_NEEDS_METRICS = identify(
+    "autoscaling-needs-metrics", ERROR, "metrics on where a pool autoscales", "metrics"
+)
+AUTOSCALER_FOR_KUBERNETES = identify(
+    "autoscaler-for-kubernetes",
+    ERROR,
+    "a Kubernetes minor with a pinned cluster-autoscaler, where a pool autoscales",
+    "kubernetesVersion",
+)
+KEDA_FOR_KUBERNETES = identify(
+    "keda-for-kubernetes",
+    WARNING,
+    "a Kubernetes KEDA is tested on, where a pool autoscales",
+    "kubernetesVersion",
+)
+USERS_JSON = identify("users-json", ERROR, "a list of users as JSON", "users")
+OVERRIDDEN_BY_GPU_POOLS = identify(
+    "overridden-by-gpu-pools",
+    WARNING,
+    "no single-pool key set beside gpuPools, which overrides it",
+    "gpuInstanceType",
+    "gpuNodeCount",
+    "gpuMinNodes",
+    "gpuMaxNodes",
+    "gpuCapacityReservationId",
+)
+UNDECLARED_KEY = identify("undeclared-key", ERROR, "a key Pulumi.yaml declares", "slinky-eks:*")
 
 
 class _Required:
@@ -91,9 +156,10 @@ _RECONFIGURES = (
 )
 
 
+@applies(IMAGE_REFERENCE)
 def image_reference(key: str, value: Any) -> list[Problem]:
     why = reference_problem(value)
-    return [error(key, value, why)] if why else []
+    return [error(IMAGE_REFERENCE, key, value, why)] if why else []
 
 
 _SLURM_VERSION = r"\d{2}\.\d{2}\.\d+"
@@ -190,7 +256,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "gpuNodeCount",
             "integer",
             2,
-            (_whole(*gpu_pools.NODE_COUNT),),
+            (gpu_pools.pool_node_count,),
             attr=None,
             description="Number of GPU nodes, one Slurm worker (slurmd pod) each; used when gpuPools is empty.",
             doc="The node count of the one pool `slinky`.",
@@ -618,7 +684,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="Slurm's PriorityDecayHalfLife, in days: past usage counts half after this long.",
             on_change=_RECONFIGURES,
         ),
-        # scaling (issue 26): the default pool's bounds and the idle period of every autoscaling
+        # Scaling: the default pool's bounds and the idle period of every autoscaling
         # pool (model/gpu_pools.py, model/autoscaling.py; docs/scaling.md).
         Key(
             "gpuMinNodes",
@@ -659,7 +725,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "the wait it saves (see [Scaling](docs/scaling.md#the-idle-period)).",
             on_change="in place: every autoscaling pool's ScaledObject",
         ),
-        # capacity-cost (issue 26): reserved capacity for the one pool of a stack without gpuPools.
+        # Capacity and cost (docs/capacity-and-cost.md): reserved capacity for the one pool of a stack without gpuPools.
         Key(
             "gpuCapacityReservationId",
             "string",
@@ -675,7 +741,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "to or from a Capacity Block it replaces the node group (its capacity type changes); ignored "
             "beside gpuPools",
         ),
-        # issue 25, metrics-store: the metrics store and its alerts (components/metrics_store.py,
+        # Metrics: the metrics store and its alerts (components/metrics_store.py,
         # components/dcgm_exporter.py; docs/decisions/metrics-store.md). Prices: Amazon Managed
         # Service for Prometheus pricing (https://aws.amazon.com/prometheus/pricing/), US East.
         Key(
@@ -741,7 +807,7 @@ def read(key: Key, raw: str | None) -> Any:
 
 def _key_problems(key: Key, raw: str | None, value: Any) -> list[Problem]:
     if value is NOT_SET:
-        return [error(key.name, NOT_SET, "it is required")]
+        return [error(REQUIRED_KEY, key.name, NOT_SET, "it is required")]
     found: list[Problem] = []
     for rule in key.rules:
         found += rule(key.name, value)
@@ -774,6 +840,7 @@ def ssh_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
     if not cidrs:
         return [
             error(
+                SSH_CIDRS,
                 "sshAllowedCidrs",
                 cidrs,
                 "the list is empty: give at least one CIDR that may reach SSH on the login node",
@@ -785,7 +852,8 @@ def ssh_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
         else ("opens SSH to the whole internet; set allowSshFromAnywhere=true to allow that on purpose")
     )
     return [
-        error("sshAllowedCidrs", cidrs, why) for why in rules.cidr_blocks(cidrs, ipv6=_SSH_IPV6, world=world)
+        error(SSH_CIDRS, "sshAllowedCidrs", cidrs, why)
+        for why in rules.cidr_blocks(cidrs, ipv6=_SSH_IPV6, world=world)
     ]
 
 
@@ -815,7 +883,7 @@ def api_cidrs(ok: Mapping[str, Any]) -> list[Problem]:
             "blocks `pulumi up` and kubectl run from"
             for why in found
         ]
-    return [error("apiAllowedCidrs", cidrs, why) for why in found]
+    return [error(API_CIDRS, "apiAllowedCidrs", cidrs, why) for why in found]
 
 
 def someone_can_log_in(ok: Mapping[str, Any]) -> list[Problem]:
@@ -833,6 +901,7 @@ def someone_can_log_in(ok: Mapping[str, Any]) -> list[Problem]:
         return []
     return [
         error(
+            SOMEONE_CAN_LOG_IN,
             "sshPublicKey",
             "",
             "a root key, or at least one user with admin: true in users; with "
@@ -854,11 +923,17 @@ def chart_pairs_with_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     paired = versions.slurm_release_for_chart(chart)
     if paired is None:
         return [
-            error("slinkyChartVersion", chart, f"a Slinky chart with a known Slurm pairing: {_pairings()}")
+            error(
+                CHART_PAIRS_WITH_SLURM,
+                "slinkyChartVersion",
+                chart,
+                f"a Slinky chart with a known Slurm pairing: {_pairings()}",
+            )
         ]
     if not slurm.startswith(paired + "."):
         return [
             error(
+                CHART_PAIRS_WITH_SLURM,
                 "slurmVersion",
                 slurm,
                 f"Slinky chart {chart} runs Slurm {paired}.x; the slurmd image "
@@ -874,6 +949,7 @@ def image_tag_names_slurm(ok: Mapping[str, Any]) -> list[Problem]:
         return []
     return [
         error(
+            IMAGE_TAG_NAMES_SLURM,
             "slurmdImageTag",
             tag,
             f"a tag that starts with the Slurm version '{slurm}-' so the "
@@ -888,6 +964,7 @@ def dlc_registry_known(ok: Mapping[str, Any]) -> list[Problem]:
         return []
     return [
         error(
+            DLC_REGISTRY_KNOWN,
             "dlcBaseImage",
             dlc,
             f"no Deep Learning Containers registry is known for {region}: give "
@@ -906,6 +983,7 @@ def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     if flavour and f":{slurm}-{flavour}" not in base.split("@")[0]:
         return [
             error(
+                SLURMD_BASE_IS_SLURM,
                 "slurmdBaseImage",
                 base,
                 f"a Slinky slurmd image of Slurm {slurm} on {flavour}, the "
@@ -916,6 +994,7 @@ def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     if not flavour and f":{slurm}" not in base:
         return [
             error(
+                SLURMD_BASE_IS_SLURM,
                 "slurmdBaseImage",
                 base,
                 f"a Slinky slurmd image of Slurm {slurm} "
@@ -930,7 +1009,9 @@ def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
     version, minimum = ok.get("kubernetesVersion"), versions.SLINKY_MIN_KUBERNETES
     if version is None or tuple(map(int, version.split("."))) >= tuple(map(int, minimum.split("."))):
         return []
-    return [error("kubernetesVersion", version, f"Slinky needs Kubernetes >= {minimum}")]
+    return [
+        error(KUBERNETES_FOR_SLINKY, "kubernetesVersion", version, f"Slinky needs Kubernetes >= {minimum}")
+    ]
 
 
 CROSS_RULES: tuple[CrossRule, ...] = (
@@ -956,11 +1037,11 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
     zone, root_gib, raw = values["availabilityZone"], values["gpuRootVolumeGiB"], values["gpuPools"]
     zone = zone if isinstance(zone, str) else ""
     if isinstance(raw, str):  # not JSON
-        return [], [error("gpuPools", raw, "a list of pools as JSON")]
+        return [], [error(POOLS_JSON, "gpuPools", raw, "a list of pools as JSON")]
     if raw:
         return gpu_pools.pools_from_config(raw, zone, root_gib)
     if raw != []:
-        return [], [error("gpuPools", raw, "a list of pools")]
+        return [], [error(POOLS_JSON, "gpuPools", raw, "a list of pools")]
     found = gpu_pools.default_pool(
         ok.get("gpuInstanceType"),
         values["gpuNodeCount"],
@@ -989,6 +1070,7 @@ def autoscaling_fits(ok: Mapping[str, Any], found: list[gpu_pools.GpuPool]) -> l
     if ok.get("metrics") is False:
         return [
             error(
+                AUTOSCALING_NEEDS_METRICS,
                 "metrics",
                 False,
                 f"true, since {key} makes a pool autoscale and its scaler reads the "
@@ -998,6 +1080,7 @@ def autoscaling_fits(ok: Mapping[str, Any], found: list[gpu_pools.GpuPool]) -> l
     if versions.cluster_autoscaler_tag(version) is None:
         return [
             error(
+                AUTOSCALER_FOR_KUBERNETES,
                 "kubernetesVersion",
                 version,
                 f"a Kubernetes minor with a pinned cluster-autoscaler release "
@@ -1009,6 +1092,7 @@ def autoscaling_fits(ok: Mapping[str, Any], found: list[gpu_pools.GpuPool]) -> l
     if tuple(map(int, version.split("."))) < tuple(map(int, minimum.split("."))):
         return [
             warning(
+                KEDA_FOR_KUBERNETES,
                 "kubernetesVersion",
                 version,
                 f"kubernetesVersion {version}: KEDA {versions.KEDA.version}, "
@@ -1023,7 +1107,7 @@ def named_users(values: Mapping[str, Any]) -> tuple[list[users.User], list[Probl
     """The users of `users`; a value that is not JSON is refused as such."""
     raw = values["users"]
     if isinstance(raw, str):  # not JSON
-        return [], [error("users", raw, "a list of users as JSON")]
+        return [], [error(USERS_JSON, "users", raw, "a list of users as JSON")]
     return users.users_from_config(raw)
 
 
@@ -1050,6 +1134,7 @@ def overridden_by_pools(
         return []
     return [
         warning(
+            OVERRIDDEN_BY_GPU_POOLS,
             key,
             raw[key],
             f"{key} = {raw[key]!r} is ignored: gpuPools overrides it (each pool "
@@ -1109,6 +1194,7 @@ def undeclared_keys(project: str, given: Mapping[str, str], declared: list[str])
         hint = f"did you mean {project}:{close[0]}? " if close else ""
         out.append(
             error(
+                UNDECLARED_KEY,
                 key,
                 given[key],
                 f"not a key of this project (Pulumi.yaml declares the keys): "

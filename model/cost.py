@@ -19,7 +19,17 @@ from typing import Mapping, Sequence
 
 from model.capacity import Reservation
 from model.gpu_pools import GpuPool
-from model.problems import Problem, warning
+from model.problems import WARNING, Problem, identify, warning
+
+PRICE_LIST_FALLBACK = identify(
+    "price-list-fallback",
+    WARNING,
+    "a price the AWS Price List gave, else the table's, said so",
+    "gpuInstanceType",
+    "gpuPools[].instanceType",
+    "coreInstanceType",
+)
+
 
 # The Price List Query API answers at these endpoints only, whatever region the prices are for
 # (AWS Billing User Guide, "Finding services and products using AWS Price List Query API":
@@ -139,6 +149,7 @@ def fallback_warning(
             "" if region == price.region else f" (not {region}'s: the table has no other region)"
         )
     return warning(
+        PRICE_LIST_FALLBACK,
         key,
         value,
         f"cost: could not ask the AWS Price List for the {instance_type} on-demand "

@@ -15,7 +15,17 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
-from model.problems import Problem, Rule, error, warning
+from model.problems import ERROR, WARNING, Problem, Rule, error, identify, warning
+
+KUBERNETES_OFFERED = identify(
+    "kubernetes-offered", ERROR, "a Kubernetes version EKS offers today", "kubernetesVersion"
+)
+KUBERNETES_STANDARD_SUPPORT = identify(
+    "kubernetes-standard-support",
+    WARNING,
+    "a Kubernetes version in EKS standard support",
+    "kubernetesVersion",
+)
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,14 @@ def offered_on(day: datetime.date) -> Rule:
     def rule(key: str, value: Any) -> list[Problem]:
         known = _BY_VERSION.get(value)
         if known is None or known.support_on(day) is None:
-            return [error(key, value, f"a Kubernetes version EKS offers: {', '.join(offered(day))}")]
+            return [
+                error(
+                    KUBERNETES_OFFERED,
+                    key,
+                    value,
+                    f"a Kubernetes version EKS offers: {', '.join(offered(day))}",
+                )
+            ]
         return []
 
     return rule
@@ -76,6 +93,7 @@ def standard_support_on(day: datetime.date) -> Rule:
             return []
         return [
             warning(
+                KUBERNETES_STANDARD_SUPPORT,
                 key,
                 value,
                 f"{key} {value} is in EKS extended support: the control plane costs "

@@ -14,7 +14,32 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from model import capacity, catalog, rules
-from model.problems import Problem, error
+from model.problems import ERROR, Problem, applies, error, identify
+
+POOL_BOUNDS = identify(
+    "pool-bounds", ERROR, "minNodes at most maxNodes", "gpuMinNodes", "gpuPools[].minNodes"
+)
+POOL_NAME = identify(
+    "pool-name", ERROR, "a DNS label of at most 20 characters, no reserved name", "gpuPools[].name"
+)
+POOL_SHAPE = identify(
+    "pool-shape", ERROR, "a non-empty list of pools, each an object of the pool fields", "gpuPools"
+)
+POOL_ZONE_NAME = identify("pool-zone-name", ERROR, "an availability zone name", "gpuPools[].availabilityZone")
+POOL_COUNT = identify("pool-count", ERROR, "no more pools than EKS allows node groups", "gpuPools")
+POOL_NAME_UNIQUE = identify("pool-name-unique", ERROR, "no two pools with the same name", "gpuPools[].name")
+POOL_NAME_PREFIX = identify(
+    "pool-name-prefix", ERROR, "no pool name that begins with another's and '-'", "gpuPools[].name"
+)
+NODE_COUNT_ZERO = identify(
+    "node-count-zero",
+    ERROR,
+    "a node count of at least 1 (minNodes = 0 scales to zero)",
+    "gpuNodeCount",
+    "gpuPools[].nodeCount",
+)
+NODE_BOUND = identify("node-bound", ERROR, "a whole number in range, or -1 for gpuNodeCount")
+
 
 # The pool of a stack without gpuPools. Its resources keep their pre-pool names (nodes-gpu,
 # nodes-gpu-lt, nodes-gpu-pg, NodeSet and partition `slinky`), so an upgrade replaces nothing;
@@ -109,7 +134,34 @@ class GpuPool:
         return "gpu" if self.name == DEFAULT_POOL else f"gpu-{self.name}"
 
 
-_node_count = rules.whole_number(*NODE_COUNT)
+_whole_node_count = rules.whole_number(*NODE_COUNT)
+
+
+def _min_nodes_key(count_key: str) -> str:
+    """The key of the pool's minNodes beside its nodeCount's (gpuNodeCount, gpuPools[i].nodeCount)."""
+    return "gpuMinNodes" if count_key == "gpuNodeCount" else count_key.replace(".nodeCount", ".minNodes")
+
+
+@applies(rules.WHOLE_NUMBER, NODE_COUNT_ZERO)
+def pool_node_count(key: str, value: Any) -> list[Problem]:
+    """A whole number from 1 to 64. 0 is refused with the way to what it likely means: a pool that
+    scales to zero keeps its count as the default of its maxNodes and says 0 in its minNodes."""
+    if value == 0 and not isinstance(value, bool):
+        low, high = NODE_COUNT
+        min_key = _min_nodes_key(key)
+        return [
+            error(
+                NODE_COUNT_ZERO,
+                key,
+                value,
+                f"a whole number from {low} to {high}; for a pool that scales to zero, set "
+                f"{min_key} = 0 instead: the pool then starts with no node and scales up to "
+                f"its maxNodes (by default this count) when jobs queue",
+            )
+        ]
+    return _whole_node_count(key, value)
+
+
 _root_volume = rules.whole_number(*ROOT_VOLUME_GIB)
 _min_nodes = rules.whole_number(*MIN_NODES)
 _max_nodes = rules.whole_number(*MAX_NODES)
@@ -123,6 +175,7 @@ def bounds_problems(min_key: str, min_nodes: Any, max_key: str, max_nodes: Any) 
     if not problems and min_nodes > max_nodes:
         problems.append(
             error(
+                POOL_BOUNDS,
                 min_key,
                 min_nodes,
                 f"at most {max_key} ({max_nodes}): the pool scales between "
@@ -138,6 +191,7 @@ def pool_name(key: str, value: Any) -> list[Problem]:
     if not isinstance(value, str) or not _POOL_NAME.match(value):
         return [
             error(
+                POOL_NAME,
                 key,
                 value,
                 "lower-case letters, digits and '-', starting with a letter and "
@@ -145,10 +199,15 @@ def pool_name(key: str, value: Any) -> list[Problem]:
             )
         ]
     if value == ALL_POOLS_PARTITION:
-        return [error(key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool")]
+        return [
+            error(
+                POOL_NAME, key, value, f"any name but '{ALL_POOLS_PARTITION}', the partition over every pool"
+            )
+        ]
     if value == SLURM_DEFAULTS_NAME:
         return [
             error(
+                POOL_NAME,
                 key,
                 value,
                 f"any name but '{SLURM_DEFAULTS_NAME}': slurm.conf reads "
@@ -164,6 +223,7 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
     if not isinstance(entry, dict):
         return None, [
             error(
+                POOL_SHAPE,
                 at,
                 entry,
                 "an object {name, instanceType, nodeCount, availabilityZone?, "
@@ -171,22 +231,24 @@ def _one_pool(i: int, entry: Any, zone: str, root_gib: int) -> tuple[GpuPool | N
             )
         ]
     problems = [
-        error(f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
+        error(POOL_SHAPE, f"{at}.{k}", entry[k], f"not a pool field; fields: {', '.join(_FIELDS)}")
         for k in entry
         if k not in _FIELDS
     ]
     problems += pool_name(f"{at}.name", entry.get("name"))
     problems += rules.gpu_instance_type(f"{at}.instanceType", entry.get("instanceType"))
-    problems += _node_count(f"{at}.nodeCount", entry.get("nodeCount"))
+    problems += pool_node_count(f"{at}.nodeCount", entry.get("nodeCount"))
     pool_zone = entry.get("availabilityZone", zone)
     # An unset availabilityZone, which the pools default to, is reported once, as itself.
     if "availabilityZone" in entry and (not isinstance(pool_zone, str) or not pool_zone):
-        problems.append(error(f"{at}.availabilityZone", pool_zone, "an availability zone name"))
+        problems.append(
+            error(POOL_ZONE_NAME, f"{at}.availabilityZone", pool_zone, "an availability zone name")
+        )
     if "rootVolumeGiB" in entry:
         problems += _root_volume(f"{at}.rootVolumeGiB", entry["rootVolumeGiB"])
     # The bounds default to nodeCount; where that is refused, only bounds the pool sets are checked.
     count = entry.get("nodeCount")
-    count_ok = not _node_count(f"{at}.nodeCount", count)
+    count_ok = not pool_node_count(f"{at}.nodeCount", count)
     if count_ok or ("minNodes" in entry and "maxNodes" in entry):
         problems += bounds_problems(
             f"{at}.minNodes", entry.get("minNodes", count), f"{at}.maxNodes", entry.get("maxNodes", count)
@@ -220,6 +282,7 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
     if not isinstance(raw, list) or not raw:
         return [], [
             error(
+                POOL_SHAPE,
                 "gpuPools",
                 raw,
                 "a non-empty list of pools {name, instanceType, nodeCount, "
@@ -231,6 +294,7 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
     if len(raw) > MAX_POOLS:
         problems.append(
             error(
+                POOL_COUNT,
                 "gpuPools",
                 f"{len(raw)} pools",
                 f"at most {MAX_POOLS}: EKS allows 30 "
@@ -249,6 +313,7 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
         if isinstance(name, str) and name in seen:
             problems.append(
                 error(
+                    POOL_NAME_UNIQUE,
                     f"gpuPools[{i}].name",
                     name,
                     f"a name no other pool has (gpuPools[{seen[name]}] is already '{name}')",
@@ -265,6 +330,7 @@ def pools_from_config(raw: Any, zone: str, root_gib: int) -> tuple[list[GpuPool]
             if other != name and name.startswith(f"{other}-"):
                 problems.append(
                     error(
+                        POOL_NAME_PREFIX,
                         f"gpuPools[{i}].name",
                         name,
                         f"a name that does not begin with "
@@ -290,6 +356,7 @@ def default_bound(low: int, high: int) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             return [
                 error(
+                    NODE_BOUND,
                     key,
                     value,
                     f"a whole number from {low} to {high}, or {FROM_NODE_COUNT} (the "
@@ -298,7 +365,7 @@ def default_bound(low: int, high: int) -> Any:
             ]
         return []
 
-    return rule
+    return applies(NODE_BOUND)(rule)
 
 
 def default_pool(
@@ -318,7 +385,7 @@ def default_pool(
     gpu = catalog.lookup(instance_type) if isinstance(instance_type, str) else None
     if gpu is None:
         return []
-    count = node_count if not _node_count("gpuNodeCount", node_count) else 0
+    count = node_count if not pool_node_count("gpuNodeCount", node_count) else 0
     low, high = (count if b == FROM_NODE_COUNT else b for b in (min_nodes, max_nodes))
     if count == 0 or bounds_problems("gpuMinNodes", low, "gpuMaxNodes", high):
         low = high = count

@@ -64,7 +64,7 @@ class RepairPolicy:
     why: str
 
 
-# A GPU node with a fault takes jobs and fails them (issue 27): replace it. EKS's defaults fit: a
+# A GPU node with a fault takes jobs and fails them: replace it (docs/node-repair.md). EKS's defaults fit: a
 # GPU condition is acted on after 10 minutes, Replace or Reboot by the fault's code; network,
 # kernel, storage, runtime and kubelet Ready after 30 (node-repair.adoc, table).
 GPU_REPAIR = RepairPolicy(

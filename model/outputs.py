@@ -16,6 +16,11 @@ class Output:
 
 
 OUTPUTS: tuple[Output, ...] = (
+    Output(
+        "projectVersion",
+        "the slinky-eks release the stack was last updated with (model/release.py): its entry in "
+        "CHANGELOG.md and its section of docs/upgrading.md",
+    ),
     Output("clusterName", "EKS cluster name, for `aws eks update-kubeconfig --name`"),
     Output(
         "kubeconfig",
@@ -66,7 +71,7 @@ OUTPUTS: tuple[Output, ...] = (
         "(`clusterAtMinNodes`, `clusterAtMaxNodes`); EC2 instances only (see "
         "[Capacity and cost](docs/capacity-and-cost.md))",
     ),
-    # issue 25, metrics-store (absent with `metrics: false`)
+    # The metrics store (absent with `metrics: false`; docs/metrics.md)
     Output(
         "metricsQueryEndpoint",
         "the Amazon Managed Service for Prometheus workspace's endpoint; PromQL "
@@ -76,7 +81,7 @@ OUTPUTS: tuple[Output, ...] = (
         "alertTopicArn",
         "the SNS topic every firing alert is published to: subscribe to it (or set `alertEmails`)",
     ),
-    # issue 25, dashboards (absent with `metrics: false`; docs/grafana.md)
+    # Dashboards (absent with `metrics: false`; docs/grafana.md)
     Output("grafanaUrl", "where Grafana opens while `grafanaTunnelCommand` runs: `http://localhost:3000`"),
     Output(
         "grafanaTunnelCommand",

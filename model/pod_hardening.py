@@ -149,7 +149,7 @@ ACCEPTED: tuple[Accepted, ...] = (
         "SlinkyProject/slurm-operator v1.2.1 helm/slurm-operator/templates/webhook/rbac.yaml "
         "(automountServiceAccountToken: true), files/webhook_rbac_rules.yaml",
     ),
-    # issue 25, metrics-store: NVIDIA's DCGM exporter 4.5.3-4.8.2 (components/dcgm_exporter.py).
+    # The metrics store's GPU source: NVIDIA's DCGM exporter 4.5.3-4.8.2 (components/dcgm_exporter.py).
     _accepted(
         "dcgm-exporter:DaemonSet/dcgm-exporter",
         "exporter",

@@ -22,7 +22,161 @@ from model.capacity import Reservation
 from model.cost import Price, PriceListUnanswered
 from model.gpu_pools import GpuPool
 from model.node_zones import NodeZone
-from model.problems import Problem, error, warning
+from model.problems import ERROR, WARNING, Problem, error, identify, warning
+
+PREFLIGHT_SKIPPED = identify(
+    "preflight-skipped",
+    WARNING,
+    "an account check the deployer may not run is reported skipped",
+    "gpuInstanceType",
+    "gpuNodeCount",
+    "gpuPools",
+    "coreInstanceType",
+    "coreNodeCount",
+    "adminRoleArns",
+)
+REGION_ZONES_LISTABLE = identify(
+    "region-zones-listable", ERROR, "a region whose zones the deployer can list", "aws:region"
+)
+REGION_USABLE = identify("region-usable", ERROR, "a region this account can use", "aws:region")
+ZONE_IN_REGION = identify(
+    "zone-in-region",
+    ERROR,
+    "a standard availability zone of the region",
+    "availabilityZone",
+    "gpuPools[].availabilityZone",
+)
+ZONE_EKS_SUPPORTS = identify(
+    "zone-eks-supports",
+    ERROR,
+    "a zone where EKS places cluster subnets",
+    "availabilityZone",
+    "gpuPools[].availabilityZone",
+)
+REGION_TWO_ZONES = identify("region-two-zones", ERROR, "a region with two zones EKS supports", "aws:region")
+ZONE_AVAILABLE = identify(
+    "zone-available",
+    WARNING,
+    "a node zone EC2 reports available",
+    "availabilityZone",
+    "gpuPools[].availabilityZone",
+    "aws:region",
+)
+ZONE_SUBNET_SLOT = identify(
+    "zone-subnet-slot",
+    ERROR,
+    "a pool zone with a subnet slot in the VPC",
+    "availabilityZone",
+    "gpuPools[].availabilityZone",
+)
+GPU_TYPE_OFFERED = identify(
+    "gpu-type-offered",
+    ERROR,
+    "a GPU type offered in its pool's zone",
+    "gpuInstanceType",
+    "gpuPools[].instanceType",
+)
+CORE_TYPE_OFFERED = identify(
+    "core-type-offered", ERROR, "a CPU type offered in both cluster zones", "coreInstanceType"
+)
+GPU_VCPU_QUOTA = identify(
+    "gpu-vcpu-quota",
+    ERROR,
+    "GPU nodes within the on-demand vCPU quota",
+    "gpuNodeCount",
+    "gpuPools[].nodeCount",
+)
+CORE_VCPU_QUOTA = identify(
+    "core-vcpu-quota", ERROR, "core nodes, plus one for a rolling update, within the quota", "coreNodeCount"
+)
+ADMIN_NOT_DEPLOYER = identify(
+    "admin-not-deployer", ERROR, "no admin role that is the deployer's own", "adminRoleArns"
+)
+RESERVATION_DESCRIBABLE = identify(
+    "reservation-describable",
+    ERROR,
+    "a reservation the deployer can describe",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_EXISTS = identify(
+    "reservation-exists",
+    ERROR,
+    "a reservation EC2 knows in the region",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_PLACEMENT_GROUP = identify(
+    "reservation-placement-group",
+    ERROR,
+    "not a shared reservation in another account's placement group",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_OUTSIDE_PLACEMENT_GROUP = identify(
+    "reservation-outside-placement-group",
+    WARNING,
+    "a reservation made in a cluster placement group",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_SIZE = identify(
+    "reservation-size",
+    WARNING,
+    "a reservation that holds as many instances as its pools may run",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_INSTANCE_TYPE = identify(
+    "reservation-instance-type",
+    ERROR,
+    "a reservation of the pool's instance type",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_ZONE = identify(
+    "reservation-zone",
+    ERROR,
+    "a reservation in the pool's zone",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_PLATFORM = identify(
+    "reservation-platform",
+    ERROR,
+    "a Linux reservation",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_TENANCY = identify(
+    "reservation-tenancy",
+    ERROR,
+    "a reservation on shared tenancy",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_STARTS_LATER = identify(
+    "reservation-starts-later",
+    WARNING,
+    "a pool that starts at 0 nodes on a reservation not yet active",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_ACTIVE = identify(
+    "reservation-active",
+    ERROR,
+    "an active reservation where the pool launches nodes at up",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+RESERVATION_USABLE = identify(
+    "reservation-usable",
+    ERROR,
+    "a reservation whose capacity is not gone",
+    "gpuCapacityReservationId",
+    "gpuPools[].capacityReservationId",
+)
+
 
 # Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
 # user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:
@@ -109,6 +263,7 @@ class Findings:
 
 def _cannot_ask(key: str, value: object, what: str, denied: PermissionDenied) -> Problem:
     return warning(
+        PREFLIGHT_SKIPPED,
         key,
         value,
         f"preflight: could not check {what}: the deployer lacks {denied.action}; the check is skipped",
@@ -138,6 +293,7 @@ def zones(
     except PermissionDenied as denied:
         out.append(
             error(
+                REGION_ZONES_LISTABLE,
                 "aws:region",
                 region,
                 f"a region whose zones the deployer can list "
@@ -146,7 +302,7 @@ def zones(
         )
         return (), []
     if found is None:
-        out.append(error("aws:region", region, "an AWS region this account can use"))
+        out.append(error(REGION_USABLE, "aws:region", region, "an AWS region this account can use"))
         return (), []
     return _node_zones(region, gpu_zone_name, pools, found, out), found
 
@@ -166,6 +322,7 @@ def _node_zones(
         if name not in by_name:
             out.append(
                 error(
+                    ZONE_IN_REGION,
                     key,
                     name,
                     f"an availability zone of {region}, not a Local or "
@@ -176,6 +333,7 @@ def _node_zones(
         elif by_name[name] not in eligible:
             out.append(
                 error(
+                    ZONE_EKS_SUPPORTS,
                     key,
                     name,
                     f"is zone id {by_name[name].zone_id} in this account, "
@@ -186,7 +344,14 @@ def _node_zones(
         return ()
     first = cluster_zones(by_name[gpu_zone_name], eligible)
     if first is None:
-        out.append(error("aws:region", region, "a region with at least two availability zones EKS supports"))
+        out.append(
+            error(
+                REGION_TWO_ZONES,
+                "aws:region",
+                region,
+                "a region with at least two availability zones EKS supports",
+            )
+        )
         return ()
     chosen = node_zones.order(
         tuple(NodeZone(z.name, z.zone_id) for z in first),
@@ -199,6 +364,7 @@ def _node_zones(
         role = keys.get(zone.name, "the cluster's second zone")
         out.append(
             warning(
+                ZONE_AVAILABLE,
                 key,
                 value,
                 f"{zone.name} ({zone.zone_id}), {role}, is not reported "
@@ -210,6 +376,7 @@ def _node_zones(
     for zone in unplaced:
         out.append(
             error(
+                ZONE_SUBNET_SLOT,
                 keys[zone.name],
                 zone.name,
                 f"is zone id {zone.zone_id}, which has no "
@@ -299,6 +466,7 @@ def offerings(
             )
             out.append(
                 error(
+                    GPU_TYPE_OFFERED,
                     pool.key("instanceType"),
                     gpu.name,
                     f"is not offered in {here} (offered in: {where}); allowed: {way}",
@@ -307,6 +475,7 @@ def offerings(
             continue
         out.append(
             error(
+                GPU_TYPE_OFFERED,
                 pool.key("instanceType"),
                 gpu.name,
                 f"is not offered in {here}, and {region} offers it in none of its "
@@ -317,6 +486,7 @@ def offerings(
     if missing:
         out.append(
             error(
+                CORE_TYPE_OFFERED,
                 "coreInstanceType",
                 core_type,
                 f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
@@ -351,6 +521,7 @@ def quota(account: Account, region: str, pools: list[GpuPool], out: list[Problem
             (pool,) = counted
             out.append(
                 error(
+                    GPU_VCPU_QUOTA,
                     key,
                     value,
                     f"{pool.node_count} x {pool.gpu.name} need {needed} vCPUs of the quota "
@@ -362,6 +533,7 @@ def quota(account: Account, region: str, pools: list[GpuPool], out: list[Problem
             parts = " + ".join(f"{p.name}: {p.node_count} x {p.gpu.name}" for p in counted)
             out.append(
                 error(
+                    GPU_VCPU_QUOTA,
                     key,
                     value,
                     f"{parts} need {needed} vCPUs of the quota '{quota_name}' ({code}) "
@@ -389,6 +561,7 @@ def core_quota(account: Account, region: str, core_type: str, count: int, out: l
     if have < needed:
         out.append(
             error(
+                CORE_VCPU_QUOTA,
                 "coreNodeCount",
                 count,
                 f"{count} x {core_type} ({vcpus} vCPUs each), plus the one more a "
@@ -423,6 +596,7 @@ def deployer_not_admin(account: Account, admin_role_arns: list[str], out: list[P
         if _account_and_name(arn) == _account_and_name(deployer):
             out.append(
                 error(
+                    ADMIN_NOT_DEPLOYER,
                     "adminRoleArns",
                     arn,
                     f"is the deployer's own role ({deployer}), which EKS already "
@@ -456,6 +630,7 @@ def reservations(
         except PermissionDenied as denied:
             out += [
                 error(
+                    RESERVATION_DESCRIBABLE,
                     p.key("capacityReservationId"),
                     rid,
                     f"a reservation the deployer can describe "
@@ -468,6 +643,7 @@ def reservations(
         if reservation is None:
             out += [
                 error(
+                    RESERVATION_EXISTS,
                     p.key("capacityReservationId"),
                     rid,
                     f"a Capacity Reservation in {region}: EC2 knows "
@@ -487,6 +663,7 @@ def reservations(
             # program does not look up (components/node_groups.py _placement names the group).
             out += [
                 error(
+                    RESERVATION_PLACEMENT_GROUP,
                     p.key("capacityReservationId"),
                     rid,
                     f"{rid} ({reservation.kind}) is shared from account {reservation.owner_id} and was "
@@ -503,6 +680,7 @@ def reservations(
             names = ", ".join(p.name for p in users)
             out.append(
                 warning(
+                    RESERVATION_OUTSIDE_PLACEMENT_GROUP,
                     users[0].key("capacityReservationId"),
                     rid,
                     f"capacity: {rid} ({reservation.kind}) was created in no cluster placement "
@@ -516,6 +694,7 @@ def reservations(
             who = " + ".join(f"{p.name}: {p.max_nodes}" for p in users)
             out.append(
                 warning(
+                    RESERVATION_SIZE,
                     users[0].key("capacityReservationId"),
                     rid,
                     f"capacity: {rid} ({reservation.kind}) holds {reservation.total_instances} "
@@ -534,6 +713,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     if r.instance_type != pool.gpu.name:
         out.append(
             error(
+                RESERVATION_INSTANCE_TYPE,
                 key,
                 rid,
                 f"{what} reserves {r.instance_type}, but {pool.key('instanceType')} is "
@@ -544,6 +724,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     if r.availability_zone != pool.availability_zone:
         out.append(
             error(
+                RESERVATION_ZONE,
                 key,
                 rid,
                 f"{what} is in {r.availability_zone}, but {pool.key('availabilityZone')} is "
@@ -555,6 +736,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     if r.instance_platform != capacity.LINUX_PLATFORM:
         out.append(
             error(
+                RESERVATION_PLATFORM,
                 key,
                 rid,
                 f"{what} is for {r.instance_platform}; the nodes run Linux (the EKS AL2023 "
@@ -564,6 +746,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     if r.tenancy != capacity.SHARED_TENANCY:
         out.append(
             error(
+                RESERVATION_TENANCY,
                 key,
                 rid,
                 f"{what} has {r.tenancy} tenancy; the nodes launch on shared tenancy: "
@@ -576,6 +759,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
         # its scaler's launches fail until the start.
         out.append(
             warning(
+                RESERVATION_STARTS_LATER,
                 key,
                 rid,
                 f"capacity: {what} is {r.state}{start}; pool {pool.name} starts at 0 "
@@ -585,6 +769,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     elif r.state in capacity.NOT_YET:
         out.append(
             error(
+                RESERVATION_ACTIVE,
                 key,
                 rid,
                 f"{what} is {r.state}{start}: EC2 launches no instance into it before "
@@ -596,6 +781,7 @@ def _reservation_misfits(pool: GpuPool, r: Reservation) -> list[Problem]:
     elif r.state not in capacity.USABLE:
         out.append(
             error(
+                RESERVATION_USABLE,
                 key,
                 rid,
                 f"{what} is {r.state}: its capacity is gone; allowed: an active reservation, "

@@ -59,7 +59,7 @@ class SlurmValuesArgs:
     accounting_password_secret: str
     # Fair share and enforcement (model/scheduling.py): in slurm.conf when accounting is enabled.
     scheduling: SchedulingPolicy
-    # issue 25: slurmctld's OpenMetrics endpoints and the DCGM job mapping (the `metrics` key).
+    # Metrics (docs/metrics.md): slurmctld's OpenMetrics endpoints and the DCGM job mapping (the `metrics` key).
     metrics: bool
 
 

@@ -23,7 +23,28 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from model import versions
-from model.problems import Problem, Rule, error, warning
+from model.problems import ERROR, WARNING, Problem, Rule, error, identify, warning
+
+SLURM_ADVISORY = identify(
+    "slurm-advisory", WARNING, "a Slurm release at or above its line's security floor", "slurmVersion"
+)
+SLURM_LINE_SUPPORTED = identify(
+    "slurm-line-supported", WARNING, "a Slurm line SchedMD supports", "slurmVersion"
+)
+CERT_MANAGER_V1 = identify(
+    "cert-manager-v1", ERROR, "a cert-manager that serves cert-manager.io/v1", "certManagerVersion"
+)
+CERT_MANAGER_KNOWN = identify(
+    "cert-manager-known", WARNING, "a cert-manager line the support calendar knows", "certManagerVersion"
+)
+CERT_MANAGER_FITS = identify(
+    "cert-manager-fits",
+    WARNING,
+    "a cert-manager line in support that supports kubernetesVersion",
+    "certManagerVersion",
+)
+DLC_PATCHED = identify("dlc-patched", WARNING, "a Deep Learning Container AWS still patches", "dlcBaseImage")
+
 
 PUBLISHED, ESTIMATED, RE_READ = "published", "estimated", "re-read"
 _d = datetime.date
@@ -145,6 +166,7 @@ def slurm_supported_on(day: datetime.date) -> Rule:
             if fix:
                 found.append(
                     warning(
+                        SLURM_ADVISORY,
                         key,
                         value,
                         (
@@ -159,6 +181,7 @@ def slurm_supported_on(day: datetime.date) -> Rule:
             supported = [w.line for w in SLURM if w.supported_on(day)]
             found.append(
                 warning(
+                    SLURM_LINE_SUPPORTED,
                     key,
                     value,
                     (
@@ -241,6 +264,7 @@ def cert_manager_serves_v1(key: str, value: Any) -> list[Problem]:
         return []
     return [
         error(
+            CERT_MANAGER_V1,
             key,
             value,
             f"cert-manager {CERT_MANAGER_V1_API} or later: the Slinky operator's chart "
@@ -265,6 +289,7 @@ def cert_manager_fits(day: datetime.date) -> Callable[[Mapping[str, Any]], list[
                 if parse(value) < parse(CERT_MANAGER[-1].window.line)
                 else [
                     warning(
+                        CERT_MANAGER_KNOWN,
                         "certManagerVersion",
                         value,
                         f"certManagerVersion {value}: cert-manager {minor(value)} is newer "
@@ -289,6 +314,7 @@ def cert_manager_fits(day: datetime.date) -> Callable[[Mapping[str, Any]], list[
         )
         return [
             warning(
+                CERT_MANAGER_FITS,
                 "certManagerVersion",
                 value,
                 f"certManagerVersion {value}: {'; '.join(why)} ({_CM_SOURCE}); {fix}",
@@ -351,6 +377,7 @@ def dlc_in_patch(day: datetime.date) -> Rule:
         patched = [f"{d.repository} {d.version}" for d in DLC if day <= d.end_of_patch]
         return [
             warning(
+                DLC_PATCHED,
                 key,
                 value,
                 (

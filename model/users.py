@@ -11,7 +11,21 @@ from typing import Any
 
 from model import rules
 from model.contract import SHARED_MOUNT
-from model.problems import Problem, error
+from model.problems import ERROR, Problem, error, identify
+
+USER_UID = identify("user-uid", ERROR, "a UID of the range for people's accounts", "users[].uid")
+USER_NAME = identify(
+    "user-name", ERROR, "a login name Linux and Slurm take, no system user's", "users[].name"
+)
+USER_ACCOUNT = identify("user-account", ERROR, "a Slurm account name of the stack's own", "users[].account")
+USER_SSH_KEYS = identify(
+    "user-ssh-keys", ERROR, "one OpenSSH public key line or a non-empty list of them", "users[].sshPublicKey"
+)
+USER_SHAPE = identify("user-shape", ERROR, "a list of users, each an object of the user fields", "users")
+USER_UNIQUE = identify(
+    "user-unique", ERROR, "no two users with the same name or uid", "users[].name", "users[].uid"
+)
+
 
 # The root of Slurm's association tree, which slurmdbd makes with root's association when a
 # cluster is added (https://slurm.schedmd.com/accounting.html); the registration neither makes
@@ -120,6 +134,7 @@ def user_id(key: str, value: Any) -> list[Problem]:
     if rules.whole_number(MIN_UID, MAX_UID)(key, value):
         return [
             error(
+                USER_UID,
                 key,
                 value,
                 f"a whole number from {MIN_UID} to {MAX_UID}: below {MIN_UID} are the "
@@ -132,10 +147,11 @@ def user_id(key: str, value: Any) -> list[Problem]:
 def user_name(key: str, value: Any) -> list[Problem]:
     """A login name Linux and Slurm both take as it is, of no user or group the images have."""
     if not isinstance(value, str) or not _NAME.fullmatch(value):
-        return [error(key, value, _NAME_ALLOWED)]
+        return [error(USER_NAME, key, value, _NAME_ALLOWED)]
     if value in SYSTEM_USERS or value in SYSTEM_GROUPS:
         return [
             error(
+                USER_NAME,
                 key,
                 value,
                 f"a name the login and slurmd images do not already have: '{value}' is "
@@ -151,6 +167,7 @@ def account_name(key: str, value: Any) -> list[Problem]:
     if not isinstance(value, str) or not _NAME.fullmatch(value):
         return [
             error(
+                USER_ACCOUNT,
                 key,
                 value,
                 "a Slurm account name: a lower-case letter, then lower-case letters, "
@@ -160,6 +177,7 @@ def account_name(key: str, value: Any) -> list[Problem]:
     if value == SLURM_ROOT_ACCOUNT:
         return [
             error(
+                USER_ACCOUNT,
                 key,
                 value,
                 f"an account of the stack's own: {SLURM_ROOT_ACCOUNT!r} is the root of "
@@ -176,11 +194,13 @@ def _keys(at: str, value: Any) -> tuple[tuple[str, ...], list[Problem]]:
     elif isinstance(value, list) and value:
         listed, where = value, [f"{at}[{j}]" for j in range(len(value))]
     else:
-        return (), [error(at, value, "an OpenSSH public key line, or a non-empty list of them")]
+        return (), [
+            error(USER_SSH_KEYS, at, value, "an OpenSSH public key line, or a non-empty list of them")
+        ]
     problems: list[Problem] = []
     for key, line in zip(where, listed, strict=True):
         if not isinstance(line, str):
-            problems.append(error(key, line, "an OpenSSH public key line"))
+            problems.append(error(USER_SSH_KEYS, key, line, "an OpenSSH public key line"))
             continue
         problems += rules.ssh_public_key(key, line) or rules.not_the_example_ssh_key(key, line)
     return tuple(line.strip() for line in listed if isinstance(line, str)), problems
@@ -189,9 +209,9 @@ def _keys(at: str, value: Any) -> tuple[tuple[str, ...], list[Problem]]:
 def _one_user(i: int, entry: Any) -> tuple[User | None, list[Problem]]:
     at = f"users[{i}]"
     if not isinstance(entry, dict):
-        return None, [error(at, entry, _SHAPE)]
+        return None, [error(USER_SHAPE, at, entry, _SHAPE)]
     problems = [
-        error(f"{at}.{k}", entry[k], f"not a user field; fields: {', '.join(_FIELDS)}")
+        error(USER_SHAPE, f"{at}.{k}", entry[k], f"not a user field; fields: {', '.join(_FIELDS)}")
         for k in entry
         if k not in _FIELDS
     ]
@@ -214,7 +234,7 @@ def users_from_config(raw: Any) -> tuple[list[User], list[Problem]]:
     """The users of a `users` value (a list of objects); every problem at once, each naming
     users[i].<field>. Only users whose own fields are valid come back."""
     if not isinstance(raw, list):
-        return [], [error("users", raw, f"a list of users, each {_SHAPE}")]
+        return [], [error(USER_SHAPE, "users", raw, f"a list of users, each {_SHAPE}")]
     problems: list[Problem] = []
     users = []
     for i, entry in enumerate(raw):
@@ -231,6 +251,7 @@ def users_from_config(raw: Any) -> tuple[list[User], list[Problem]]:
             if value in seen:
                 problems.append(
                     error(
+                        USER_UNIQUE,
                         f"users[{i}].{field}",
                         value,
                         f"a {field} no other user has (users[{seen[value]}] already has {value!r})",

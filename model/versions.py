@@ -85,7 +85,7 @@ EFA_DEVICE_PLUGIN = Chart("https://aws.github.io/eks-charts", "aws-efa-k8s-devic
 AWS_LOAD_BALANCER_CONTROLLER = Chart(
     "https://aws.github.io/eks-charts", "aws-load-balancer-controller", "3.5.0"
 )
-# issue 25, metrics-store: NVIDIA's DCGM exporter, chart 4.8.2 = exporter 4.8.2 on DCGM 4.5.3
+# The metrics store's GPU source (docs/metrics.md): NVIDIA's DCGM exporter, chart 4.8.2 = exporter 4.8.2 on DCGM 4.5.3
 # (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2, deployment/Chart.yaml and values.yaml image.tag). The image
 # by the chart's tag, not yet by digest: no stored record gives the digest of that nvcr.io tag.
 DCGM_EXPORTER = Chart("https://nvidia.github.io/dcgm-exporter/helm-charts", "dcgm-exporter", "4.8.2")
@@ -118,7 +118,7 @@ GRAFANA_IMAGE_TAG = "13.2.0"
 AMAZON_PROMETHEUS_PLUGIN = "grafana-amazonprometheus-datasource"
 AMAZON_PROMETHEUS_PLUGIN_VERSION = "3.2.0"
 
-# Autoscaling pools (issue 26; docs/scaling.md), installed only where a pool autoscales.
+# Autoscaling pools (docs/scaling.md), installed only where a pool autoscales.
 # KEDA 2.20.2 (kedacore/charts tag v2.20.2): its NOTES.txt says 2.20 "is supported and tested on
 # Kubernetes 1.33 or higher"; its chart's images are KEDA's own at the chart's appVersion.
 KEDA = Chart("https://kedacore.github.io/charts", "keda", "2.20.2")

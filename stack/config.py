@@ -71,7 +71,7 @@ class StackConfig:
     priority_weight_qos: int
     priority_decay_half_life_days: int
     scale_down_idle_minutes: int
-    # issue 25, metrics-store
+    # The metrics store and its alerts (docs/metrics.md)
     metrics: bool
     metrics_retention_days: int
     alert_emails: tuple[str, ...]

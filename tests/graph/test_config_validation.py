@@ -5,6 +5,7 @@ import pytest
 
 from devkit.offline_run import run_program
 from model import versions
+from model.problems import as_written
 from stack.config import ConfigError
 from tests.support.program import rejected
 
@@ -235,7 +236,7 @@ def test_well_formed_base_image_references_are_accepted(value):
 )
 def test_control_plane_log_types_must_be_eks_log_types(value, why):
     msg = rejected(controlPlaneLogTypes=value)
-    assert f"slinky-eks:controlPlaneLogTypes = {value!r}: {why}" in msg
+    assert f"slinky-eks:controlPlaneLogTypes = {as_written(value)}: {why}" in msg
 
 
 @pytest.mark.parametrize("key", ["controlPlaneLogRetentionDays", "flowLogsRetentionDays"])

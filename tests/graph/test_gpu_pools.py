@@ -11,6 +11,7 @@ from devkit.offline_account import DEV
 from devkit.offline_run import run_program
 from model import catalog, gpu_pools
 from model.preflight import ON_DEMAND_STANDARD
+from model.problems import as_written
 from tests.support.dev_graph_snapshot import snapshot
 
 TWO_POOLS = [
@@ -371,7 +372,7 @@ def test_as_many_pools_as_allowed_pass_the_pool_rules():
 def test_a_pool_node_count_outside_the_range_is_refused(count):
     entry = {**TWO_POOLS[0], "nodeCount": count}
     msg = _refused([entry])
-    assert f"gpuPools[0].nodeCount = {count!r}: a whole number from 1 to 64" in msg
+    assert f"gpuPools[0].nodeCount = {as_written(count)}: a whole number from 1 to 64" in msg
 
 
 @pytest.mark.parametrize("gib", [99, 16385, "400"])

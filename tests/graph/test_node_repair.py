@@ -1,4 +1,4 @@
-"""Instance replacement (issue 27, item 2): node auto repair on every managed node group, the EKS
+"""Instance replacement: node auto repair on every managed node group, the EKS
 node monitoring agent add-on pinned and installed with the control plane, its DCGM host engine
 admitted onto the tainted GPU nodes, and no IAM for it."""
 

@@ -2,6 +2,7 @@
 outputs table is written from that table: tests/repo/test_project_docs.py)."""
 
 from devkit.offline_run import is_secret
+from model import release
 from model.outputs import OUTPUTS, Output, export_differences
 
 
@@ -10,6 +11,10 @@ def test_foundation_outputs(dev):
     assert dev.output("region") == "us-west-2"
     assert dev.output("vpcId") == "network-vpc-id"
     assert dev.output("gpuAvailabilityZone") == "us-west-2a"
+
+
+def test_the_stack_reports_the_release_it_was_updated_with(dev):
+    assert dev.output("projectVersion") == release.VERSION
 
 
 def test_kubeconfig_is_a_secret_output(dev):

@@ -5,6 +5,7 @@ import pytest
 
 from devkit.offline_run import run_program
 from model import users
+from model.problems import as_written
 from model.rules import EXAMPLE_SSH_KEY
 from tests.support.program import rejected
 
@@ -41,7 +42,7 @@ def test_a_user_named_as_a_system_user_or_group_of_the_images_is_refused(name):
 @pytest.mark.parametrize("uid", [0, 999, 60000, 65534, "2001", 2001.5, True, None])
 def test_a_uid_outside_the_range_of_peoples_accounts_is_refused(uid):
     msg = _refused([{**ALICE, "uid": uid}])
-    assert f"users[0].uid = {uid!r}: a whole number from 1000 to 59999" in msg
+    assert f"users[0].uid = {as_written(uid)}: a whole number from 1000 to 59999" in msg
 
 
 def test_the_lowest_and_highest_uids_pass():
@@ -101,7 +102,9 @@ def test_a_private_key_is_refused_without_showing_it():
 @pytest.mark.parametrize("keys", [[], None, 7])
 def test_a_user_without_a_key_is_refused(keys):
     msg = _refused([{**ALICE, "sshPublicKey": keys}])
-    assert f"users[0].sshPublicKey = {keys!r}: an OpenSSH public key line, or a non-empty list" in msg
+    assert (
+        f"users[0].sshPublicKey = {as_written(keys)}: an OpenSSH public key line, or a non-empty list" in msg
+    )
 
 
 def test_the_example_key_as_a_users_key_warns():

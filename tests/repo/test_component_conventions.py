@@ -28,7 +28,7 @@ from tests.support.paths import REPO
 
 ROOT = REPO
 COMPONENTS_DIR = ROOT / "components"
-# Names that meant "what to wait for" before one vocabulary (issue 17): none may come back.
+# Names that meant "what to wait for" before the one vocabulary of readiness names: none may come back.
 RETIRED = {
     "ready",
     "system_ready",

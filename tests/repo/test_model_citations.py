@@ -1,6 +1,7 @@
-"""Files of this repository that the model's comments and the docs (README.md, docs/**/*.md) point
-at exist: a reader sent to a file that was moved (charts-values/versions.yaml became
-model/versions.py, tools/plan.py became devkit/plan.py) finds nothing there. The docs' module
+"""Files of this repository that the model's comments and the docs (README.md, CONTRIBUTING.md,
+CHANGELOG.md, docs/**/*.md) point at exist: a reader sent to a file that was moved
+(charts-values/versions.yaml became model/versions.py, tools/plan.py became devkit/plan.py) finds
+nothing there. The docs' module
 commands (`python -m devkit.plan`) and their links between pages, anchors included, are held the
 same way."""
 
@@ -67,7 +68,12 @@ def doc_problems(doc: pathlib.Path, root: pathlib.Path, text: str | None = None)
 
 
 def docs(root: pathlib.Path) -> list[pathlib.Path]:
-    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    return [
+        root / "README.md",
+        root / "CONTRIBUTING.md",
+        root / "CHANGELOG.md",
+        *sorted((root / "docs").rglob("*.md")),
+    ]
 
 
 def test_every_repository_file_the_model_cites_exists():

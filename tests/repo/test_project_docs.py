@@ -1,6 +1,7 @@
-"""Pulumi.yaml's `config:` block and the README's config and outputs tables are what
-`python -m devkit.project_docs` writes from the model (model/config_schema.py, model/outputs.py):
-the check passes here, and names the one file an edit made stale."""
+"""Pulumi.yaml's `config:` block, the README's config and outputs tables and docs/rules.md's table
+of rule ids are what `python -m devkit.project_docs` writes from the model (model/config_schema.py,
+model/outputs.py, the ids model/problems.py declares): the check passes here, and names the one
+file an edit made stale."""
 
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from devkit import project_docs
-from model import config_schema
+from model import config_schema, problems
 from tests.support.paths import REPO
 
 
@@ -25,7 +26,8 @@ def _docs(root, *args):
 
 @pytest.fixture
 def copy(tmp_path):
-    for name in (project_docs.PROJECT_FILE, project_docs.README):
+    for name in (project_docs.PROJECT_FILE, project_docs.README, project_docs.RULES_PAGE):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, tmp_path / name)
     return tmp_path
 
@@ -136,3 +138,18 @@ def test_a_block_yaml_would_read_otherwise_is_refused_naming_the_key():
 def test_a_pipe_in_a_table_cell_is_escaped():
     key = config_schema.Key("colour", "string", "red|blue", description="a | b", attr=None, on_change="c")
     assert project_docs.config_table((key,)).splitlines()[2] == "| `colour` | `red\\|blue` | a \\| b | c |"
+
+
+def test_a_rule_declared_without_a_row_in_the_rules_page_is_stale(copy, monkeypatch):
+    monkeypatch.setitem(
+        problems.RULE_IDS, "a-new-rule", problems.RuleId("a-new-rule", problems.ERROR, "something", ("k",))
+    )
+    now, then = project_docs.written(copy)[project_docs.RULES_PAGE]
+    assert now != then and "| `a-new-rule` | error | `k` | something |" in then
+
+
+def test_a_row_edited_in_the_rules_page_only_is_stale(copy):
+    _edit(copy / "docs/rules.md", "| `vpc-cidr` | error |", "| `vpc-cidr` | warning |")
+    result = _docs(copy, "--check")
+    assert result.returncode == 1
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["docs/rules.md"]

@@ -1,5 +1,5 @@
 """Writes tests/data/dev-graph.json: the dev stack's resource URNs and inputs as the program
-registers them. Generated once from the single-GPU-type program (before gpuPools, issue 17) and
+registers them. Generated once from the single-GPU-type program (before the `gpuPools` key) and
 checked in, so tests/graph/scenarios/test_dev_graph_stable.py can prove the pools change replaced nothing.
 
 Regenerate only for a change that is meant to alter the dev stack's graph:

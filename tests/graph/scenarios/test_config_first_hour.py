@@ -42,7 +42,8 @@ def test_undeclared_secret_values_are_withheld():
     )
     assert [p.render("slinky-eks") for p in problems] == [
         "slinky-eks:sshPrivateKey = '[secret]': not a key of this project (Pulumi.yaml declares the "
-        "keys): did you mean slinky-eks:sshPublicKey? Remove it with `pulumi config rm sshPrivateKey`"
+        "keys): did you mean slinky-eks:sshPublicKey? Remove it with `pulumi config rm sshPrivateKey` "
+        "[undeclared-key]"
     ]
 
 

@@ -1,4 +1,4 @@
-"""The shipped node health check on the real H200 (issue 27, item 6): the output of
+"""The shipped node health check on the real H200: the output of
 tests/support/gpu_health_evidence.sh on the lent machine (tests/data/h200-health/README.md, "The
 health check on the H200"). It passed as the machine was, and failed with the named reason once
 its GPU was hidden from /dev, from /proc/driver/nvidia, or both, and once an Xid line was in the

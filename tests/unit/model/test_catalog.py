@@ -96,6 +96,13 @@ def test_non_efa_reasons():
 
 
 @pytest.mark.parametrize(
+    "name, meant", [("p5.48xl", "p5.48xlarge"), ("P5.48xlarge", "p5.48xlarge"), ("g6e.12xl", "g6e.12xlarge")]
+)
+def test_a_name_that_is_no_ec2_type_is_offered_the_closest_catalog_type(name, meant):
+    assert catalog.describe_unsupported(name) == f"not an EC2 instance type name (did you mean {meant}?)"
+
+
+@pytest.mark.parametrize(
     "name,why",
     [
         ("g7.48xlarge", "GPU model name cannot be sourced"),

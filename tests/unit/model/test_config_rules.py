@@ -8,7 +8,7 @@ import json
 import pytest
 
 from model import config_schema, eks_versions, gpu_pools, rules
-from model.problems import ERROR, NOT_SET, WARNING, WITHHELD, error, warning
+from model.problems import ERROR, NOT_SET, WARNING, WITHHELD
 
 OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
 EXAMPLE_KEY = f"ssh-ed25519 {rules.EXAMPLE_SSH_KEY} dev-stack-example"
@@ -17,35 +17,6 @@ DAY = datetime.date(2026, 12, 1)
 
 def levels(problems) -> list[str]:
     return [p.level for p in problems]
-
-
-# Problem
-
-
-def test_an_error_names_key_value_and_what_is_allowed():
-    assert (
-        error("gpuNodeCount", "0", "a whole number").render("slinky-eks")
-        == "slinky-eks:gpuNodeCount = '0': a whole number"
-    )
-
-
-def test_an_error_of_another_namespace_keeps_its_own():
-    assert error("aws:region", "mars-1", "a region").render("slinky-eks") == "aws:region = 'mars-1': a region"
-
-
-def test_an_unset_key_is_reported_as_not_set():
-    assert (
-        error("sshPublicKey", NOT_SET, "it is required").render("p")
-        == "p:sshPublicKey is not set; it is required"
-    )
-
-
-def test_a_withheld_value_is_never_shown():
-    assert error("sshPublicKey", WITHHELD, "a private key").render("p") == "p:sshPublicKey: a private key"
-
-
-def test_a_warning_is_its_sentence():
-    assert warning("k", "v", "k v costs more").render("p") == "k v costs more"
 
 
 # Generic rules

@@ -178,5 +178,24 @@ def test_an_autoscaling_pool_without_metrics_is_refused_naming_the_key():
     assert (p.key, p.value) == ("metrics", False) and "gpuMaxNodes makes a pool autoscale" in p.message
 
 
+def test_metrics_refused_for_an_autoscaling_pool_is_shown_as_yaml_writes_it():
+    (p,) = [p for p in _check(gpuMinNodes="0", gpuMaxNodes="3", metrics="false").problems if p.is_error]
+    assert p.render("slinky-eks").startswith("slinky-eks:metrics = false: true, since gpuMaxNodes")
+
+
+def test_a_node_count_of_zero_points_to_the_min_nodes_that_scale_a_pool_to_zero():
+    (p,) = [p for p in _check(gpuNodeCount="0").problems if p.is_error]
+    assert (p.key, p.rule.id) == ("gpuNodeCount", "node-count-zero")
+    assert p.message.startswith(
+        "a whole number from 1 to 64; for a pool that scales to zero, set gpuMinNodes = 0"
+    )
+
+
+def test_a_pool_node_count_of_zero_points_to_that_pools_min_nodes():
+    entry = {"name": "a", "instanceType": "g6.12xlarge", "nodeCount": 0}
+    (p,) = [p for p in _pools(entry).problems if p.is_error]
+    assert p.key == "gpuPools[0].nodeCount" and "set gpuPools[0].minNodes = 0 instead" in p.message
+
+
 def test_a_fixed_pool_without_metrics_is_accepted():
     assert not [p for p in _check(metrics="false").problems if p.is_error]
