@@ -160,7 +160,7 @@ class NodeGroups(pulumi.ComponentResource):
         )
         self._attachments = [
             aws.iam.RolePolicyAttachment(
-                f"{self._name}-node-policy-{i}", role=role.name, policy_arn=arn, opts=child
+                f"{self._name}-node-policy-{i}", role=role.id, policy_arn=arn, opts=child
             )
             for i, arn in enumerate(_NODE_POLICIES)
         ]

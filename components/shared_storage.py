@@ -84,7 +84,7 @@ class SharedStorage(pulumi.ComponentResource):
     def _csi_driver(self, short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
         name, args = self._name, self._args
         # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
-        role = pod_identity_role(
+        pod_role = pod_identity_role(
             f"{name}-{short}",
             ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, account),
             [policy],
@@ -96,9 +96,10 @@ class SharedStorage(pulumi.ComponentResource):
             addon_name=addon,
             resolve_conflicts_on_create="OVERWRITE",
             pod_identity_associations=[
-                aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=account)
+                aws.eks.AddonPodIdentityAssociationArgs(role_arn=pod_role.role.arn, service_account=account)
             ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+            # The driver deletes volumes with the role's policy until its add-on is gone.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *pod_role.policies]),
         )
 
     def _gp3_class(self) -> k8s.storage.v1.StorageClass:

@@ -47,20 +47,36 @@ def trust_policy(account: ServiceAccountRef) -> str:
     )
 
 
+@dataclass(frozen=True)
+class PodRole:
+    """A Pod Identity role and the policies that give it its permissions."""
+
+    role: aws.iam.Role
+    # What hands the role to a pod (the association, or the add-on that makes one) depends on
+    # these, so `destroy` deletes them only after it, and after everything that waits for it: a
+    # policy nothing depends on goes in destroy's first wave, while the controller still has load
+    # balancers or volumes to delete (the trap of hashicorp/terraform-provider-aws issue #9495).
+    policies: list[pulumi.Resource]
+
+
 def pod_identity_role(
     name: str,
     account: ServiceAccountRef,
     managed_policy_arns: Sequence[str],
     parent: pulumi.Resource,
     inline_policy: pulumi.Input[str] | None = None,
-) -> aws.iam.Role:
+) -> PodRole:
     opts = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(f"{name}-role", assume_role_policy=trust_policy(account), opts=opts)
-    for i, arn in enumerate(managed_policy_arns):
-        aws.iam.RolePolicyAttachment(f"{name}-policy-{i}", role=role.name, policy_arn=arn, opts=opts)
+    # role.id is the role's name, known once the role exists; naming it so gives the engine the
+    # edge from the policy to its role.
+    policies: list[pulumi.Resource] = [
+        aws.iam.RolePolicyAttachment(f"{name}-policy-{i}", role=role.id, policy_arn=arn, opts=opts)
+        for i, arn in enumerate(managed_policy_arns)
+    ]
     if inline_policy is not None:
-        aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=inline_policy, opts=opts)
-    return role
+        policies.append(aws.iam.RolePolicy(f"{name}-policy", role=role.id, policy=inline_policy, opts=opts))
+    return PodRole(role, policies)
 
 
 def pod_identity(
@@ -74,13 +90,13 @@ def pod_identity(
     to that service account (`<name>-identity`). The association must exist before the pods start:
     EKS gives credentials only to pods created after it (Amazon EKS user guide, "Assign an IAM role
     to a Kubernetes service account": https://docs.aws.amazon.com/eks/latest/userguide/pod-id-association.html),
-    so a release waits for what this returns."""
-    role = pod_identity_role(name, account, [], parent=parent, inline_policy=inline_policy)
+    so a release waits for what this returns, and so outlives the role's policy on destroy."""
+    pod_role = pod_identity_role(name, account, [], parent=parent, inline_policy=inline_policy)
     return aws.eks.PodIdentityAssociation(
         f"{name}-identity",
         cluster_name=account.cluster_name,
         namespace=account.namespace,
         service_account=account.name,
-        role_arn=role.arn,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on)),
+        role_arn=pod_role.role.arn,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[*depends_on, *pod_role.policies]),
     )
