@@ -68,6 +68,8 @@ cluster = Cluster(
     "cluster",
     ClusterArgs(
         cluster_name=config.cluster_name,
+        region=config.region,
+        account_id=network.account_id,
         kubernetes_version=config.kubernetes_version,
         vpc_id=network.vpc_id,
         private_subnet_ids=network.private_subnet_ids,
@@ -100,6 +102,7 @@ if autoscaling_pools:
         "autoscaler",
         ClusterAutoscalerArgs(
             cluster_name=config.cluster_name,
+            cluster_arn=cluster.arn,
             region=config.region,
             kubernetes_version=config.kubernetes_version,
             account_id=network.account_id,
@@ -114,6 +117,7 @@ lbc = LoadBalancerController(
     "lbc",
     LoadBalancerControllerArgs(
         cluster_name=config.cluster_name,
+        cluster_arn=cluster.arn,
         region=config.region,
         vpc_id=network.vpc_id,
         vpc_arn=network.vpc_arn,
@@ -127,6 +131,7 @@ storage = SharedStorage(
     "storage",
     SharedStorageArgs(
         cluster_name=config.cluster_name,
+        cluster_arn=cluster.arn,
         vpc_id=network.vpc_id,
         cluster_security_group_id=cluster.security_group_id,
         node_subnet_by_key=network.private_subnet_by_key,
@@ -292,6 +297,7 @@ grafana = (
         "grafana",
         GrafanaArgs(
             cluster_name=config.cluster_name,
+            cluster_arn=cluster.arn,
             region=config.region,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
@@ -311,6 +317,7 @@ if autoscaling_pools and metrics is not None:
         "keda",
         PoolAutoscalingArgs(
             cluster_name=config.cluster_name,
+            cluster_arn=cluster.arn,
             region=config.region,
             pools=autoscaling_pools,
             query_endpoint=metrics.query_endpoint,

@@ -22,6 +22,10 @@ class ClusterArgs:
 
     # The EKS cluster's name (clusterName): also names its IAM roles, tags and kubeconfig.
     cluster_name: str
+    # The region the cluster is in (aws:region): with the name and account, the cluster's ARN.
+    region: str
+    # The account that owns the cluster (Network.account_id): with the name and region, its ARN.
+    account_id: pulumi.Input[str]
     # The control plane's Kubernetes version (kubernetesVersion), e.g. "1.34".
     kubernetes_version: str
     # The VPC the control plane's interfaces go into (Network.vpc_id).
@@ -47,6 +51,11 @@ class ClusterArgs:
 
 class Cluster(pulumi.ComponentResource):
     name: str  # the EKS cluster's name
+    # arn:aws:eks:<region>:<account>:cluster/<name>, the form of the Service Authorization
+    # Reference's EKS `cluster` resource type
+    # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html):
+    # what the Pod Identity roles' trust names, known before the cluster exists.
+    arn: pulumi.Output[str]
     eks: eks.Cluster  # the control plane and its vpc-cni/kube-proxy add-ons
     log_group: aws.cloudwatch.LogGroup  # where EKS writes the control-plane logs
     kubeconfig: pulumi.Output[str]  # admin kubeconfig (secret)
@@ -62,6 +71,9 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("slinky-eks:cluster:Cluster", name, None, opts)
         self._name, self._args = name, args
         self.name = args.cluster_name
+        self.arn = pulumi.Output.concat(
+            "arn:aws:eks:", args.region, ":", args.account_id, ":cluster/", args.cluster_name
+        )
         self.log_group = self._log_group()
         self.eks = self._control_plane()
         self.pod_identity_ready = [self._pod_identity_agent()]

@@ -25,6 +25,9 @@ class SharedStorageArgs:
 
     # The EKS cluster the CSI add-ons and their Pod Identity roles belong to; names tags.
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
+    # assume the role (components/_parts/pod_identity.py, trust_policy).
+    cluster_arn: pulumi.Input[str]
     # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The only source the NFS security group admits (Cluster.security_group_id).
@@ -86,7 +89,7 @@ class SharedStorage(pulumi.ComponentResource):
         # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
         pod_role = pod_identity_role(
             f"{name}-{short}",
-            ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, account),
+            ServiceAccountRef(args.cluster_name, args.cluster_arn, SYSTEM_NAMESPACE, account),
             [policy],
             parent=self,
         )

@@ -15,35 +15,47 @@ class ServiceAccountRef:
     """The one service account, in one namespace of one cluster, that may assume a role."""
 
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): it names the account and region as well as the cluster.
+    cluster_arn: pulumi.Input[str]
     namespace: str
     name: str
 
 
-def trust_policy(account: ServiceAccountRef) -> str:
+def trust_document(cluster_name: str, cluster_arn: str, namespace: str, service_account: str) -> dict:
     """Pod Identity's trust: the EKS Pod Identity service assumes the role and tags the session
-    with the pod's cluster, namespace and service account; the conditions on those request tags
-    keep every other association in the account (another namespace, another cluster) from
-    assuming it. Tags and condition keys: Amazon EKS user guide, "Create IAM role with trust
-    policy required by EKS Pod Identity" (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html)
-    and its list of session tags (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html)."""
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": "pods.eks.amazonaws.com"},
-                    "Action": ["sts:AssumeRole", "sts:TagSession"],
-                    "Condition": {
-                        "StringEquals": {
-                            "aws:RequestTag/eks-cluster-name": account.cluster_name,
-                            "aws:RequestTag/kubernetes-namespace": account.namespace,
-                            "aws:RequestTag/kubernetes-service-account": account.name,
-                        }
-                    },
-                }
-            ],
-        }
+    with the pod's cluster (name and ARN), namespace and service account; the conditions on those
+    request tags keep every other association (another namespace, another cluster of this or any
+    account with a cluster of the same name) from assuming it, and `aws:SourceAccount`, the
+    account the service acts for, keeps the role to this account's clusters whatever the tags
+    say. Tags and condition keys: Amazon EKS user guide, "Create IAM role with trust policy
+    required by EKS Pod Identity" (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html),
+    its list of session tags (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html),
+    and the IAM user guide's global condition keys
+    (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-sourceaccount)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:SourceAccount": cluster_arn.split(":")[4],
+                        "aws:RequestTag/eks-cluster-arn": cluster_arn,
+                        "aws:RequestTag/eks-cluster-name": cluster_name,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    }
+                },
+            }
+        ],
+    }
+
+
+def trust_policy(account: ServiceAccountRef) -> pulumi.Output[str]:
+    return pulumi.Output.from_input(account.cluster_arn).apply(
+        lambda arn: json.dumps(trust_document(account.cluster_name, arn, account.namespace, account.name))
     )
 
 
