@@ -84,6 +84,7 @@ nodes = NodeGroups(
     "nodes",
     NodeGroupsArgs(
         cluster_name=config.cluster_name,
+        image_repository_arn=image.repository_arn,
         depends_on=cluster.ready,
         cluster_security_group_id=cluster.security_group_id,
         private_subnet_ids=network.private_subnet_ids,

@@ -11,9 +11,18 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model import audit_logs
+from model.contract import SYSTEM_NAMESPACE
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+# The VPC CNI's permissions (any network interface of the account), on a role of its own rather
+# than the node role, as the EKS user guide recommends ("Configure Amazon VPC CNI plugin to use
+# IRSA": "We recommend that you assign it to a separate role"; the plugin "also supports Amazon EKS
+# Pod Identities": https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html). Its
+# DaemonSet, aws-node, runs as the service account aws-node in kube-system (the same page).
+CNI_POLICY = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"
+CNI_SERVICE_ACCOUNT = "aws-node"
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,9 @@ class Cluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str]  # admin kubeconfig (secret)
     security_group_id: pulumi.Output[str]  # the EKS-created cluster security group every node has
     provider: k8s.Provider  # the one provider every in-cluster object uses
-    # What the node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons.
+    # What the node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons, and
+    # the VPC CNI's Pod Identity association, which must exist before aws-node's pods start on the
+    # first nodes (EKS hands credentials only to pods created after it) and outlives the nodes.
     ready: list[pulumi.Resource]
     # What Pod Identity users wait for (their credentials come from its agent; on destroy it
     # outlives them): the eks-pod-identity-agent add-on.
@@ -80,7 +91,7 @@ class Cluster(pulumi.ComponentResource):
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
         self.security_group_id = self.eks.cluster_security_group_id
         self.provider = self._kubernetes_provider()
-        self.ready = [self.eks]
+        self.ready = [self.eks, self._vpc_cni_identity()]
         self.register_outputs({"kubeconfig": self.kubeconfig, "security_group_id": self.security_group_id})
 
     def _access_entries(self) -> dict[str, eks.AccessEntryArgs]:
@@ -163,6 +174,21 @@ class Cluster(pulumi.ComponentResource):
             addon_name="eks-pod-identity-agent",
             resolve_conflicts_on_create="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
+        )
+
+    def _vpc_cni_identity(self) -> aws.eks.PodIdentityAssociation:
+        # The association alone is enough: EKS injects the credentials into every pod of the
+        # service account, whoever made the DaemonSet (EKS user guide, "IAM roles for Amazon EKS
+        # add-ons": https://docs.aws.amazon.com/eks/latest/userguide/add-ons-iam.html). aws-node
+        # starts on the host network beside the node's Pod Identity agent (also host network); if
+        # it asks before the agent answers, the kubelet restarts it until the agent does.
+        return pod_identity(
+            f"{self._name}-vpc-cni",
+            ServiceAccountRef(self._args.cluster_name, self.arn, SYSTEM_NAMESPACE, CNI_SERVICE_ACCOUNT),
+            None,
+            self,
+            [self.eks],
+            managed_policy_arns=[CNI_POLICY],
         )
 
     def _kubernetes_provider(self) -> k8s.Provider:

@@ -21,12 +21,45 @@ from model.gpu_pools import GpuPool, pool_labels
 from model.node_repair import RepairPolicy
 from model.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
 
-_NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",  # includes AssumeRoleForPodIdentity
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",  # pull the slurmd image
-    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",  # shell without SSH keys
-)
+# What the node role carries: what the kubelet needs to join and the Pod Identity agent to hand
+# out credentials (eks-auth:AssumeRoleForPodIdentity), and image pulls (image_pull_policy). The
+# VPC CNI's permissions are its own role's (components/cluster.py, CNI_POLICY); no SSM: a shell on
+# a node is `kubectl debug node/...`, for cluster admins only (docs/security.md).
+_NODE_POLICIES = ("arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",)
+# The pull actions of the AWS-managed AmazonEC2ContainerRegistryPullOnly policy, what the kubelet's
+# ECR credential provider and containerd use (AWS managed policy reference,
+# https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonEC2ContainerRegistryPullOnly.html),
+# without its `Resource: "*"`.
+_PULL_ACTIONS = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+
+
+def image_pull_policy(repository_arn: str) -> str:
+    """Pulls from the stack's slurmd repository, and from no other repository of this account:
+    AmazonEC2ContainerRegistryReadOnly would let root on any node (a job in the privileged slurmd)
+    read every image in the account's registries. Images of other accounts stay pullable: the EKS
+    add-ons' and the EFA device plugin's come from AWS-owned registries whose account depends on
+    the region (EKS user guide, "View Amazon container image registries for Amazon EKS add-ons":
+    https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html; the device plugin
+    chart pulls from 602401143452's us-west-2 registry in every region: aws/eks-charts
+    stable/aws-efa-k8s-device-plugin v0.5.30 values.yaml), so they are named by what they are not;
+    whether one pulls is then up to its repository's policy. GetAuthorizationToken names no
+    resource (Service Authorization Reference, Amazon ECR:
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html)."""
+    account = repository_arn.split(":")[4]
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+                {"Effect": "Allow", "Action": _PULL_ACTIONS, "Resource": repository_arn},
+                {
+                    "Effect": "Allow",
+                    "Action": _PULL_ACTIONS,
+                    "NotResource": f"arn:aws:ecr:*:{account}:repository/*",
+                },
+            ],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -35,6 +68,9 @@ class NodeGroupsArgs:
 
     # The EKS cluster the groups join.
     cluster_name: str
+    # The slurmd image's repository (SlurmdImage.repository_arn): the one repository of the account
+    # the nodes may pull from.
+    image_repository_arn: pulumi.Input[str]
     # What the node groups wait for: the control plane and what it needs (Cluster.ready).
     depends_on: Sequence[pulumi.Resource]
     # Named on the GPU nodes' EFA interfaces, which would otherwise lose it (see _gpu_pool_group).
@@ -164,6 +200,14 @@ class NodeGroups(pulumi.ComponentResource):
             )
             for i, arn in enumerate(_NODE_POLICIES)
         ]
+        self._attachments.append(
+            aws.iam.RolePolicy(
+                f"{self._name}-node-images",
+                role=role.id,
+                policy=pulumi.Output.from_input(self._args.image_repository_arn).apply(image_pull_policy),
+                opts=child,
+            )
+        )
         return role
 
     def _node_group(

@@ -94,16 +94,19 @@ def pod_identity_role(
 def pod_identity(
     name: str,
     account: ServiceAccountRef,
-    inline_policy: pulumi.Input[str],
+    inline_policy: pulumi.Input[str] | None,
     parent: pulumi.Resource,
     depends_on: Sequence[pulumi.Resource],
+    managed_policy_arns: Sequence[str] = (),
 ) -> aws.eks.PodIdentityAssociation:
-    """A role with `inline_policy` for `account`, and the EKS Pod Identity association that hands it
+    """A role with `inline_policy` and `managed_policy_arns` for `account`, and the EKS Pod Identity association that hands it
     to that service account (`<name>-identity`). The association must exist before the pods start:
     EKS gives credentials only to pods created after it (Amazon EKS user guide, "Assign an IAM role
     to a Kubernetes service account": https://docs.aws.amazon.com/eks/latest/userguide/pod-id-association.html),
     so a release waits for what this returns, and so outlives the role's policy on destroy."""
-    pod_role = pod_identity_role(name, account, [], parent=parent, inline_policy=inline_policy)
+    pod_role = pod_identity_role(
+        name, account, managed_policy_arns, parent=parent, inline_policy=inline_policy
+    )
     return aws.eks.PodIdentityAssociation(
         f"{name}-identity",
         cluster_name=account.cluster_name,

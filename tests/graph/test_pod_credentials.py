@@ -67,6 +67,7 @@ def _trust(graph, role):
 
 def test_the_graph_has_the_pod_identity_roles_this_file_is_about(dev):
     assert sorted(_pod_identity_roles(dev)) == [
+        ("cluster-vpc-cni-role", "kube-system", "aws-node"),
         ("grafana-role", "grafana", "grafana"),
         ("lbc-role", "kube-system", "aws-load-balancer-controller"),
         ("storage-ebs-csi-role", "kube-system", "ebs-csi-controller-sa"),

@@ -168,8 +168,14 @@ def test_secret_inputs_are_redacted_in_the_manifests(objects):
 
 def test_every_iam_document_is_exported(graph):
     iam = security_export.iam_documents(graph)
-    assert set(iam.identity) == {"lbc_policy", "network_flow_log_delivery", "grafana_policy"}
+    assert set(iam.identity) == {
+        "lbc_policy",
+        "network_flow_log_delivery",
+        "grafana_policy",
+        "nodes_node_images",
+    }
     assert set(iam.trust) == {
+        "cluster_vpc_cni_role",
         "lbc_role",
         "nodes_node_role",
         "storage_ebs_csi_role",
