@@ -132,6 +132,7 @@ storage = SharedStorage(
     "storage",
     SharedStorageArgs(
         cluster_name=config.cluster_name,
+        node_role_name=nodes.role_name,
         cluster_arn=cluster.arn,
         vpc_id=network.vpc_id,
         cluster_security_group_id=cluster.security_group_id,

@@ -152,6 +152,7 @@ def _reserved_capacity(pool: GpuPool, reservation: Reservation | None) -> dict:
 
 class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup  # the CPU nodes: Slurm's control plane and the controllers
+    role_name: pulumi.Output[str]  # the role every node runs as (its id is its name)
     gpu: dict[str, aws.eks.NodeGroup]  # by pool name
     coredns: aws.eks.Addon  # CoreDNS adopted as a managed add-on
     # The node monitoring agent add-on: the node conditions auto repair acts on
@@ -166,6 +167,7 @@ class NodeGroups(pulumi.ComponentResource):
         super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
         self._name, self._args = name, args
         role = self._node_role()
+        self.role_name = role.id
         self.core = self._core_group(role)
         self.gpu = {pool.name: self._gpu_pool_group(pool, role) for pool in args.gpu_pools}
         self.coredns = self._coredns()

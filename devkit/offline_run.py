@@ -240,7 +240,12 @@ class Mocks(pulumi.runtime.Mocks):
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
                 "registryId": "123456789012",
             },
-            "aws:efs/fileSystem:FileSystem": {"dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com"},
+            # EFS names a file system's ARN arn:aws:elasticfilesystem:<region>:<account>:file-system/<id>
+            # (Service Authorization Reference, Amazon EFS resource type file-system).
+            "aws:efs/fileSystem:FileSystem": {
+                "dnsName": "fs-0123456789abcdef0.efs.us-west-2.amazonaws.com",
+                "arn": "arn:aws:elasticfilesystem:us-west-2:123456789012:file-system/fs-0123456789abcdef0",
+            },
             # RDS answers an instance's endpoint as <identifier>.<account hash>.<region>.rds.amazonaws.com
             # on the engine's port, and names its ARN by the identifier (Amazon RDS User Guide, "Finding
             # the connection information for an RDS for MariaDB DB instance"; Service Authorization

@@ -71,7 +71,6 @@ def test_the_graph_has_the_pod_identity_roles_this_file_is_about(dev):
         ("grafana-role", "grafana", "grafana"),
         ("lbc-role", "kube-system", "aws-load-balancer-controller"),
         ("storage-ebs-csi-role", "kube-system", "ebs-csi-controller-sa"),
-        ("storage-efs-csi-role", "kube-system", "efs-csi-controller-sa"),
     ]
 
 
