@@ -137,8 +137,7 @@ def may_pull(policy: dict, repository_arn: str) -> bool:
 
 
 def _image_policy(graph) -> dict:
-    (inline,) = _node_role_policies(graph, "aws:iam/rolePolicy:RolePolicy")
-    return json.loads(inline.inputs["policy"])
+    return json.loads(graph.named("nodes-node-images").inputs["policy"])
 
 
 SLURMD_REPO = "arn:aws:ecr:us-west-2:123456789012:repository/slinky-eks-dev/slurmd"
@@ -169,12 +168,15 @@ def test_a_policy_of_every_repository_is_found(dev):
     assert may_pull(wide, "arn:aws:ecr:us-west-2:123456789012:repository/someone-elses/secrets")
 
 
-def test_node_groups_wait_for_the_node_role_policies(dev):
+def test_node_groups_wait_for_the_node_role_policies_they_make(dev):
+    # The EFS client policy on the same role is the shared volume's to wait for (test_cluster_services.py).
     policies = [
-        *_node_role_policies(dev, "aws:iam/rolePolicy:RolePolicy"),
-        *_node_role_policies(dev, "aws:iam/rolePolicyAttachment:RolePolicyAttachment"),
+        r
+        for t in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        for r in _node_role_policies(dev, t)
+        if r.parent == dev.named("nodes").urn
     ]
-    assert len(policies) == 2
+    assert sorted(p.name for p in policies) == ["nodes-node-images", "nodes-node-policy-0"]
     for group in ("nodes-core", "nodes-gpu"):
         for policy in policies:
             assert dev.depends_on(dev.named(group), policy), (group, policy.name)
