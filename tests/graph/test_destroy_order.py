@@ -164,7 +164,7 @@ def graph(request) -> Graph:
     return run_program("dev", CONFIGS[request.param])
 
 
-def test_every_controller_policy_names_its_role(graph):
+def test_every_role_policy_names_its_role(graph):
     # A policy whose role is unknown to the engine has no edge to it: nothing orders them.
     for policy in [r for t in POLICY_TYPES for r in graph.of_type(t)]:
         role = policy.inputs.get("role")
@@ -193,9 +193,15 @@ def test_controller_policies_outlive_what_hands_the_role_over(graph):
     assert user_problems(graph) == []
 
 
-def test_the_autoscaling_and_dashboard_controllers_are_walked():
-    accounts = {a for a, _, _ in controllers(run_program("dev", AUTOSCALING))}
-    assert {"kube-system/cluster-autoscaler", "keda/keda-operator", "grafana/grafana"} <= accounts
+def test_every_controller_with_a_role_is_walked():
+    assert sorted(a for a, _, _ in controllers(run_program("dev", AUTOSCALING))) == [
+        "grafana/grafana",
+        "keda/keda-operator",
+        "kube-system/aws-load-balancer-controller",
+        "kube-system/aws-node",
+        "kube-system/cluster-autoscaler",
+        "kube-system/ebs-csi-controller-sa",
+    ]
 
 
 def test_a_policy_nothing_waits_for_is_found(dev):
@@ -205,6 +211,18 @@ def test_a_policy_nothing_waits_for_is_found(dev):
         r.dependencies = [d for d in r.dependencies if d != policy]
     assert cleanup_problems(broken) == [
         "lbc-policy is deleted while slurm-login still is (kube-system/aws-load-balancer-controller)"
+    ]
+
+
+def test_a_driver_that_does_not_wait_for_its_policy_is_found(dev):
+    broken = copy.deepcopy(dev)
+    policy = broken.named("storage-ebs-csi-policy-0").urn
+    driver = broken.named("storage-ebs-csi")
+    driver.dependencies = [d for d in driver.dependencies if d != policy]
+    assert cleanup_problems(broken) == [
+        "storage-ebs-csi-policy-0 is deleted while slurm-state still is (kube-system/ebs-csi-controller-sa)",
+        "storage-ebs-csi-policy-0 is deleted while slurm-state-guard-deployment still is "
+        "(kube-system/ebs-csi-controller-sa)",
     ]
 
 
