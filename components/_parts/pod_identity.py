@@ -31,7 +31,11 @@ def trust_document(cluster_name: str, cluster_arn: str, namespace: str, service_
     required by EKS Pod Identity" (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html),
     its list of session tags (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html),
     and the IAM user guide's global condition keys
-    (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-sourceaccount)."""
+    (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-sourceaccount).
+    Pod Identity sends aws:SourceAccount (a role trusting it on that key alone works:
+    awslabs/mountpoint-s3-csi-driver issue #781); aws:SourceArn is left out: the user guide gives
+    no value for it, and the same issue shows an ARN pattern there denying the pod its
+    credentials. The cluster ARN tag pins what it would."""
     return {
         "Version": "2012-10-17",
         "Statement": [
