@@ -69,10 +69,11 @@ class SharedStorage(pulumi.ComponentResource):
             ("ebs-csi-controller-sa", "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"),
         )
         # The EFS node DaemonSet tolerates every taint by default, so it mounts on GPU nodes too.
-        # Its controller gets no role: it calls EFS only to make and delete access points for
+        # Its controller gets no role: it calls EFS to make and delete access points for
         # dynamically provisioned volumes (kubernetes-sigs/aws-efs-csi-driver docs/README.md,
-        # "Dynamic Provisioning"; the AmazonEFSCSIDriverPolicy grants exactly those), and /shared
-        # is a static volume on the file system's root. Mounts are the node plugin's (_client_access).
+        # "Dynamic Provisioning"; what AmazonEFSCSIDriverPolicy is for, with the describes around
+        # them), and /shared is a static volume on the file system's root, provisioned by no one.
+        # Mounts are the node plugin's (_client_access).
         efs_driver = self._csi_driver("efs-csi", "aws-efs-csi-driver", None)
         storage_class = self._gp3_class()
         fs, mount_targets = self._file_system()
