@@ -68,6 +68,8 @@ cluster = Cluster(
     "cluster",
     ClusterArgs(
         cluster_name=config.cluster_name,
+        region=config.region,
+        account_id=network.account_id,
         kubernetes_version=config.kubernetes_version,
         vpc_id=network.vpc_id,
         private_subnet_ids=network.private_subnet_ids,
@@ -82,6 +84,7 @@ nodes = NodeGroups(
     "nodes",
     NodeGroupsArgs(
         cluster_name=config.cluster_name,
+        image_repository_arn=image.repository_arn,
         depends_on=cluster.ready,
         cluster_security_group_id=cluster.security_group_id,
         private_subnet_ids=network.private_subnet_ids,
@@ -100,6 +103,7 @@ if autoscaling_pools:
         "autoscaler",
         ClusterAutoscalerArgs(
             cluster_name=config.cluster_name,
+            cluster_arn=cluster.arn,
             region=config.region,
             kubernetes_version=config.kubernetes_version,
             account_id=network.account_id,
@@ -114,6 +118,7 @@ lbc = LoadBalancerController(
     "lbc",
     LoadBalancerControllerArgs(
         cluster_name=config.cluster_name,
+        cluster_arn=cluster.arn,
         region=config.region,
         vpc_id=network.vpc_id,
         vpc_arn=network.vpc_arn,
@@ -127,9 +132,13 @@ storage = SharedStorage(
     "storage",
     SharedStorageArgs(
         cluster_name=config.cluster_name,
+        node_role_name=nodes.role_name,
+        cluster_arn=cluster.arn,
         vpc_id=network.vpc_id,
         cluster_security_group_id=cluster.security_group_id,
-        node_role_arns=[nodes.core.node_role_arn, *(group.node_role_arn for group in nodes.gpu.values())],
+        # The one role every node group runs as, read from the role itself: /shared's policy need
+        # not wait for the GPU node groups to exist.
+        node_role_arns=[nodes.role_arn],
         node_subnet_by_key=network.private_subnet_by_key,
         provider=cluster.provider,
         depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
@@ -296,6 +305,7 @@ grafana = (
         "grafana",
         GrafanaArgs(
             cluster_name=config.cluster_name,
+            cluster_arn=cluster.arn,
             region=config.region,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
@@ -315,6 +325,7 @@ if autoscaling_pools and metrics is not None:
         "keda",
         PoolAutoscalingArgs(
             cluster_name=config.cluster_name,
+            cluster_arn=cluster.arn,
             region=config.region,
             pools=autoscaling_pools,
             query_endpoint=metrics.query_endpoint,

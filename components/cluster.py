@@ -11,9 +11,18 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model import audit_logs
+from model.contract import SYSTEM_NAMESPACE
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+# The VPC CNI's permissions (any network interface of the account), on a role of its own rather
+# than the node role, as the EKS user guide recommends ("Configure Amazon VPC CNI plugin to use
+# IRSA": "We recommend that you assign it to a separate role"; the plugin "also supports Amazon EKS
+# Pod Identities": https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html). Its
+# DaemonSet, aws-node, runs as the service account aws-node in kube-system (the same page).
+CNI_POLICY = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"
+CNI_SERVICE_ACCOUNT = "aws-node"
 
 
 @dataclass(frozen=True)
@@ -22,6 +31,10 @@ class ClusterArgs:
 
     # The EKS cluster's name (clusterName): also names its IAM roles, tags and kubeconfig.
     cluster_name: str
+    # The region the cluster is in (aws:region): with the name and account, the cluster's ARN.
+    region: str
+    # The account that owns the cluster (Network.account_id): with the name and region, its ARN.
+    account_id: pulumi.Input[str]
     # The control plane's Kubernetes version (kubernetesVersion), e.g. "1.34".
     kubernetes_version: str
     # The VPC the control plane's interfaces go into (Network.vpc_id).
@@ -47,12 +60,19 @@ class ClusterArgs:
 
 class Cluster(pulumi.ComponentResource):
     name: str  # the EKS cluster's name
+    # arn:aws:eks:<region>:<account>:cluster/<name>, the form of the Service Authorization
+    # Reference's EKS `cluster` resource type
+    # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html):
+    # what the Pod Identity roles' trust names, known before the cluster exists.
+    arn: pulumi.Output[str]
     eks: eks.Cluster  # the control plane and its vpc-cni/kube-proxy add-ons
     log_group: aws.cloudwatch.LogGroup  # where EKS writes the control-plane logs
     kubeconfig: pulumi.Output[str]  # admin kubeconfig (secret)
     security_group_id: pulumi.Output[str]  # the EKS-created cluster security group every node has
     provider: k8s.Provider  # the one provider every in-cluster object uses
-    # What the node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons.
+    # What the node groups wait for: the control plane with its vpc-cni/kube-proxy add-ons, and
+    # the VPC CNI's Pod Identity association, which must exist before aws-node's pods start on the
+    # first nodes (EKS hands credentials only to pods created after it) and outlives the nodes.
     ready: list[pulumi.Resource]
     # What Pod Identity users wait for (their credentials come from its agent; on destroy it
     # outlives them): the eks-pod-identity-agent add-on.
@@ -62,13 +82,16 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("slinky-eks:cluster:Cluster", name, None, opts)
         self._name, self._args = name, args
         self.name = args.cluster_name
+        self.arn = pulumi.Output.concat(
+            "arn:aws:eks:", args.region, ":", args.account_id, ":cluster/", args.cluster_name
+        )
         self.log_group = self._log_group()
         self.eks = self._control_plane()
         self.pod_identity_ready = [self._pod_identity_agent()]
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
         self.security_group_id = self.eks.cluster_security_group_id
         self.provider = self._kubernetes_provider()
-        self.ready = [self.eks]
+        self.ready = [self.eks, self._vpc_cni_identity()]
         self.register_outputs({"kubeconfig": self.kubeconfig, "security_group_id": self.security_group_id})
 
     def _access_entries(self) -> dict[str, eks.AccessEntryArgs]:
@@ -151,6 +174,21 @@ class Cluster(pulumi.ComponentResource):
             addon_name="eks-pod-identity-agent",
             resolve_conflicts_on_create="OVERWRITE",
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
+        )
+
+    def _vpc_cni_identity(self) -> aws.eks.PodIdentityAssociation:
+        # The association alone is enough: EKS injects the credentials into every pod of the
+        # service account, whoever made the DaemonSet (EKS user guide, "IAM roles for Amazon EKS
+        # add-ons": https://docs.aws.amazon.com/eks/latest/userguide/add-ons-iam.html). aws-node
+        # starts on the host network beside the node's Pod Identity agent (also host network); if
+        # it asks before the agent answers, the kubelet restarts it until the agent does.
+        return pod_identity(
+            f"{self._name}-vpc-cni",
+            ServiceAccountRef(self._args.cluster_name, self.arn, SYSTEM_NAMESPACE, CNI_SERVICE_ACCOUNT),
+            None,
+            self,
+            [self.eks],
+            managed_policy_arns=[CNI_POLICY],
         )
 
     def _kubernetes_provider(self) -> k8s.Provider:

@@ -105,6 +105,9 @@ class ClusterAutoscalerArgs:
 
     # The EKS cluster: the auto-discovery tag, the policy's scope and the association's cluster.
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
+    # assume the role (components/_parts/pod_identity.py, trust_policy).
+    cluster_arn: pulumi.Input[str]
     # The cluster's region: CA's AWS_REGION and the policy's scope.
     region: str
     # The cluster's Kubernetes version (kubernetesVersion): CA's image is of its minor.
@@ -147,7 +150,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         )
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(args.cluster_name, args.cluster_arn, NAMESPACE, SERVICE_ACCOUNT),
             document,
             self,
             [*args.depends_on, *args.identity_depends_on],

@@ -42,6 +42,9 @@ class GrafanaArgs:
 
     # The EKS cluster of the Pod Identity association.
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
+    # assume the role (components/_parts/pod_identity.py, trust_policy).
+    cluster_arn: pulumi.Input[str]
     # The workspace's region: the SigV4 signing region of the data source.
     region: str
     # The workspace's query endpoint (MetricsStore.query_endpoint): the data source's URL.
@@ -90,7 +93,9 @@ class Grafana(pulumi.ComponentResource):
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
-        account = ServiceAccountRef(args.cluster_name, dashboards.NAMESPACE, dashboards.SERVICE_ACCOUNT)
+        account = ServiceAccountRef(
+            args.cluster_name, args.cluster_arn, dashboards.NAMESPACE, dashboards.SERVICE_ACCOUNT
+        )
         # The association must name the service account the chart creates (serviceAccount.name),
         # or Grafana signs with no credentials and every panel fails.
         return pod_identity(name, account, document, self, [*args.depends_on, *args.identity_depends_on])

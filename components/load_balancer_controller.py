@@ -26,6 +26,9 @@ class LoadBalancerControllerArgs:
 
     # The EKS cluster the controller serves, and its Pod Identity association's cluster.
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
+    # assume the role (components/_parts/pod_identity.py, trust_policy).
+    cluster_arn: pulumi.Input[str]
     # Given to the controller so it never asks IMDS (node_groups.py, IMDS_HOP_LIMIT).
     region: str
     # Given to the controller for the same reason as the region (Network.vpc_id).
@@ -71,7 +74,7 @@ class LoadBalancerController(pulumi.ComponentResource):
         # (kubernetes-sigs/aws-load-balancer-controller issue #3850).
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(args.cluster_name, args.cluster_arn, NAMESPACE, SERVICE_ACCOUNT),
             document,
             self,
             [*args.depends_on, *args.identity_depends_on],

@@ -21,12 +21,45 @@ from model.gpu_pools import GpuPool, pool_labels
 from model.node_repair import RepairPolicy
 from model.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
 
-_NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",  # includes AssumeRoleForPodIdentity
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",  # pull the slurmd image
-    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",  # shell without SSH keys
-)
+# What the node role carries: what the kubelet needs to join and the Pod Identity agent to hand
+# out credentials (eks-auth:AssumeRoleForPodIdentity), and image pulls (image_pull_policy). The
+# VPC CNI's permissions are its own role's (components/cluster.py, CNI_POLICY); no SSM: a shell on
+# a node is `kubectl debug node/...`, for cluster admins only (docs/security.md).
+_NODE_POLICIES = ("arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",)
+# The pull actions of the AWS-managed AmazonEC2ContainerRegistryPullOnly policy, what the kubelet's
+# ECR credential provider and containerd use (AWS managed policy reference,
+# https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AmazonEC2ContainerRegistryPullOnly.html),
+# without its `Resource: "*"`.
+_PULL_ACTIONS = ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"]
+
+
+def image_pull_policy(repository_arn: str) -> str:
+    """Pulls from the stack's slurmd repository, and from no other repository of this account:
+    AmazonEC2ContainerRegistryReadOnly would let root on any node (a job in the privileged slurmd)
+    read every image in the account's registries. Images of other accounts stay pullable: the EKS
+    add-ons' and the EFA device plugin's come from AWS-owned registries whose account depends on
+    the region (EKS user guide, "View Amazon container image registries for Amazon EKS add-ons":
+    https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html; the device plugin
+    chart pulls from 602401143452's us-west-2 registry in every region: aws/eks-charts
+    stable/aws-efa-k8s-device-plugin v0.5.30 values.yaml), so they are named by what they are not;
+    whether one pulls is then up to its repository's policy. GetAuthorizationToken names no
+    resource (Service Authorization Reference, Amazon ECR:
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html)."""
+    account = repository_arn.split(":")[4]
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+                {"Effect": "Allow", "Action": _PULL_ACTIONS, "Resource": repository_arn},
+                {
+                    "Effect": "Allow",
+                    "Action": _PULL_ACTIONS,
+                    "NotResource": f"arn:aws:ecr:*:{account}:repository/*",
+                },
+            ],
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -35,6 +68,9 @@ class NodeGroupsArgs:
 
     # The EKS cluster the groups join.
     cluster_name: str
+    # The slurmd image's repository (SlurmdImage.repository_arn): the one repository of the account
+    # the nodes may pull from.
+    image_repository_arn: pulumi.Input[str]
     # What the node groups wait for: the control plane and what it needs (Cluster.ready).
     depends_on: Sequence[pulumi.Resource]
     # Named on the GPU nodes' EFA interfaces, which would otherwise lose it (see _gpu_pool_group).
@@ -116,6 +152,8 @@ def _reserved_capacity(pool: GpuPool, reservation: Reservation | None) -> dict:
 
 class NodeGroups(pulumi.ComponentResource):
     core: aws.eks.NodeGroup  # the CPU nodes: Slurm's control plane and the controllers
+    role_name: pulumi.Output[str]  # the role every node runs as (its id is its name)
+    role_arn: pulumi.Output[str]  # the same role's ARN, known before any node group exists
     gpu: dict[str, aws.eks.NodeGroup]  # by pool name
     coredns: aws.eks.Addon  # CoreDNS adopted as a managed add-on
     # The node monitoring agent add-on: the node conditions auto repair acts on
@@ -130,6 +168,8 @@ class NodeGroups(pulumi.ComponentResource):
         super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
         self._name, self._args = name, args
         role = self._node_role()
+        self.role_name = role.id
+        self.role_arn = role.arn
         self.core = self._core_group(role)
         self.gpu = {pool.name: self._gpu_pool_group(pool, role) for pool in args.gpu_pools}
         self.coredns = self._coredns()
@@ -160,10 +200,18 @@ class NodeGroups(pulumi.ComponentResource):
         )
         self._attachments = [
             aws.iam.RolePolicyAttachment(
-                f"{self._name}-node-policy-{i}", role=role.name, policy_arn=arn, opts=child
+                f"{self._name}-node-policy-{i}", role=role.id, policy_arn=arn, opts=child
             )
             for i, arn in enumerate(_NODE_POLICIES)
         ]
+        self._attachments.append(
+            aws.iam.RolePolicy(
+                f"{self._name}-node-images",
+                role=role.id,
+                policy=pulumi.Output.from_input(self._args.image_repository_arn).apply(image_pull_policy),
+                opts=child,
+            )
+        )
         return role
 
     def _node_group(

@@ -66,6 +66,9 @@ class PoolAutoscalingArgs:
 
     # The EKS cluster (the Pod Identity association's).
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
+    # assume the role (components/_parts/pod_identity.py, trust_policy).
+    cluster_arn: pulumi.Input[str]
     # The region the store is in: what KEDA signs its queries for (SigV4's awsRegion).
     region: str
     # The pools that autoscale (GpuPool.autoscales): one ScaledObject each.
@@ -120,7 +123,7 @@ class PoolAutoscaling(pulumi.ComponentResource):
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, NAMESPACE, OPERATOR_ACCOUNT),
+            ServiceAccountRef(args.cluster_name, args.cluster_arn, NAMESPACE, OPERATOR_ACCOUNT),
             document,
             self,
             [*args.depends_on, *args.identity_depends_on],

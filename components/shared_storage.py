@@ -77,6 +77,11 @@ class SharedStorageArgs:
 
     # The EKS cluster the CSI add-ons and their Pod Identity roles belong to; names tags.
     cluster_name: str
+    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
+    # assume the role (components/_parts/pod_identity.py, trust_policy).
+    cluster_arn: pulumi.Input[str]
+    # The role every node runs as (NodeGroups.role_name): the EFS client's (see _client_access).
+    node_role_name: pulumi.Input[str]
     # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The only source the NFS security group admits (Cluster.security_group_id).
@@ -115,21 +120,21 @@ class SharedStorage(pulumi.ComponentResource):
         ebs_driver = self._csi_driver(
             "ebs-csi",
             "aws-ebs-csi-driver",
-            "ebs-csi-controller-sa",
-            "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy",
+            ("ebs-csi-controller-sa", "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"),
         )
         # The EFS node DaemonSet tolerates every taint by default, so it mounts on GPU nodes too.
-        efs_driver = self._csi_driver(
-            "efs-csi",
-            "aws-efs-csi-driver",
-            "efs-csi-controller-sa",
-            "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy",
-        )
+        # Its controller gets no role: it calls EFS to make and delete access points for
+        # dynamically provisioned volumes (kubernetes-sigs/aws-efs-csi-driver docs/README.md,
+        # "Dynamic Provisioning"; what AmazonEFSCSIDriverPolicy is for, with the describes around
+        # them), and /shared is a static volume on the file system's root, provisioned by no one.
+        # Mounts are the node plugin's (_client_access).
+        efs_driver = self._csi_driver("efs-csi", "aws-efs-csi-driver", None)
         storage_class = self._gp3_class()
         fs, mount_targets = self._file_system()
         policy = self._file_system_policy(fs)
+        client_access = self._client_access(fs)
         namespace = self._slurm_namespace()
-        claim = self._shared_claim(fs, [*mount_targets, policy, efs_driver], namespace)
+        claim = self._shared_claim(fs, [*mount_targets, policy, efs_driver, client_access], namespace)
         self.file_system_id = fs.id
         self.claim_name = SHARED_PVC
         self.ready = [claim]
@@ -137,24 +142,69 @@ class SharedStorage(pulumi.ComponentResource):
         self.gp3_ready = [storage_class, ebs_driver]
         self.register_outputs({"file_system_id": self.file_system_id})
 
-    def _csi_driver(self, short: str, addon: str, account: str, policy: str) -> aws.eks.Addon:
+    def _csi_driver(self, short: str, addon: str, identity: tuple[str, str] | None) -> aws.eks.Addon:
+        """The add-on, and with `identity` (service account, managed policy) a Pod Identity role
+        for that service account."""
         name, args = self._name, self._args
-        # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
-        role = pod_identity_role(
-            f"{name}-{short}",
-            ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, account),
-            [policy],
-            parent=self,
-        )
+        associations, policies = None, []
+        if identity is not None:
+            account, policy = identity
+            # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
+            pod_role = pod_identity_role(
+                f"{name}-{short}",
+                ServiceAccountRef(args.cluster_name, args.cluster_arn, SYSTEM_NAMESPACE, account),
+                [policy],
+                parent=self,
+            )
+            associations = [
+                aws.eks.AddonPodIdentityAssociationArgs(role_arn=pod_role.role.arn, service_account=account)
+            ]
+            policies = pod_role.policies
         return aws.eks.Addon(
             f"{name}-{short}",
             cluster_name=args.cluster_name,
             addon_name=addon,
             resolve_conflicts_on_create="OVERWRITE",
-            pod_identity_associations=[
-                aws.eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=account)
-            ],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+            pod_identity_associations=associations,
+            # The driver deletes volumes with the role's policy until its add-on is gone.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *policies]),
+        )
+
+    def _client_access(self, fs: aws.efs.FileSystem) -> aws.iam.RolePolicy:
+        """The node role may mount, write and act as root on this file system, through a mount
+        target only. The EFS CSI node plugin mounts with efs-utils, which with the `iam` mount
+        option signs in with the first credentials it finds: its service account has no Pod
+        Identity association, and it runs on the host network, so that is the node role from IMDS
+        (aws/efs-utils README, "Using IAM to authorize mounts"; kubernetes-sigs/aws-efs-csi-driver
+        charts/aws-efs-csi-driver/templates/node-daemonset.yaml, hostNetwork). Actions and the
+        condition key: Service Authorization Reference, Amazon Elastic File System
+        (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticfilesystem.html);
+        the EFS user guide, "Using IAM to control file system data access"
+        (https://docs.aws.amazon.com/efs/latest/ug/iam-access-control-nfs-efs.html)."""
+        document = fs.arn.apply(
+            lambda arn: json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Action": [
+                                "elasticfilesystem:ClientMount",
+                                "elasticfilesystem:ClientWrite",
+                                "elasticfilesystem:ClientRootAccess",
+                            ],
+                            "Resource": arn,
+                            "Condition": {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
+                        }
+                    ],
+                }
+            )
+        )
+        return aws.iam.RolePolicy(
+            f"{self._name}-efs-client",
+            role=self._args.node_role_name,
+            policy=document,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _gp3_class(self) -> k8s.storage.v1.StorageClass:

@@ -42,6 +42,7 @@ class SlurmdImageArgs:
 class SlurmdImage(pulumi.ComponentResource):
     reference: pulumi.Output[str]  # <repository>@sha256:<digest>, what every node runs
     repository_url: pulumi.Output[str]  # <account>.dkr.ecr.<region>.amazonaws.com/<repository_name>
+    repository_arn: pulumi.Output[str]  # the repository's ARN: what the node role may pull from
     digest: pulumi.Output[str]  # sha256:<digest> of the pushed image
 
     def __init__(self, name: str, args: SlurmdImageArgs, opts: Optional[pulumi.ResourceOptions] = None):
@@ -52,6 +53,7 @@ class SlurmdImage(pulumi.ComponentResource):
         dlc_image = dlc_reference(args.dlc_image, args.region)
         image = self._build(repo, dlc_image, self._registries(repo, dlc_image))
         self.repository_url = repo.repository_url
+        self.repository_arn = repo.arn
         self.digest = image.digest
         self.reference = pulumi.Output.concat(repo.repository_url, "@", image.digest)
         self.register_outputs({"reference": self.reference})

@@ -233,7 +233,10 @@ class Mocks(pulumi.runtime.Mocks):
                 f"{args.inputs.get('clusterName')}/{args.inputs.get('addonName')}/"
                 f"{uuid.uuid5(uuid.NAMESPACE_URL, args.name)}"
             },
+            # ECR names a repository's ARN arn:aws:ecr:<region>:<account>:repository/<name>
+            # (Service Authorization Reference, Amazon ECR resource type repository).
             "aws:ecr/repository:Repository": {
+                "arn": f"arn:aws:ecr:us-west-2:123456789012:repository/{args.inputs.get('name', args.name)}",
                 "repositoryUrl": f"123456789012.dkr.ecr.us-west-2.amazonaws.com/{args.inputs.get('name', args.name)}",
                 "registryId": "123456789012",
             },

@@ -24,7 +24,6 @@ plan shows a value known only after apply (a VPC's id in a subnet), and how chec
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import re
 from dataclasses import dataclass
@@ -242,6 +241,7 @@ def _ids(graph: Graph) -> dict[str, str]:
         address = f"{TERRAFORM_TYPES[r.type]}.{terraform_name(r.name)}"
         ids[f"{r.name}-id"] = address
         if r.type == "aws:iam/role:Role":
+            ids[r.name] = address
             ids[f"arn:aws:iam::123456789012:role/{r.name}"] = address
         if r.type == "aws:iam/policy:Policy":
             ids[f"arn:aws:iam::123456789012:policy/{r.name}"] = address
@@ -266,21 +266,6 @@ def _unknown_references(resource: Resource, values: dict, addresses: dict[str, s
         if key not in resource.inputs and refs:
             out[snake(key)] = {"references": [f"{a}.id" for a in refs] + refs}
     return out
-
-
-def _attached_role(attachment: Resource, graph: Graph) -> str:
-    """The role a policy attachment names. `role=role.name` is unknown under the mocks (a role's
-    name is computed), so the engine sees neither the value nor its dependency; the role is the
-    one beside it (same parent) whose name shares the longest prefix with the attachment's, as
-    components/_parts/pod_identity.py and components/node_groups.py name them."""
-    roles = [r for r in graph.resources if r.type == "aws:iam/role:Role" and r.parent == attachment.parent]
-    if not roles:
-        raise ValueError(f"{attachment.name}: no role beside it to attach to")
-
-    def shared(role: Resource) -> int:
-        return len(os.path.commonprefix([role.name, attachment.name]))
-
-    return f"aws_iam_role.{terraform_name(max(roles, key=shared).name)}"
 
 
 def _split_references(values: dict, ids: dict[str, str]) -> tuple[dict, dict]:
@@ -367,9 +352,6 @@ def aws_resources(graph: Graph) -> list[tuple[str, str, dict, dict]]:
             values = terraform_values(tf_type, integers(r.inputs))
             kept, expressions = _split_references(values, ids)
             expressions.update(_unknown_references(r, kept, addresses))
-            if tf_type == "aws_iam_role_policy_attachment" and "role" not in kept:
-                role = _attached_role(r, graph)
-                expressions["role"] = {"references": [f"{role}.name", role]}
             out.append((tf_type, terraform_name(r.name), kept, expressions))
     return out
 

@@ -1,6 +1,8 @@
 """EKS through pulumi-eks: version, private nodes, API access entries, add-ons before nodes, one
 Kubernetes provider."""
 
+import json
+
 import pytest
 
 from components.cluster import ADMIN_POLICY
@@ -92,6 +94,34 @@ def test_node_groups_join_without_waiting_for_the_pod_identity_agent(dev, group)
 @pytest.mark.parametrize("user", ["lbc-identity", "lbc-release", "storage-ebs-csi", "storage-efs-csi"])
 def test_pod_identity_users_wait_for_its_agent(dev, user):
     assert dev.depends_on(dev.named(user), dev.named("cluster-pod-identity-agent"))
+
+
+def test_the_vpc_cni_has_its_own_role_with_the_cni_policy(dev):
+    association = dev.named("cluster-vpc-cni-identity").inputs
+    assert (association["namespace"], association["serviceAccount"]) == ("kube-system", "aws-node")
+    role = association["roleArn"].rsplit("/", 1)[1]
+    attached = [
+        r.inputs["policyArn"]
+        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if r.inputs.get("role") == role
+    ]
+    assert attached == ["arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"]
+
+
+@pytest.mark.parametrize("group", ["nodes-core", "nodes-gpu"])
+def test_node_groups_wait_for_the_vpc_cni_identity(dev, group):
+    # aws-node's pods on the first nodes get credentials only if the association is older.
+    assert dev.depends_on(dev.named(group), dev.named("cluster-vpc-cni-identity"))
+
+
+def test_the_cluster_arn_names_region_account_and_cluster(dev):
+    trust = json.loads(dev.named("cluster-vpc-cni-role").inputs["assumeRolePolicy"])
+    (statement,) = trust["Statement"]
+    equals = statement["Condition"]["StringEquals"]
+    assert (
+        equals["aws:RequestTag/eks-cluster-arn"]
+        == "arn:aws:eks:us-west-2:123456789012:cluster/slinky-eks-dev"
+    )
 
 
 def test_one_kubernetes_provider_built_from_the_cluster_kubeconfig(dev):

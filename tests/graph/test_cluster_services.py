@@ -91,20 +91,53 @@ def test_load_balancer_controller_policy_manages_nlbs(dev):
     assert trust["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
 
 
-@pytest.mark.parametrize(
-    "short,addon,policy",
-    [
-        ("ebs-csi", "aws-ebs-csi-driver", "AmazonEBSCSIDriverPolicy"),
-        ("efs-csi", "aws-efs-csi-driver", "AmazonEFSCSIDriverPolicy"),
-    ],
-)
-def test_csi_drivers_are_eks_add_ons_with_their_iam(dev, short, addon, policy):
-    driver = dev.named(f"storage-{short}")
-    assert driver.inputs["addonName"] == addon
+def test_the_ebs_driver_is_an_eks_add_on_with_its_iam(dev):
+    driver = dev.named("storage-ebs-csi")
+    assert driver.inputs["addonName"] == "aws-ebs-csi-driver"
     (assoc,) = driver.inputs["podIdentityAssociations"]
-    assert assoc["roleArn"].endswith(f"storage-{short}-role")
-    attached = dev.named(f"storage-{short}-policy-0").inputs["policyArn"]
-    assert attached == f"arn:aws:iam::aws:policy/service-role/{policy}"
+    assert assoc["roleArn"].endswith("storage-ebs-csi-role")
+    attached = dev.named("storage-ebs-csi-policy-0").inputs["policyArn"]
+    assert attached == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
+
+
+def test_the_efs_driver_is_an_eks_add_on_without_a_role(dev):
+    # /shared is a static volume: the controller makes no access points, the one thing its
+    # managed policy is for.
+    driver = dev.named("storage-efs-csi")
+    assert driver.inputs["addonName"] == "aws-efs-csi-driver"
+    assert not driver.inputs.get("podIdentityAssociations")
+    assert [r.name for r in dev.of_type("aws:iam/role:Role") if "efs" in r.name] == []
+
+
+EFS_ARN = "arn:aws:elasticfilesystem:us-west-2:123456789012:file-system/fs-0123456789abcdef0"
+
+
+def _efs_client_statements(graph) -> list[dict]:
+    """Every statement of a policy on the node role that grants an EFS client action."""
+    found = []
+    for policy in graph.of_type("aws:iam/rolePolicy:RolePolicy"):
+        if policy.inputs.get("role") != "nodes-node-role":
+            continue
+        for s in json.loads(policy.inputs["policy"])["Statement"]:
+            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+            if any(a.startswith("elasticfilesystem:Client") for a in actions):
+                found.append(s)
+    return found
+
+
+def test_the_node_role_mounts_writes_and_is_root_on_this_file_system_only(dev):
+    (statement,) = _efs_client_statements(dev)
+    assert sorted(statement["Action"]) == [
+        "elasticfilesystem:ClientMount",
+        "elasticfilesystem:ClientRootAccess",
+        "elasticfilesystem:ClientWrite",
+    ]
+    assert statement["Resource"] == EFS_ARN
+    assert statement["Condition"] == {"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}}
+
+
+def test_the_shared_volume_waits_for_the_node_roles_efs_access(dev):
+    assert dev.depends_on(dev.named("storage-shared-pv"), dev.named("storage-efs-client"))
 
 
 def test_gp3_storage_class(dev):

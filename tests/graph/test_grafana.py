@@ -9,7 +9,7 @@ import pytest
 from components import grafana as component
 from devkit.offline_run import SECRET_SIG, is_secret
 from model import dashboards
-from tests.support.grafana_run import CLUSTER, WORKSPACE_ARN, grafana_graph
+from tests.support.grafana_run import CLUSTER, CLUSTER_ARN, WORKSPACE_ARN, grafana_graph
 
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
 
@@ -46,6 +46,8 @@ def test_the_role_trusts_only_grafanas_service_account(graph):
     (statement,) = json.loads(graph.named("grafana-role").inputs["assumeRolePolicy"])["Statement"]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert statement["Condition"]["StringEquals"] == {
+        "aws:SourceAccount": "123456789012",
+        "aws:RequestTag/eks-cluster-arn": CLUSTER_ARN,
         "aws:RequestTag/eks-cluster-name": CLUSTER,
         "aws:RequestTag/kubernetes-namespace": dashboards.NAMESPACE,
         "aws:RequestTag/kubernetes-service-account": dashboards.SERVICE_ACCOUNT,

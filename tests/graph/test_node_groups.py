@@ -1,6 +1,9 @@
 """Core and EFA GPU node groups: sizes, labels, taint, one AZ, placement group, interfaces from the
 catalog, root volume, IMDSv2."""
 
+import fnmatch
+import json
+
 import pytest
 
 from devkit.offline_run import run_program
@@ -101,17 +104,82 @@ def test_node_groups_use_their_launch_templates(dev, group):
     assert dev.depends_on(ng, dev.named(f"nodes-{group}-lt"))
 
 
-def test_node_role_has_worker_cni_and_registry_policies(dev):
-    arns = {
-        r.inputs["policyArn"]
-        for r in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-        if r.name.startswith("nodes-node-policy")
-    }
-    assert {
-        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
-    } <= arns
+def _node_role_policies(graph, type_):
+    return [r for r in graph.of_type(type_) if r.inputs.get("role") == "nodes-node-role"]
+
+
+def test_the_node_role_carries_only_the_worker_node_managed_policy(dev):
+    # Not AmazonEKS_CNI_Policy (the VPC CNI's own role has it: test_cluster.py), not
+    # AmazonEC2ContainerRegistryReadOnly (every image of the account), not AmazonSSMManagedInstanceCore.
+    attached = _node_role_policies(dev, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    assert [r.inputs["policyArn"] for r in attached] == ["arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"]
+
+
+def may_pull(policy: dict, repository_arn: str) -> bool:
+    """Whether an identity policy allows ecr:BatchGetImage on a repository (IAM's wildcard match of
+    Resource and NotResource; no Deny statements or conditions to weigh here)."""
+
+    def matches(patterns) -> bool:
+        return any(
+            fnmatch.fnmatchcase(repository_arn, p)
+            for p in ([patterns] if isinstance(patterns, str) else patterns)
+        )
+
+    for s in policy["Statement"]:
+        actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
+        if s["Effect"] != "Allow" or "ecr:BatchGetImage" not in actions:
+            continue
+        if ("Resource" in s and matches(s["Resource"])) or (
+            "NotResource" in s and not matches(s["NotResource"])
+        ):
+            return True
+    return False
+
+
+def _image_policy(graph) -> dict:
+    return json.loads(graph.named("nodes-node-images").inputs["policy"])
+
+
+SLURMD_REPO = "arn:aws:ecr:us-west-2:123456789012:repository/slinky-eks-dev/slurmd"
+
+
+@pytest.mark.parametrize(
+    "repository,allowed",
+    [
+        (SLURMD_REPO, True),
+        ("arn:aws:ecr:us-west-2:123456789012:repository/someone-elses/secrets", False),
+        ("arn:aws:ecr:us-west-2:123456789012:repository/slinky-eks-dev/slurmd-other", False),
+        # The EFA device plugin's image (aws/eks-charts aws-efa-k8s-device-plugin v0.5.30 values.yaml).
+        ("arn:aws:ecr:us-west-2:602401143452:repository/eks/aws-efa-k8s-device-plugin", True),
+        ("arn:aws:ecr:ap-east-1:800184023465:repository/eks/kube-proxy", True),
+    ],
+)
+def test_nodes_pull_the_stacks_repository_and_no_other_of_the_account(dev, repository, allowed):
+    assert may_pull(_image_policy(dev), repository) is allowed
+
+
+def test_registry_tokens_name_no_resource(dev):
+    (token,) = [s for s in _image_policy(dev)["Statement"] if s["Action"] == "ecr:GetAuthorizationToken"]
+    assert token["Resource"] == "*"
+
+
+def test_a_policy_of_every_repository_is_found(dev):
+    wide = {"Statement": [{"Effect": "Allow", "Action": ["ecr:BatchGetImage"], "Resource": "*"}]}
+    assert may_pull(wide, "arn:aws:ecr:us-west-2:123456789012:repository/someone-elses/secrets")
+
+
+def test_node_groups_wait_for_the_node_role_policies_they_make(dev):
+    # The EFS client policy on the same role is the shared volume's to wait for (test_cluster_services.py).
+    policies = [
+        r
+        for t in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        for r in _node_role_policies(dev, t)
+        if r.parent == dev.named("nodes").urn
+    ]
+    assert sorted(p.name for p in policies) == ["nodes-node-images", "nodes-node-policy-0"]
+    for group in ("nodes-core", "nodes-gpu"):
+        for policy in policies:
+            assert dev.depends_on(dev.named(group), policy), (group, policy.name)
 
 
 def test_an_ena_only_first_card_gets_an_ena_primary_and_efa_only_on_the_other_cards():

@@ -9,7 +9,11 @@ import json
 import pytest
 
 CLUSTER = "slinky-eks-dev"
+ACCOUNT = "123456789012"
+CLUSTER_ARN = f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/{CLUSTER}"
 TAG_KEYS = {
+    "aws:SourceAccount": "account",
+    "aws:RequestTag/eks-cluster-arn": "cluster ARN",
     "aws:RequestTag/eks-cluster-name": "cluster",
     "aws:RequestTag/kubernetes-namespace": "namespace",
     "aws:RequestTag/kubernetes-service-account": "service account",
@@ -19,6 +23,8 @@ TAG_KEYS = {
 def trust_problems(trust: dict, cluster: str, namespace: str, service_account: str) -> list[str]:
     """Why some other pod could assume this role; empty when only the named one can."""
     want = {
+        "aws:SourceAccount": ACCOUNT,
+        "aws:RequestTag/eks-cluster-arn": CLUSTER_ARN,
         "aws:RequestTag/eks-cluster-name": cluster,
         "aws:RequestTag/kubernetes-namespace": namespace,
         "aws:RequestTag/kubernetes-service-account": service_account,
@@ -61,10 +67,10 @@ def _trust(graph, role):
 
 def test_the_graph_has_the_pod_identity_roles_this_file_is_about(dev):
     assert sorted(_pod_identity_roles(dev)) == [
+        ("cluster-vpc-cni-role", "kube-system", "aws-node"),
         ("grafana-role", "grafana", "grafana"),
         ("lbc-role", "kube-system", "aws-load-balancer-controller"),
         ("storage-ebs-csi-role", "kube-system", "ebs-csi-controller-sa"),
-        ("storage-efs-csi-role", "kube-system", "efs-csi-controller-sa"),
     ]
 
 
@@ -86,6 +92,13 @@ def test_trust_still_lets_pod_identity_tag_the_session(dev):
         (lambda c: c["StringEquals"].pop("aws:RequestTag/kubernetes-service-account"), "service account"),
         (lambda c: c["StringEquals"].update({"aws:RequestTag/eks-cluster-name": "other-cluster"}), "cluster"),
         (lambda c: c.update({"StringLike": c.pop("StringEquals")}), "namespace"),
+        (lambda c: c["StringEquals"].pop("aws:SourceAccount"), "account"),
+        (
+            lambda c: c["StringEquals"].update(
+                {"aws:RequestTag/eks-cluster-arn": CLUSTER_ARN.replace(ACCOUNT, "210987654321")}
+            ),
+            "cluster ARN",
+        ),
     ],
 )
 def test_a_loose_trust_policy_is_found(dev, breakage, lost):
@@ -98,7 +111,7 @@ def test_a_loose_trust_policy_is_found(dev, breakage, lost):
 def test_a_trust_policy_without_conditions_is_found(dev):
     trust = copy.deepcopy(_trust(dev, "storage-ebs-csi-role"))
     del trust["Statement"][0]["Condition"]
-    assert len(trust_problems(trust, CLUSTER, "kube-system", "ebs-csi-controller-sa")) == 3
+    assert len(trust_problems(trust, CLUSTER, "kube-system", "ebs-csi-controller-sa")) == 5
 
 
 def pods_reach_node_role(metadata_options: dict) -> bool:

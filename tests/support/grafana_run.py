@@ -15,6 +15,7 @@ REGION = "us-west-2"
 WORKSPACE_ARN = f"arn:aws:aps:{REGION}:123456789012:workspace/{WORKSPACE_ID}"
 QUERY_ENDPOINT = f"https://aps-workspaces.{REGION}.amazonaws.com/workspaces/{WORKSPACE_ID}/"
 CLUSTER = "slinky-eks"
+CLUSTER_ARN = f"arn:aws:eks:{REGION}:123456789012:cluster/{CLUSTER}"
 
 
 def grafana_graph() -> Graph:
@@ -29,6 +30,7 @@ def grafana_graph() -> Graph:
             "grafana",
             GrafanaArgs(
                 cluster_name=CLUSTER,
+                cluster_arn=CLUSTER_ARN,
                 region=REGION,
                 query_endpoint=QUERY_ENDPOINT,
                 workspace_arn=WORKSPACE_ARN,

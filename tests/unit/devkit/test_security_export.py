@@ -86,8 +86,8 @@ def test_an_id_known_only_after_apply_is_a_reference_to_its_resource(plan):
 
 
 def test_a_policy_attachment_references_its_role(plan):
-    attachment = _configured(plan, "aws_iam_role_policy_attachment.storage_efs_csi_policy_0")
-    assert attachment["expressions"]["role"]["references"][-1] == "aws_iam_role.storage_efs_csi_role"
+    attachment = _configured(plan, "aws_iam_role_policy_attachment.storage_ebs_csi_policy_0")
+    assert attachment["expressions"]["role"]["references"][-1] == "aws_iam_role.storage_ebs_csi_role"
 
 
 def test_the_eks_component_is_an_aws_eks_cluster_with_its_endpoint_settings(plan):
@@ -168,12 +168,18 @@ def test_secret_inputs_are_redacted_in_the_manifests(objects):
 
 def test_every_iam_document_is_exported(graph):
     iam = security_export.iam_documents(graph)
-    assert set(iam.identity) == {"lbc_policy", "network_flow_log_delivery", "grafana_policy"}
+    assert set(iam.identity) == {
+        "lbc_policy",
+        "network_flow_log_delivery",
+        "grafana_policy",
+        "nodes_node_images",
+        "storage_efs_client",
+    }
     assert set(iam.trust) == {
+        "cluster_vpc_cni_role",
         "lbc_role",
         "nodes_node_role",
         "storage_ebs_csi_role",
-        "storage_efs_csi_role",
         "cluster_eks_eksRole",
         "network_flow_log_role",
         "grafana_role",
