@@ -241,11 +241,13 @@ AccountingRegistration(
     ),
 )
 
-# The jobs and their environment onto /shared, refreshed on every up that changes them.
+# The jobs and their environment onto /shared, refreshed on every up that changes them, and a
+# work directory for root and each named user.
 JobStaging(
     "jobs",
     JobStagingArgs(
         gpu_pools=config.gpu_pools,
+        users=config.users,
         namespace=SLURM_NAMESPACE,
         shared_claim=storage.claim_name,
         provider=cluster.provider,
