@@ -315,6 +315,7 @@ if autoscaling_pools and metrics is not None:
             cluster_name=config.cluster_name,
             region=config.region,
             pools=autoscaling_pools,
+            gpu_pools=config.gpu_pools,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
             idle_minutes=config.scale_down_idle_minutes,
