@@ -254,11 +254,13 @@ AccountingRegistration(
     ),
 )
 
-# The jobs and their environment onto /shared, refreshed on every up that changes them.
+# The jobs and their environment onto /shared, refreshed on every up that changes them, and a
+# work directory for root and each named user.
 JobStaging(
     "jobs",
     JobStagingArgs(
         gpu_pools=config.gpu_pools,
+        users=config.users,
         namespace=SLURM_NAMESPACE,
         shared_claim=storage.claim_name,
         provider=cluster.provider,
@@ -328,6 +330,7 @@ if autoscaling_pools and metrics is not None:
             cluster_arn=cluster.arn,
             region=config.region,
             pools=autoscaling_pools,
+            gpu_pools=config.gpu_pools,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
             idle_minutes=config.scale_down_idle_minutes,

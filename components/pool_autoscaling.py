@@ -73,6 +73,9 @@ class PoolAutoscalingArgs:
     region: str
     # The pools that autoscale (GpuPool.autoscales): one ScaledObject each.
     pools: Sequence[GpuPool]
+    # Every pool of the stack (StackConfig.gpu_pools), in order: the first one's triggers also
+    # count the default partition's jobs (model/autoscaling.py queue_partitions).
+    gpu_pools: Sequence[GpuPool]
     # The metrics store's query endpoint (MetricsStore.query_endpoint): the triggers' serverAddress.
     query_endpoint: pulumi.Input[str]
     # The metrics store's workspace (MetricsStore.workspace_arn): the only one KEDA may query.
@@ -154,7 +157,12 @@ class PoolAutoscaling(pulumi.ComponentResource):
         args = self._args
         spec = pulumi.Output.from_input(args.query_endpoint).apply(
             lambda endpoint: autoscaling.scaled_object_spec(
-                pool, autoscaling.server_address(endpoint), args.region, AUTHENTICATION, args.idle_minutes
+                pool,
+                autoscaling.server_address(endpoint),
+                args.region,
+                AUTHENTICATION,
+                args.idle_minutes,
+                pools=args.gpu_pools,
             )
         )
         opts = self._after_keda()

@@ -283,8 +283,10 @@ TRIAGE: tuple[Triage, ...] = (
             c,
             (f"Job.{SLURM_NAMESPACE}.stage-jobs-*",),
             ACCEPTED,
-            f"The job-staging Job writes the jobs onto {SHARED_MOUNT}, the root of the EFS file system, owned by root "
-            "with mode 755; it runs as root with every capability dropped (model/pod_hardening.py).",
+            f"The job-staging Job writes the jobs and the users' work directories onto {SHARED_MOUNT}, the root of "
+            "the EFS file system, owned by root with mode 755; it runs as root with every capability dropped but "
+            "CHOWN, added only where `users` has entries, to give each user their work directory "
+            "(model/pod_hardening.py).",
             "privileged-pods",
         )
         for c in ("CKV_K8S_23", "CKV_K8S_40")

@@ -3,7 +3,7 @@
 Environment (defaults in brackets):
   MODEL_ID [Qwen/Qwen3-4B]  DATASET_ID [tatsu-lab/alpaca]  DATASET_SAMPLES [512]
   MAX_STEPS [16]  BATCH [1]  GRAD_ACCUM [4]  LR [2e-4]  SEQ_LEN [1024]
-  OUTPUT_DIR [/shared/lora-out]  DIST_BACKEND [nccl]
+  OUTPUT_DIR (required: finetune.sbatch sets $WORK_DIR/lora-out)  DIST_BACKEND [nccl]
   TINY_MODEL=1: a 2-layer Qwen3 with random weights, a tokenizer trained here and synthetic data
   (no model or dataset hub needed): the CPU mode of the tests, the same code path otherwise.
 Rank 0 prints one `METRICS {json}` line per logging step (loss, mean_token_accuracy, ...).
@@ -106,7 +106,7 @@ def main() -> None:
     model, tokenizer, data = (
         tiny_model_and_data() if env("TINY_MODEL", "0") == "1" else hub_model_and_data(on_gpu)
     )
-    output_dir = env("OUTPUT_DIR", "/shared/lora-out")
+    output_dir = os.environ["OUTPUT_DIR"]
     max_steps = int(env("MAX_STEPS", "16"))
     config = SFTConfig(
         output_dir=output_dir,

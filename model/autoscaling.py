@@ -15,8 +15,12 @@ _statistics_part_aggregate_node, same tag):
 - slurm_partition_nodes_alloc and slurm_partition_nodes_mixed count the nodes doing work (a node is
   one of future, down, mixed, allocated, idle, unknown, in that order).
 A job is counted in a partition only when its partition string is exactly that partition
-(xstrcmp(j->partition, ps->name)): a job submitted to `-p a,b` or to the partition `all` over every
-pool counts for no pool's scaler (docs/scaling.md says so to the user).
+(xstrcmp(j->partition, ps->name)): a job submitted to `-p a,b` counts for no pool's scaler
+(docs/scaling.md says so to the user). A job submitted without `-p` goes to the default partition:
+the pool's own where there is one pool, `all` over every pool where there are several
+(model/slurm_values.py partitions). So that such a job always runs somewhere, the first pool of
+several (the default pool) also counts the pending jobs of `all`: one pool wakes for them, never
+every pool (why: docs/scaling.md, "Jobs without a partition").
 
 Each query answers "how many nodes the pool should have": the nodes doing work plus what the queue
 asks for. With metricType AverageValue and a target of 1 node, the HPA KEDA makes asks for
@@ -29,8 +33,10 @@ to give back a node that runs a job while the queue is empty.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from model.contract import nodeset_object
-from model.gpu_pools import GpuPool
+from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool
 from model.slurm_values import pool_partition
 
 PENDING_JOBS = "slurm_partition_jobs_pending"
@@ -81,26 +87,50 @@ def busy_nodes(partition: str) -> str:
     return f"{_series(ALLOCATED_NODES, partition)} + {_series(MIXED_NODES, partition)}"
 
 
-def pending_jobs_query(partition: str) -> str:
-    """Nodes for every job the partition runs or holds pending: the busy nodes plus one node per
-    pending job that is not held."""
-    return (
-        f"{busy_nodes(partition)} + clamp_min({_series(PENDING_JOBS, partition)} - "
-        f"{_series(HELD_JOBS, partition)}, 0)"
-    )
+def waiting_jobs(partition: str) -> str:
+    """The partition's pending jobs that are not held."""
+    return f"clamp_min({_series(PENDING_JOBS, partition)} - {_series(HELD_JOBS, partition)}, 0)"
 
 
-def largest_job_query(partition: str) -> str:
-    """Nodes for the busy work plus the largest pending job that is not held, all of it at once."""
-    return f"{busy_nodes(partition)} + {_series(LARGEST_PENDING_JOB_NODES, partition)}"
+def largest_waiting_job(queues: Sequence[str]) -> str:
+    """The node count of the largest pending job that is not held, over the partitions `queues`:
+    max() over their series (partition names are pool names and `all`, which a regex matcher
+    takes as they are: model/gpu_pools.py pool_name)."""
+    if len(queues) == 1:
+        return _series(LARGEST_PENDING_JOB_NODES, queues[0])
+    return f'(max({LARGEST_PENDING_JOB_NODES}{{partition=~"{"|".join(queues)}"}}) or vector(0))'
 
 
-def trigger_queries(pool: GpuPool) -> dict[str, str]:
-    """The pool's triggers by name: its partition's pending jobs, and its largest pending job."""
-    partition = pool_partition(pool)
+def queue_partitions(pool: GpuPool, pools: Sequence[GpuPool] = ()) -> tuple[str, ...]:
+    """The partitions whose queue the pool's triggers read, among the stack's `pools` (in order;
+    none: a stack of this pool alone): its own; for the first of several pools, the default
+    partition `all` as well, so a job submitted without `-p` wakes that one pool when no node of
+    any pool takes it."""
+    own = pool_partition(pool)
+    if len(pools) > 1 and pool.name == pools[0].name:
+        return (own, ALL_POOLS_PARTITION)
+    return (own,)
+
+
+def pending_jobs_query(partition: str, queues: Sequence[str] = ()) -> str:
+    """Nodes for every job the partition runs or holds pending: the partition's busy nodes plus one
+    node per pending job that is not held in each of `queues` (the partition's own by default)."""
+    return " + ".join([busy_nodes(partition), *(waiting_jobs(q) for q in queues or (partition,))])
+
+
+def largest_job_query(partition: str, queues: Sequence[str] = ()) -> str:
+    """Nodes for the busy work plus the largest pending job that is not held, all of it at once,
+    over `queues` (the partition's own by default)."""
+    return f"{busy_nodes(partition)} + {largest_waiting_job(queues or (partition,))}"
+
+
+def trigger_queries(pool: GpuPool, pools: Sequence[GpuPool] = ()) -> dict[str, str]:
+    """The pool's triggers by name, among the stack's `pools`: the pending jobs of its queues
+    (queue_partitions), and the largest of them; the busy nodes are always its own partition's."""
+    partition, queues = pool_partition(pool), queue_partitions(pool, pools)
     return {
-        "pending-jobs": pending_jobs_query(partition),
-        "largest-pending-job": largest_job_query(partition),
+        "pending-jobs": pending_jobs_query(partition, queues),
+        "largest-pending-job": largest_job_query(partition, queues),
     }
 
 
@@ -120,14 +150,20 @@ def replica_bounds(pool: GpuPool) -> dict[str, int]:
 
 
 def scaled_object_spec(
-    pool: GpuPool, server_address: str, region: str, authentication: str, idle_minutes: int
+    pool: GpuPool,
+    server_address: str,
+    region: str,
+    authentication: str,
+    idle_minutes: int,
+    pools: Sequence[GpuPool] = (),
 ) -> dict:
     """The ScaledObject's spec for an autoscaling pool (keda.sh/v1alpha1). `server_address` is the
     metrics store's query root (AMP: https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>),
     signed with SigV4 by KEDA through `authentication` (a TriggerAuthentication of podIdentity aws;
     kedacore/keda-docs content/docs/2.20/scalers/prometheus.md, "Amazon Managed Service for
-    Prometheus"). The idle period is the cooldown to zero and the HPA's scale-down stabilization
-    window, so every scale-down, N to M as well as 1 to 0, waits for a whole idle period."""
+    Prometheus"). `pools` are every pool of the stack, in order (trigger_queries). The idle period
+    is the cooldown to zero and the HPA's scale-down stabilization window, so every scale-down, N to
+    M as well as 1 to 0, waits for a whole idle period."""
     idle = idle_minutes * 60
     return {
         "scaleTargetRef": {
@@ -164,6 +200,6 @@ def scaled_object_spec(
                     "activationThreshold": ACTIVATION,
                 },
             }
-            for name, query in trigger_queries(pool).items()
+            for name, query in trigger_queries(pool, pools).items()
         ],
     }

@@ -108,17 +108,16 @@ ACCOUNTING_CA_DIR = "/etc/slinky-eks/accounting-ca"
 
 # The shared volume (EFS: components/shared_storage.py) where every Slurm pod and the staging Job
 # mount it, and the layout on it: the staged jobs/ and cluster.env (components/job_staging.py),
-# the jobs' logs (their #SBATCH --output), the Hugging Face cache (cluster.env's HF_HOME), the
-# nccl-tests build (jobs/lib/job-env.sh NCCL_TESTS_DIR) and the fine-tune's adapters (jobs/train.py
-# OUTPUT_DIR). The files under jobs/ are shipped as they are and spell these paths themselves;
+# root's and no user's; and each user's own work directory, SHARED_WORK/<user>, made for root and
+# every named user by the staging Job (theirs, mode 0700), where their jobs write everything: the
+# #SBATCH --output (%u), the rank logs, the Hugging Face cache, the nccl-tests build and the
+# fine-tune's adapters (jobs/lib/job-env.sh WORK_DIR; why per user: docs/decisions/job-work-dirs.md).
+# The files under jobs/ are shipped as they are and spell these paths themselves;
 # tests/repo/test_escaped_facts.py holds them to this list.
 SHARED_MOUNT = "/shared"
 SHARED_JOBS = f"{SHARED_MOUNT}/jobs"
-SHARED_LOGS = f"{SHARED_MOUNT}/logs"
-SHARED_HF_CACHE = f"{SHARED_MOUNT}/hf-cache"
-SHARED_NCCL_TESTS = f"{SHARED_MOUNT}/nccl-tests"
-SHARED_LORA_OUT = f"{SHARED_MOUNT}/lora-out"
-SHARED_LAYOUT = (SHARED_MOUNT, SHARED_JOBS, SHARED_LOGS, SHARED_HF_CACHE, SHARED_NCCL_TESTS, SHARED_LORA_OUT)
+SHARED_WORK = f"{SHARED_MOUNT}/work"
+SHARED_LAYOUT = (SHARED_MOUNT, SHARED_JOBS, SHARED_WORK)
 
 # Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator v1.2.1
 # helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-<role>, then

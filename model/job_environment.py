@@ -9,7 +9,7 @@ import shlex
 from typing import Sequence
 
 from model.catalog import GpuInstanceType
-from model.contract import SHARED_HF_CACHE, SHARED_JOBS
+from model.contract import SHARED_JOBS
 from model.gpu_pools import GpuPool
 
 ENV_FILE = "cluster.env"
@@ -91,7 +91,6 @@ def cluster_environment(gpu: GpuInstanceType) -> dict[str, str]:
         # Jobs fail when NCCL did not select the EFA provider (silent TCP fallback).
         "EXPECT_EFA": "1",
         "EFA_LINE_RATE_GBPS": str(gpu.network_gbps),
-        "HF_HOME": SHARED_HF_CACHE,
     }
     env.update(MPI_LAUNCH_ENVIRONMENT)
     env.update(gpu.nccl_environment)

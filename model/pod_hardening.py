@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from model.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS, SHARED_MOUNT
+from model.contract import SHARED_JOBS, SHARED_MOUNT, SHARED_WORK
 
 # Rule -> what keeping it means.
 RULES = {
@@ -49,12 +49,15 @@ ACCEPTED: tuple[Accepted, ...] = (
     _accepted(
         "Job/stage-jobs",
         "copy",
-        "non-root",
-        f"Writes {SHARED_JOBS}, {SHARED_LOGS} and {SHARED_HF_CACHE} at the root of the EFS file system, "
-        "which is owned by uid 0 with mode 755 (the PV mounts the file system's root, no access "
-        "point), and replaces files earlier copies wrote as root. It runs as root with every "
-        "capability dropped, no escalation and a read-only root.",
-        "components/shared_storage.py (_shared_claim); "
+        "non-root drop-all",
+        f"Writes {SHARED_JOBS} and {SHARED_WORK} at the root of the EFS file system, which is owned "
+        "by uid 0 with mode 755 (the PV mounts the file system's root, no access point), replaces "
+        "files earlier copies wrote as root, and gives each named user's work directory under "
+        f"{SHARED_WORK} to the user, a chown, which needs CAP_CHOWN. It runs as root with every "
+        "capability dropped but CHOWN (added only for a stack with `users`), no escalation and a "
+        "read-only root.",
+        "components/shared_storage.py (_shared_claim); components/job_staging.py (staging_script); "
+        "chown(2) (EPERM without CAP_CHOWN); "
         "https://docs.aws.amazon.com/efs/latest/ug/accessing-fs-nfs-permissions.html",
     ),
     _accepted(

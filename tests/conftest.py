@@ -99,10 +99,11 @@ def cpu_mode(staged, tmp_path) -> dict[str, str]:
         "ALLREDUCE_BYTES": str(16 * 2**20),
         "TINY_MODEL": "1",
         "MAX_STEPS": "3",
-        "HF_HOME": str(tmp_path / "hf"),
+        # The user's work directory (jobs/lib/job-env.sh WORK_DIR: the rank logs, the Hugging Face
+        # cache, the adapters) in the test's own tree in place of /shared/work/<user>, and the job's
+        # output there too: sbatch's input variable beats #SBATCH --output.
+        "WORK_DIR": str(tmp_path),
         "OUTPUT_DIR": str(tmp_path / "lora-out"),
         "OMP_NUM_THREADS": "1",
-        # Job logs where /shared/logs would be: sbatch's input variable beats #SBATCH --output.
-        "LOG_DIR": str(tmp_path),
         "SBATCH_OUTPUT": str(tmp_path / "%x-%j.out"),
     }

@@ -25,7 +25,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
 from model.catalog import CATALOG  # noqa: E402
-from model.contract import SHARED_LOGS  # noqa: E402
+from model.contract import SHARED_WORK  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "jobs" / "lib"))
 import nccl_tests  # noqa: E402  (the parser the nccl-tests jobs exit with)
@@ -175,8 +175,8 @@ def _unreadable(log: pathlib.Path) -> str | None:
     """Why a log cannot be reported on, or None."""
     if not log.exists():
         return (
-            f"no such file; the jobs write {SHARED_LOGS}/<name>-<jobid>.out on the cluster: copy it here "
-            f"(e.g. scp <you>@<loginHostname>:{SHARED_LOGS}/<file> .)"
+            f"no such file; the jobs write {SHARED_WORK}/<user>/<name>-<jobid>.out on the cluster: copy it "
+            f"here (e.g. scp <you>@<loginHostname>:{SHARED_WORK}/<you>/<file> .)"
         )
     if not log.is_file():
         return "not a file; give the job's log file"

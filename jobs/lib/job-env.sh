@@ -15,10 +15,24 @@ done
 : "${NPROC_PER_NODE:=$GPUS_PER_NODE}"
 : "${PYTHON:=python3}"
 : "${TORCHRUN:=$PYTHON -m torch.distributed.run}"
-: "${NCCL_TESTS_DIR:=/shared/nccl-tests}"
-# Where the jobs' #SBATCH --output goes too (SBATCH_OUTPUT overrides that at submit time).
-: "${LOG_DIR:=/shared/logs}"
-export JOBS_DIR DIST_BACKEND NPROC_PER_NODE PYTHON TORCHRUN NCCL_TESTS_DIR LOG_DIR PYTHONUNBUFFERED=1
+export JOBS_DIR DIST_BACKEND NPROC_PER_NODE PYTHON TORCHRUN PYTHONUNBUFFERED=1
+
+# Everything a job writes goes to its user's own work directory, /shared/work/<user>: made by the
+# program for root and every named user, theirs alone (mode 0700), so no user reads, fills or
+# plants files in another's logs, caches or builds. The jobs' #SBATCH --output names it with %u
+# (SBATCH_OUTPUT overrides that at submit time). Why per user: docs/decisions/job-work-dirs.md.
+if [ -z "${WORK_DIR:-}" ]; then
+  job_user=$(id -un) || { echo "FAILED: uid $(id -u) has no user name on $(hostname)" >&2; exit 1; }
+  WORK_DIR=/shared/work/$job_user
+fi
+[ -d "$WORK_DIR" ] && [ -w "$WORK_DIR" ] \
+  || { echo "FAILED: $WORK_DIR is not a directory this job's user can write" >&2; exit 1; }
+# The rank logs beside the job's output; the Hugging Face cache (the user's own: a model other
+# users' jobs could not have planted); nccl-tests built by and for this user.
+: "${LOG_DIR:=$WORK_DIR}"
+: "${HF_HOME:=$WORK_DIR/hf-cache}"
+: "${NCCL_TESTS_DIR:=$WORK_DIR/nccl-tests}"
+export WORK_DIR LOG_DIR HF_HOME NCCL_TESTS_DIR
 mkdir -p "$LOG_DIR"
 
 # shellcheck source=lib/checks.sh

@@ -1,14 +1,18 @@
 """`pulumi up` puts the jobs and their catalog-derived environment onto /shared."""
 
+import os
+import pathlib
 import re
+import stat
 import subprocess
 
 import pytest
 
-from components.job_staging import JOBS_DIR, job_files
+from components.job_staging import JOBS_DIR, job_files, staging_script
 from devkit.offline_run import run_program
 from model.catalog import CATALOG
 from model.job_environment import cluster_environment
+from model.users import User
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +158,81 @@ def test_environment_file_keeps_nccl_tests_mpi_on_tcp_bootstrap(bundle, tmp_path
         "OMPI_MCA_btl_tcp_if_exclude=lo,docker0,veth_def_agent",
         "PMIX_MCA_gds=hash",
     ]
+
+
+# The work directories (components/job_staging.py staging_script), the script run as the copy Job
+# runs it, on a directory of the test's own.
+
+ALICE = {
+    "name": "alice",
+    "uid": 2001,
+    "sshPublicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L a@b",
+}
+USERS = (User("alice", 2001, ("k",)), User("bob", 2002, ("k",)))
+
+
+def _stage(tmp_path, users=USERS) -> pathlib.Path:
+    staged, shared = tmp_path / "staged", tmp_path / "shared"
+    staged.mkdir(exist_ok=True)
+    shared.mkdir(exist_ok=True)
+    for key, text in job_files().items():
+        (staged / key).write_text(text)
+    subprocess.run(
+        ["sh", "-c", staging_script(users, str(shared), str(staged))], check=True, capture_output=True
+    )
+    return shared
+
+
+def _owner_and_mode(path: pathlib.Path) -> tuple[int, int, str]:
+    st = path.stat()
+    return st.st_uid, st.st_gid, oct(stat.S_IMODE(st.st_mode))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives directories to other users: needs root")
+def test_root_and_each_named_user_get_a_private_work_directory_of_their_own(tmp_path):
+    work = _stage(tmp_path) / "work"
+    assert _owner_and_mode(work) == (0, 0, "0o755")
+    assert sorted(p.name for p in work.iterdir()) == ["alice", "bob", "root"]
+    assert _owner_and_mode(work / "root") == (0, 0, "0o700")
+    assert _owner_and_mode(work / "alice") == (2001, 2001, "0o700")
+    assert _owner_and_mode(work / "bob") == (2002, 2002, "0o700")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives directories to other users: needs root")
+def test_a_second_staging_leaves_a_work_directory_and_what_its_user_put_in_it(tmp_path):
+    shared = _stage(tmp_path)
+    alice = shared / "work/alice"
+    alice.chmod(0o750)  # alice opened it to her group
+    (alice / "hf-cache").mkdir()
+    os.chown(alice / "hf-cache", 2001, 2001)
+    _stage(tmp_path)
+    assert _owner_and_mode(alice) == (2001, 2001, "0o750")
+    assert _owner_and_mode(alice / "hf-cache") == (2001, 2001, "0o755")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives directories to other users: needs root")
+def test_the_job_library_is_writable_by_root_alone(tmp_path):
+    jobs = _stage(tmp_path) / "jobs"
+    (jobs / "lib").chmod(0o777)  # what an older copy or a hand edit could have left
+    _stage(tmp_path)
+    writable = [
+        str(p.relative_to(jobs))
+        for p in [jobs, *jobs.rglob("*")]
+        if p.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    ]
+    assert writable == []
+    assert {p.stat().st_uid for p in [jobs, *jobs.rglob("*")]} == {0}
+
+
+def test_the_copy_may_chown_only_in_a_stack_with_named_users(copy_job):
+    users = run_program("dev", {"users": [ALICE]}).named("jobs-copy")
+    (plain,) = copy_job.inputs["spec"]["template"]["spec"]["containers"]
+    (chown,) = users.inputs["spec"]["template"]["spec"]["containers"]
+    assert plain["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert chown["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+
+
+def test_a_new_named_user_is_staged_again_on_the_next_up(copy_job):
+    users = run_program("dev", {"users": [ALICE]}).named("jobs-copy")
+    assert users.inputs["metadata"]["name"] != copy_job.inputs["metadata"]["name"]
+    assert "/shared/work/alice" in users.inputs["spec"]["template"]["spec"]["containers"][0]["command"][-1]

@@ -72,7 +72,7 @@ def test_no_fact_is_spelled_outside_its_home():
     "source, fact",
     [
         ('TARGET = "/shared/jobs"\n', "the /shared layout"),
-        ('script = f"mkdir -p /shared/logs; ls {x}"\n', "the /shared layout"),
+        ('script = f"mkdir -p /shared/work; ls {x}"\n', "the /shared layout"),
         ('mount = {"mountPath": "/shared"}\n', "the /shared layout"),
         ('want = {"nvidia.com/gpu": "4"}\n', "nvidia.com/gpu"),
         ('want = {"vpc.amazonaws.com/efa": "1"}\n', "vpc.amazonaws.com/efa"),
@@ -118,5 +118,7 @@ def test_the_shipped_jobs_use_only_the_models_shared_layout():
 
 
 def test_a_shared_path_outside_the_layout_is_found():
-    text = "#SBATCH --output=/shared/logs/%x-%j.out\nexport OUT=${OUT:-/shared/outputs}\nREF=../shared/ref\n"
+    text = (
+        "#SBATCH --output=/shared/work/%u/%x-%j.out\nexport OUT=${OUT:-/shared/outputs}\nREF=../shared/ref\n"
+    )
     assert shared_paths_outside_the_layout(text) == ["/shared/outputs"]

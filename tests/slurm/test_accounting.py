@@ -22,11 +22,10 @@ from cluster_programs import accounting_database_user as database_user
 from cluster_programs import accounting_registration as registration
 from devkit.offline_run import run_program
 from model import identities
-from model.accounting import desired_state, to_json
 from model.contract import ACCOUNTING_ADMIN_USER, ACCOUNTING_DATABASE, ACCOUNTING_USER
 from model.slurm_values import storage_parameters
 from model.users import DEFAULT_ACCOUNT, User
-from tests.support.local_accounting import TLS_DIR, make_ca
+from tests.support.local_accounting import TLS_DIR, make_ca, register_users
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
 
 pytestmark = pytest.mark.slurm
@@ -82,26 +81,6 @@ def test_slurm_conf_runs_the_identities_prolog_on_the_workers(slurm):
     assert re.search(rf"^Prolog\[\d\]\s*=\s*{re.escape(PROLOG)}$", config, re.M), config
 
 
-def _sacctmgr(slurm):
-    """The registration program's sacctmgr: in the slurmctld pod, as the slurm user."""
-
-    def run(argv: list[str]) -> str:
-        result = slurm.run_on_controller([*registration.SACCTMGR, *argv])
-        if result.returncode != 0:
-            raise registration.RegistrationFailed(
-                f"sacctmgr {' '.join(argv)}: {result.stdout}{result.stderr}"
-            )
-        return result.stdout
-
-    return run
-
-
-def _register(slurm, users) -> list[list[str]]:
-    cluster = re.search(r"ClusterName=(\S+)", slurm.release.slurm_conf()).group(1)
-    desired = registration.Desired.from_json(to_json(desired_state(users)))
-    return registration.register(_sacctmgr(slurm), desired, cluster, timeout=60, log=lambda line: None)
-
-
 def _database(slurm) -> str:
     """Everything the registration reads or writes, as sacctmgr lists it."""
     return "\n".join(
@@ -117,7 +96,7 @@ def _database(slurm) -> str:
 @pytest.fixture(scope="module")
 def registered(slurm):
     """alice and bob registered, as the first `up` with both does."""
-    return _register(slurm, [ALICE, BOB])
+    return register_users(slurm, [ALICE, BOB])
 
 
 def _submit(slurm, user: User) -> str:
@@ -269,14 +248,14 @@ def test_a_user_without_an_association_is_refused_at_submit(slurm, registered):
 
 def test_registration_run_again_changes_nothing(slurm, registered):
     before = _database(slurm)
-    assert _register(slurm, [ALICE, BOB]) == []
+    assert register_users(slurm, [ALICE, BOB]) == []
     assert _database(slurm) == before
 
 
 def test_removing_bob_removes_his_association_and_keeps_his_jobs(slurm, registered):
     job = _submit(slurm, BOB)
     assert _sacct(slurm, job)[:3] == ["bob", "ml", "COMPLETED"]
-    _register(slurm, [ALICE])
+    register_users(slurm, [ALICE])
     associations = slurm.run([*registration.SACCTMGR, "list", "association", "format=Account,User"]).stdout
     assert "bob" not in associations and "ml|" not in associations, associations
     assert _sacct(slurm, job)[:3] == ["bob", "ml", "COMPLETED"]

@@ -74,7 +74,7 @@ shutil.copytree("jobs", dst)
 (dst / "cluster.env").write_text(render(cluster_environment(CATALOG["p5en.48xlarge"])))
 PY
 cp "$shared/jobs/cluster.env" "$out/cluster.env"
-export JOBS_DIR=$shared/jobs LOG_DIR=$shared/logs SBATCH_OUTPUT="$shared/logs/%x-%j.out" \
+export JOBS_DIR=$shared/jobs WORK_DIR=$shared LOG_DIR=$shared/logs SBATCH_OUTPUT="$shared/logs/%x-%j.out" \
        GPUS_PER_NODE=1 NPROC_PER_NODE=1 PYTHON=python3 HF_HOME=$shared/hf SBATCH_WAIT_TIMEOUT=420 \
        NCCL_TESTS_DIR=$shared/nccl-tests
 off_efa=(EXPECT_EFA=0 NCCL_NET= FI_EFA_USE_DEVICE_RDMA=)

@@ -35,10 +35,13 @@ import re
 import secrets
 import socket
 import subprocess
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from cluster_programs import accounting_database_user
+from cluster_programs import accounting_registration as registration
+from model.accounting import desired_state, to_json
 from model.contract import ACCOUNTING_ADMIN_USER
+from model.users import User
 from tests.support.slinky_conf import SLURMDBD_PORT
 
 if TYPE_CHECKING:
@@ -339,3 +342,25 @@ class LocalAccounting:
             if daemon is not None:
                 stop(daemon.proc)
         self.slurmdbd = self.mariadb = None
+
+
+def _sacctmgr(slurm: "LocalSlurm"):
+    """The registration program's sacctmgr: in the slurmctld pod, as the slurm user."""
+
+    def run(argv: list[str]) -> str:
+        result = slurm.run_on_controller([*registration.SACCTMGR, *argv])
+        if result.returncode != 0:
+            raise registration.RegistrationFailed(
+                f"sacctmgr {' '.join(argv)}: {result.stdout}{result.stderr}"
+            )
+        return result.stdout
+
+    return run
+
+
+def register_users(slurm: "LocalSlurm", users: Sequence[User]) -> list[list[str]]:
+    """The accounting registration of `users` (cluster_programs/accounting_registration.py) run
+    against the cluster's sacctmgr as the registration Job runs it; the changes it made."""
+    cluster = re.search(r"ClusterName=(\S+)", slurm.release.slurm_conf()).group(1)
+    desired = registration.Desired.from_json(to_json(desired_state(users)))
+    return registration.register(_sacctmgr(slurm), desired, cluster, timeout=60, log=lambda line: None)

@@ -25,7 +25,8 @@ is not the test's to judge, and could hold anything) as /dev/kmsg records in a f
 the program's KMSG (a plain file reads to its end where the real device ends at EAGAIN) and as the
 fallback's dmesg prints it, the node's directory for the Xid cursor (STATE_DIR, a directory of the
 node kept across its pods, as the NodeSet's hostPath is), the pool's EFA devices under
-/sys/class/infiniband, and /shared a mount of its own.
+/sys/class/infiniband. The login and worker pods mount one directory of the cluster's at /shared
+(shared_dir), as they mount the EFS claim.
 
 One deviation from the pods, forced by one network namespace for all daemons: each slurmd gets its
 own `Port=` appended to its --conf (sackd listens for reconfigure on SlurmdPort, as in a login pod).
@@ -381,6 +382,12 @@ class LocalSlurm:
             home.chmod(0o700)
         (self.fs / HOMES.lstrip("/")).mkdir(parents=True, exist_ok=True)
 
+    @property
+    def shared_dir(self) -> pathlib.Path:
+        """Where the test reads and writes the cluster's /shared (the login and worker pods mount
+        it; the homes under it are home())."""
+        return self.dir / "shared"
+
     def home(self, user: User) -> pathlib.Path:
         """Where the test reads the user's home (HOMES/<name> in every pod)."""
         return self.dir / "home" / user.name
@@ -420,8 +427,10 @@ class LocalSlurm:
         gpu_dir: pathlib.Path | None,
         identities: str = "",
         pod: pathlib.Path | None = None,
+        shared: bool = False,
     ) -> str:
-        """A shell script (host tools) that builds a pod's view of the root, then chroots."""
+        """A shell script (host tools) that builds a pod's view of the root, then chroots; with
+        `shared`, the pod mounts the cluster's /shared."""
         r = shlex.quote(str(self.fs))
         d = self.dir
         lines = [
@@ -454,8 +463,9 @@ class LocalSlurm:
                 f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}",
             ]
         lines += self._identities(pod or d / hostname, identities)
-        if gpu_dir is not None and self.node_health is not None:
-            # The NodeSet pod's /shared is a volume of its own (the EFS claim): a mount.
+        if shared:
+            # The login and NodeSet pods' /shared is a volume of its own (the EFS claim): one
+            # directory of this cluster's, mounted in each (shared_dir).
             lines += [
                 f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
                 f"mount --bind {d}/shared {r}{SHARED_MOUNT}",
@@ -661,7 +671,9 @@ class LocalSlurm:
         )
         self.login = self._spawn(
             "sackd",
-            self._mounts("login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login"),
+            self._mounts(
+                "login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login", shared=True
+            ),
             ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
             d / "sackd.stdout",
         )
@@ -713,6 +725,7 @@ class LocalSlurm:
                 pod / "gpu",
                 "prolog",
                 pod,
+                shared=True,
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",
@@ -876,10 +889,15 @@ class LocalSlurm:
         )
 
     def run_as(
-        self, user: User, argv: list[str], cwd: pathlib.Path | str | None = None, timeout: float = 120
+        self,
+        user: User,
+        argv: list[str],
+        cwd: pathlib.Path | str | None = None,
+        timeout: float = 120,
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess:
         """A command on the login pod as a named user (their UID, GID and home), as after their
-        ssh login."""
+        ssh login, with `env` added to the environment."""
         return self.run(
             [
                 "setpriv",
@@ -894,6 +912,7 @@ class LocalSlurm:
                 *argv,
             ],
             cwd=cwd or user.home,
+            env=env,
             timeout=timeout,
         )
 

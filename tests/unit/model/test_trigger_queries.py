@@ -4,6 +4,7 @@ each query answers the node count the pool should have. promtool's rule unit tes
 recording rule per query at given instants (prometheus/prometheus docs/configuration/unit_testing_rules.md)."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -14,6 +15,9 @@ from tests.support.local_slurm import RootMissing, slurm_root
 
 POOL = GpuPool("train", catalog.lookup("g6.12xlarge"), 2, "us-west-2a", 400, 0, 0, 4)
 OTHER = 'partition="infer"'
+# A stack of two pools, `train` first: the default partition `all` spans both.
+INFER = GpuPool("infer", catalog.lookup("g6.12xlarge"), 2, "us-west-2a", 400, 0, 0, 4)
+TWO = (POOL, INFER)
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +29,11 @@ def promtool():
 
 
 def _answers(
-    promtool, tmp_path, series: dict[str, str], expected: dict[str, float]
+    promtool, tmp_path, series: dict[str, str], expected: dict[str, float], pool=POOL, pools=()
 ) -> subprocess.CompletedProcess:
     """Run promtool's unit test: `series` maps a series (name{labels}) to its values over 1m
-    steps; `expected` each trigger's answer at 5m."""
-    queries = autoscaling.trigger_queries(POOL)
+    steps; `expected` each trigger's answer at 5m for `pool` among the stack's `pools`."""
+    queries = autoscaling.trigger_queries(pool, pools)
     rules = {
         "groups": [
             {
@@ -164,6 +168,82 @@ def test_a_series_scraped_twice_is_counted_once(promtool, tmp_path):
         {"pending-jobs": 2, "largest-pending-job": 1},
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_trigger_queries_of_the_first_of_several_pools_are_valid_promql(promtool, tmp_path):
+    rules = {
+        "groups": [
+            {
+                "name": "t",
+                "rules": [
+                    {"record": "t", "expr": q} for q in autoscaling.trigger_queries(POOL, TWO).values()
+                ],
+            }
+        ]
+    }
+    (tmp_path / "rules.yaml").write_text(json.dumps(rules))
+    done = subprocess.run(
+        [str(promtool), "check", "rules", "rules.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# Jobs submitted without -p with several pools: pending in `all`, the default partition.
+DEFAULT_QUEUE = {
+    _series(autoscaling.PENDING_JOBS, "all"): "3x6",
+    _series(autoscaling.HELD_JOBS, "all"): "1x6",
+    _series(autoscaling.LARGEST_PENDING_JOB_NODES, "all"): "2x6",
+    _series(autoscaling.ALLOCATED_NODES, "all"): "5x6",
+}
+
+
+def test_the_first_of_several_pools_wakes_for_the_default_partitions_pending_jobs(promtool, tmp_path):
+    done = _answers(
+        promtool,
+        tmp_path,
+        {
+            **DEFAULT_QUEUE,
+            _series(autoscaling.PENDING_JOBS): "1x6",
+            _series(autoscaling.LARGEST_PENDING_JOB_NODES): "1x6",
+            _series(autoscaling.ALLOCATED_NODES): "1x6",
+        },
+        # Its busy node, its own pending job and the two of `all` not held; the largest of both
+        # queues beside the busy node. The nodes of `all` (other pools' too) are not its own.
+        {"pending-jobs": 4, "largest-pending-job": 3},
+        pools=TWO,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_other_pools_do_not_wake_for_the_default_partition(promtool, tmp_path):
+    done = _answers(
+        promtool,
+        tmp_path,
+        DEFAULT_QUEUE,
+        {"pending-jobs": 0, "largest-pending-job": 0},
+        pool=INFER,
+        pools=TWO,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_single_pool_reads_its_own_partition_which_is_the_default():
+    assert autoscaling.queue_partitions(POOL, (POOL,)) == ("train",)
+    assert autoscaling.trigger_queries(POOL, (POOL,)) == autoscaling.trigger_queries(POOL)
+    assert (
+        re.findall(r"partition=~?\"([^\"]*)\"", " ".join(autoscaling.trigger_queries(POOL).values()))
+        == ["train"] * 7
+    )
+
+
+def test_of_several_pools_only_the_first_reads_the_default_partition():
+    assert autoscaling.queue_partitions(POOL, TWO) == ("train", "all")
+    assert autoscaling.queue_partitions(INFER, TWO) == ("infer",)
+    assert autoscaling.queue_partitions(INFER, (INFER, POOL)) == ("infer", "all")
 
 
 def test_the_server_address_drops_the_endpoints_trailing_slash():

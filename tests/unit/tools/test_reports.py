@@ -100,8 +100,8 @@ def test_a_missing_log_is_one_line_and_exit_status_2(tmp_path, capsys, kind):
     assert report.main([kind, str(missing), *extra, "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert (
-        err == f"report: {missing}: no such file; the jobs write /shared/logs/<name>-<jobid>.out on the "
-        "cluster: copy it here (e.g. scp <you>@<loginHostname>:/shared/logs/<file> .)\n"
+        err == f"report: {missing}: no such file; the jobs write /shared/work/<user>/<name>-<jobid>.out on "
+        "the cluster: copy it here (e.g. scp <you>@<loginHostname>:/shared/work/<you>/<file> .)\n"
     )
 
 
