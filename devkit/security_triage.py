@@ -289,7 +289,8 @@ TRIAGE: tuple[Triage, ...] = (
             "(model/pod_hardening.py).",
             "privileged-pods",
         )
-        for c in ("CKV_K8S_23", "CKV_K8S_40")
+        # CKV_K8S_25 (an added capability) only for a stack with `users`.
+        for c in ("CKV_K8S_23", "CKV_K8S_25", "CKV_K8S_40")
     ),
     # Only for a stack with `users` (reviewed as the configuration `users`).
     *(

@@ -106,7 +106,7 @@ def test_the_images_of_the_pods_the_program_writes_are_pinned_by_digest(graphs):
 
 
 @pytest.mark.parametrize(
-    "job, added", [("stage-jobs", []), ("user-homes", ["CHOWN"])], ids=["staging", "homes"]
+    "job, added", [("stage-jobs", ["CHOWN"]), ("user-homes", ["CHOWN"])], ids=["staging", "homes"]
 )
 def test_the_root_jobs_keep_only_the_capabilities_their_reasons_name(graphs, job, added):
     (entry,) = [e for e in TRIAGE if e.check == "CKV_K8S_23" and any(f".{job}-" in r for r in e.resources)]
