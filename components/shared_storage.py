@@ -298,8 +298,8 @@ class SharedStorage(pulumi.ComponentResource):
                 # Reserved for our claim, so no other claim can take it.
                 "claimRef": {"namespace": SLURM_NAMESPACE, "name": SHARED_PVC},
                 # TLS: the driver mounts through the efs-utils TLS tunnel unless encryptInTransit is
-                # "false" (kubernetes-sigs/aws-efs-csi-driver, examples/kubernetes/
-                # encryption_in_transit_static/README.md); left to that default, since a PV's
+                # "false" (kubernetes-sigs/aws-efs-csi-driver v3.4.1 pkg/driver/node.go,
+                # NodePublishVolume: encryptInTransit defaults to true and adds `tls`); left to that default, since a PV's
                 # source (csi, its attributes included) cannot change after creation
                 # (kubernetes/kubernetes pkg/apis/core/validation/validation.go,
                 # ValidatePersistentVolumeUpdate) and the policy refuses a mount without TLS anyway.

@@ -10,8 +10,8 @@ leaves the destination as it was.
 
 The digest of a directory (`tree_digest`) is taken over each file's path and SHA-256, so it does
 not depend on how an archive was compressed or ordered. For a chart pulled from a repository every
-`Chart.yaml` is left out of it: `helm package` re-serialises Chart.yaml (keys sorted, comments
-dropped) and keeps every other file's bytes (../shared/ref/charts/README.md: "one thing differs
+`Chart.yaml` and `Chart.lock` is left out of it: `helm package` re-serialises both (keys sorted,
+comments dropped) and keeps every other file's bytes (../shared/ref/charts/README.md: "one thing differs
 from a helm pull of the published archive"), and a subchart kept as an archive under `charts/`
 counts as the directory `helm package` writes for it.
 
@@ -44,6 +44,11 @@ class FetchError(RuntimeError):
     """An entry could not be fetched, or what came does not match its pinned digest."""
 
 
+# What `helm package` writes anew rather than copying: Chart.yaml and Chart.lock, re-serialised
+# (helm v4 pkg/chart/v2/util/save.go, writeToTar of the chart's metadata and lock).
+_REWRITTEN = ("Chart.yaml", "Chart.lock")
+
+
 def files_digest(files: dict[str, bytes]) -> str:
     """sha256 over `<path> <sha256>` lines, one per file, sorted by path."""
     lines = (f"{path} {hashlib.sha256(files[path]).hexdigest()}\n" for path in sorted(files))
@@ -51,7 +56,7 @@ def files_digest(files: dict[str, bytes]) -> str:
 
 
 def tree_digest(root: pathlib.Path, *, skip_chart_yaml: bool = False) -> str:
-    """files_digest of every file below `root` (for a chart: without its Chart.yaml files)."""
+    """files_digest of every file below `root` (for a chart: without its Chart.yaml and Chart.lock files)."""
     return files_digest(dict(_tree_files(root, skip_chart_yaml)))
 
 
@@ -64,10 +69,10 @@ def _tree_files(root: pathlib.Path, skip_chart_yaml: bool):
             # A vendored subchart archive: counted as the directory helm package writes for it.
             with tarfile.open(file) as archive:
                 for member in archive.getmembers():
-                    if member.isfile() and not member.name.endswith("Chart.yaml"):
+                    if member.isfile() and member.name.rsplit("/", 1)[-1] not in _REWRITTEN:
                         yield f"charts/{member.name}", archive.extractfile(member).read()
             continue
-        if skip_chart_yaml and file.name == "Chart.yaml":
+        if skip_chart_yaml and file.name in _REWRITTEN:
             continue
         yield rel, file.read_bytes()
 
@@ -132,10 +137,10 @@ def _raw(repo: str, ref: str, path: str) -> str:
 # (its charts/README.md says where each came from and what was compared with the published archive).
 CHART_DIGESTS: dict[tuple[str, str], str] = {
     ("slurm", "1.2.1"): "ab749207ce0c9054f261055df31813df9b2a7bd09e6728ecad57f1533168d24f",
-    ("slurm-operator", "1.2.1"): "dddcb069422756d5f7c749f3c10625d91997bfbc1fdb2854bb9df4af9b309d1c",
+    ("slurm-operator", "1.2.1"): "8878f509f86bbf2534a5a5009cdf5371dd8ada9d433d81683c61f739c7cfd30d",
     ("slurm-operator-crds", "1.2.1"): "d6ca993b78a7bc54097f3669dd7e93d2863bbaeedcab0067e06449f0a2a17a16",
     ("cert-manager", "v1.21.1"): "64e8d9f62358bdbe69404114e6ba184be89da5b12f45c5e4f665f8166672082b",
-    ("nvidia-device-plugin", "0.20.0"): "9b4b7833bd545e5a0c0b2bd0ff48e31a268f5c192ef44afb355aacd85aef2c0a",
+    ("nvidia-device-plugin", "0.20.0"): "247be51d8ec600255f5a4cdc5bf4b7d973f455e995766ee3d85e214f429cc97b",
     (
         "aws-efa-k8s-device-plugin",
         "v0.5.30",

@@ -57,7 +57,8 @@ def settings() -> list[tuple[str, str]]:
         ("AuthenticationMethods", "publickey"),
         # Forwarding: local TCP forwards only, and only to Grafana (the tunnel: docs/grafana.md).
         # Without PermitOpen a forward reaches anything the pod reaches, the EFS mount targets
-        # and the cluster's Services included.
+        # and the cluster's Services included. It bounds sshd's forwards only: a user's shell can
+        # still relay (docs/security.md, "The login pod's sshd"), so each endpoint keeps its own guard.
         ("AllowTcpForwarding", "local"),
         ("PermitOpen", grafana_tunnel_target()),
         ("AllowStreamLocalForwarding", "no"),

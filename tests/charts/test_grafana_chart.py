@@ -250,6 +250,10 @@ def test_plugins_cannot_be_installed_or_removed_from_the_ui(objects):
     assert grafana_ini(objects)["plugins"]["plugin_admin_enabled"] == "false"
 
 
+def test_snapshots_cannot_be_published_outside_the_cluster(objects):
+    assert grafana_ini(objects)["snapshots"]["external_enabled"] == "false"
+
+
 def test_grafana_requests_and_is_limited_in_cpu_and_memory(objects):
     resources = pod(objects)["containers"][0]["resources"]
     assert {"cpu", "memory"} <= set(resources["requests"]) and {"cpu", "memory"} <= set(resources["limits"])
