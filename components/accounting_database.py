@@ -26,9 +26,9 @@ import pulumi_random as random
 
 import cluster_programs
 from components._parts.jobs_await import job_annotations
-from components._parts.program_job import program_pod
-from model import audit_logs, versions
-from model.contract import (
+from model.builders.program_job import program_pod
+from model.facts import audit_logs, versions
+from model.facts.contract import (
     ACCOUNTING_ADMIN_SECRET,
     ACCOUNTING_ADMIN_USER,
     ACCOUNTING_CA_CONFIGMAP,

@@ -12,8 +12,8 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
-from model import audit_logs
-from model.contract import SYSTEM_NAMESPACE
+from model.facts import audit_logs
+from model.facts.contract import SYSTEM_NAMESPACE
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 # The VPC CNI's permissions (any network interface of the account), on a role of its own rather

@@ -4,7 +4,7 @@ shared volume and makes /shared/work/<user> for root and every named user. The J
 a hash of the content and of its script, so a changed job or a new user is there after the next up
 and an unchanged stack costs nothing.
 
-The layout (model/contract.py; why per user: docs/decisions/job-work-dirs.md):
+The layout (model/facts/contract.py; why per user: docs/decisions/job-work-dirs.md):
 - /shared/jobs: the job library, root's, mode 0755 down the tree: no user can change what another
   user's or root's job sources.
 - /shared/work: root's, mode 0755: no user can make or rename an entry in it.
@@ -24,11 +24,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
-from components._parts.shared_volume_writer import writer_spec
-from model.contract import SHARED_JOBS, SHARED_MOUNT, SHARED_WORK
-from model.gpu_pools import GpuPool
-from model.job_environment import environment_files
-from model.users import User
+from model.builders.job_environment import environment_files
+from model.builders.shared_volume_writer import writer_spec
+from model.checks.gpu_pools import GpuPool
+from model.checks.users import User
+from model.facts.contract import SHARED_JOBS, SHARED_MOUNT, SHARED_WORK
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 # Where the Job sees the ConfigMap's files.

@@ -1,6 +1,6 @@
 """Write what the model declares into the files that repeat it: Pulumi.yaml's `config:` block
 (the rest of the file kept byte for byte), the README's config and outputs tables (between
-their markers), from model/config_schema.py and model/outputs.py, and docs/rules.md's table of
+their markers), from model/checks/config_schema.py and model/facts/outputs.py, and docs/rules.md's table of
 the configuration rules' ids (devkit/rule_catalogue.py).
 
     python -m devkit.project_docs            # rewrite the stale files
@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from devkit import rule_catalogue
-from model import config_schema
-from model.outputs import OUTPUTS, Output
+from model.checks import config_schema
+from model.facts.outputs import OUTPUTS, Output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PROJECT_FILE, README, RULES_PAGE = "Pulumi.yaml", "README.md", "docs/rules.md"

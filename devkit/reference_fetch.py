@@ -2,7 +2,7 @@
 beside it: `python -m devkit.reference_fetch` (or `make reference-data`).
 
 Each entry comes from where its upstream publishes it (the Helm chart repository or OCI registry
-that model/versions.py installs from, a git tag or commit of the upstream repository, a PyPI
+that model/facts/versions.py installs from, a git tag or commit of the upstream repository, a PyPI
 release) and is pinned twice: by version, and by a SHA-256 of its content that was computed from the
 copies the tests were written against. Nothing is written where the tests look until every entry
 has been fetched and has matched its digest; a mismatch names the entry and both digests and
@@ -37,7 +37,7 @@ import zipfile
 from dataclasses import dataclass
 
 from devkit import reference_data
-from model import versions
+from model.facts import versions
 
 
 class FetchError(RuntimeError):
@@ -157,7 +157,7 @@ CHART_DIGESTS: dict[tuple[str, str], str] = {
 
 
 def pinned_charts() -> list[versions.Chart]:
-    """Every chart the program installs, at the version model/versions.py pins."""
+    """Every chart the program installs, at the version model/facts/versions.py pins."""
     slinky = [
         versions.Chart(versions.SLINKY_REPOSITORY, name, versions.SLINKY_CHART_VERSION)
         for name in ("slurm", "slurm-operator", "slurm-operator-crds")

@@ -1,6 +1,6 @@
 """Every configuration rule by its id: its level, the keys it guards and what it holds a value to.
-The ids are declared where the rules are written (model/problems.py `identify`); the keys of a
-rule that the key table applies to several keys are read off that table (model/config_schema.py).
+The ids are declared where the rules are written (model/checks/problems.py `identify`); the keys of a
+rule that the key table applies to several keys are read off that table (model/checks/config_schema.py).
 docs/rules.md carries the same table, written by `python -m devkit.project_docs`.
 
     python -m devkit.rule_catalogue     # the table, as Markdown
@@ -13,8 +13,8 @@ import datetime
 import sys
 
 # Imported for the ids they declare: every module that reports a problem.
-from model import config_schema, preflight  # noqa: F401  (preflight: its ids, nothing else)
-from model.problems import RULE_IDS, RuleId
+from model.checks import config_schema
+from model.checks.problems import RULE_IDS, RuleId
 
 # A fixed day: the calendar's rules are the same functions on any day, and no day is written out.
 _DAY = datetime.date(2026, 1, 1)

@@ -3,7 +3,7 @@ at the RDS database as its own user, with the password Secret and TLS verified a
 bundle's ConfigMap, its container checked like every other Slinky container (the chart copies it
 whole: tests/support/chart_walk.py COPIED_WHOLE)."""
 
-from model.contract import (
+from model.facts.contract import (
     ACCOUNTING_CA_CONFIGMAP,
     ACCOUNTING_CA_DIR,
     ACCOUNTING_CA_KEY,

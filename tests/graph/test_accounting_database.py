@@ -15,8 +15,9 @@ import pytest
 from components.accounting_database import instance_identifier, rds_ca_bundle
 from devkit import offline_account
 from devkit.offline_run import run_program
-from model import versions
-from model.contract import (
+from model.builders.slurm_values import slinky_image_tag
+from model.facts import versions
+from model.facts.contract import (
     ACCOUNTING_ADMIN_SECRET,
     ACCOUNTING_ADMIN_USER,
     ACCOUNTING_CA_CONFIGMAP,
@@ -30,7 +31,6 @@ from model.contract import (
     CORE_LABELS,
     SLURM_NAMESPACE,
 )
-from model.slurm_values import slinky_image_tag
 from tests.support.program import rejected
 
 CLUSTER_SG = "sg-0cluster0primary0"  # what the mock answers for the EKS cluster security group

@@ -1,14 +1,14 @@
 """The SSH tunnel to Grafana goes through the login pod's sshd: nothing the program adds to that
-sshd's configuration (its drop-in, model/login_sshd.py, and the LoginSet's extraSshdConfig) may
+sshd's configuration (its drop-in, model/builders/login_sshd.py, and the LoginSet's extraSshdConfig) may
 turn local (-L) forwarding off or leave Grafana out of PermitOpen (the operator's own lines and
-OpenSSH's default allow it: model/dashboards.py tunnel_refused_by). tests/slurm/test_login_sshd.py
+OpenSSH's default allow it: model/builders/dashboards.py tunnel_refused_by). tests/slurm/test_login_sshd.py
 asks a real sshd for the effective values."""
 
 import pytest
 
 from devkit.offline_run import run_program
-from model import dashboards, login_sshd
-from model.contract import LOGINSET
+from model.builders import dashboards, login_sshd
+from model.facts.contract import LOGINSET
 from tests.graph.test_user_identities import ALICE
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from components.job_staging import JOBS_DIR, job_files, staging_script
 from devkit.offline_run import run_program
-from model.catalog import CATALOG
-from model.job_environment import cluster_environment
-from model.users import User
+from model.builders.job_environment import cluster_environment
+from model.checks.users import User
+from model.facts.catalog import CATALOG
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from devkit.offline_run import run_program
-from model import catalog
+from model.facts import catalog
 
 
 def _lt(graph, group):

@@ -1,5 +1,5 @@
 """An autoscaling pool's ScaledObject (components/pool_autoscaling.py) in a stack of several pools:
-which partitions' queues its triggers read (model/autoscaling.py queue_partitions)."""
+which partitions' queues its triggers read (model/builders/autoscaling.py queue_partitions)."""
 
 import json
 import re

@@ -1,5 +1,5 @@
 """The figures the docs quote are the model's: docs/capacity-and-cost.md's hourly prices of the dev
-stack are what model/cost.py's table and the offline plan's test account give for Pulumi.dev.yaml's
+stack are what model/facts/cost.py's table and the offline plan's test account give for Pulumi.dev.yaml's
 nodes, so a repriced table or a resized dev stack makes this fail instead of leaving a stale
 figure."""
 
@@ -8,7 +8,7 @@ import re
 import yaml
 
 from devkit import offline_account
-from model.cost import LIST_PRICES
+from model.facts.cost import LIST_PRICES
 from tests.support.paths import REPO
 
 PAGE = (REPO / "docs/capacity-and-cost.md").read_text()

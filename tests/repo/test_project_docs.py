@@ -1,6 +1,6 @@
 """Pulumi.yaml's `config:` block, the README's config and outputs tables and docs/rules.md's table
-of rule ids are what `python -m devkit.project_docs` writes from the model (model/config_schema.py,
-model/outputs.py, the ids model/problems.py declares): the check passes here, and names the one
+of rule ids are what `python -m devkit.project_docs` writes from the model (model/checks/config_schema.py,
+model/facts/outputs.py, the ids model/checks/problems.py declares): the check passes here, and names the one
 file an edit made stale."""
 
 import shutil
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from devkit import project_docs
-from model import config_schema, problems
+from model.checks import config_schema, problems
 from tests.support.paths import REPO
 
 

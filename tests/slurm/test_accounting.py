@@ -2,7 +2,7 @@
 Accounting (local_slurm.py, local_accounting.py: slurmdbd with the operator's slurmdbd.conf on a
 real MariaDB, slurm.conf's accounting lines as the operator writes them, the program's scheduling
 policy in its extra config), rendered from the dev stack with named users, so that they are known
-as the stack makes them known (model/identities.py): merged by the init container's script in the
+as the stack makes them known (model/builders/identities.py): merged by the init container's script in the
 login and controller pods, by the Prolog the release gives slurmd (prologScripts) on a worker
 before the job, and the
 registration program (cluster_programs/accounting_registration.py) run against its sacctmgr in the
@@ -21,10 +21,10 @@ import pytest
 from cluster_programs import accounting_database_user as database_user
 from cluster_programs import accounting_registration as registration
 from devkit.offline_run import run_program
-from model import identities
-from model.contract import ACCOUNTING_ADMIN_USER, ACCOUNTING_DATABASE, ACCOUNTING_USER
-from model.slurm_values import storage_parameters
-from model.users import DEFAULT_ACCOUNT, User
+from model.builders import identities
+from model.builders.slurm_values import storage_parameters
+from model.checks.users import DEFAULT_ACCOUNT, User
+from model.facts.contract import ACCOUNTING_ADMIN_USER, ACCOUNTING_DATABASE, ACCOUNTING_USER
 from tests.support.local_accounting import TLS_DIR, make_ca, register_users
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
 
@@ -41,7 +41,7 @@ USERS = [ALICE, BOB, CAROL]
 
 
 def _config(user: User) -> dict:
-    """The stack config's `users` entry for a User (model/users.py users_from_config)."""
+    """The stack config's `users` entry for a User (model/checks/users.py users_from_config)."""
     return {
         "name": user.name,
         "uid": user.uid,

@@ -15,9 +15,9 @@ import pytest
 
 from components.job_staging import JOBS_DIR, job_files, staging_script
 from devkit.offline_run import run_program
-from model.contract import SHARED_JOBS, SHARED_MOUNT, SHARED_WORK
-from model.job_environment import ENV_FILE, cluster_environment, render
-from model.users import User
+from model.builders.job_environment import ENV_FILE, cluster_environment, render
+from model.checks.users import User
+from model.facts.contract import SHARED_JOBS, SHARED_MOUNT, SHARED_WORK
 from tests.support.local_accounting import register_users
 from tests.support.slurm_cluster import WALKTHROUGH, rendered_with_accounting, running_cluster
 

@@ -1,5 +1,5 @@
 """The login pod's sshd runs keys only, with no forwarding but the Grafana tunnel's
-(model/login_sshd.py), as a real sshd reads it: Debian's OpenSSH server in the sid root, given
+(model/builders/login_sshd.py), as a real sshd reads it: Debian's OpenSSH server in the sid root, given
 /etc/ssh laid out as in the login pod (the operator's sshd_config, the program's drop-in in
 sshd_config.d), answers `sshd -T` with the configuration it would run."""
 
@@ -13,8 +13,8 @@ import subprocess
 import pytest
 
 from devkit.offline_run import run_program
-from model import login_sshd
-from model.contract import LOGINSET
+from model.builders import login_sshd
+from model.facts.contract import LOGINSET
 from tests.graph.test_user_identities import ALICE
 from tests.support.local_slurm import slurm_root
 

@@ -3,7 +3,7 @@ Slurm 26.05 of the test cluster: the two-pool stack's `slurm` release with slurm
 (tests/support/slurm_cluster.py rendered_with_metrics), started with no worker, so the default
 partition `all` spans two NodeSets that match no registered node. The series are scraped by the
 real Prometheus 3.5.3 with the stack's scrape jobs (tests/support/local_prometheus.py) and each
-pool's triggers (model/autoscaling.py trigger_queries, among the stack's pools) are asked of it.
+pool's triggers (model/builders/autoscaling.py trigger_queries, among the stack's pools) are asked of it.
 The first pool's pods come through tests/support/nodeset_pods.py, the operator's scale path.
 
 The tests share one cluster and run in file order."""
@@ -19,9 +19,9 @@ import time
 import pytest
 
 from devkit.offline_run import run_program
-from model import catalog
-from model.autoscaling import trigger_queries
-from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool
+from model.builders.autoscaling import trigger_queries
+from model.checks.gpu_pools import ALL_POOLS_PARTITION, GpuPool
+from model.facts import catalog
 from tests.support.local_prometheus import LocalPrometheus
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.nodeset_pods import NodeSetPods
@@ -101,7 +101,7 @@ def _submit_without_partition(cluster: LocalSlurm, *args: str) -> str:
 
 def _wanted_replicas(prometheus: LocalPrometheus) -> dict[str, tuple[dict[str, float], int]]:
     """Per pool, each trigger's answer on a fresh scrape and the replicas the HPA would ask for
-    (ceil of each answer, the larger: model/autoscaling.py)."""
+    (ceil of each answer, the larger: model/builders/autoscaling.py)."""
     prometheus.wait_for_scrapes()
     wanted = {}
     for pool in POOLS:

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from devkit import reference_data
-from model.contract import LOGINSET
+from model.facts.contract import LOGINSET
 
 # Named-entry maps -> the chart's defaults for one entry.
 ENTRY_DEFAULTS = {"nodesets": "nodesetDefaults", "loginsets": "loginsetDefaults"}
@@ -46,10 +46,10 @@ COPIED_WHOLE = {"accounting.slurmdbd.", "accounting.podSpec."}
 # Keys the chart's values.yaml does not list but its templates copy whole into the custom resource:
 # the controller's container and pod spec go through toYaml (SlinkyProject/slurm-operator v1.2.1
 # helm/slurm/templates/_helpers.tpl slurm.format-container, slurm.format-podSpec), and the CRD and
-# Kubernetes checks of the render see them (the named users' identities: model/slurm_values.py).
+# Kubernetes checks of the render see them (the named users' identities: model/builders/slurm_values.py).
 # The pod specs' priority class is read by name too (templates/controller/controller-cr.yaml,
 # restapi/restapi-cr.yaml, loginset/loginset-cr.yaml: `$podSpec | dig "priorityClassName"`), and their
-# seccomp profile goes through whole (the control plane's and the login pod's: model/slurm_values.py).
+# seccomp profile goes through whole (the control plane's and the login pod's: model/builders/slurm_values.py).
 PASSED_THROUGH = {
     "controller.slurmctld.volumeMounts",
     "controller.podSpec.volumes",

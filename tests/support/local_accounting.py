@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Sequence
 
 from cluster_programs import accounting_database_user
 from cluster_programs import accounting_registration as registration
-from model.accounting import desired_state, to_json
-from model.contract import ACCOUNTING_ADMIN_USER
-from model.users import User
+from model.builders.accounting import desired_state, to_json
+from model.checks.users import User
+from model.facts.contract import ACCOUNTING_ADMIN_USER
 from tests.support.slinky_conf import SLURMDBD_PORT
 
 if TYPE_CHECKING:

@@ -8,14 +8,14 @@ import subprocess
 import sys
 
 from devkit import rule_catalogue
-from model.problems import RULE_IDS, RuleId
+from model.checks.problems import RULE_IDS, RuleId
 from tests.support.paths import REPO
 
 
 def reported() -> list[tuple[str, int, str, object]]:
     """Each error()/warning() call of model/: (file, line, the function, the rule it passes)."""
     found = []
-    for path in sorted((REPO / "model").glob("*.py")):
+    for path in sorted((REPO / "model").rglob("*.py")):
         module = importlib.import_module(f"model.{path.stem}")
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):

@@ -14,7 +14,7 @@ from devkit import chart_render, security_review
 from devkit.offline_run import run_program
 from devkit.security_review import CONFIGURATIONS, Finding
 from devkit.security_triage import TRIAGE
-from model import pod_hardening
+from model.builders import pod_hardening
 from tests.support import pod_hardening as ph
 from tests.support.rendered_checks import POD_SPEC_PATHS
 

@@ -1,11 +1,21 @@
-"""A problem (model/problems.py): the line the deployer reads names the key, the value as it was
+"""A problem (model/checks/problems.py): the line the deployer reads names the key, the value as it was
 written and what is allowed, and ends with the id of the rule that found it; an id is declared
 once, at one level, and only a rule of that level reports it."""
 
 import pytest
 
-from model import rules
-from model.problems import ERROR, NOT_SET, RULE_IDS, WARNING, WITHHELD, RuleId, error, identify, warning
+from model.checks import rules
+from model.checks.problems import (
+    ERROR,
+    NOT_SET,
+    RULE_IDS,
+    WARNING,
+    WITHHELD,
+    RuleId,
+    error,
+    identify,
+    warning,
+)
 
 AN_ERROR = RuleId("an-error", ERROR, "something")
 A_WARNING = RuleId("a-warning", WARNING, "something")

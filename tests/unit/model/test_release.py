@@ -1,10 +1,10 @@
-"""The release (model/release.py): a semantic version with an entry in CHANGELOG.md and a section in
+"""The release (model/facts/release.py): a semantic version with an entry in CHANGELOG.md and a section in
 docs/upgrading.md, so a stack's `projectVersion` output always leads somewhere; the changelog's
 releases run newest first, each dated but the one being built."""
 
 import re
 
-from model import release
+from model.facts import release
 from tests.support.paths import REPO
 
 # "## 0.5.0 - 2026-12-03" or "## 0.6.0 (unreleased)" (Keep a Changelog 1.1.0's release headings).

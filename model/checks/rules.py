@@ -1,0 +1,301 @@
+"""Small named rules, one per kind of check. Each takes the key and the value (already read as
+its declared type where it could be) and returns the problems it finds; none raises or logs.
+Rules that need a parameter (a range, a pattern) are made by a function that takes it."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import re
+import struct
+from typing import Any
+
+from model.checks.problems import ERROR, WARNING, WITHHELD, Problem, Rule, applies, error, identify, warning
+from model.facts import catalog
+
+# The key table applies most of these to its keys (the catalogue reads which); the keys named here
+# are the pools' and users' fields, which model/checks/gpu_pools.py and model/checks/users.py check with them.
+WHOLE_NUMBER = identify(
+    "whole-number",
+    ERROR,
+    "a whole number in the key's range",
+    "gpuPools[].nodeCount",
+    "gpuPools[].rootVolumeGiB",
+    "gpuPools[].minNodes",
+    "gpuPools[].maxNodes",
+)
+TRUE_OR_FALSE = identify("true-or-false", ERROR, "true or false", "users[].admin")
+FORM = identify("form", ERROR, "a string of the key's form (a name, a version, a tag)")
+LIST_OF_STRINGS = identify("list-of-strings", ERROR, "a list of strings")
+ONE_OF = identify("one-of", ERROR, "one of the key's choices")
+CHOICES = identify("choices", ERROR, "a list of the key's choices")
+CHOICE_ONCE = identify("choice-once", ERROR, "each choice listed at most once")
+SSH_KEY_NOT_PRIVATE = identify(
+    "ssh-key-not-private", ERROR, "a public key, never a pasted private key", "users[].sshPublicKey"
+)
+SSH_KEY_LINE = identify(
+    "ssh-key-line", ERROR, "an OpenSSH public key line whose data names its key type", "users[].sshPublicKey"
+)
+SSH_KEY_EXAMPLE = identify(
+    "ssh-key-example", WARNING, "not the example key nobody holds the private half of", "users[].sshPublicKey"
+)
+VPC_CIDR = identify("vpc-cidr", ERROR, "a private IPv4 block from /16 to /20")
+ROLE_ARN = identify("role-arn", ERROR, "each entry an IAM role ARN")
+GPU_INSTANCE_TYPE = identify(
+    "gpu-instance-type", ERROR, "an EFA-capable NVIDIA GPU type of the catalog", "gpuPools[].instanceType"
+)
+CPU_INSTANCE_TYPE = identify("cpu-instance-type", ERROR, "an instance type that is not a GPU type")
+EMAIL_ADDRESS = identify("email-address", ERROR, "each entry one email address")
+EMAIL_ONCE = identify("email-once", ERROR, "each email address once")
+
+
+def whole_number(low: int, high: int) -> Rule:
+    """A whole number from low to high (true/false is not a number, nor is "2" or 1.5)."""
+
+    def rule(key: str, value: Any) -> list[Problem]:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return [error(WHOLE_NUMBER, key, value, f"a whole number from {low} to {high}")]
+        return []
+
+    return applies(WHOLE_NUMBER)(rule)
+
+
+@applies(TRUE_OR_FALSE)
+def true_or_false(key: str, value: Any) -> list[Problem]:
+    return [] if isinstance(value, bool) else [error(TRUE_OR_FALSE, key, value, "true or false")]
+
+
+def matches(pattern: str, allowed: str) -> Rule:
+    """A string the whole of which matches pattern; allowed says so in words."""
+    compiled = re.compile(pattern)
+
+    def rule(key: str, value: Any) -> list[Problem]:
+        if isinstance(value, str) and compiled.fullmatch(value):
+            return []
+        return [error(FORM, key, value, allowed)]
+
+    return applies(FORM)(rule)
+
+
+def unless_blank(rule: Rule) -> Rule:
+    """`rule` for a value that is not blank; a blank one (an optional key left empty) passes."""
+
+    def checked(key: str, value: Any) -> list[Problem]:
+        return [] if isinstance(value, str) and not value.strip() else rule(key, value)
+
+    return applies(*getattr(rule, "rule_ids", ()))(checked)
+
+
+@applies(LIST_OF_STRINGS)
+def list_of_strings(key: str, value: Any) -> list[Problem]:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return []
+    return [error(LIST_OF_STRINGS, key, value, "a list of strings")]
+
+
+def one_of(allowed: tuple) -> Rule:
+    """One of `allowed` (true is not 1)."""
+
+    def rule(key: str, value: Any) -> list[Problem]:
+        if isinstance(value, bool) or value not in allowed:
+            return [error(ONE_OF, key, value, f"one of {', '.join(map(str, allowed))}")]
+        return []
+
+    return applies(ONE_OF)(rule)
+
+
+def each_one_of(allowed: tuple[str, ...]) -> Rule:
+    """A list of strings, each one of `allowed` and none twice; the empty list too."""
+
+    def rule(key: str, value: Any) -> list[Problem]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return [error(CHOICES, key, value, f"a list of any of {', '.join(allowed)}")]
+        found = [
+            error(CHOICES, key, value, f"{v!r} is not one of {', '.join(allowed)}")
+            for v in value
+            if v not in allowed
+        ]
+        found += [
+            error(CHOICE_ONCE, key, value, f"{v!r} is listed more than once; list each at most once")
+            for v in sorted(set(value))
+            if value.count(v) > 1
+        ]
+        return found
+
+    return applies(CHOICES, CHOICE_ONCE)(rule)
+
+
+# The key types OpenSSH writes into a public key line (ssh-keygen -t ...; sshd(8) AUTHORIZED_KEYS
+# FILE FORMAT: https://man.openbsd.org/sshd.8#AUTHORIZED_KEYS_FILE_FORMAT).
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+_SSH_KEY_LINE = "an OpenSSH public key line such as 'ssh-ed25519 AAAA... comment'"
+
+
+@applies(SSH_KEY_NOT_PRIVATE, SSH_KEY_LINE)
+def ssh_public_key(key: str, value: Any) -> list[Problem]:
+    """One OpenSSH public key line whose base64 key material names the same key type as the line
+    (RFC 4253 section 6.6: the blob starts with the length-prefixed key type name). A pasted
+    private key is refused without echoing it."""
+    if "PRIVATE KEY" in value:
+        return [
+            error(
+                SSH_KEY_NOT_PRIVATE,
+                key,
+                WITHHELD,
+                f"this is a private key (value withheld); expected {_SSH_KEY_LINE}",
+            )
+        ]
+    parts = value.strip().split()
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
+        return [error(SSH_KEY_LINE, key, value, f"{_SSH_KEY_LINE}; key types: {', '.join(SSH_KEY_TYPES)}")]
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+        (n,) = struct.unpack(">I", blob[:4])
+        embedded = blob[4 : 4 + n].decode()
+    except (binascii.Error, struct.error, UnicodeDecodeError):
+        return [
+            error(SSH_KEY_LINE, key, value, f"{_SSH_KEY_LINE}; the key data is not valid base64 key material")
+        ]
+    if embedded != parts[0]:
+        return [
+            error(
+                SSH_KEY_LINE,
+                key,
+                value,
+                f"{_SSH_KEY_LINE}; the key data says {embedded!r}, the line says {parts[0]!r}",
+            )
+        ]
+    return []
+
+
+# The key material of Pulumi.dev.yaml's example sshPublicKey; its private half was discarded, so a
+# stack deployed with it has a login node nobody can reach.
+EXAMPLE_SSH_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHo5XTHwRWToEb42mcBir6wbQZm9zUSpHChjh8bS0mXM"
+
+
+@applies(SSH_KEY_EXAMPLE)
+def not_the_example_ssh_key(key: str, value: Any) -> list[Problem]:
+    """The dev stack's example key deploys, but nobody holds its private half: say how to set one's own."""
+    parts = value.split()
+    if len(parts) >= 2 and parts[1] == EXAMPLE_SSH_KEY:
+        return [
+            warning(
+                SSH_KEY_EXAMPLE,
+                key,
+                value,
+                f"{key} is the example key of Pulumi.dev.yaml, whose private half was "
+                "discarded: nobody can log in to this cluster. Set your own with "
+                f'`pulumi config set {key} "$(cat ~/.ssh/id_ed25519.pub)"`',
+            )
+        ]
+    return []
+
+
+def cidr_blocks(cidrs: list[str], *, ipv6: str, world: str | None) -> list[str]:
+    """What is wrong with each block of an IPv4 allow-list: not a CIDR block (host bits set
+    included), IPv6 (`ipv6` says why that cannot work), or 0.0.0.0/0 (`world` says how to allow
+    it on purpose; None when it is allowed)."""
+    out = []
+    for c in cidrs:
+        try:
+            net = ipaddress.ip_network(c.strip(), strict=True)
+        except ValueError as e:
+            out.append(f"{c!r} is not a CIDR block ({e})")
+            continue
+        if net.version == 6:
+            out.append(f"{c!r} {ipv6}")
+        elif net.prefixlen == 0 and world:
+            out.append(f"{c!r} {world}")
+    return out
+
+
+@applies(VPC_CIDR)
+def private_vpc_cidr(key: str, value: Any) -> list[Problem]:
+    allowed = "a private IPv4 CIDR block from /16 to /20 (e.g. 10.0.0.0/16)"
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        return [error(VPC_CIDR, key, value, allowed)]
+    # Subnets are carved as /(prefix+3), a pool AZ's as /(prefix+4) (model/facts/node_zones.py): a /20
+    # VPC still leaves /23 and /24 subnets for pod IPs (VPC CNI).
+    if not net.is_private or not 16 <= net.prefixlen <= 20:
+        return [error(VPC_CIDR, key, value, allowed)]
+    return []
+
+
+# IAM role ARNs (IAM user guide, "IAM identifiers", ARNs:
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns).
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+
+
+@applies(ROLE_ARN)
+def role_arns(key: str, value: Any) -> list[Problem]:
+    """Each entry an IAM role ARN; each wrong one is its own problem."""
+    return [
+        error(ROLE_ARN, key, arn, "an IAM role ARN (arn:aws:iam::<account>:role/<name>)")
+        for arn in value
+        if not _ROLE_ARN.match(arn)
+    ]
+
+
+@applies(GPU_INSTANCE_TYPE)
+def gpu_instance_type(key: str, value: Any) -> list[Problem]:
+    """An EFA-capable NVIDIA GPU type of the catalog; otherwise why not, and which are."""
+    if not isinstance(value, str):
+        return [error(GPU_INSTANCE_TYPE, key, value, "an EFA-capable NVIDIA GPU instance type name")]
+    if catalog.lookup(value) is None:
+        return [
+            error(
+                GPU_INSTANCE_TYPE,
+                key,
+                value,
+                f"{catalog.describe_unsupported(value)}; allowed: an EFA-capable "
+                f"NVIDIA GPU type: {', '.join(catalog.efa_gpu_types())}",
+            )
+        ]
+    return []
+
+
+@applies(CPU_INSTANCE_TYPE)
+def cpu_instance_type(key: str, value: Any) -> list[Problem]:
+    """An instance type name that is not one of the catalog's GPU types."""
+    if catalog.is_instance_type_name(value) and catalog.lookup(value) is None:
+        return []
+    return [
+        error(
+            CPU_INSTANCE_TYPE,
+            key,
+            value,
+            "a CPU instance type name such as m6i.2xlarge (GPU types belong in gpuInstanceType)",
+        )
+    ]
+
+
+# An address SNS can mail (SNS API Reference, Subscribe: for the email protocol the Endpoint is
+# "an email address"): one @, a dotted domain, no blanks or commas (a pasted list is not one address).
+_EMAIL = re.compile(r"^[^@\s,;]+@[^@\s,;]+\.[^@\s,;.]+$")
+
+
+@applies(EMAIL_ADDRESS, EMAIL_ONCE)
+def email_addresses(key: str, value: Any) -> list[Problem]:
+    """Each entry one email address, none twice; each wrong one is its own problem."""
+    found = [
+        error(EMAIL_ADDRESS, key, address, "an email address such as oncall@example.com")
+        for address in value
+        if not _EMAIL.match(address)
+    ]
+    found += [
+        error(EMAIL_ONCE, key, address, "each address once")
+        for address in sorted(set(value))
+        if value.count(address) > 1
+    ]
+    return found
