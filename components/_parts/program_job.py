@@ -5,9 +5,7 @@ under the Job's own service account (components/_parts/job_identity.py)."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
-import pulumi
+from typing import Any, Sequence
 
 from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
 from model import versions
@@ -20,13 +18,14 @@ def program_pod(
     module: str,
     arguments: Sequence[str],
     account: str,
-    code_configmap: pulumi.Input[str],
+    code_configmap: Any,
     *,
     mounts: Sequence[dict] = (),
     volumes: Sequence[dict] = (),
 ) -> dict:
     """The Job's pod template spec: `python3 -m <package>.<module> <arguments>`, with the code
-    ConfigMap at /app/<package>, plus `mounts` and `volumes`."""
+    ConfigMap at /app/<package>, plus `mounts` and `volumes`. `code_configmap` is the ConfigMap's
+    name, a str or the Output of one (the spec is a plain dict, whatever its leaves are)."""
     return {
         "restartPolicy": "Never",
         "serviceAccountName": account,
