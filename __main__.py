@@ -22,16 +22,16 @@ from components.slurm_cluster import SlurmCluster, SlurmClusterArgs, login_user
 from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
-from model import dashboards
-from model import metrics as metrics_model
-from model.contract import (
+from model.builders import dashboards
+from model.builders import metrics as metrics_model
+from model.builders.slurm_values import pool_partition, slinky_image_tag
+from model.facts.contract import (
     CONTROLLER_CONTAINER,
     CONTROLLER_POD,
     SLURM_CLUSTER,
     SLURM_NAMESPACE,
     nodeset_object,
 )
-from model.slurm_values import pool_partition, slinky_image_tag
 from stack import config as stack_config
 from stack.account import Account
 
@@ -324,7 +324,7 @@ if autoscaling_pools and metrics is not None:
         ),
     )
 
-# Stack outputs, each declared in model/outputs.py (tests/graph/test_outputs.py holds them equal).
+# Stack outputs, each declared in model/facts/outputs.py (tests/graph/test_outputs.py holds them equal).
 # The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
 # Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.
@@ -367,7 +367,7 @@ pulumi.export(
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
 # What the nodes cost an hour at the on-demand list price, asked from the AWS Price List at preview
-# (model/cost.py says what it leaves out).
+# (model/facts/cost.py says what it leaves out).
 pulumi.export("costPerHour", config.cost_per_hour)
 # The metrics workspace's query endpoint (PromQL under api/v1/, SigV4-signed) and the SNS topic its
 # alerts go to; absent with `metrics: false`.

@@ -16,8 +16,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from model import audit_logs, versions
-from model.contract import (
+from model.facts import audit_logs, versions
+from model.facts.contract import (
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
     ACCOUNTING_PASSWORD_SECRET,

@@ -1,6 +1,6 @@
 """Every account and user registered in Slurm's accounting: a Job that runs
 cluster_programs/accounting_registration.py, which execs sacctmgr in the slurmctld container and
-makes slurmdbd hold exactly the desired state model/accounting.py derives from the users (why
+makes slurmdbd hold exactly the desired state model/builders/accounting.py derives from the users (why
 sacctmgr in that pod rather than slurmrestd or a Job holding the auth key:
 docs/decisions/accounting-registration.md).
 
@@ -22,9 +22,9 @@ import pulumi_kubernetes as k8s
 import cluster_programs
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
-from components._parts.program_job import program_pod
-from model.accounting import desired_state, to_json
-from model.users import User
+from model.builders.accounting import desired_state, to_json
+from model.builders.program_job import program_pod
+from model.checks.users import User
 
 PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
 # In the pod the files form the package `cluster_programs` (mounted at /app/cluster_programs, run
@@ -67,7 +67,7 @@ class AccountingRegistrationArgs:
     namespace: str
     # What the objects in the namespace wait for: the Namespace (SharedStorage.namespace_ready).
     depends_on: Sequence[pulumi.Resource]
-    # Slurm's ClusterName (model/contract.py): the cluster the associations are on.
+    # Slurm's ClusterName (model/facts/contract.py): the cluster the associations are on.
     cluster: str
     # The pod of fixed name with sacctmgr and slurm.conf (the controller): the only pod exec is
     # allowed into.

@@ -16,8 +16,8 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
-from model import versions
-from model.contract import CORE_LABELS, SYSTEM_NAMESPACE
+from model.facts import versions
+from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
 
 NAMESPACE = SYSTEM_NAMESPACE
 # The chart's ServiceAccount is its fullname (templates/_helpers.tpl serviceAccountName, chart

@@ -11,9 +11,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
-from model import metrics, versions
-from model.contract import GPU_LABELS, GPU_TOLERATION
-from model.node_repair import DCGM_HOST_ENGINE_PORT
+from model.builders import metrics
+from model.builders.node_repair import DCGM_HOST_ENGINE_PORT
+from model.facts import versions
+from model.facts.contract import GPU_LABELS, GPU_TOLERATION
 
 # Where the chart mounts the counter list, the path its default `arguments` read
 # (NVIDIA/dcgm-exporter deployment/values.yaml at 4.5.3-4.8.2: arguments -f
@@ -27,7 +28,7 @@ JOB_MAPPING_ENV = "DCGM_HPC_JOB_MAPPING_DIR"
 NODE_IP_ENV = "NODE_IP"
 # Left to itself the exporter starts a DCGM host engine of its own inside its pod (the chart's
 # default arguments have no -r). The node monitoring agent's dcgm-server already runs one on every
-# GPU node (model/node_repair.py), and two engines watching one GPU contend for its profiling
+# GPU node (model/builders/node_repair.py), and two engines watching one GPU contend for its profiling
 # counters: the DCGM_FI_PROF_* fields may come back empty or in error in one of them.
 # `-r <host>:<port>` connects to the running engine instead (NVIDIA/dcgm-exporter deployment/
 # values.yaml at 4.5.3-4.8.2, `arguments`: 'Use "-r", "<HOST>:<PORT>" to connect to an already
@@ -82,7 +83,7 @@ def exporter_values(counters: str) -> dict:
             {"name": NODE_IP_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
         ],
         "podSecurityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        # Root stays (model/pod_hardening.py says why); the rest is held. No capability: the chart's
+        # Root stays (model/builders/pod_hardening.py says why); the rest is held. No capability: the chart's
         # SYS_ADMIN is for the profiling module of an engine inside the pod, and with `-r` the
         # profiling runs in the agent's engine, whose own pod is privileged.
         "securityContext": {
@@ -103,7 +104,7 @@ class DcgmExporterArgs:
 
     # The cluster's Kubernetes provider (Cluster.provider).
     provider: k8s.Provider
-    # The counter list the exporter exports (observability/dcgm-counters.csv, model/metrics.py
+    # The counter list the exporter exports (observability/dcgm-counters.csv, model/builders/metrics.py
     # DCGM_COUNTERS_FILE), in the exporter's CSV format.
     counters: str
     # What the release waits for (and is deleted before): the GPU nodes (NodeGroups.gpu_ready) and

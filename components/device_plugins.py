@@ -10,8 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
-from model import versions
-from model.contract import GPU_LABELS, GPU_TOLERATION, SYSTEM_NAMESPACE
+from model.facts import versions
+from model.facts.contract import GPU_LABELS, GPU_TOLERATION, SYSTEM_NAMESPACE
 
 
 def gpu_placement() -> dict:

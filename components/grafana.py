@@ -1,6 +1,6 @@
 """Grafana in the cluster, on the core nodes: the repository's dashboards over Amazon Managed
 Service for Prometheus, read with the pod's own IAM role (EKS Pod Identity), reached through an SSH
-tunnel via the login node (what it gets and why: model/dashboards.py)."""
+tunnel via the login node (what it gets and why: model/builders/dashboards.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import pulumi_random as random
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
-from model import dashboards, versions
+from model.builders import dashboards
+from model.facts import versions
 
 # What Grafana may do with the workspace: exactly the actions of the AWS managed policy
 # AmazonPrometheusQueryAccess (policy version v1, unchanged since 2020-12-19: iann0036/iam-dataset
@@ -108,7 +109,7 @@ class Grafana(pulumi.ComponentResource):
 
     def _admin_secret(self, namespace: k8s.core.v1.Namespace) -> k8s.core.v1.Secret:
         # The only copy of the password in the cluster; Grafana reads it as a file
-        # (model/dashboards.py ADMIN_SECRET).
+        # (model/builders/dashboards.py ADMIN_SECRET).
         def encoded(text: str) -> str:
             return base64.b64encode(text.encode()).decode()
 

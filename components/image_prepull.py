@@ -12,9 +12,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts import jobs_await
-from components._parts.pod_security import PAUSE_USER, container_security, pod_security
-from model import versions
-from model.contract import GPU_LABELS, GPU_TOLERATION
+from model.builders.pod_security import PAUSE_USER, container_security, pod_security
+from model.facts import versions
+from model.facts.contract import GPU_LABELS, GPU_TOLERATION
 
 NAME = "slurmd-image-prepull"
 # Pulumi waits until every GPU node has the image (the DaemonSet rolled out,

@@ -14,10 +14,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
-from components._parts.shared_volume_writer import writer_spec
-from model.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS
-from model.gpu_pools import GpuPool
-from model.job_environment import environment_files
+from model.builders.job_environment import environment_files
+from model.builders.shared_volume_writer import writer_spec
+from model.checks.gpu_pools import GpuPool
+from model.facts.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS
 
 JOBS_DIR = pathlib.Path(__file__).resolve().parent.parent / "jobs"
 TARGET = SHARED_JOBS

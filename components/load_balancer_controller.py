@@ -13,8 +13,8 @@ import pulumi_kubernetes as k8s
 from components._parts.helm import pinned_release
 from components._parts.load_balancer_policy import Scope, policy
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
-from model import versions
-from model.contract import CORE_LABELS, SYSTEM_NAMESPACE
+from model.facts import versions
+from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
 
 NAMESPACE = SYSTEM_NAMESPACE
 SERVICE_ACCOUNT = "aws-load-balancer-controller"

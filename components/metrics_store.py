@@ -137,7 +137,7 @@ class MetricsStoreArgs:
     cluster_security_group_id: pulumi.Input[str]
     # Days the workspace keeps samples (metricsRetentionDays).
     retention_days: int
-    # The Prometheus scrape configuration the scraper runs (model/metrics.py scrape_configuration()).
+    # The Prometheus scrape configuration the scraper runs (model/builders/metrics.py scrape_configuration()).
     scrape_configuration: str
     # Rule group namespace name -> its Prometheus rule file (rule_namespaces(ALERTS_DIR)).
     rule_namespaces: dict[str, str]

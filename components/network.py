@@ -1,5 +1,5 @@
 """The VPC: private subnets for nodes, public subnets for load balancers in the cluster's two
-zones, one NAT gateway; each subnet's block is fixed by its zone (model/node_zones.py). Its
+zones, one NAT gateway; each subnet's block is fixed by its zone (model/facts/node_zones.py). Its
 default security group admits nothing, and its flow logs go where flowLogsDestination says."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
-from model import audit_logs, node_zones
-from model.node_zones import NodeZone
+from model.facts import audit_logs, node_zones
+from model.facts.node_zones import NodeZone
 
 
 @dataclass(frozen=True)
 class NetworkArgs:
     """Every field is required (no defaults)."""
 
-    # The VPC's block (vpcCidr), carved as model/node_zones.py says.
+    # The VPC's block (vpcCidr), carved as model/facts/node_zones.py says.
     cidr: str
     # StackConfig.node_zones: the cluster's two zones (a private and a public subnet each; the
     # first, availabilityZone, gets the NAT gateway), then the other GPU pools' AZs (a private

@@ -2,7 +2,7 @@
 GPU pool an EFA GPU group in the pool's AZ and its own cluster placement group (a reserved pool's:
 the one its reservation was created in, if any), tainted so only
 GPU work lands there. Every group repairs itself: EKS node auto repair replaces a node whose
-health the node monitoring agent reports bad (model/node_repair.py)."""
+health the node monitoring agent reports bad (model/builders/node_repair.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
-from model import node_repair, versions
-from model.capacity import Reservation
-from model.catalog import GPU_AMI_TYPE
-from model.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
-from model.gpu_pools import GpuPool, pool_labels
-from model.node_repair import RepairPolicy
-from model.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+from model.builders import node_repair
+from model.builders.node_repair import RepairPolicy
+from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+from model.checks.gpu_pools import GpuPool, pool_labels
+from model.facts import versions
+from model.facts.capacity import Reservation
+from model.facts.catalog import GPU_AMI_TYPE
+from model.facts.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
 
 _NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",  # includes AssumeRoleForPodIdentity
@@ -350,7 +351,7 @@ class NodeGroups(pulumi.ComponentResource):
         # A DaemonSet, ACTIVE with no nodes yet (like eks-pod-identity-agent), so it installs with
         # the control plane and its pods start on each node as the node joins: a node is watched
         # from its first minute. Nothing waits for it; the node groups' repair works without it,
-        # on the kubelet's Ready alone, until it runs (model/node_repair.py).
+        # on the kubelet's Ready alone, until it runs (model/builders/node_repair.py).
         return aws.eks.Addon(
             f"{self._name}-monitoring-agent",
             cluster_name=self._args.cluster_name,

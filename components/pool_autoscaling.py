@@ -1,5 +1,5 @@
 """KEDA and one ScaledObject per autoscaling GPU pool: the pool's NodeSet follows its partition's
-pending work (model/autoscaling.py), asked of the metrics store (AMP) with SigV4 under the KEDA
+pending work (model/builders/autoscaling.py), asked of the metrics store (AMP) with SigV4 under the KEDA
 operator's own EKS Pod Identity, whose role may only query that one workspace.
 
 SlinkyProject/slurm-operator docs/usage/autoscaling.md at v1.2.1 prescribes this shape: KEDA (for its
@@ -18,9 +18,10 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
-from model import autoscaling, versions
-from model.contract import CORE_LABELS
-from model.gpu_pools import GpuPool
+from model.builders import autoscaling
+from model.checks.gpu_pools import GpuPool
+from model.facts import versions
+from model.facts.contract import CORE_LABELS
 
 NAMESPACE = "keda"
 # The chart's operator ServiceAccount (values.yaml serviceAccount.operator.name, keda-2.20.2): the

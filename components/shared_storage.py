@@ -11,7 +11,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
-from model.contract import GP3, SLURM_NAMESPACE, SYSTEM_NAMESPACE
+from model.facts.contract import GP3, SLURM_NAMESPACE, SYSTEM_NAMESPACE
 
 SHARED_PV = "slurm-shared"
 SHARED_PVC = "shared"

@@ -10,8 +10,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import chart_release
-from model import versions
-from model.contract import CORE_LABELS, OPERATOR_NAMESPACE
+from model.facts import versions
+from model.facts.contract import CORE_LABELS, OPERATOR_NAMESPACE
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The Slurm cluster: its keys, the controller's state volume, the node health check's ConfigMap
-(model/node_health.py), the Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
+(model/builders/node_health.py), the Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ import pulumi_random as random
 import cluster_programs
 from components._parts import jobs_await
 from components._parts.helm import chart_release
-from components._parts.pod_security import container_security
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
-from model import node_health, versions
-from model.contract import (
+from model.builders import node_health
+from model.builders.pod_security import container_security
+from model.builders.scheduling import SchedulingPolicy
+from model.builders.slurm_values import SlurmValuesArgs, slurm_values
+from model.checks.gpu_pools import GpuPool
+from model.checks.users import User
+from model.facts import versions
+from model.facts.contract import (
     GP3,
     HEALTH_CONFIGMAP,
     JWT_KEY_SECRET,
@@ -29,10 +34,6 @@ from model.contract import (
     SLURM_NAMESPACE,
     STATE_CLAIM,
 )
-from model.gpu_pools import GpuPool
-from model.scheduling import SchedulingPolicy
-from model.slurm_values import SlurmValuesArgs, slurm_values
-from model.users import User
 
 
 def health_program() -> str:
@@ -68,7 +69,7 @@ class SlurmClusterArgs:
     # The Secret with the database's password, which slurmdbd reads by reference
     # (AccountingDatabase.password_secret).
     accounting_password_secret: str
-    # Fair share and enforcement in slurm.conf (StackConfig.scheduling; model/scheduling.py).
+    # Fair share and enforcement in slurm.conf (StackConfig.scheduling; model/builders/scheduling.py).
     scheduling: SchedulingPolicy
     # slurmctld's metrics endpoints and the DCGM job mapping prolog (the `metrics` key).
     metrics: bool
@@ -89,14 +90,14 @@ class SlurmClusterArgs:
     login_depends_on: Sequence[pulumi.Resource]
 
 
-# The identities' init containers (model/identities.py): they read the image's files and write an
+# The identities' init containers (model/builders/identities.py): they read the image's files and write an
 # emptyDir, as the pod's own user, with no capability.
 _INIT_SECURITY = {**container_security(), "seccompProfile": {"type": "RuntimeDefault"}}
 
 
 def login_user(root_key: str, users: Sequence[User]) -> str:
     """Who the sshCommand output logs in as: root where root has a key (as before named users),
-    else the first admin (the config's rules require one: model/config_schema.py)."""
+    else the first admin (the config's rules require one: model/checks/config_schema.py)."""
     if root_key:
         return "root"
     return next(u.name for u in users if u.admin)

@@ -24,9 +24,9 @@ from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
-from components._parts.program_job import program_pod
-from model.contract import nodeset_object, slurm_node_prefix
-from model.gpu_pools import DEFAULT_POOL, GpuPool
+from model.builders.program_job import program_pod
+from model.checks.gpu_pools import DEFAULT_POOL, GpuPool
+from model.facts.contract import nodeset_object, slurm_node_prefix
 
 PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
 # What runs in the Job, from cluster_programs/: standard library only, on a plain Python image.
@@ -74,7 +74,7 @@ def rollout_trigger(release_values: dict, nodeset: str = DEFAULT_POOL) -> str:
 def job_suffix(pool: GpuPool) -> str:
     """The part of a pool's wait Job names that is the pool's: none for the default pool (its
     pre-pool names, so adding pools beside it re-creates nothing), `-<name>` for every other.
-    Pool names have at most 20 characters (model/gpu_pools.py): slurm-ready-<pool>-<hash> stays
+    Pool names have at most 20 characters (model/checks/gpu_pools.py): slurm-ready-<pool>-<hash> stays
     within the 63 characters of the job-name label Kubernetes puts on the Job's pods."""
     return "" if pool.name == DEFAULT_POOL else f"-{pool.name}"
 

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from model.image_references import dlc_reference, ecr_registry, registry_host
+from model.facts.image_references import dlc_reference, ecr_registry, registry_host
 
 CACHE_TAG = "buildcache"
 # Relative to the project directory, where `pulumi up` runs: an absolute path would differ per

@@ -14,9 +14,9 @@ import pulumi_kubernetes as k8s
 
 import cluster_programs
 from components._parts.jobs_await import TIMEOUT
-from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
-from model import versions
-from model.contract import CORE_LABELS
+from model.builders.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
+from model.facts import versions
+from model.facts.contract import CORE_LABELS
 
 SCRIPT = pathlib.Path(cluster_programs.__file__).resolve().parent / "state_volume_guard.py"
 GUARD = "slurm-state-volume-guard"

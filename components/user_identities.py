@@ -1,5 +1,5 @@
 """The named users in the cluster: the ConfigMaps of their passwd/group entries and of their SSH
-keys, which the login, controller and slurmd pods read (model/identities.py), and a Job that makes
+keys, which the login, controller and slurmd pods read (model/builders/identities.py), and a Job that makes
 each user's home on the shared volume, owned by them. A stack without `users` gets the component
 alone, with nothing in it (no cloud or cluster object: its resources stay as they were)."""
 
@@ -13,10 +13,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
-from components._parts.shared_volume_writer import writer_spec
-from model import identities
-from model.contract import IDENTITIES_CONFIGMAP, SHARED_MOUNT, SSH_KEYS_CONFIGMAP
-from model.users import HOMES, User
+from model.builders import identities
+from model.builders.shared_volume_writer import writer_spec
+from model.checks.users import HOMES, User
+from model.facts.contract import IDENTITIES_CONFIGMAP, SHARED_MOUNT, SSH_KEYS_CONFIGMAP
 
 # A mkdir and a chown per user on EFS; the deadline covers a busybox pull onto a fresh node and a
 # slow first mount, as the jobs' staging does.

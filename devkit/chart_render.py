@@ -25,7 +25,7 @@ import yaml
 from helm_python import _native
 
 from devkit import reference_data
-from model import versions
+from model.facts import versions
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 EKS_CLUSTER_TYPE = "eks:index:Cluster"

@@ -60,8 +60,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 
-from model.catalog import efa_gpu_types, lookup
-from model.cost import LIST_PRICES, PRICE_LIST_REGIONS
+from model.facts.catalog import efa_gpu_types, lookup
+from model.facts.cost import LIST_PRICES, PRICE_LIST_REGIONS
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ DEV = Account(
     # but not 3 x m6i.4xlarge (48).
     quota_defaults={"L-DB2E81BA": 64.0, "L-417A185B": 0.0, "L-1216C47A": 32.0},
 )
-# What the Price List answers is this fixture's choice: us-east-1's list prices (model/cost.py's
+# What the Price List answers is this fixture's choice: us-east-1's list prices (model/facts/cost.py's
 # table) for us-west-2 and us-east-1 alike, except g6.12xlarge in us-west-2, priced apart so a test
 # can tell a Price List answer from the table's.
 _PRICED = [*efa_gpu_types(), *_CPU_VCPUS]
@@ -287,7 +287,7 @@ def _reservation(account: Account, region: str, reservation_id: str):
     }
 
 
-# The attributes GetProducts is asked to match (model/cost.py product_filters), with the value the
+# The attributes GetProducts is asked to match (model/facts/cost.py product_filters), with the value the
 # fixture's product has where it does not come from the price table's key.
 _PRODUCT_ATTRIBUTES = {
     "operatingSystem": "Linux",

@@ -1,6 +1,6 @@
 """Write what the model declares into the files that repeat it: Pulumi.yaml's `config:` block
 (the rest of the file kept byte for byte) and the README's config and outputs tables (between
-their markers), from model/config_schema.py and model/outputs.py.
+their markers), from model/checks/config_schema.py and model/facts/outputs.py.
 
     python -m devkit.project_docs            # rewrite the stale files
     python -m devkit.project_docs --check    # write nothing; one line per stale file, exit 1
@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from model import config_schema
-from model.outputs import OUTPUTS, Output
+from model.checks import config_schema
+from model.facts.outputs import OUTPUTS, Output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 PROJECT_FILE, README = "Pulumi.yaml", "README.md"
@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     stale = [name for name, (now, then) in files.items() if now != then]
     for name in stale:
         if args.check:
-            print(f"{name}: stale, differs from model/config_schema.py and model/outputs.py; run {COMMAND}")
+            print(
+                f"{name}: stale, differs from model/checks/config_schema.py and model/facts/outputs.py; run {COMMAND}"
+            )
         else:
             (args.root / name).write_text(files[name][1])
             print(f"{name}: written")

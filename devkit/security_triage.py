@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.contract import OPERATOR_NAMESPACE, SHARED_MOUNT, SLURM_NAMESPACE, SYSTEM_NAMESPACE
+from model.facts.contract import OPERATOR_NAMESPACE, SHARED_MOUNT, SLURM_NAMESPACE, SYSTEM_NAMESPACE
 
 ACCEPTED = "accepted"
 NOT_APPLICABLE = "not applicable"
@@ -37,7 +37,7 @@ _DEVICE_PLUGINS = (f"{_SYSTEM}.aws-efa-k8s-device-plugin*", f"{_SYSTEM}.nvidia-d
 _LBC = f"{_SYSTEM}.aws-load-balancer-controller*"
 _OPERATOR = f"*.{OPERATOR_NAMESPACE}.slurm-operator*"
 _CERT_MANAGER = "*.cert-manager.cert-manager*"
-# Grafana (components/grafana.py): uid 472, its image's user; the image by tag (model/versions.py).
+# Grafana (components/grafana.py): uid 472, its image's user; the image by tag (model/facts/versions.py).
 _GRAFANA = "*.grafana.grafana*"
 # Only where a pool autoscales (docs/scaling.md): reviewed with `--config gpuMinNodes=0 --config gpuMaxNodes=4`.
 _CLUSTER_AUTOSCALER = f"{_SYSTEM}.cluster-autoscaler*"
@@ -173,7 +173,7 @@ TRIAGE: tuple[Triage, ...] = (
         "CKV_AWS_339",
         ("aws_eks_cluster.*",),
         NOT_APPLICABLE,
-        "checkov 3.3.30's list of supported EKS versions ends before the default; model/eks_versions.py "
+        "checkov 3.3.30's list of supported EKS versions ends before the default; model/facts/eks_versions.py "
         "holds EKS's own calendar.",
         "what-the-scanners-cannot-see",
     ),
@@ -274,7 +274,7 @@ TRIAGE: tuple[Triage, ...] = (
             (f"Job.{SLURM_NAMESPACE}.stage-jobs-*",),
             ACCEPTED,
             f"The job-staging Job writes the jobs onto {SHARED_MOUNT}, the root of the EFS file system, owned by root "
-            "with mode 755; it runs as root with every capability dropped (model/pod_hardening.py).",
+            "with mode 755; it runs as root with every capability dropped (model/builders/pod_hardening.py).",
             "privileged-pods",
         )
         for c in ("CKV_K8S_23", "CKV_K8S_40")
@@ -340,13 +340,13 @@ TRIAGE: tuple[Triage, ...] = (
         "The charts name their images by tag; the program's own images are pinned by digest.",
         "images",
     ),
-    # issue 25, metrics-store: the DCGM exporter (model/pod_hardening.py has the reasons and sources).
+    # issue 25, metrics-store: the DCGM exporter (model/builders/pod_hardening.py has the reasons and sources).
     _k8s(
         "CKV_K8S_43",
         ("DaemonSet.dcgm-exporter.dcgm-exporter",),
         ACCEPTED,
         "The exporter image is the chart's tag (4.5.3-4.8.2-distroless): no stored record gives that nvcr.io "
-        "tag's digest to pin it by (model/versions.py DCGM_EXPORTER_IMAGE).",
+        "tag's digest to pin it by (model/facts/versions.py DCGM_EXPORTER_IMAGE).",
         "images",
     ),
     *(
@@ -355,7 +355,7 @@ TRIAGE: tuple[Triage, ...] = (
             ("DaemonSet.dcgm-exporter.dcgm-exporter",),
             ACCEPTED,
             "Root: the exporter reads the kubelet's root-only pod-resources socket to map GPUs to pods; its "
-            "image runs as root; no escalation, not privileged (model/pod_hardening.py).",
+            "image runs as root; no escalation, not privileged (model/builders/pod_hardening.py).",
             "privileged-pods",
         )
         for c in ("CKV_K8S_23", "CKV_K8S_40")
@@ -365,7 +365,7 @@ TRIAGE: tuple[Triage, ...] = (
         ("DaemonSet.dcgm-exporter.dcgm-exporter",),
         ACCEPTED,
         "A writable root, as the chart has it: what the exporter writes was not checked on a GPU here "
-        "(model/pod_hardening.py).",
+        "(model/builders/pod_hardening.py).",
         "privileged-pods",
     ),
     _k8s(
@@ -373,7 +373,7 @@ TRIAGE: tuple[Triage, ...] = (
         (_CLUSTER_AUTOSCALER,),
         ACCEPTED,
         "cluster-autoscaler's image is the release of the cluster's Kubernetes minor, by tag "
-        "(model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "
+        "(model/facts/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES): no record of registry.k8s.io's digests for "
         "those tags is at hand to pin them by.",
         "images",
     ),

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build and push the slurmd image without Pulumi: the same Dockerfile, base images and tag the
-# program uses (defaults are the pins of model/versions.py). Needs Docker with buildx, AWS
+# program uses (defaults are the pins of model/facts/versions.py). Needs Docker with buildx, AWS
 # credentials and python3.
 #   image/build-image.sh --region us-west-2 [--repo slinky-eks-dev/slurmd] [--tag T]
 #                        [--dlc-image REF] [--slurmd-image REF] [--slurm-version V]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # The default of a version key, from the one place versions are pinned (standard library only).
-pin() { PYTHONPATH="$HERE/.." python3 -m model.versions "$1"; }
+pin() { PYTHONPATH="$HERE/.." python3 -m model.facts.versions "$1"; }
 REGION=""
 REPO="slinky-eks-dev/slurmd"
 SLURM_VERSION=$(pin slurmVersion)

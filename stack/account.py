@@ -1,6 +1,6 @@
 """What the AWS account answers before anything is created: its availability zones, the instance
 types each zone offers, an instance type's vCPUs, its on-demand vCPU quotas and who is deploying.
-One pulumi-aws invoke each, answering the model's Account protocol (model/preflight.py, whose
+One pulumi-aws invoke each, answering the model's Account protocol (model/checks/preflight.py, whose
 Zone and PermissionDenied it returns and raises); a refused call comes back as PermissionDenied
 naming the IAM action it needed, and an account that cannot be asked at all as AccountUnreachable.
 """
@@ -14,10 +14,10 @@ from typing import Callable, Sequence, TypeVar
 import pulumi
 import pulumi_aws as aws
 
-from model import cost
-from model.capacity import Reservation
-from model.cost import PriceListUnanswered
-from model.preflight import PermissionDenied, Zone
+from model.checks.preflight import PermissionDenied, Zone
+from model.facts import cost
+from model.facts.capacity import Reservation
+from model.facts.cost import PriceListUnanswered
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ _NO_RESERVATION = re.compile(
 
 
 class Account:
-    """The deploying account, asked through pulumi-aws invokes (model.preflight.Account)."""
+    """The deploying account, asked through pulumi-aws invokes (model.checks.preflight.Account)."""
 
     def __init__(self) -> None:
         self._price_list: aws.Provider | None = None
@@ -207,7 +207,7 @@ class Account:
 
     def on_demand_price(self, region: str, instance_type: str) -> float:
         """The on-demand USD price per hour from the AWS Price List's GetProducts, through a
-        provider in its endpoint region (model/cost.py PRICE_LIST_REGION): the default provider's
+        provider in its endpoint region (model/facts/cost.py PRICE_LIST_REGION): the default provider's
         region is the stack's, where the Price List has no endpoint.
 
         The answer is the product as a JSON string (Price List Query API reference, GetProducts:

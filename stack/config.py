@@ -1,6 +1,6 @@
 """The stack's configuration, read once into a typed, immutable, validated object.
 
-The schema and its rules are in model/config_schema.py; here the raw values are read from
+The schema and its rules are in model/checks/config_schema.py; here the raw values are read from
 pulumi.Config, every error comes back in one ConfigError naming the key, the value and what is
 allowed, before any resource is registered, and every warning goes to the deployer's log.
 """
@@ -13,12 +13,13 @@ from typing import Any
 
 import pulumi
 
-from model import config_schema, cost, gpu_pools, preflight
-from model.capacity import Reservation
-from model.node_zones import NodeZone
-from model.problems import Problem
-from model.scheduling import SchedulingPolicy
-from model.users import User
+from model.builders.scheduling import SchedulingPolicy
+from model.checks import config_schema, gpu_pools, preflight
+from model.checks.problems import Problem
+from model.checks.users import User
+from model.facts import cost
+from model.facts.capacity import Reservation
+from model.facts.node_zones import NodeZone
 from stack.account import Account
 
 
@@ -76,27 +77,27 @@ class StackConfig:
     metrics_retention_days: int
     alert_emails: tuple[str, ...]
     # Derived. The cluster's two zones (availabilityZone first), then the other pool AZs by zone id
-    # (model/node_zones.py).
+    # (model/facts/node_zones.py).
     node_zones: tuple[NodeZone, ...]
     # gpuPools, or the one pool `slinky` of gpuInstanceType/gpuNodeCount (gpu_pools.DEFAULT_POOL).
     gpu_pools: tuple[gpu_pools.GpuPool, ...]
-    # The named users (`users`, model/users.py); empty when unset.
+    # The named users (`users`, model/checks/users.py); empty when unset.
     users: tuple[User, ...]
-    # Each pool's capacity reservation as EC2 described it at preview, by id (model/capacity.py).
+    # Each pool's capacity reservation as EC2 described it at preview, by id (model/facts/capacity.py).
     reservations: dict[str, Reservation]
-    # The on-demand price of every pool's type and the core type (model/cost.py), by type.
+    # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
 
     @property
     def cost_per_hour(self) -> dict:
-        """The costPerHour output (model/cost.py)."""
+        """The costPerHour output (model/facts/cost.py)."""
         return cost.cost_per_hour(
             self.gpu_pools, self.core_instance_type, self.core_node_count, self.prices, self.reservations
         )
 
     @property
     def scheduling(self) -> SchedulingPolicy:
-        """The scheduling policy of the four priority keys (model/scheduling.py)."""
+        """The scheduling policy of the four priority keys (model/builders/scheduling.py)."""
         return SchedulingPolicy(
             self.priority_weight_fairshare,
             self.priority_weight_age,
@@ -122,7 +123,7 @@ def _given_keys() -> dict[str, str]:
 
 
 def today() -> datetime.date:
-    """The day EKS's version calendar is read at (model/eks_versions.py): the day of the run."""
+    """The day EKS's version calendar is read at (model/facts/eks_versions.py): the day of the run."""
     return datetime.date.today()
 
 
@@ -138,7 +139,7 @@ def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
 
 
 def _preflight(account: preflight.Account, checked: config_schema.Checked) -> preflight.Findings:
-    """Ask the account what it must allow (model/preflight.py): zones, instance type
+    """Ask the account what it must allow (model/checks/preflight.py): zones, instance type
     offerings, the GPU quotas, the deployer, the pools' capacity reservations. Values already
     refused are left out ("", 0 and [] skip a check)."""
     ok = checked.accepted

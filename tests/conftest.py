@@ -9,7 +9,7 @@ import pytest
 from components.job_staging import job_files
 from devkit import reference_data
 from devkit.offline_run import Graph, run_program
-from model.job_environment import ENV_FILE, cluster_environment, render
+from model.builders.job_environment import ENV_FILE, cluster_environment, render
 from tests.support.scheduling import ClusterTestsOnOneWorker, cluster_tests_first
 from tests.support.slurm_cluster import WALKTHROUGH
 

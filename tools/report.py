@@ -24,8 +24,8 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from model.catalog import CATALOG  # noqa: E402
-from model.contract import SHARED_LOGS  # noqa: E402
+from model.facts.catalog import CATALOG  # noqa: E402
+from model.facts.contract import SHARED_LOGS  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "jobs" / "lib"))
 import nccl_tests  # noqa: E402  (the parser the nccl-tests jobs exit with)

@@ -36,8 +36,9 @@ from dataclasses import asdict, dataclass
 from typing import Protocol
 
 from cluster_programs import rollout
-from model.catalog import CATALOG, GpuInstanceType
-from model.contract import (
+from model.checks.gpu_pools import DEFAULT_POOL, labels_of_pool
+from model.facts.catalog import CATALOG, GpuInstanceType
+from model.facts.contract import (
     CONTROLLER_CONTAINER,
     CONTROLLER_POD,
     CONTROLLER_POD_PREFIX,
@@ -52,7 +53,6 @@ from model.contract import (
     slurm_node_prefix,
     worker_pod_prefix,
 )
-from model.gpu_pools import DEFAULT_POOL, labels_of_pool
 from tools import command_output, scaler_state
 
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -326,7 +326,7 @@ def sized_now(api: ClusterApi, pool: Pool, pods: list[Pod]) -> tuple[Pool, list[
 
 def check_scaler(api: ClusterApi, pool: Pool) -> Check:
     """The pool's scaler: its ScaledObject Ready and its HPA able to scale, with its last decision."""
-    name = f"scale-{pool.name}"  # model/autoscaling.py scaled_object_name
+    name = f"scale-{pool.name}"  # model/builders/autoscaling.py scaled_object_name
     ok, detail = scaler_state.assess(
         api.scaled_object(NAMESPACE, name), api.hpa(NAMESPACE, scaler_state.hpa_name(name)), name
     )
@@ -417,7 +417,7 @@ def verify(outputs: dict, api: ClusterApi, fix: bool = False, connect=None, slee
 
 def _slurm_names(pods: list[Pod], pool: Pool) -> set[str]:
     """The Slurm node names of the pool's Running workers: the pod slurm-worker-<pool>-<n> is
-    the node <pool>-<n> (model/contract.py worker_pod_prefix, slurm_node_prefix)."""
+    the node <pool>-<n> (model/facts/contract.py worker_pod_prefix, slurm_node_prefix)."""
     return {
         slurm_node_prefix(pool.name) + p.name.removeprefix(pool.worker_prefix)
         for p in _prefixed(pods, pool.worker_prefix)
@@ -469,7 +469,7 @@ def load_outputs(source: str) -> dict:
     if outputs["gpuInstanceType"] not in CATALOG:
         raise VerifyError(
             f"gpuInstanceType output {outputs['gpuInstanceType']!r} in {where} is not in "
-            "the instance catalog (model/catalog.py)",
+            "the instance catalog (model/facts/catalog.py)",
             EXIT_BAD_INPUT,
         )
     try:

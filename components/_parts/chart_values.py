@@ -1,5 +1,5 @@
 """The reviewed base values of each upstream chart (charts-values/<chart>.yaml); the charts'
-versions are pinned in model/versions.py."""
+versions are pinned in model/facts/versions.py."""
 
 from __future__ import annotations
 

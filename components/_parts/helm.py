@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.chart_values import base_values
-from model.versions import Chart
+from model.facts.versions import Chart
 
 
 def merge(base: dict, computed: dict) -> dict:
@@ -58,5 +58,5 @@ def chart_release(
 
 
 def pinned_release(name: str, pin: Chart, **kwargs) -> k8s.helm.v3.Release:
-    """A release of a chart at its pin (model/versions.py)."""
+    """A release of a chart at its pin (model/facts/versions.py)."""
     return chart_release(name, pin.chart, pin.version, pin.repository, **kwargs)

@@ -2,7 +2,7 @@
 at the RDS database and the password Secret, its container checked like every other Slinky
 container (the chart copies it whole: tests/support/chart_walk.py COPIED_WHOLE)."""
 
-from model.contract import ACCOUNTING_PASSWORD_KEY, ACCOUNTING_PASSWORD_SECRET
+from model.facts.contract import ACCOUNTING_PASSWORD_KEY, ACCOUNTING_PASSWORD_SECRET
 from tests.charts.test_rendered_charts import by_name, rerender
 from tests.support import chart_walk
 from tests.support import rendered_checks as rc

@@ -1,6 +1,6 @@
 """The DCGM exporter release and the slurm chart's metrics values, rendered from the reference charts
 (devkit/chart_render.py): the exporter on the GPU nodes only, exporting the chosen counter list, reading
-the directory the slurm chart's job-mapping prolog writes, found by the scrape job model/metrics.py
+the directory the slurm chart's job-mapping prolog writes, found by the scrape job model/builders/metrics.py
 writes; slurmctld's metrics on with no ServiceMonitor; none of it with `metrics: false`."""
 
 import pytest
@@ -8,8 +8,8 @@ import pytest
 from components.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV, NODE_IP_ENV
 from devkit.chart_render import render_graph_releases
 from devkit.offline_run import run_program
-from model import metrics, node_health
-from model.node_repair import DCGM_HOST_ENGINE_PORT
+from model.builders import metrics, node_health
+from model.builders.node_repair import DCGM_HOST_ENGINE_PORT
 from tests.charts.test_rendered_charts import by_name, of_kind, rerender
 from tests.support import rendered_checks as rc
 
@@ -60,7 +60,7 @@ def test_exporter_exports_the_chosen_counter_list(exporter, container, pod):
 
 
 def test_exporter_reads_the_gpus_through_the_node_monitoring_agents_host_engine(container):
-    # One DCGM host engine per node: the agent's dcgm-server, on the node's IP (model/node_repair.py).
+    # One DCGM host engine per node: the agent's dcgm-server, on the node's IP (model/builders/node_repair.py).
     args = container["args"]
     assert "-r" in args and args[args.index("-r") + 1] == f"$({NODE_IP_ENV}):{DCGM_HOST_ENGINE_PORT}"
     (node_ip,) = [e for e in container["env"] if e["name"] == NODE_IP_ENV]
@@ -76,7 +76,7 @@ def test_exporter_reads_the_directory_the_slurm_prolog_writes(rendered, containe
     # The NodeSet's host directory and the prolog's target, as the slurm chart renders them.
     (nodeset,) = of_kind(rendered["slurm"], "NodeSet")
     # By the chart's name for it (helm/slurm/_vendor/nvidia/dcgm/snippets/nodeset.yaml, slurm 1.2.1): the
-    # NodeSet has another host directory, the health check's (model/node_health.py STATE_DIR).
+    # NodeSet has another host directory, the health check's (model/builders/node_health.py STATE_DIR).
     [slurm_dir] = [
         v["hostPath"]["path"]
         for v in nodeset["spec"]["template"]["spec"]["volumes"]

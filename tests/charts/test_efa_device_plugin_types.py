@@ -7,7 +7,7 @@ devices and its slurmd pods, which request them, would never start."""
 import yaml
 
 from devkit import reference_data
-from model import catalog, versions
+from model.facts import catalog, versions
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 KEY = "supportedInstanceLabels"

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from devkit import chart_render
-from model import dashboards, pod_hardening
-from model.metrics import DATASOURCE_UID
+from model.builders import dashboards, pod_hardening
+from model.builders.metrics import DATASOURCE_UID
 from tests.support import pod_hardening as ph
 from tests.support import rendered_checks as rc
 from tests.support.grafana_run import QUERY_ENDPOINT, REGION, grafana_graph

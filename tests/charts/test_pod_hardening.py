@@ -1,4 +1,4 @@
-"""Every pod the charts render keeps the hardening rules of model/pod_hardening.py, but for the
+"""Every pod the charts render keeps the hardening rules of model/builders/pod_hardening.py, but for the
 exceptions accepted there with their reasons; the Slinky custom resources, whose pods the
 operator builds, are listed there instead."""
 
@@ -6,7 +6,7 @@ import copy
 
 from components._parts.chart_values import base_values
 from devkit import chart_render
-from model import pod_hardening
+from model.builders import pod_hardening
 from tests.charts.test_rendered_charts import rerender
 from tests.support import pod_hardening as ph
 from tests.support.rendered_checks import pod_specs
@@ -49,7 +49,7 @@ def test_an_accepted_chart_exception_that_is_gone_is_caught(rendered):
     pods["aws-efa-k8s-device-plugin:DaemonSet/aws-efa-k8s-device-plugin"]["hostNetwork"] = False
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=True, releases=set(rendered))) == [
         "aws-efa-k8s-device-plugin:DaemonSet/aws-efa-k8s-device-plugin (pod): keeps unprivileged now: "
-        "remove its exception from model/pod_hardening.py"
+        "remove its exception from model/builders/pod_hardening.py"
     ]
 
 

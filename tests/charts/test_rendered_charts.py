@@ -10,9 +10,9 @@ import yaml
 
 from devkit import chart_render, reference_data
 from devkit.offline_run import IMAGE_DIGEST, PROJECT_DIR, run_program
-from model import versions
-from model.catalog import lookup
-from model.slurm_values import gpu_resources, slinky_image_tag
+from model.builders.slurm_values import gpu_resources, slinky_image_tag
+from model.facts import versions
+from model.facts.catalog import lookup
 from tests.support import rendered_checks as rc
 
 RELEASES = {

@@ -1,6 +1,6 @@
 """cluster-autoscaler 9.59.0 and KEDA 2.20.2 rendered from the reference charts with the program's
 values (devkit/chart_render.py): what they run, where, as whom, with which rights, and hardened
-but for the exceptions model/pod_hardening.py accepts."""
+but for the exceptions model/builders/pod_hardening.py accepts."""
 
 import pytest
 
@@ -9,7 +9,8 @@ from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from devkit import chart_render
 from devkit.offline_run import run_program
-from model import pod_hardening, versions
+from model.builders import pod_hardening
+from model.facts import versions
 from tests.support import pod_hardening as ph
 from tests.support.rendered_checks import pod_specs
 
@@ -143,8 +144,9 @@ def test_keda_installs_the_crds_the_scaled_objects_need(keda):
 def test_the_scaled_object_the_program_writes_is_valid_against_kedas_crd(keda):
     import jsonschema
 
-    from model import autoscaling, catalog
-    from model.gpu_pools import GpuPool
+    from model.builders import autoscaling
+    from model.checks.gpu_pools import GpuPool
+    from model.facts import catalog
 
     crd = _one(keda, "CustomResourceDefinition", "scaledobjects.keda.sh")
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]

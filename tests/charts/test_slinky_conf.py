@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from model.contract import CONTROLLER_POD
+from model.facts.contract import CONTROLLER_POD
 from tests.support.slinky_conf import Release, merged_config, slurmd_conf
 
 
@@ -35,7 +35,7 @@ def test_slurm_conf_has_the_operators_auth_and_configless_keys(release):
 def test_the_controller_is_named_as_the_operator_names_it(release):
     # SlinkyProject/slurm-operator v1.2.1 api/v1beta1/controller_keys.go: Key() is
     # <name>-controller, PrimaryName() its pod <Key>-0, ServiceFQDNShort() <Key>.<namespace>; the
-    # pod is the one model/contract.py execs scontrol in (verify --fix).
+    # pod is the one model/facts/contract.py execs scontrol in (verify --fix).
     assert (release.primary_host, release.service_host) == ("slurm-controller-0", "slurm-controller.slurm")
     assert release.primary_host == CONTROLLER_POD
 

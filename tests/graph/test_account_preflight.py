@@ -7,8 +7,8 @@ import pytest
 from devkit import offline_account
 from devkit.offline_account import DEV, NEW, ZoneRecord
 from devkit.offline_run import run_program
-from model.catalog import efa_gpu_types
-from model.preflight import EKS_UNSUPPORTED_ZONE_IDS
+from model.checks.preflight import EKS_UNSUPPORTED_ZONE_IDS
+from model.facts.catalog import efa_gpu_types
 from tests.support.paths import REPO
 
 ZONES_TOKEN = "aws:index/getAvailabilityZones:getAvailabilityZones"
@@ -265,7 +265,7 @@ def test_a_refused_permission_is_a_warning_naming_it(action):
 
 
 def test_refused_offerings_warn_for_the_gpu_type_and_for_the_core_type_each():
-    # Each warning is filed under the key whose check it skips (model/preflight.py); the unit
+    # Each warning is filed under the key whose check it skips (model/checks/preflight.py); the unit
     # tests (tests/unit/model/test_preflight.py) read the keys, the deployer reads these lines.
     graph = run_program("dev", account=DEV.but(denied=frozenset({"ec2:DescribeInstanceTypeOfferings"})))
     assert graph.error is None
@@ -435,7 +435,7 @@ def test_the_docs_name_every_permission_the_preflight_asks_for():
 
 
 def test_the_docs_name_the_quotas_and_the_opt_out():
-    from model.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
+    from model.facts.catalog import ON_DEMAND_G_AND_VT, ON_DEMAND_P
 
     section = _account_needs_section()
     for code, name in (ON_DEMAND_G_AND_VT, ON_DEMAND_P):

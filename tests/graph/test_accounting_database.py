@@ -10,8 +10,9 @@ import pytest
 
 from components.accounting_database import instance_identifier
 from devkit.offline_run import run_program
-from model import versions
-from model.contract import (
+from model.builders.slurm_values import slinky_image_tag
+from model.facts import versions
+from model.facts.contract import (
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
     ACCOUNTING_PORT,
@@ -19,7 +20,6 @@ from model.contract import (
     CORE_LABELS,
     SLURM_NAMESPACE,
 )
-from model.slurm_values import slinky_image_tag
 from tests.support.program import rejected
 
 CLUSTER_SG = "sg-0cluster0primary0"  # what the mock answers for the EKS cluster security group

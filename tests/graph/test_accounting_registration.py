@@ -9,9 +9,9 @@ import pytest
 
 from components.accounting_registration import ACCOUNT, DESIRED_FILE, MODULES
 from devkit.offline_run import run_program
-from model.accounting import desired_state, to_json
-from model.contract import CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
-from model.users import User
+from model.builders.accounting import desired_state, to_json
+from model.checks.users import User
+from model.facts.contract import CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
 from tests.support.program import rejected
 
 ALICE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L alice@laptop"
@@ -103,7 +103,7 @@ def test_the_job_waits_for_the_slurm_release(named):
 
 
 # The scheduling policy in slurm.conf: there exactly when the release's values enable accounting
-# (model/slurm_values.py with_scheduling).
+# (model/builders/slurm_values.py with_scheduling).
 
 POLICY_KEYS = (
     "PriorityType",

@@ -10,8 +10,8 @@ import pytest
 from devkit.offline_account import DEV, ReservationRecord, answer, product_document
 from devkit.offline_run import run_program
 from devkit.plan import to_json
-from model import cost
-from model.capacity import reservation_id
+from model.facts import cost
+from model.facts.capacity import reservation_id
 from stack.account import on_demand_usd
 
 ODCR = "cr-0a1b2c3d4e5f60718"

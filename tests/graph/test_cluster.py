@@ -5,7 +5,7 @@ import pytest
 
 from components.cluster import ADMIN_POLICY
 from devkit.offline_run import run_program
-from model import versions
+from model.facts import versions
 
 
 def test_eks_version_comes_from_config(dev):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from model import versions
-from model.contract import GPU_TOLERATION
+from model.facts import versions
+from model.facts.contract import GPU_TOLERATION
 
 SHARED_FS_ID = "fs-0123456789abcdef0"
 

@@ -4,7 +4,7 @@ is allowed; several problems come back together."""
 import pytest
 
 from devkit.offline_run import run_program
-from model import versions
+from model.facts import versions
 from stack.config import ConfigError
 from tests.support.program import rejected
 

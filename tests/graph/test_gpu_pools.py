@@ -9,8 +9,9 @@ import pytest
 
 from devkit.offline_account import DEV
 from devkit.offline_run import run_program
-from model import catalog, gpu_pools
-from model.preflight import ON_DEMAND_STANDARD
+from model.checks import gpu_pools
+from model.checks.preflight import ON_DEMAND_STANDARD
+from model.facts import catalog
 from tests.support.dev_graph_snapshot import snapshot
 
 TWO_POOLS = [

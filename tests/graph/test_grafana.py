@@ -8,7 +8,7 @@ import pytest
 
 from components import grafana as component
 from devkit.offline_run import SECRET_SIG, is_secret
-from model import dashboards
+from model.builders import dashboards
 from tests.support.grafana_run import CLUSTER, WORKSPACE_ARN, grafana_graph
 
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"

@@ -1,12 +1,12 @@
 """The SSH tunnel to Grafana goes through the login pod's sshd: nothing the program adds to that
 sshd's configuration may turn local (-L) forwarding off (the operator's own lines and OpenSSH's
-default allow it: model/dashboards.py tunnel_refused_by)."""
+default allow it: model/builders/dashboards.py tunnel_refused_by)."""
 
 import pytest
 
 from devkit.offline_run import run_program
-from model import dashboards
-from model.contract import LOGINSET
+from model.builders import dashboards
+from model.facts.contract import LOGINSET
 from tests.graph.test_user_identities import ALICE
 
 

@@ -4,8 +4,8 @@ holds no GPU, and the NodeSet's pods find it in the cache."""
 import pytest
 
 from devkit.offline_run import run_program
-from model import versions
-from model.contract import GPU_TOLERATION
+from model.facts import versions
+from model.facts.contract import GPU_TOLERATION
 
 
 @pytest.fixture(scope="module")

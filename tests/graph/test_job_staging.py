@@ -7,8 +7,8 @@ import pytest
 
 from components.job_staging import JOBS_DIR, job_files
 from devkit.offline_run import run_program
-from model.catalog import CATALOG
-from model.job_environment import cluster_environment
+from model.builders.job_environment import cluster_environment
+from model.facts.catalog import CATALOG
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import kubernetes_validate
 import pytest
 
 from devkit.offline_run import run_program
-from model import eks_versions
+from model.facts import eks_versions
 
 
 def _objects(graph):

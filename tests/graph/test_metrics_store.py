@@ -1,5 +1,5 @@
 """The metrics store (components/metrics_store.py): an AMP workspace with a retention, the managed
-scraper in the cluster's private subnets under the cluster security group running model/metrics.py's
+scraper in the cluster's private subnets under the cluster security group running model/builders/metrics.py's
 configuration, one rule group namespace per alert file, the alert manager to an SNS topic only this
 account's workspace may publish to, mail subscriptions from alertEmails; all of it gone with
 `metrics: false`."""
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from devkit.offline_run import run_program
-from model import metrics as metrics_model
+from model.builders import metrics as metrics_model
 from tests.support.program import rejected
 
 CLUSTER_SG = "sg-0cluster0primary0"  # what the mock answers for the EKS cluster security group

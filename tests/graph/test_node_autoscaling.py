@@ -7,7 +7,7 @@ import json
 import pytest
 
 from devkit.offline_run import run_program
-from model.node_templates import TEMPLATE
+from model.builders.node_templates import TEMPLATE
 
 SCALED = {"gpuMinNodes": "0", "gpuMaxNodes": "4"}
 TWO = [

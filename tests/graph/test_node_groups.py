@@ -4,7 +4,7 @@ catalog, root volume, IMDSv2."""
 import pytest
 
 from devkit.offline_run import run_program
-from model import catalog
+from model.facts import catalog
 
 
 def _lt(graph, group):

@@ -1,6 +1,6 @@
 """The node health check in the program's graph: one ConfigMap with the shipped program and each
 pool's expectations from the catalog, each NodeSet mounting the program and its own pool's file at
-HEALTH_DIR, and the slurm.conf lines that make slurmd run it (model/node_health.py)."""
+HEALTH_DIR, and the slurm.conf lines that make slurmd run it (model/builders/node_health.py)."""
 
 import pathlib
 
@@ -10,8 +10,9 @@ from cluster_programs import node_health as program
 from components.slurm_cluster import health_program
 from components.slurm_readiness import nodeset_template
 from devkit.offline_run import run_program
-from model import catalog, node_health
-from model.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
+from model.builders import node_health
+from model.facts import catalog
+from model.facts.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
 from tests.support.slinky_conf import SLURMD_SPOOL, Release
 
 TWO_POOLS = [

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from devkit.offline_run import run_program
-from model import versions
+from model.facts import versions
 
 TWO_POOLS = [
     {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1},
@@ -68,7 +68,7 @@ def test_the_monitoring_agent_is_the_pinned_eks_add_on(dev):
 
 
 def test_the_agents_dcgm_host_engine_is_admitted_onto_every_gpu_group(two):
-    # Without it the agent on a GPU node sees no Xid or ECC fault (model/node_repair.py).
+    # Without it the agent on a GPU node sees no Xid or ECC fault (model/builders/node_repair.py).
     config = json.loads(two.named(AGENT).inputs["configurationValues"])
     tolerations = config["dcgmAgent"]["tolerations"]
     for group in _gpu_groups(two):

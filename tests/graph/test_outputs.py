@@ -1,8 +1,8 @@
-"""Stack outputs CI consumes, exported exactly as model/outputs.py declares them (the README's
+"""Stack outputs CI consumes, exported exactly as model/facts/outputs.py declares them (the README's
 outputs table is written from that table: tests/repo/test_project_docs.py)."""
 
 from devkit.offline_run import is_secret
-from model.outputs import OUTPUTS, Output, export_differences
+from model.facts.outputs import OUTPUTS, Output, export_differences
 
 
 def test_foundation_outputs(dev):
@@ -24,17 +24,17 @@ def test_the_dev_stack_exports_exactly_the_declared_outputs(dev):
 def test_an_export_the_table_lacks_is_found(dev):
     without_vpc = tuple(o for o in OUTPUTS if o.name != "vpcId")
     assert export_differences(set(dev.stack_outputs), without_vpc) == [
-        "exported, not in model/outputs.py: vpcId"
+        "exported, not in model/facts/outputs.py: vpcId"
     ]
 
 
 def test_a_declared_output_no_longer_exported_is_found(dev):
     exports = set(dev.stack_outputs) - {"sshCommand"}
-    assert export_differences(exports) == ["in model/outputs.py, not exported: sshCommand"]
+    assert export_differences(exports) == ["in model/facts/outputs.py, not exported: sshCommand"]
 
 
 def test_a_declared_output_the_program_never_exported_is_found(dev):
     extra = (*OUTPUTS, Output("loginAddress", "an output nobody exports"))
     assert export_differences(set(dev.stack_outputs), extra) == [
-        "in model/outputs.py, not exported: loginAddress"
+        "in model/facts/outputs.py, not exported: loginAddress"
     ]

@@ -1,4 +1,4 @@
-"""Every pod the program writes keeps the hardening rules of model/pod_hardening.py (RuntimeDefault
+"""Every pod the program writes keeps the hardening rules of model/builders/pod_hardening.py (RuntimeDefault
 seccomp, no capability, no escalation, non-root, read-only root, no host namespace, no token where
 no API is called), but for the exceptions accepted there with their reasons."""
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from devkit.offline_run import run_program
-from model import pod_hardening
+from model.builders import pod_hardening
 from tests.support import pod_hardening as ph
 
 PROGRAM_PODS = {
@@ -63,7 +63,7 @@ def test_an_accepted_exception_that_is_gone_is_caught(with_users):
     pods = copy.deepcopy(ph.graph_pods(with_users))
     pods["Job/stage-jobs"]["securityContext"].update(runAsNonRoot=True, runAsUser=65534)
     assert pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False)) == [
-        "Job/stage-jobs copy: keeps non-root now: remove its exception from model/pod_hardening.py"
+        "Job/stage-jobs copy: keeps non-root now: remove its exception from model/builders/pod_hardening.py"
     ]
 
 

@@ -5,7 +5,7 @@ import base64
 import pytest
 
 from devkit.offline_run import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
-from model import catalog, versions
+from model.facts import catalog, versions
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 OCI = versions.SLINKY_REPOSITORY

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from devkit.offline_run import IMAGE_DIGEST, run_program
-from model import versions
+from model.facts import versions
 from tests.support.paths import REPO
 
 # The pinned Slurm release: the defaults these messages and references are checked against.

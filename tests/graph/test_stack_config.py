@@ -1,10 +1,10 @@
-"""StackConfig is built from the key table (model/config_schema.py): its fields are the keys'
+"""StackConfig is built from the key table (model/checks/config_schema.py): its fields are the keys'
 attributes and the derived ones, nothing filled by hand."""
 
 import dataclasses
 import datetime
 
-from model import config_schema
+from model.checks import config_schema
 from stack import config as stack_config
 
 KEYS = config_schema.schema(datetime.date.today())

@@ -1,9 +1,9 @@
 """A version under its security floor, or one the cluster's Kubernetes does not support, is heard
 at preview: a warning in the deployer's log naming the key, the CVEs or the range, and the fix;
-the stack still deploys. One that cannot work is refused (model/support_calendar.py)."""
+the stack still deploys. One that cannot work is refused (model/facts/support_calendar.py)."""
 
 from devkit.offline_run import run_program
-from model import support_calendar
+from model.facts import support_calendar
 from tests.support.program import rejected
 
 UNPATCHED = {

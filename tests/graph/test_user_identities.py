@@ -12,10 +12,11 @@ import pytest
 from components.user_identities import homes_script
 from devkit import chart_render
 from devkit.offline_run import run_program
-from model import identities, versions
-from model.contract import IDENTITIES_CONFIGMAP, SLURM_NAMESPACE, SSH_KEYS_CONFIGMAP
-from model.rules import EXAMPLE_SSH_KEY
-from model.users import User
+from model.builders import identities
+from model.checks.rules import EXAMPLE_SSH_KEY
+from model.checks.users import User
+from model.facts import versions
+from model.facts.contract import IDENTITIES_CONFIGMAP, SLURM_NAMESPACE, SSH_KEYS_CONFIGMAP
 from tests.support import rendered_checks as rc
 from tests.support.chart_walk import load_chart, unknown_keys
 

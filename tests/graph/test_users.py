@@ -4,8 +4,8 @@ and every bad entry refused before any resource, naming users[i].<field>, all at
 import pytest
 
 from devkit.offline_run import run_program
-from model import users
-from model.rules import EXAMPLE_SSH_KEY
+from model.checks import users
+from model.checks.rules import EXAMPLE_SSH_KEY
 from tests.support.program import rejected
 
 ALICE_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L alice@laptop"

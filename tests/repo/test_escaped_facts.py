@@ -1,5 +1,5 @@
 """Facts the cluster depends on are spelled once, in their home; everything else imports them: the
-/shared layout, the GPU and EFA resource names and kube-system (model/contract.py), and Pulumi's
+/shared layout, the GPU and EFA resource names and kube-system (model/facts/contract.py), and Pulumi's
 timeout annotation (components/_parts/jobs_await.py). A copy elsewhere would drift unseen.
 
 Scanned: the program's own Python, as string values (docstrings are prose, and a comment is no
@@ -15,16 +15,16 @@ import re
 
 import pytest
 
-from model.contract import SHARED_LAYOUT
+from model.facts.contract import SHARED_LAYOUT
 from tests.support.paths import REPO
 
 # Each fact: how a copy of it is recognised inside a string, and its home.
 _PATH = r"(?<![\w./]){}(?![\w-])"  # a path, not the tail of another (../shared/ref)
 FACTS = {
-    "the /shared layout": (re.compile(_PATH.format("/shared")), "model/contract.py"),
-    "nvidia.com/gpu": (re.compile(r"\bnvidia\.com/gpu(?![\w.-])"), "model/contract.py"),
-    "vpc.amazonaws.com/efa": (re.compile(r"\bvpc\.amazonaws\.com/efa\b"), "model/contract.py"),
-    "kube-system": (re.compile(r"\bkube-system\b"), "model/contract.py"),
+    "the /shared layout": (re.compile(_PATH.format("/shared")), "model/facts/contract.py"),
+    "nvidia.com/gpu": (re.compile(r"\bnvidia\.com/gpu(?![\w.-])"), "model/facts/contract.py"),
+    "vpc.amazonaws.com/efa": (re.compile(r"\bvpc\.amazonaws\.com/efa\b"), "model/facts/contract.py"),
+    "kube-system": (re.compile(r"\bkube-system\b"), "model/facts/contract.py"),
     "pulumi.com/timeoutSeconds": (
         re.compile(r"\bpulumi\.com/timeoutSeconds\b"),
         "components/_parts/jobs_await.py",
@@ -87,7 +87,7 @@ def test_a_fact_spelled_outside_its_home_is_found(source, fact):
 
 
 def test_the_home_docstrings_and_lookalikes_are_not_copies():
-    assert escaped_facts('GPU_RESOURCE = "nvidia.com/gpu"\n', "model/contract.py") == []
+    assert escaped_facts('GPU_RESOURCE = "nvidia.com/gpu"\n', "model/facts/contract.py") == []
     assert escaped_facts('"""Stages jobs onto /shared/jobs."""\n', "components/bad.py") == []
     assert (
         escaped_facts(

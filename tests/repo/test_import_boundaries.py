@@ -59,7 +59,7 @@ def test_every_package_and_test_module_is_known():
         "__main__.py",
         "stack/config.py",
         "components/slurm_readiness.py",
-        "model/gpu_pools.py",
+        "model/checks/gpu_pools.py",
         "cluster_programs/rollout.py",
         "tools/verify.py",
         "devkit/plan.py",
@@ -92,7 +92,7 @@ def test_a_module_that_imports_from_tests_is_caught(source, why):
 def test_imports_of_the_model_and_tools_pass():
     assert (
         dependencies_on_tests(
-            "from model.contract import RELEASE\nfrom cluster_programs import rollout\nimport pulumi\n"
+            "from model.facts.contract import RELEASE\nfrom cluster_programs import rollout\nimport pulumi\n"
         )
         == []
     )

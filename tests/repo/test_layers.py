@@ -128,7 +128,7 @@ def test_the_cluster_programs_import_only_the_standard_library_and_themselves(pa
     [
         ("import yaml\n", "line 1: imports yaml"),
         ("def main():\n    from kubernetes import client\n", "line 2: imports kubernetes"),
-        ("from model.contract import SLURM_NAMESPACE\n", "line 1: imports model.contract"),
+        ("from model.facts.contract import SLURM_NAMESPACE\n", "line 1: imports model.facts.contract"),
     ],
     ids=["third-party", "lazy-third-party", "first-party"],
 )

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from model.contract import GPU_TAINT, Taint, label_selector
+from model.facts.contract import GPU_TAINT, Taint, label_selector
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -56,13 +56,13 @@ def test_a_constant_taken_from_another_component_is_found(tmp_path):
     assert cross_component_constants([bad]) == ["bad.py: GP3 from components.shared_storage"]
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "model").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "model").rglob("*.py")), ids=lambda p: p.name)
 def test_the_model_imports_no_pulumi(path):
     assert [m for m, _ in _imports(path) if m.split(".")[0].startswith("pulumi")] == []
 
 
 # The program's other packages, each built on the model: the stack's adapters (stack/account.py
-# answers model/preflight.py's Account), the components, the operator's tools, the devkit.
+# answers model/checks/preflight.py's Account), the components, the operator's tools, the devkit.
 _ABOVE_THE_MODEL = ("stack", "components", "cluster_programs", "tools", "devkit", "tests")
 
 
@@ -71,7 +71,7 @@ def outside_the_model(path: pathlib.Path) -> list[str]:
     return [m for m, _ in _imports(path) if m.split(".")[0] in _ABOVE_THE_MODEL]
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "model").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "model").rglob("*.py")), ids=lambda p: p.name)
 def test_the_model_imports_nothing_from_the_packages_above_it(path):
     assert outside_the_model(path) == []
 
@@ -85,7 +85,7 @@ def test_a_model_module_importing_a_component_is_found(tmp_path):
 def test_a_model_module_importing_the_stacks_account_adapter_is_found(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "from model.problems import error\nfrom stack.account import PermissionDenied\n"
+        "from model.checks.problems import error\nfrom stack.account import PermissionDenied\n"
         "import devkit.offline_account\n"
     )
     assert outside_the_model(bad) == ["stack.account", "devkit.offline_account"]

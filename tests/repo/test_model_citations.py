@@ -1,6 +1,6 @@
 """Files of this repository that the model's comments and the docs (README.md, docs/**/*.md) point
 at exist: a reader sent to a file that was moved (charts-values/versions.yaml became
-model/versions.py, tools/plan.py became devkit/plan.py) finds nothing there. The docs' module
+model/facts/versions.py, tools/plan.py became devkit/plan.py) finds nothing there. The docs' module
 commands (`python -m devkit.plan`) and their links between pages, anchors included, are held the
 same way."""
 
@@ -17,7 +17,7 @@ _CITED = re.compile(
     rf"(?<![\w/.-])(?:{_FOLDERS})/[\w./-]*\w"
     r"\.(?:py|yaml|sh|json|md|sbatch|txt|packages)\b"
 )
-# A first-party module run with `python -m` (`python -m devkit.plan`, `python3 -m model.versions`).
+# A first-party module run with `python -m` (`python -m devkit.plan`, `python3 -m model.facts.versions`).
 _MODULE = re.compile(rf"\bpython3? -m ((?:{_FOLDERS.replace('-', '_')})(?:\.\w+)+)")
 # A Markdown link that is not to the web: [text](target), target a path and/or a #anchor.
 _LINK = re.compile(r"\]\((?!https?:|mailto:)([^)\s]+)\)")
@@ -71,12 +71,12 @@ def docs(root: pathlib.Path) -> list[pathlib.Path]:
 
 
 def test_every_repository_file_the_model_cites_exists():
-    cited = [(f.name, missing_citations(f.read_text(), ROOT)) for f in sorted((ROOT / "model").glob("*.py"))]
+    cited = [(f.name, missing_citations(f.read_text(), ROOT)) for f in sorted((ROOT / "model").rglob("*.py"))]
     assert [(name, missing) for name, missing in cited if missing] == []
 
 
 def test_a_cited_file_that_is_gone_is_found():
-    text = "pairing (charts-values/versions.yaml slinkyPairing); pins in model/versions.py"
+    text = "pairing (charts-values/versions.yaml slinkyPairing); pins in model/facts/versions.py"
     assert missing_citations(text, ROOT) == ["charts-values/versions.yaml"]
 
 

@@ -1,5 +1,5 @@
 """Pulumi.yaml's `config:` block and the README's config and outputs tables are what
-`python -m devkit.project_docs` writes from the model (model/config_schema.py, model/outputs.py):
+`python -m devkit.project_docs` writes from the model (model/checks/config_schema.py, model/facts/outputs.py):
 the check passes here, and names the one file an edit made stale."""
 
 import shutil
@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from devkit import project_docs
-from model import config_schema
+from model.checks import config_schema
 from tests.support.paths import REPO
 
 

@@ -2,7 +2,7 @@
 Accounting (local_slurm.py, local_accounting.py: slurmdbd with the operator's slurmdbd.conf on a
 real MariaDB, slurm.conf's accounting lines as the operator writes them, the program's scheduling
 policy in its extra config), rendered from the dev stack with named users, so that they are known
-as the stack makes them known (model/identities.py): merged by the init container's script in the
+as the stack makes them known (model/builders/identities.py): merged by the init container's script in the
 login and controller pods, by the Prolog the release gives slurmd (prologScripts) on a worker
 before the job, and the
 registration program (cluster_programs/accounting_registration.py) run against its sacctmgr in the
@@ -20,9 +20,9 @@ import pytest
 
 from cluster_programs import accounting_registration as registration
 from devkit.offline_run import run_program
-from model import identities
-from model.accounting import desired_state, to_json
-from model.users import DEFAULT_ACCOUNT, User
+from model.builders import identities
+from model.builders.accounting import desired_state, to_json
+from model.checks.users import DEFAULT_ACCOUNT, User
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
 
 pytestmark = pytest.mark.slurm
@@ -38,7 +38,7 @@ USERS = [ALICE, BOB, CAROL]
 
 
 def _config(user: User) -> dict:
-    """The stack config's `users` entry for a User (model/users.py users_from_config)."""
+    """The stack config's `users` entry for a User (model/checks/users.py users_from_config)."""
     return {
         "name": user.name,
         "uid": user.uid,

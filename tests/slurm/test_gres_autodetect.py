@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from model.catalog import CATALOG
+from model.facts.catalog import CATALOG
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.slinky_conf import Release
 

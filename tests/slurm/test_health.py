@@ -1,5 +1,5 @@
 """The shipped node health check on a real Slurm 26.05 cluster: slurmd runs it as the release's
-HealthCheckProgram, from the ConfigMap the program makes (model/node_health.py), over the fake GPUs
+HealthCheckProgram, from the ConfigMap the program makes (model/builders/node_health.py), over the fake GPUs
 of the GRES tests (local_slurm.write_nvidia_driver_files) and a fake nvidia-smi answering in the
 real driver 580 layout. Only the interval is the harness's: seconds instead of minutes.
 
@@ -19,8 +19,8 @@ import time
 import pytest
 
 from cluster_programs import rollout
-from model import node_health
-from model.contract import HEALTH_CONFIGMAP
+from model.builders import node_health
+from model.facts.contract import HEALTH_CONFIGMAP
 from tests.support.local_slurm import LocalSlurm, RootMissing, nvidia_smi_ecc_query
 from tests.support.slinky_conf import Release, nodeset_name
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from cluster_programs import rollout
-from model import versions
+from model.facts import versions
 from tests.support.paths import REPO
 from tests.support.slurm_cluster import running_cluster
 from tools import command_output

@@ -1,5 +1,5 @@
 """The real Prometheus 3.5.3 (Debian's, tests/support/local_prometheus.py) scraping the real
-slurmctld 26.05 of the test cluster with the stack's scrape jobs (model/metrics.py; discovery
+slurmctld 26.05 of the test cluster with the stack's scrape jobs (model/builders/metrics.py; discovery
 replaced by one static target carrying the labels Kubernetes discovery gives, the interval
 shortened to a second), with the stack's rules loaded (observability/alerts). The cluster is the
 dev stack's release with the Controller's metrics on, so slurm.conf carries the operator's
@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from cluster_programs import rollout
-from model.contract import SLURM_NAMESPACE
-from model.metrics import CONTROLLER_SERVICE, SLURMCTLD_JOBS
+from model.builders.metrics import CONTROLLER_SERVICE, SLURMCTLD_JOBS
+from model.facts.contract import SLURM_NAMESPACE
 from tests.support.local_prometheus import LocalPrometheus
 from tests.support.local_slurm import LocalSlurm
 from tests.support.observability_queries import dashboard_queries, is_gpu_query, rule_files, rules

@@ -6,7 +6,7 @@ still carries `NodeSet=<nodeset> Feature=<nodeset>` and `PartitionName=<nodeset>
 dynamic node has the feature. The NodeSet's pods come and go through tests/support/nodeset_pods.py,
 the operator's scale path replayed; the series the KEDA triggers read are scraped by the real
 Prometheus 3.5.3 (tests/support/local_prometheus.py) with the stack's scrape jobs, and the triggers'
-PromQL (model/autoscaling.py) is asked of it.
+PromQL (model/builders/autoscaling.py) is asked of it.
 
 The tests share one cluster and run in file order: each leaves the NodeSet at zero pods and the
 queue empty for the next."""
@@ -20,10 +20,10 @@ import time
 
 import pytest
 
-from model import catalog
-from model.autoscaling import trigger_queries
-from model.gpu_pools import GpuPool
-from model.slurm_values import pool_partition
+from model.builders.autoscaling import trigger_queries
+from model.builders.slurm_values import pool_partition
+from model.checks.gpu_pools import GpuPool
+from model.facts import catalog
 from tests.support.local_prometheus import LocalPrometheus
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.nodeset_pods import NodeSetPods, scale_in_reason
@@ -95,7 +95,7 @@ def _pool(partition: str) -> GpuPool:
 def _wanted_replicas(prometheus: LocalPrometheus, partition: str) -> tuple[dict[str, float], int]:
     """Each trigger's answer on a fresh scrape, and the replicas the HPA would ask for: with
     metricType AverageValue and a target of 1 node, ceil(answer) per trigger, the larger of them
-    (model/autoscaling.py; Kubernetes HPA algorithm)."""
+    (model/builders/autoscaling.py; Kubernetes HPA algorithm)."""
     prometheus.wait_for_scrapes()
     answers = {
         name: prometheus.query(query)[0].value for name, query in trigger_queries(_pool(partition)).items()

@@ -1,4 +1,4 @@
-"""Capture what the real slurmctld 26.05 serves under each metrics path of model/metrics.py into
+"""Capture what the real slurmctld 26.05 serves under each metrics path of model/builders/metrics.py into
 tests/data/slurm-metrics/ (reference for the dashboards and alerts, and the offline tests' input).
 
 The cluster is the test cluster (tests/support/local_slurm.py) from the dev stack's render with
@@ -16,7 +16,7 @@ import tempfile
 import time
 import urllib.request
 
-from model.metrics import SLURM_METRICS_PATHS
+from model.builders.metrics import SLURM_METRICS_PATHS
 from tests.support.paths import REPO
 
 OUT = REPO / "tests/data/slurm-metrics"

@@ -45,7 +45,7 @@ COPIED_WHOLE = {"accounting.slurmdbd.", "accounting.podSpec."}
 # Keys the chart's values.yaml does not list but its templates copy whole into the custom resource:
 # the controller's container and pod spec go through toYaml (SlinkyProject/slurm-operator v1.2.1
 # helm/slurm/templates/_helpers.tpl slurm.format-container, slurm.format-podSpec), and the CRD and
-# Kubernetes checks of the render see them (the named users' identities: model/slurm_values.py).
+# Kubernetes checks of the render see them (the named users' identities: model/builders/slurm_values.py).
 PASSED_THROUGH = {"controller.slurmctld.volumeMounts", "controller.podSpec.volumes"}
 
 

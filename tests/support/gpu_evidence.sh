@@ -67,8 +67,8 @@ rm -rf "$shared" && mkdir -p "$shared/logs"
 python3 - "$shared/jobs" <<'PY'
 import pathlib, shutil, sys
 sys.path.insert(0, ".")
-from model.catalog import CATALOG
-from model.job_environment import cluster_environment, render
+from model.facts.catalog import CATALOG
+from model.builders.job_environment import cluster_environment, render
 dst = pathlib.Path(sys.argv[1])
 shutil.copytree("jobs", dst)
 (dst / "cluster.env").write_text(render(cluster_environment(CATALOG["p5en.48xlarge"])))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU evidence, not CI: the shipped node health check (cluster_programs/node_health.py) on a lent
 # GPU machine, run as slurmd runs it on a worker -- as root, no arguments, an environment holding
-# only SLURMD_NODENAME, its pool's expected.json beside it (model/node_health.py) -- first as the
+# only SLURMD_NODENAME, its pool's expected.json beside it (model/builders/node_health.py) -- first as the
 # machine is, then with the GPU hidden from it in private mount namespaces: an empty directory
 # bound over /proc/driver/nvidia/gpus, and/or a read-only /dev without /dev/nvidia0 (read-only so
 # that nothing re-creates it). The machine has no Slurm, so the check finds no node to drain and

@@ -1,6 +1,6 @@
 """Debian's real Prometheus 3.5.3 (and promtool) from the sid root filesystem, scraping the real
 slurmctld of the local test cluster (local_slurm.py) with the scrape jobs the stack gives the AMP
-scraper (model/metrics.py), and answering PromQL.
+scraper (model/builders/metrics.py), and answering PromQL.
 
 What differs from the cluster, and why:
 - Discovery: there is no Kubernetes here, so each job's `kubernetes_sd_configs` becomes one static
@@ -33,7 +33,7 @@ from typing import Sequence
 
 import yaml
 
-from model.metrics import SLURMCTLD_JOBS, ScrapeJob
+from model.builders.metrics import SLURMCTLD_JOBS, ScrapeJob
 from tests.support.local_slurm import slurm_root
 
 SCRAPE_INTERVAL_S = 1

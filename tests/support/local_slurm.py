@@ -16,7 +16,7 @@ The jobs' Python is the host's: the repository (with its .venv) and the interpre
 few shared libraries it links (tests/slurm/roots/sid.packages). Each pod has its own /tmp with
 pytest's temporary tree shared into it, so job output under tmp_path is where the tests read it.
 
-With node_health (the ConfigMap's files, model/node_health.py), each worker pod also gets what the
+With node_health (the ConfigMap's files, model/builders/node_health.py), each worker pod also gets what the
 NodeSet's pod has for the node health check: the ConfigMap's program and its pool's expected.json
 at HEALTH_DIR, python3 at /usr/local/bin (the image's wrapper path, here the host's interpreter), a
 fake nvidia-smi answering `-q -d ECC,ROW_REMAPPER` in the real driver 580 layout, a fake kernel
@@ -49,10 +49,10 @@ from typing import Sequence
 
 from cluster_programs import node_health as health_program
 from cluster_programs import rollout
-from model import node_health
-from model.contract import HEALTH_DIR, SHARED_MOUNT
-from model.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
-from model.users import HOMES, User
+from model.builders import node_health
+from model.builders.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
+from model.checks.users import HOMES, User
+from model.facts.contract import HEALTH_DIR, SHARED_MOUNT
 from tests.support.local_accounting import DATA as DATABASE_FILES
 from tests.support.local_accounting import LocalAccounting
 from tests.support.paths import REPO
@@ -278,7 +278,7 @@ class LocalSlurm:
         self.nodes = [f"{nodeset_name(self.nodeset)}-{i}" for i in range(workers)]
         self.cgroup_conf = cgroup_conf
         self.extra_conf = extra_conf
-        # Named users: their passwd and group entries (model/identities.py) merged as the stack
+        # Named users: their passwd and group entries (model/builders/identities.py) merged as the stack
         # merges them (_identities: the init container's script in the login and controller pods,
         # the release's Prolog on the workers), their homes under /shared/home.
         self.users = tuple(users)
@@ -364,7 +364,7 @@ class LocalSlurm:
         self._write_identities()
 
     def _write_identities(self) -> None:
-        """The identities ConfigMap's files (model/identities.py entry_files), which each pod mounts
+        """The identities ConfigMap's files (model/builders/identities.py entry_files), which each pod mounts
         at ENTRIES_DIR, and a home each."""
         d = self.dir
         (d / "identities").mkdir(exist_ok=True)
@@ -386,7 +386,7 @@ class LocalSlurm:
         return self.dir / "home" / user.name
 
     def _identities(self, pod: pathlib.Path, identities: str) -> list[str]:
-        """How a pod's NSS files get the named users (model/identities.py), as the stack does it:
+        """How a pod's NSS files get the named users (model/builders/identities.py), as the stack does it:
         "merged" (login, controller): the identities init container, the real merge_script() run in
         the pod's root with the entries at ENTRIES_DIR and an empty directory at MERGED_DIR, whose
         files are then mounted over /etc/passwd and /etc/group. "prolog" (workers): the image's

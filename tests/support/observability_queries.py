@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from model.metrics import ALERTS_DIR, DASHBOARDS_DIR, DCGM_COUNTERS_FILE
+from model.builders.metrics import ALERTS_DIR, DASHBOARDS_DIR, DCGM_COUNTERS_FILE
 
 # The promtool unit tests of the rule files (observability/alerts/tests/*.yaml).
 ALERT_TESTS_DIR = ALERTS_DIR / "tests"

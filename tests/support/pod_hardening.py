@@ -1,11 +1,11 @@
 """The pods a graph registers and the charts render, named and checked the way
-model/pod_hardening.py names its exceptions."""
+model/builders/pod_hardening.py names its exceptions."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from model import pod_hardening
+from model.builders import pod_hardening
 from tests.support.rendered_checks import POD_SPEC_PATHS, pod_specs
 
 Finding = tuple[str, Optional[str], str]
@@ -24,7 +24,7 @@ def graph_pods(graph) -> dict[str, dict]:
 
 def chart_pods(rendered: dict[str, list[dict]]) -> dict[str, dict]:
     """Workload name -> pod spec of every rendered pod template the charts themselves set the
-    security of (the operator-built Slinky kinds left out: model/pod_hardening.OPERATOR_BUILT)."""
+    security of (the operator-built Slinky kinds left out: model/builders/pod_hardening.OPERATOR_BUILT)."""
     out = {}
     for release, objects in rendered.items():
         for obj in objects:

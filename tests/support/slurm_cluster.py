@@ -7,8 +7,8 @@ from typing import Iterator, Sequence
 
 import pytest
 
-from model.catalog import CATALOG
-from model.users import User
+from model.checks.users import User
+from model.facts.catalog import CATALOG
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.slinky_conf import Release
 
@@ -74,8 +74,8 @@ def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
     keys' defaults)."""
     from components._parts.helm import merge
     from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
-    from model.scheduling import DEFAULT
-    from model.slurm_values import with_scheduling
+    from model.builders.scheduling import DEFAULT
+    from model.builders.slurm_values import with_scheduling
 
     (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
     request = release_request(release)
@@ -89,11 +89,11 @@ def rendered_with_accounting(dev, storage: dict = TEST_DATABASE) -> list[dict]:
 
 def rendered_with_metrics(dev) -> list[dict]:
     """The dev stack's `slurm` release rendered from chart 1.2.1 with slurmctld's metrics on
-    (model/metrics.py CONTROLLER_METRICS_VALUES set over the program's values: the same release
+    (model/builders/metrics.py CONTROLLER_METRICS_VALUES set over the program's values: the same release
     whether or not the program's own values already enable them)."""
     from components._parts.helm import merge
     from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
-    from model.metrics import CONTROLLER_METRICS_VALUES
+    from model.builders.metrics import CONTROLLER_METRICS_VALUES
 
     (release,) = [r for r in dev.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
     request = release_request(release)

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from devkit.offline_run import PROJECT_DIR, run_program
-from model import config_schema, rules
+from model.checks import config_schema, rules
 from stack import config as stack_config
 from tests.support.program import rejected
 

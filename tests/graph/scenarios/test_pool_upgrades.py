@@ -9,8 +9,9 @@ import pytest
 
 from devkit.offline_account import DEV, US_WEST_2, ZoneRecord
 from devkit.offline_run import run_program
-from model import node_zones, rules
-from model.node_zones import NodeZone
+from model.checks import rules
+from model.facts import node_zones
+from model.facts.node_zones import NodeZone
 from tests.support.dev_graph_snapshot import snapshot
 
 DEV_POOL = {"name": "slinky", "instanceType": "g6.12xlarge", "nodeCount": 2}
@@ -35,7 +36,7 @@ CHANGED_BY_A_NEW_POOL = {
     # the Job that copies them are named by their content.
     "jobs-files": {"metadata", "data"},
     "jobs-copy": {"metadata", "spec"},
-    # The node health check's ConfigMap gains the new pool's expectations file (model/node_health.py),
+    # The node health check's ConfigMap gains the new pool's expectations file (model/builders/node_health.py),
     # which only the new NodeSet mounts.
     "slurm-node-health": {"data"},
 }
@@ -221,7 +222,7 @@ def test_a_pool_zone_whose_zone_id_has_no_slot_is_refused_naming_its_key():
     assert "-az1 .. -az8" in msg and graph.resources == []
 
 
-# The carving itself (model/node_zones.py)
+# The carving itself (model/facts/node_zones.py)
 
 # Every VPC block vpcCidr's rule accepts: widening the rule past what the carving fits fails here.
 ACCEPTED_VPCS = [

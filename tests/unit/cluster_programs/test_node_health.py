@@ -12,8 +12,8 @@ import pytest
 
 from cluster_programs import node_health as health
 from cluster_programs import rollout
-from model import node_health
-from model.catalog import CATALOG
+from model.builders import node_health
+from model.facts.catalog import CATALOG
 from tests.support.paths import REPO
 from tests.support.rollout_fakes import scontrol_line
 
@@ -289,7 +289,7 @@ def test_the_parser_reads_every_gpu_section_of_the_real_output(name):
 
 def test_the_release_leaves_healthcheck_timeout_to_the_default_the_budget_is_derived_from():
     """The program's SLURMD_HEALTH_CHECK_TIMEOUT is the number's one home: slurm.conf must not set
-    another (model/node_health.py)."""
+    another (model/builders/node_health.py)."""
     assert "HealthCheckTimeout" not in node_health.slurm_conf()
     assert health.SLURMD_HEALTH_CHECK_TIMEOUT == 60.0  # slurm.conf(5) at slurm-26-05-3-1
     assert health.REPORT_SECONDS < health.BUDGET < health.SLURMD_HEALTH_CHECK_TIMEOUT
@@ -705,7 +705,7 @@ def test_each_scontrol_call_has_slurms_message_timeout_and_the_report_both():
     slurmctld; the release sets none, so that default is what the calls must allow for."""
     assert health.SLURM_MESSAGE_TIMEOUT == 10.0
     assert "MessageTimeout" not in node_health.slurm_conf()
-    assert "MessageTimeout" not in (REPO / "model/slurm_values.py").read_text()
+    assert "MessageTimeout" not in (REPO / "model/builders/slurm_values.py").read_text()
     assert health.SCONTROL_TIMEOUT > health.SLURM_MESSAGE_TIMEOUT
     assert health.REPORT_SECONDS >= 2 * health.SCONTROL_TIMEOUT
     assert health.REPORT_SECONDS < health.BUDGET

@@ -1,11 +1,11 @@
-"""The accounting records the users ask for (model/accounting.py): accounts, users with their
+"""The accounting records the users ask for (model/builders/accounting.py): accounts, users with their
 default account and admin level, one association each; and the JSON the registration Job reads."""
 
 import json
 
 from cluster_programs.accounting_registration import Desired
-from model.accounting import ADMINISTRATOR, NO_ADMIN, ORGANIZATION, SlurmUser, desired_state, to_json
-from model.users import DEFAULT_ACCOUNT, User
+from model.builders.accounting import ADMINISTRATOR, NO_ADMIN, ORGANIZATION, SlurmUser, desired_state, to_json
+from model.checks.users import DEFAULT_ACCOUNT, User
 
 KEY = ("ssh-ed25519 AAAA test",)
 ALICE = User("alice", 2001, KEY)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from model import catalog
+from model.facts import catalog
 
 ISSUE_FAMILIES = ["g5", "g6", "g6e", "g7e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300"]
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from devkit import reference_data
-from model import catalog
+from model.facts import catalog
 
 
 def _records() -> dict[str, dict]:

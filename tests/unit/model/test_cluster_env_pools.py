@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from model import gpu_pools
-from model.job_environment import ENV_FILE, environment_files
+from model.builders.job_environment import ENV_FILE, environment_files
+from model.checks import gpu_pools
 from tests.support.paths import REPO
 
 ROOT = REPO

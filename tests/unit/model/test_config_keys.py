@@ -1,11 +1,11 @@
-"""The key table (model/config_schema.py): every key declared whole, where it is declared."""
+"""The key table (model/checks/config_schema.py): every key declared whole, where it is declared."""
 
 import datetime
 
 import pytest
 
-from model import config_schema
-from model.config_schema import Key
+from model.checks import config_schema
+from model.checks.config_schema import Key
 
 KEYS = config_schema.schema(datetime.date.today())
 

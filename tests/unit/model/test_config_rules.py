@@ -1,4 +1,4 @@
-"""The config schema's small rules (model/rules.py, model/eks_versions.py, model/config_schema.py),
+"""The config schema's small rules (model/checks/rules.py, model/facts/eks_versions.py, model/checks/config_schema.py),
 one promise each: a good value passes, a bad one comes back as an error or a warning problem.
 Rules return problems; they never raise."""
 
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from model import config_schema, eks_versions, gpu_pools, rules
-from model.problems import ERROR, NOT_SET, WARNING, WITHHELD, error, warning
+from model.checks import config_schema, gpu_pools, rules
+from model.checks.problems import ERROR, NOT_SET, WARNING, WITHHELD, error, warning
+from model.facts import eks_versions
 
 OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
 EXAMPLE_KEY = f"ssh-ed25519 {rules.EXAMPLE_SSH_KEY} dev-stack-example"
@@ -437,7 +438,7 @@ def test_an_invalid_default_pool_type_gives_no_pool():
     assert gpu_pools.default_pool("m6i.2xlarge", 2, "us-west-2a", 400) == []
 
 
-# Pool rules (model/gpu_pools.py)
+# Pool rules (model/checks/gpu_pools.py)
 
 POOL = {"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}
 

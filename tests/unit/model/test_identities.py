@@ -4,9 +4,9 @@ that merge them into a pod's own files, run here on a directory standing for the
 import pathlib
 import subprocess
 
-from model import identities
-from model.identities import group_entries, passwd_entries
-from model.users import User
+from model.builders import identities
+from model.builders.identities import group_entries, passwd_entries
+from model.checks.users import User
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L alice@laptop"
 ALICE = User("alice", 2001, (KEY,), "vision", True)

@@ -1,4 +1,4 @@
-"""model/metrics.py: the scrape configuration the AMP managed scraper gets, checked by Debian's
+"""model/builders/metrics.py: the scrape configuration the AMP managed scraper gets, checked by Debian's
 promtool 3.5.3, held to what the scraper accepts and to the upstream names it selects by."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from model import metrics
+from model.builders import metrics
 from tests.support.local_prometheus import promtool
 from tests.support.local_slurm import RootMissing
 
@@ -68,7 +68,7 @@ def test_the_dcgm_job_selects_the_pods_and_port_the_exporter_chart_renders():
     from devkit.chart_render import render
 
     # The chart staged in the reference data (charts/dcgm-exporter-4.8.2: chart 4.8.2, image
-    # 4.5.3-4.8.2); its pin in model/versions.py comes with the exporter release (metrics-store).
+    # 4.5.3-4.8.2); its pin in model/facts/versions.py comes with the exporter release (metrics-store).
     objects = render(
         "dcgm-exporter", "4.8.2", {}, metrics.DCGM_EXPORTER_RELEASE, metrics.DCGM_EXPORTER_NAMESPACE
     )

@@ -1,4 +1,4 @@
-"""Each pool's minNodes and maxNodes (model/gpu_pools.py; gpuMinNodes/gpuMaxNodes for the pool of a
+"""Each pool's minNodes and maxNodes (model/checks/gpu_pools.py; gpuMinNodes/gpuMaxNodes for the pool of a
 stack without gpuPools): both default to nodeCount, a pool autoscales when min < max and starts at
 min, and every refusal names the key, the value and what is allowed, all at once."""
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from model import config_schema
+from model.checks import config_schema
 
 DAY = datetime.date(2026, 12, 1)
 OWN_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L me@laptop"
@@ -162,7 +162,7 @@ def test_a_fixed_pool_on_that_kubernetes_is_not_warned_of_keda():
 
 
 def test_an_autoscaling_pool_on_a_kubernetes_without_a_cluster_autoscaler_release_is_refused(monkeypatch):
-    from model import versions
+    from model.facts import versions
 
     monkeypatch.delitem(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES, "1.36")
     (p,) = [p for p in _check(gpuMinNodes="0", gpuMaxNodes="3").problems if p.is_error]

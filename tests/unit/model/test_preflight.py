@@ -1,4 +1,4 @@
-"""The preflight's rules on their own (model/preflight.py), against an account held in memory: every
+"""The preflight's rules on their own (model/checks/preflight.py), against an account held in memory: every
 finding is a Problem filed under the config key it is about (a pool's AZ or instance type under
 that pool's key, aws:region only for the region's own), and a refused question is a warning under
 the keys whose check it skips."""
@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from model import catalog, preflight
-from model.gpu_pools import DEFAULT_POOL, GpuPool
-from model.preflight import ON_DEMAND_STANDARD, PermissionDenied, Zone
-from model.problems import ERROR, WARNING
+from model.checks import preflight
+from model.checks.gpu_pools import DEFAULT_POOL, GpuPool
+from model.checks.preflight import ON_DEMAND_STANDARD, PermissionDenied, Zone
+from model.checks.problems import ERROR, WARNING
+from model.facts import catalog
 
 REGION = "us-west-2"
 G6, P5 = catalog.lookup("g6.12xlarge"), catalog.lookup("p5.48xlarge")

@@ -1,8 +1,8 @@
-"""The scheduling policy's slurm.conf lines (model/scheduling.py) and where the release puts them."""
+"""The scheduling policy's slurm.conf lines (model/builders/scheduling.py) and where the release puts them."""
 
-from model import scheduling
-from model.scheduling import DEFAULT, SchedulingPolicy, slurm_conf
-from model.slurm_values import with_scheduling
+from model.builders import scheduling
+from model.builders.scheduling import DEFAULT, SchedulingPolicy, slurm_conf
+from model.builders.slurm_values import with_scheduling
 
 BASE = {"controller": {"extraConfMap": {"GresTypes": ["gpu"], "ReturnToService": 2}}}
 

@@ -1,4 +1,4 @@
-"""The support calendar (model/support_calendar.py): every default is inside its support window
+"""The support calendar (model/facts/support_calendar.py): every default is inside its support window
 today and above its security floor, so this file fails on the day one leaves it, on purpose;
 and its rules warn of a Slurm release under its floor, a cert-manager past its end of life or
 outside the cluster's Kubernetes, a DLC past its end of patch, and refuse a cert-manager that
@@ -8,8 +8,9 @@ import datetime
 
 import pytest
 
-from model import config_schema, support_calendar, versions
-from model.problems import ERROR, WARNING
+from model.checks import config_schema
+from model.checks.problems import ERROR, WARNING
+from model.facts import support_calendar, versions
 
 DAY = datetime.date(2026, 12, 3)
 CVES = support_calendar.SLURM_ADVISORIES[0].cves

@@ -1,4 +1,4 @@
-"""The autoscaling triggers' PromQL (model/autoscaling.py), evaluated by Debian's real promtool
+"""The autoscaling triggers' PromQL (model/builders/autoscaling.py), evaluated by Debian's real promtool
 (Prometheus 3.5.3, the sid test root) over series named and labelled as slurmctld exports them:
 each query answers the node count the pool should have. promtool's rule unit tests evaluate a
 recording rule per query at given instants (prometheus/prometheus docs/configuration/unit_testing_rules.md)."""
@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from model import autoscaling, catalog
-from model.gpu_pools import GpuPool
+from model.builders import autoscaling
+from model.checks.gpu_pools import GpuPool
+from model.facts import catalog
 from tests.support.local_slurm import RootMissing, slurm_root
 
 POOL = GpuPool("train", catalog.lookup("g6.12xlarge"), 2, "us-west-2a", 400, 0, 0, 4)

@@ -1,4 +1,4 @@
-"""Every version pin is written once, in model/versions.py: the key table's version defaults
+"""Every version pin is written once, in model/facts/versions.py: the key table's version defaults
 (which Pulumi.yaml's are written from: tests/repo/test_project_docs.py) and image/Dockerfile, which
 cannot read it, are checked against it, and image/build-image.sh reads it."""
 
@@ -14,8 +14,9 @@ import sys
 
 import pytest
 
-from model import config_schema, eks_versions, versions
-from model.image_references import dlc_registry, reference_problem
+from model.checks import config_schema
+from model.facts import eks_versions, versions
+from model.facts.image_references import dlc_registry, reference_problem
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -197,16 +198,16 @@ def release_literals(path: pathlib.Path) -> list[int]:
 
 
 def test_the_program_and_tools_spell_the_slurm_release_only_in_the_model():
-    # The rest reads model/versions.py (the key table's defaults and the Dockerfile are checked
+    # The rest reads model/facts/versions.py (the key table's defaults and the Dockerfile are checked
     # above; image/build-image.sh reads it). Tests and docs may quote it.
     sources = [
         *ROOT.glob("*.py"),
         *(ROOT / "components").glob("*.py"),
-        *(ROOT / "model").glob("*.py"),
+        *(ROOT / "model").rglob("*.py"),
         *(ROOT / "tools").glob("*.py"),
     ]
     spelled = {str(p.relative_to(ROOT)) for p in sources if release_literals(p)}
-    assert spelled == {"model/versions.py"}
+    assert spelled == {"model/facts/versions.py"}
 
 
 def test_a_retyped_slurm_release_is_found(tmp_path):
@@ -220,7 +221,7 @@ def test_a_retyped_slurm_release_is_found(tmp_path):
 
 def _versions_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "model.versions", *args], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "model.facts.versions", *args], cwd=ROOT, capture_output=True, text=True
     )
 
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from model.metrics import DATASOURCE_UID, DCGM_COUNTERS_FILE
+from model.builders.metrics import DATASOURCE_UID, DCGM_COUNTERS_FILE
 from tests.support.observability_queries import (
     Query,
     dashboard_queries,

@@ -3,7 +3,7 @@ GPUs are checked against its own instance type, found by its pool label and Node
 
 import pytest
 
-from model.gpu_pools import POOL_LABEL
+from model.checks.gpu_pools import POOL_LABEL
 from tests.support.rollout_fakes import nodeset, pod, revision, scontrol_line
 from tools import verify
 from tools.verify import Check, Node, Pod

@@ -27,8 +27,8 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from model.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
-from model.gpu_pools import GpuPool
+from model.checks.gpu_pools import GpuPool
+from model.facts.contract import HEALTH_CONFIGMAP, HEALTH_DIR, SHARED_MOUNT
 
 # The program's file in the repository, under cluster_programs/ (the component reads it), and its
 # name in the ConfigMap and in the pod.
@@ -59,7 +59,7 @@ def expected_key(pool: GpuPool) -> str:
 
 
 def expectations(pool: GpuPool) -> dict:
-    """What the check holds a node of `pool` to, from the catalog (model/catalog.py): the GPUs'
+    """What the check holds a node of `pool` to, from the catalog (model/facts/catalog.py): the GPUs'
     count and nvidia-smi/procfs model, the EFA interfaces the pod requests (slurm_values.gpu_resources
     gives it all of them), the shared mount."""
     gpu = pool.gpu

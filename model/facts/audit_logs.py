@@ -1,6 +1,6 @@
 """What the cluster records and for how long: the EKS control plane's log types and the log group
 EKS writes them to, the VPC flow logs' destinations, and the retention periods CloudWatch Logs
-accepts. The config keys (model/config_schema.py) and the components (components/cluster.py,
+accepts. The config keys (model/checks/config_schema.py) and the components (components/cluster.py,
 components/network.py) read them from here."""
 
 from __future__ import annotations

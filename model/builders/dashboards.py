@@ -26,9 +26,9 @@ from __future__ import annotations
 import pathlib
 import re
 
-from model import versions
-from model.contract import CORE_LABELS
-from model.metrics import DASHBOARDS_DIR, DATASOURCE_UID
+from model.builders.metrics import DASHBOARDS_DIR, DATASOURCE_UID
+from model.facts import versions
+from model.facts.contract import CORE_LABELS
 
 NAMESPACE = "grafana"
 # The release name is the chart's name, so every object is named `grafana` (chart 12.11.1

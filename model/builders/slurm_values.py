@@ -8,9 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from model import identities, metrics, node_health, versions
-from model.catalog import GpuInstanceType
-from model.contract import (
+from model.builders import identities, metrics, node_health
+from model.builders.scheduling import SchedulingPolicy
+from model.builders.scheduling import slurm_conf as scheduling_conf
+from model.checks.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
+from model.checks.users import User
+from model.facts import versions
+from model.facts.catalog import GpuInstanceType
+from model.facts.contract import (
     ACCOUNTING_DATABASE,
     ACCOUNTING_PASSWORD_KEY,
     ACCOUNTING_PORT,
@@ -25,10 +30,6 @@ from model.contract import (
     SHARED_MOUNT,
     SSH_KEYS_CONFIGMAP,
 )
-from model.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
-from model.scheduling import SchedulingPolicy
-from model.scheduling import slurm_conf as scheduling_conf
-from model.users import User
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class SlurmValuesArgs:
     image_tag: str  # its tag, rendered beside the digest
     ssh_public_key: str  # root's authorized key on the login pod; "" for no root login
     users: Sequence[User]  # the named users: their identities in the pods and their keys
-    # The security context of the identities' init containers (components/_parts/pod_security.py).
+    # The security context of the identities' init containers (model/builders/pod_security.py).
     init_security: dict
     shared_claim: str  # the /shared claim mounted by slurmd and login pods
     state_claim: str  # the controller's state claim (slurmctld's save-state directory)
@@ -54,7 +55,7 @@ class SlurmValuesArgs:
     # password (AccountingDatabase.password_secret): slurmdbd's storage, by reference.
     accounting_host: str
     accounting_password_secret: str
-    # Fair share and enforcement (model/scheduling.py): in slurm.conf when accounting is enabled.
+    # Fair share and enforcement (model/builders/scheduling.py): in slurm.conf when accounting is enabled.
     scheduling: SchedulingPolicy
     # issue 25: slurmctld's OpenMetrics endpoints and the DCGM job mapping (the `metrics` key).
     metrics: bool
@@ -177,7 +178,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 "tolerations": [dict(GPU_TOLERATION)],
                 # NCCL's shared-memory transport needs more than the container's 64 MiB /dev/shm.
                 # The health check and this pool's expectations, and the node's directory for the
-                # check's Xid cursor (model/node_health.py).
+                # check's Xid cursor (model/builders/node_health.py).
                 "volumes": [
                     shared_volume,
                     {"name": "dshm", "emptyDir": {"medium": "Memory"}},
@@ -203,7 +204,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             # the StatefulSet's template would outlive the release.
             "persistence": {"existingClaim": a.state_claim},
             "podSpec": {"nodeSelector": dict(CORE_LABELS)},
-            # slurmd runs the node health check (model/node_health.py); merged over the base's lines.
+            # slurmd runs the node health check (model/builders/node_health.py); merged over the base's lines.
             "extraConfMap": node_health.slurm_conf(),
             "slurmctld": {"image": dict(slinky_image)},
             "reconfigure": {"image": dict(slinky_image)},
@@ -244,7 +245,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
 
 def _add_metrics(values: dict) -> None:
     """slurmctld's metrics on, its ServiceMonitor off (no Prometheus Operator: the AMP scraper's jobs,
-    model/metrics.py, take its place); and the chart's DCGM job mapping: a prolog and epilog on every
+    model/builders/metrics.py, take its place); and the chart's DCGM job mapping: a prolog and epilog on every
     slurmd writing/removing one file per allocated GPU holding the job id, in a host directory the
     chart mounts into every GPU NodeSet (slurm-1.2.1 values.yaml vendor.nvidia.dcgm,
     templates/vendor/nvidia/dcgm, _vendor/nvidia/dcgm/scripts), which the DCGM exporter reads
@@ -268,7 +269,7 @@ def with_scheduling(values: dict, policy: SchedulingPolicy) -> dict:
 
 
 def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
-    """The named users into the login, controller and worker pods (model/identities.py): merged
+    """The named users into the login, controller and worker pods (model/builders/identities.py): merged
     entries in the login and controller pods, the entries' directory and the Prolog on the workers,
     the keys' directory and the sshd lines on the login pod."""
     entries = identities.entries_volume(IDENTITIES_CONFIGMAP)

@@ -9,15 +9,15 @@ and "Scaling a node group to 0"; read by cloudprovider/aws/aws_manager.go buildN
 - resources/<name> = <quantity>, the whole suffix being the resource name (so one with a '/' works:
   extractAllocatableResourcesFromAsg parses the value with resource.ParseQuantity). CA's built-in
   instance table (cloudprovider/aws/ec2_instance_types.go) knows CPUs, memory and GPUs but not EFA,
-  and a slurmd pod requests every EFA interface of its node (model/slurm_values.py gpu_resources).
+  and a slurmd pod requests every EFA interface of its node (model/builders/slurm_values.py gpu_resources).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.contract import EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT
-from model.gpu_pools import GpuPool
+from model.checks.gpu_pools import GpuPool
+from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT
 
 TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
 

@@ -1,6 +1,6 @@
 """How long upstream supports each pinned component, and the security floors under which a
-version is known to be exploitable: the calendar beside model/eks_versions.py for everything
-else model/versions.py pins.
+version is known to be exploitable: the calendar beside model/facts/eks_versions.py for everything
+else model/facts/versions.py pins.
 
 A window is a release line (Slurm 26.05, cert-manager 1.21, Python 3.13) and the last day the
 calendar counts it supported, on one of three bases:
@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from model import versions
-from model.problems import Problem, Rule, error, warning
+from model.checks.problems import Problem, Rule, error, warning
+from model.facts import versions
 
 PUBLISHED, ESTIMATED, RE_READ = "published", "estimated", "re-read"
 _d = datetime.date
@@ -268,7 +268,7 @@ def cert_manager_fits(day: datetime.date) -> Callable[[Mapping[str, Any]], list[
                         "certManagerVersion",
                         value,
                         f"certManagerVersion {value}: cert-manager {minor(value)} is newer "
-                        f"than the support calendar (model/support_calendar.py) knows; check its supported Kubernetes "
+                        f"than the support calendar (model/facts/support_calendar.py) knows; check its supported Kubernetes "
                         f"range for {kubernetes} at {_CM_SOURCE}",
                     )
                 ]
@@ -411,7 +411,7 @@ def _tag(image: str) -> str:
 
 def pinned() -> list[tuple[str, str, Window | None]]:
     """(component, pinned version, its window or None) for every pin the calendar covers, read
-    from model/versions.py. (The Kubernetes version's calendar is model/eks_versions.py.)"""
+    from model/facts/versions.py. (The Kubernetes version's calendar is model/facts/eks_versions.py.)"""
     pins = [
         ("Slurm", versions.SLURM_RELEASE, _line(SLURM, minor(versions.SLURM_RELEASE))),
         (

@@ -2,16 +2,16 @@
 users' homes. Root, the image's user (busybox has no USER): /shared is the root of the EFS file
 system (the PV in components/shared_storage.py names no access point), owned by uid 0 with mode
 755 until someone changes it (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs-nfs-permissions.html).
-Otherwise hardened (model/pod_hardening.py lists why these pods keep root), on the core nodes,
+Otherwise hardened (model/builders/pod_hardening.py lists why these pods keep root), on the core nodes,
 with no service account token: neither Job calls the Kubernetes API."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from components._parts.pod_security import container_security, pod_security
-from model import versions
-from model.contract import CORE_LABELS, SHARED_MOUNT
+from model.builders.pod_security import container_security, pod_security
+from model.facts import versions
+from model.facts.contract import CORE_LABELS, SHARED_MOUNT
 
 
 def writer_spec(

@@ -1,6 +1,6 @@
 """What the cluster's nodes cost an hour at the on-demand list price: each GPU pool's and the core
 group's price per node, and the whole at the pools' smallest and largest size. Pure: prices are
-asked through the Account protocol (model/preflight.py; stack/account.py asks the AWS Price List),
+asked through the Account protocol (model/checks/preflight.py; stack/account.py asks the AWS Price List),
 and where the Price List cannot answer, the table below answers with a warning saying so.
 
 What it leaves out, on purpose: EBS volumes, the NAT gateway, EFS, the load balancer, data
@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from model.capacity import Reservation
-from model.gpu_pools import GpuPool
-from model.problems import Problem, warning
+from model.checks.gpu_pools import GpuPool
+from model.checks.problems import Problem, warning
+from model.facts.capacity import Reservation
 
 # The Price List Query API answers at these endpoints only, whatever region the prices are for
 # (AWS Billing User Guide, "Finding services and products using AWS Price List Query API":
@@ -65,7 +65,7 @@ LIST_PRICE_SOURCE = (
     "pkg/providers/pricing/zz_generated.pricing_aws.go, generated 2026-01-19)"
 )
 LIST_PRICES: Mapping[str, float] = {
-    # GPU types of model/catalog.py
+    # GPU types of model/facts/catalog.py
     "g5.8xlarge": 2.448,
     "g5.12xlarge": 5.672,
     "g5.16xlarge": 4.096,

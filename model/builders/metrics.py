@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from model.contract import RELEASE, SLURM_NAMESPACE
+from model.facts.contract import RELEASE, SLURM_NAMESPACE
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # -- the files of dashboards and alerts (owner: this module's task) ---------------------------
 OBSERVABILITY_DIR = REPO / "observability"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.contract import SHARED_MOUNT
+from model.facts.contract import SHARED_MOUNT
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,6 @@ OUTPUTS: tuple[Output, ...] = (
 def export_differences(exports: set[str], table: tuple[Output, ...] = OUTPUTS) -> list[str]:
     """Where a stack's exports and the table differ, one line per name."""
     names = {o.name for o in table}
-    return [f"exported, not in model/outputs.py: {n}" for n in sorted(exports - names)] + [
-        f"in model/outputs.py, not exported: {n}" for n in sorted(names - exports)
+    return [f"exported, not in model/facts/outputs.py: {n}" for n in sorted(exports - names)] + [
+        f"in model/facts/outputs.py, not exported: {n}" for n in sorted(names - exports)
     ]

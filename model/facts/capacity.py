@@ -1,6 +1,6 @@
 """Reserved capacity for a GPU pool: an On-Demand Capacity Reservation (ODCR) or a Capacity Block
 for ML, named by its id (`capacityReservationId`), and what EC2 says about it. Pure: the account
-is asked through model/preflight.py's Account protocol, which answers with a Reservation.
+is asked through model/checks/preflight.py's Account protocol, which answers with a Reservation.
 
 The fields are those of EC2's CapacityReservation, as DescribeCapacityReservations returns it
 (Amazon EC2 API Reference, CapacityReservation:
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from model.problems import Problem, error
+from model.checks.problems import Problem, error
 
 # EC2 resource ids are the type's prefix and 17 hexadecimal digits (the "longer format" every
 # resource type has used since 2018: Amazon EC2 User Guide, "Resource IDs",

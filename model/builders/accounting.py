@@ -8,7 +8,7 @@ on the real test cluster, tests/slurm/test_accounting.py), so the accounts under
 cluster equally, and the users of an account share it equally; an admin's `sacctmgr modify` of a
 share is kept by later `up`s, which look only at what is here. Accounts are created under root, marked with ORGANIZATION so that the
 registration removes only associations in accounts it made (an admin's own accounts are left
-alone). Pure functions; model/users.py holds the users.
+alone). Pure functions; model/checks/users.py holds the users.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Sequence
 
-from model.users import User
+from model.checks.users import User
 
 # sacctmgr stores an account's Organization lower-cased (SchedMD/slurm src/sacctmgr/
 # account_functions.c: strip_quotes(..., 1) for Organization): written lower-case here, so it is
@@ -49,7 +49,7 @@ class Desired:
 
 
 def desired_state(users: Sequence[User]) -> Desired:
-    """The accounting records for `users` (already validated: unique names, model/users.py)."""
+    """The accounting records for `users` (already validated: unique names, model/checks/users.py)."""
     ordered = sorted(users, key=lambda u: u.name)
     return Desired(
         accounts=tuple(sorted({u.account for u in ordered})),

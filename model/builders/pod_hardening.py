@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator, Optional
 
-from model.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS, SHARED_MOUNT
+from model.facts.contract import SHARED_HF_CACHE, SHARED_JOBS, SHARED_LOGS, SHARED_MOUNT
 
 # Rule -> what keeping it means.
 RULES = {
@@ -247,7 +247,7 @@ OPERATOR_BUILT = {
     "Accounting": (
         "slurmdbd runs as the slurm user, runAsNonRoot, no service account token; the release's "
         "values add RuntimeDefault seccomp, every capability dropped, no escalation and a read-only "
-        "root (model/slurm_values.py accounting).",
+        "root (model/builders/slurm_values.py accounting).",
         "SlinkyProject/slurm-operator v1.2.1 internal/builder/accountingbuilder/accounting_app.go",
     ),
     "RestApi": (
@@ -329,6 +329,6 @@ def problems(
         f"{_where(w, c)}: misses {rule} ({RULES[rule]}), and no exception accepts it"
         for w, c, rule in sorted(found - accepted, key=order)
     ] + [
-        f"{_where(w, c)}: keeps {rule} now: remove its exception from model/pod_hardening.py"
+        f"{_where(w, c)}: keeps {rule} now: remove its exception from model/builders/pod_hardening.py"
         for w, c, rule in sorted(accepted - found, key=order)
     ]

@@ -1,6 +1,6 @@
 """The security settings every pod the program writes starts from: the kernel's default syscall
 filter, no capabilities, no privilege escalation, a read-only root, and (where the work allows)
-a fixed non-root uid. What each pod may not have, and why, is listed in model/pod_hardening.py."""
+a fixed non-root uid. What each pod may not have, and why, is listed in model/builders/pod_hardening.py."""
 
 from __future__ import annotations
 

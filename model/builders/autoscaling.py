@@ -29,9 +29,9 @@ to give back a node that runs a job while the queue is empty.
 
 from __future__ import annotations
 
-from model.contract import nodeset_object
-from model.gpu_pools import GpuPool
-from model.slurm_values import pool_partition
+from model.builders.slurm_values import pool_partition
+from model.checks.gpu_pools import GpuPool
+from model.facts.contract import nodeset_object
 
 PENDING_JOBS = "slurm_partition_jobs_pending"
 HELD_JOBS = "slurm_partition_jobs_hold"

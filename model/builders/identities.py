@@ -1,4 +1,4 @@
-"""How the named users (model/users.py) exist in the pods, without a directory server: the program
+"""How the named users (model/checks/users.py) exist in the pods, without a directory server: the program
 writes their passwd(5) and group(5) entries into a ConfigMap, and each pod that must know them adds
 those entries to its image's own /etc/passwd and /etc/group, which every pod's NSS reads first
 (`files`). The login pod's sssd, whose chart default is the proxy provider over `files`, then serves
@@ -16,7 +16,7 @@ docs/decisions/user-identities.md).
   AuthorizedKeysCommand; it too stays current in the running login pod.
 
 Pure functions; components/user_identities.py creates the ConfigMaps and the homes Job,
-model/slurm_values.py puts the rest into the Slurm release's values.
+model/builders/slurm_values.py puts the rest into the Slurm release's values.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from typing import Sequence
 
-from model.users import User
+from model.checks.users import User
 
 # Login shell of every named user: present in every image (Ubuntu's bash).
 SHELL = "/bin/bash"
@@ -76,7 +76,7 @@ def entry_files(users: Sequence[User]) -> dict[str, str]:
 
 def key_files(users: Sequence[User]) -> dict[str, str]:
     """The keys ConfigMap's data: each user's public keys, one per line, under their name (a login
-    name is a valid ConfigMap key: model/users.py allows [a-z0-9_-])."""
+    name is a valid ConfigMap key: model/checks/users.py allows [a-z0-9_-])."""
     return {u.name: "".join(f"{key}\n" for key in u.ssh_public_keys) for u in users}
 
 
@@ -121,7 +121,7 @@ def prolog_script(root: str = "") -> str:
     Prolog that fails drains the node (slurm.conf(5) Prolog), and without the refresh the job still
     runs under its own UID and groups, which the job credential carries."""
     return f"""#!/bin/sh
-# slinky-eks: the named users' passwd and group entries (model/identities.py).
+# slinky-eks: the named users' passwd and group entries (model/builders/identities.py).
 entries={root}{ENTRIES_DIR}
 for f in {" ".join(FILES)}; do
   [ -r "$entries/$f" ] || continue

@@ -14,20 +14,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from model import (
-    audit_logs,
-    capacity,
-    eks_versions,
-    gpu_pools,
-    rules,
-    scheduling,
-    support_calendar,
-    users,
-    versions,
-)
-from model.contract import SHARED_MOUNT
-from model.image_references import dlc_registry, reference_problem, registry_host
-from model.problems import NOT_SET, Problem, Rule, error, warning
+from model.builders import scheduling
+from model.checks import gpu_pools, rules, users
+from model.checks.problems import NOT_SET, Problem, Rule, error, warning
+from model.facts import audit_logs, capacity, eks_versions, support_calendar, versions
+from model.facts.contract import SHARED_MOUNT
+from model.facts.image_references import dlc_registry, reference_problem, registry_host
 
 
 class _Required:
@@ -122,7 +114,7 @@ _PINNED_CM = support_calendar.cert_manager_line(versions.CERT_MANAGER.version)
 # instance_types and subnet_ids ForceNew, resourceNodeGroupUpdate).
 def schema(day: datetime.date) -> tuple[Key, ...]:
     """Every key the program reads. The Kubernetes version's rules read EKS's calendar on `day`,
-    the Slurm and DLC versions' the support calendar's (model/support_calendar.py)."""
+    the Slurm and DLC versions' the support calendar's (model/facts/support_calendar.py)."""
     return (
         Key(
             "aws:region",
@@ -150,7 +142,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             (eks_versions.offered_on(day), eks_versions.standard_support_on(day)),
             attr="kubernetes_version",
             description="EKS Kubernetes version (one EKS offers; Slinky needs >= 1.29).",
-            doc="Offered on the day of the run (`model/eks_versions.py`: 1.32-1.36); one in extended "
+            doc="Offered on the day of the run (`model/facts/eks_versions.py`: 1.32-1.36); one in extended "
             "support (six times the control-plane price: 1.32 and 1.33 on 2026-12-01, 1.34 from "
             "2026-12-03) deploys with a warning.",
             on_change="in place: EKS upgrades the control plane (one minor version per `up`); the node groups "
@@ -179,7 +171,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "g6.12xlarge",
             (rules.gpu_instance_type,),
             attr=None,
-            description="EFA-capable NVIDIA GPU instance type of the Slurm workers (see model/catalog.py); used "
+            description="EFA-capable NVIDIA GPU instance type of the Slurm workers (see model/facts/catalog.py); used "
             "when gpuPools is empty.",
             doc="The type of the one pool `slinky`.",
             on_change=f"{_REPLACES} the GPU node group of pool `slinky` (new nodes of the new type; drain first, "
@@ -281,7 +273,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "Slurm's AdminLevel=Administrator.",
             doc=f"uid from {users.MIN_UID} to {users.MAX_UID}, each name and uid once; names are login names "
             "(lower-case letter first, then lower-case letters, digits, `_`, `-`; at most 32) that the "
-            "images' own users and groups (`root`, `slurm`, ...: `model/users.py`) do not have.",
+            "images' own users and groups (`root`, `slurm`, ...: `model/checks/users.py`) do not have.",
             on_change="in place: a user added or removed changes the identities the login and slurmd pods "
             "read and the homes Job; a removed user's home and files on "
             f"{SHARED_MOUNT} stay",
@@ -408,7 +400,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             attr="slinky_chart_version",
             description="Version of the Slinky charts (slurm-operator-crds, slurm-operator, slurm).",
             doc=f"Pairs with Slurm {versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)}.x "
-            "(`model/versions.py`).",
+            "(`model/facts/versions.py`).",
             on_change="in place: upgrades the three Helm releases (CRDs, operator, Slurm cluster); change "
             "slurmVersion with it in the same `up`, as they must pair",
         ),
@@ -426,7 +418,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             ),
             attr="slurm_version",
             description="Full Slurm release of the slurmd image; must pair with slinkyChartVersion.",
-            doc=f"One under its line's security floor (`model/support_calendar.py`: {_FLOORS}) or of a line "
+            doc=f"One under its line's security floor (`model/facts/support_calendar.py`: {_FLOORS}) or of a line "
             "SchedMD no longer supports deploys with a warning naming the CVEs and the fixed release.",
             on_change=_REBUILDS,
         ),
@@ -445,7 +437,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             doc=f"{support_calendar.CERT_MANAGER_V1_API} or later (the Slinky operator's certificates are "
             "cert-manager.io/v1). One past its end of life, or whose supported Kubernetes range leaves out "
             f"kubernetesVersion ({_PINNED_CM.window.line}: {'-'.join(_PINNED_CM.kubernetes)}; "
-            "`model/support_calendar.py`), deploys with a warning naming the range and the release to use.",
+            "`model/facts/support_calendar.py`), deploys with a warning naming the range and the release to use.",
             on_change="in place: upgrades the cert-manager Helm release",
         ),
         Key(
@@ -456,7 +448,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             attr="vpc_cidr",
             description="IPv4 CIDR of the VPC (/16 to /20).",
             doc="A private block, in eighths: the cluster's two AZs take one private and one public eighth each, "
-            "a pool AZ outside them half an eighth, by its zone id (`model/node_zones.py`).",
+            "a pool AZ outside them half an eighth, by its zone id (`model/facts/node_zones.py`).",
             on_change=f"{_REPLACES} the VPC and everything in it: subnets, NAT gateway, the EKS cluster with its "
             "node groups and everything on it, the EFS mount targets (the file system and its data "
             "stay); deploy a new stack instead",
@@ -481,7 +473,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "host it is pulled from the DLC registry of aws:region. The default is a tag AWS re-pushes "
             "with each patch: pin it as <tag>@sha256:<digest> (image/README.md says how to read it).",
             doc="One whose PyTorch version AWS no longer patches (each version's end of patch: "
-            "`model/support_calendar.py`) deploys with a warning.",
+            "`model/facts/support_calendar.py`) deploys with a warning.",
             on_change=_REBUILDS,
         ),
         Key(
@@ -491,7 +483,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             (image_reference,),
             attr="slurmd_base_image",
             description="Slinky slurmd image of slurmVersion on the flavour the Slurm release pairs with "
-            "(model/versions.py SLURMD_BASE_FLAVOUR), the base of the final stage.",
+            "(model/facts/versions.py SLURMD_BASE_FLAVOUR), the base of the final stage.",
             on_change=f"{_REBUILDS}; its tag is also the tag of the Slinky controller, restapi and login images, "
             "whose pods restart when it changes",
         ),
@@ -576,7 +568,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "keeps scheduling and queues the records) until the zone returns.",
             on_change="in place: RDS adds or removes the standby without downtime",
         ),
-        # The scheduling policy's weights (model/scheduling.py says what each does and why its default).
+        # The scheduling policy's weights (model/builders/scheduling.py says what each does and why its default).
         Key(
             "priorityWeightFairshare",
             "integer",
@@ -619,7 +611,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             on_change=_RECONFIGURES,
         ),
         # scaling (issue 26): the default pool's bounds and the idle period of every autoscaling
-        # pool (model/gpu_pools.py, model/autoscaling.py; docs/scaling.md).
+        # pool (model/checks/gpu_pools.py, model/builders/autoscaling.py; docs/scaling.md).
         Key(
             "gpuMinNodes",
             "integer",
@@ -847,7 +839,7 @@ def _pairings() -> str:
 
 
 def chart_pairs_with_slurm(ok: Mapping[str, Any]) -> list[Problem]:
-    """The Slinky chart's Slurm release (model/versions.py SLINKY_PAIRING) is slurmVersion's."""
+    """The Slinky chart's Slurm release (model/facts/versions.py SLINKY_PAIRING) is slurmVersion's."""
     chart, slurm = ok.get("slinkyChartVersion"), ok.get("slurmVersion")
     if chart is None or slurm is None:
         return []
@@ -898,7 +890,7 @@ def dlc_registry_known(ok: Mapping[str, Any]) -> list[Problem]:
 
 def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
     """The slurmd base image is of slurmVersion, on the flavour the release pairs with
-    (model/versions.py SLURMD_BASE_FLAVOUR)."""
+    (model/facts/versions.py SLURMD_BASE_FLAVOUR)."""
     base, slurm = ok.get("slurmdBaseImage"), ok.get("slurmVersion")
     if base is None or slurm is None:
         return []
@@ -926,7 +918,7 @@ def slurmd_base_is_slurm(ok: Mapping[str, Any]) -> list[Problem]:
 
 
 def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
-    """At least the Kubernetes the Slinky operator needs (model/versions.py SLINKY_MIN_KUBERNETES)."""
+    """At least the Kubernetes the Slinky operator needs (model/facts/versions.py SLINKY_MIN_KUBERNETES)."""
     version, minimum = ok.get("kubernetesVersion"), versions.SLINKY_MIN_KUBERNETES
     if version is None or tuple(map(int, version.split("."))) >= tuple(map(int, minimum.split("."))):
         return []
@@ -977,14 +969,14 @@ def pools(ok: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[list[gpu_po
 
 def autoscaling_fits(ok: Mapping[str, Any], found: list[gpu_pools.GpuPool]) -> list[Problem]:
     """Where a pool autoscales: a cluster-autoscaler release of the cluster's Kubernetes minor
-    (model/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES), and a warning below the Kubernetes
+    (model/facts/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES), and a warning below the Kubernetes
     KEDA's release is tested on (versions.KEDA_MIN_KUBERNETES)."""
     version = ok.get("kubernetesVersion")
     scaled = [p for p in found if p.autoscales]
     if not scaled or version is None:
         return []
     key = scaled[0].key("maxNodes")
-    # The scalers read the pools' pending work from the metrics store (model/autoscaling.py): with
+    # The scalers read the pools' pending work from the metrics store (model/builders/autoscaling.py): with
     # no store a pool would stay at minNodes whatever is queued.
     if ok.get("metrics") is False:
         return [

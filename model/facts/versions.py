@@ -5,7 +5,7 @@ version, and the defaults of the version keys of Pulumi.yaml.
 
 A Python module rather than a YAML file: the program and the tools import it without a parser,
 a pin can be derived from another (the image tag and the slurmd base from the Slurm release), and
-image/build-image.sh reads it with nothing but python3 (`python3 -m model.versions <key>`).
+image/build-image.sh reads it with nothing but python3 (`python3 -m model.facts.versions <key>`).
 Pulumi.yaml and image/Dockerfile cannot read it; tests/unit/model/test_versions.py fails until their
 defaults equal the pins here.
 """
@@ -26,7 +26,7 @@ class Chart:
 
 
 # The default Kubernetes version: the newest EKS offers, the longest in standard support before an
-# upgrade is forced (which versions EKS offers, and until when: model/eks_versions.py).
+# upgrade is forced (which versions EKS offers, and until when: model/facts/eks_versions.py).
 KUBERNETES_VERSION = "1.36"
 
 # Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version.
@@ -91,7 +91,7 @@ AWS_LOAD_BALANCER_CONTROLLER = Chart(
 DCGM_EXPORTER = Chart("https://nvidia.github.io/dcgm-exporter/helm-charts", "dcgm-exporter", "4.8.2")
 DCGM_EXPORTER_IMAGE = ("nvcr.io/nvidia/k8s/dcgm-exporter", "4.5.3-4.8.2-distroless")
 
-# The EKS node monitoring agent add-on (eks-node-monitoring-agent; what it is for: model/node_repair.py).
+# The EKS node monitoring agent add-on (eks-node-monitoring-agent; what it is for: model/builders/node_repair.py).
 # An add-on version, not a chart: EKS names its builds <agent release>-eksbuild.<n>. v1.7.0 is the
 # agent's newest release (aws/eks-node-monitoring-agent tag v1.7.0, 2026-08-04), and its chart ships
 # the image tag v1.7.0-eksbuild.1 (charts/eks-node-monitoring-agent/values.yaml at v1.7.0,
@@ -235,7 +235,7 @@ def main(argv: list[str]) -> int:
     """Print the default of one version key (image/build-image.sh reads its defaults this way)."""
     if len(argv) != 1 or argv[0] not in CONFIG_DEFAULTS:
         print(
-            f"usage: python3 -m model.versions KEY; KEY is one of {', '.join(CONFIG_DEFAULTS)} "
+            f"usage: python3 -m model.facts.versions KEY; KEY is one of {', '.join(CONFIG_DEFAULTS)} "
             f"(got {' '.join(argv) or 'nothing'})",
             file=sys.stderr,
         )

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from typing import Optional
 
-from model.contract import GPU_TOLERATION
+from model.facts.contract import GPU_TOLERATION
 
 # The add-on's name as EKS spells it (node-health.adoc; workloads-add-ons-available-eks.adoc
 # "Node monitoring agent"). That page also says it "doesn't require additional permissions": no
@@ -46,7 +46,7 @@ def monitoring_agent_configuration() -> str:
     taint, but dcgm-server tolerates none by default (values.yaml: nodeAgent.tolerations
     [{operator: Exists}], dcgmAgent.tolerations []), so on GPU nodes tainted for GPU work only it
     would never start and the agent would report DCGMError instead of the GPU's faults. Its node
-    affinity already limits it to NVIDIA instance types (every type of model/catalog.py is listed
+    affinity already limits it to NVIDIA instance types (every type of model/facts/catalog.py is listed
     there)."""
     # sort_keys: the same config yields the same string, so no diff on an unchanged stack.
     return json.dumps({"dcgmAgent": {"tolerations": [dict(GPU_TOLERATION)]}}, sort_keys=True)

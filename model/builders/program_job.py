@@ -1,15 +1,15 @@
 """The pod of a Job that runs one of the program's in-cluster Python programs (cluster_programs/):
 the standard-library code from an immutable ConfigMap mounted as a package under /app, run by
-the utility python image as nobody on the core nodes, hardened (components/_parts/pod_security.py),
+the utility python image as nobody on the core nodes, hardened (model/builders/pod_security.py),
 under the Job's own service account (components/_parts/job_identity.py)."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from components._parts.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
-from model import versions
-from model.contract import CORE_LABELS
+from model.builders.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
+from model.facts import versions
+from model.facts.contract import CORE_LABELS
 
 
 def program_pod(

@@ -8,9 +8,9 @@ from __future__ import annotations
 import shlex
 from typing import Sequence
 
-from model.catalog import GpuInstanceType
-from model.contract import SHARED_HF_CACHE, SHARED_JOBS
-from model.gpu_pools import GpuPool
+from model.checks.gpu_pools import GpuPool
+from model.facts.catalog import GpuInstanceType
+from model.facts.contract import SHARED_HF_CACHE, SHARED_JOBS
 
 ENV_FILE = "cluster.env"
 

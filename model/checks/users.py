@@ -1,5 +1,5 @@
 """The cluster's named users: who logs in, under which UID, into which Slurm account. The `users`
-key (model/config_schema.py) is read into these; the login and worker identities, the homes on
+key (model/checks/config_schema.py) is read into these; the login and worker identities, the homes on
 the shared volume and the accounting registration are all derived from them, so a user is
 declared once."""
 
@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from model import rules
-from model.contract import SHARED_MOUNT
-from model.problems import Problem, error
+from model.checks import rules
+from model.checks.problems import Problem, error
+from model.facts.contract import SHARED_MOUNT
 
 # The root of Slurm's association tree, which slurmdbd makes with root's association when a
 # cluster is added (https://slurm.schedmd.com/accounting.html); the registration neither makes

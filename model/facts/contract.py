@@ -76,12 +76,12 @@ LOGIN_SERVICE = "slurm-login-nlb"
 SLURM_KEY_SECRET = "slurm-auth-slurm"
 JWT_KEY_SECRET = "slurm-auth-jwt"
 STATE_CLAIM = "slurm-controller-state"
-# The named users' passwd/group entries and their SSH keys (model/identities.py), read by the
+# The named users' passwd/group entries and their SSH keys (model/builders/identities.py), read by the
 # login, controller and slurmd pods.
 IDENTITIES_CONFIGMAP = "slinky-eks-identities"
 SSH_KEYS_CONFIGMAP = "slinky-eks-ssh-keys"
 # The node health check (cluster_programs/node_health.py) and each pool's expectations, which
-# every slurmd pod mounts at HEALTH_DIR (model/node_health.py).
+# every slurmd pod mounts at HEALTH_DIR (model/builders/node_health.py).
 HEALTH_CONFIGMAP = "slinky-eks-node-health"
 HEALTH_DIR = "/etc/slinky-eks/health"
 

@@ -1,5 +1,5 @@
 """The cluster's scheduling policy: the slurm.conf lines that make it a shared cluster with fair
-share, put into the Slurm release's controller.extraConfMap (model/slurm_values.py), where the
+share, put into the Slurm release's controller.extraConfMap (model/builders/slurm_values.py), where the
 operator appends them to slurm.conf (its EXTRA CONFIG section). Pure functions.
 
 Job priority under priority/multifactor (https://slurm.schedmd.com/priority_multifactor.html,
@@ -7,7 +7,7 @@ SchedMD/slurm doc/html/priority_multifactor.shtml at slurm-26-05-3-1) is a sum o
 between 0.0 and 1.0, times its weight (unsigned 32-bit integers, so a priority stays within
 4294967295). The weights here:
 - fair share, 10000: the factor falls as an association uses more than its share of the cluster
-  (shares: model/accounting.py, every account and user 1), so whoever has used the least recently
+  (shares: model/builders/accounting.py, every account and user 1), so whoever has used the least recently
   runs first; the term that decides.
 - age, 1000: grows with queue time up to PriorityMaxAge (7 days, Slurm's default), so a job of a
   heavy user still rises: waiting the full week is worth a tenth of the fair-share span.

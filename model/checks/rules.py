@@ -11,8 +11,8 @@ import re
 import struct
 from typing import Any
 
-from model import catalog
-from model.problems import WITHHELD, Problem, Rule, error, warning
+from model.checks.problems import WITHHELD, Problem, Rule, error, warning
+from model.facts import catalog
 
 
 def whole_number(low: int, high: int) -> Rule:
@@ -166,7 +166,7 @@ def private_vpc_cidr(key: str, value: Any) -> list[Problem]:
         net = ipaddress.IPv4Network(value, strict=True)
     except ValueError:
         return [error(key, value, allowed)]
-    # Subnets are carved as /(prefix+3), a pool AZ's as /(prefix+4) (model/node_zones.py): a /20
+    # Subnets are carved as /(prefix+3), a pool AZ's as /(prefix+4) (model/facts/node_zones.py): a /20
     # VPC still leaves /23 and /24 subnets for pod IPs (VPC CNI).
     if not net.is_private or not 16 <= net.prefixlen <= 20:
         return [error(key, value, allowed)]

@@ -1,8 +1,8 @@
 """What must hold in the account before the first resource: the node AZs (the cluster's two, and
-every GPU pool's, each with a subnet slot: model/node_zones.py), the instance types offered there,
+every GPU pool's, each with a subnet slot: model/facts/node_zones.py), the instance types offered there,
 each GPU family's on-demand vCPU quota (summed over the pools in it) and the core nodes', no
-duplicate access entry for the deployer, and each pool's capacity reservation (model/capacity.py);
-then the on-demand prices for the cost outputs (model/cost.py), which only ever warn.
+duplicate access entry for the deployer, and each pool's capacity reservation (model/facts/capacity.py);
+then the on-demand prices for the cost outputs (model/facts/cost.py), which only ever warn.
 
 Pure: the account is asked through the Account protocol (stack/account.py answers it with
 pulumi-aws invokes, devkit's mocks answer those invokes), and every finding is a Problem filed
@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
-from model import capacity, catalog, cost, node_zones
-from model.capacity import Reservation
-from model.cost import Price, PriceListUnanswered
-from model.gpu_pools import GpuPool
-from model.node_zones import NodeZone
-from model.problems import Problem, error, warning
+from model.checks.gpu_pools import GpuPool
+from model.checks.problems import Problem, error, warning
+from model.facts import capacity, catalog, cost, node_zones
+from model.facts.capacity import Reservation
+from model.facts.cost import Price, PriceListUnanswered
+from model.facts.node_zones import NodeZone
 
 # Zone ids where EKS refuses cluster subnets (UnsupportedAvailabilityZoneException), from the EKS
 # user guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements:
@@ -609,7 +609,7 @@ def prices(
     account: Account, region: str, pools: list[GpuPool], core_type: str, out: list[Problem]
 ) -> dict[str, Price]:
     """The on-demand price of every pool's type and the core type, from the Price List; where it
-    cannot answer, from the table (model/cost.py) with a warning under the key that chose the type.
+    cannot answer, from the table (model/facts/cost.py) with a warning under the key that chose the type.
     Never an error: the price informs, it decides nothing."""
     keys: dict[str, tuple[str, object]] = {}
     for pool in pools:

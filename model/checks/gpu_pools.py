@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from model import capacity, catalog, rules
-from model.problems import Problem, error
+from model.checks import rules
+from model.checks.problems import Problem, error
+from model.facts import capacity, catalog
 
 # The pool of a stack without gpuPools. Its resources keep their pre-pool names (nodes-gpu,
 # nodes-gpu-lt, nodes-gpu-pg, NodeSet and partition `slinky`), so an upgrade replaces nothing;
@@ -67,7 +68,7 @@ class GpuPool:
     min_nodes: int = None  # type: ignore[assignment]
     max_nodes: int = None  # type: ignore[assignment]
     # The On-Demand Capacity Reservation or Capacity Block its nodes launch into (cr-...), or ""
-    # for plain on-demand capacity (model/capacity.py).
+    # for plain on-demand capacity (model/facts/capacity.py).
     capacity_reservation_id: str = ""
 
     def __post_init__(self) -> None:

@@ -15,7 +15,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
-from model.problems import Problem, Rule, error, warning
+from model.checks.problems import Problem, Rule, error, warning
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""What the configuration and the account are checked against: problems with a level, the small rules, the config schema, the GPU pools' and users' schemas, and the preflight over what the account answers."""

@@ -1,0 +1,1 @@
+"""The facts the program is built from: the cluster contract, the instance catalog, every version pin and the calendars that date them, image references, subnet slots, audit logs, reserved capacity, prices and the stack's outputs."""
