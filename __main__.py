@@ -4,7 +4,7 @@ import pulumi
 
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
-from components.cluster import Cluster, ClusterArgs
+from components.cluster import Cluster, ClusterArgs, ClusterContext
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -78,12 +78,20 @@ cluster = Cluster(
         log_retention_days=config.control_plane_log_retention_days,
     ),
 )
+# The cluster as every component that runs in it or beside it sees it: one bundle, passed as `cluster`.
+context = ClusterContext(
+    name=config.cluster_name,
+    region=config.region,
+    account_id=network.account_id,
+    provider=cluster.provider,
+    security_group_id=cluster.security_group_id,
+    pod_identity_ready=tuple(cluster.pod_identity_ready),
+)
 nodes = NodeGroups(
     "nodes",
     NodeGroupsArgs(
-        cluster_name=config.cluster_name,
+        cluster=context,
         depends_on=cluster.ready,
-        cluster_security_group_id=cluster.security_group_id,
         private_subnet_ids=network.private_subnet_ids,
         private_subnet_by_zone=network.private_subnet_by_zone,
         gpu_pools=config.gpu_pools,
@@ -99,39 +107,29 @@ if autoscaling_pools:
     ClusterAutoscaler(
         "autoscaler",
         ClusterAutoscalerArgs(
-            cluster_name=config.cluster_name,
-            region=config.region,
+            cluster=context,
             kubernetes_version=config.kubernetes_version,
-            account_id=network.account_id,
-            provider=cluster.provider,
             depends_on=[*nodes.core_ready, *nodes.gpu_ready],
-            identity_depends_on=cluster.pod_identity_ready,
         ),
     )
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
-devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider, depends_on=nodes.gpu_ready))
+devices = DevicePlugins("devices", DevicePluginsArgs(cluster=context, depends_on=nodes.gpu_ready))
 lbc = LoadBalancerController(
     "lbc",
     LoadBalancerControllerArgs(
-        cluster_name=config.cluster_name,
-        region=config.region,
+        cluster=context,
         vpc_id=network.vpc_id,
         vpc_arn=network.vpc_arn,
-        account_id=network.account_id,
-        provider=cluster.provider,
         depends_on=nodes.core_ready,
-        identity_depends_on=cluster.pod_identity_ready,
     ),
 )
 storage = SharedStorage(
     "storage",
     SharedStorageArgs(
-        cluster_name=config.cluster_name,
+        cluster=context,
         vpc_id=network.vpc_id,
-        cluster_security_group_id=cluster.security_group_id,
         node_subnet_by_key=network.private_subnet_by_key,
-        provider=cluster.provider,
-        depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
+        depends_on=[*nodes.core_ready, *context.pod_identity_ready],
         retain_data=config.retain_shared_data,
     ),
 )
@@ -140,15 +138,13 @@ storage = SharedStorage(
 accounting = AccountingDatabase(
     "accounting",
     AccountingDatabaseArgs(
-        cluster_name=config.cluster_name,
+        cluster=context,
         vpc_id=network.vpc_id,
         private_subnet_ids=network.private_subnet_ids,
-        cluster_security_group_id=cluster.security_group_id,
         instance_class=config.accounting_instance_class,
         storage_gib=config.accounting_storage_gib,
         multi_az=config.accounting_multi_az,
         retain_data=config.retain_accounting_data,
-        provider=cluster.provider,
         secret_depends_on=storage.namespace_ready,
     ),
 )
@@ -157,18 +153,18 @@ accounting = AccountingDatabase(
 ImagePrePull(
     "prepull",
     ImagePrePullArgs(
+        cluster=context,
         image=image.reference,
         namespace=SLURM_NAMESPACE,
-        provider=cluster.provider,
         depends_on=[*nodes.gpu_ready, *storage.namespace_ready],
     ),
 )
 slinky = SlinkyOperator(
     "slinky",
     SlinkyOperatorArgs(
+        cluster=context,
         chart_version=config.slinky_chart_version,
         cert_manager_version=config.cert_manager_version,
-        provider=cluster.provider,
         depends_on=nodes.core_ready,
     ),
 )
@@ -176,10 +172,10 @@ slinky = SlinkyOperator(
 users = UserIdentities(
     "users",
     UserIdentitiesArgs(
+        cluster=context,
         users=config.users,
         namespace=SLURM_NAMESPACE,
         shared_claim=storage.claim_name,
-        provider=cluster.provider,
         depends_on=storage.namespace_ready,
         homes_depends_on=[*storage.ready, *nodes.core_ready],
     ),
@@ -187,6 +183,7 @@ users = UserIdentities(
 slurm = SlurmCluster(
     "slurm",
     SlurmClusterArgs(
+        cluster=context,
         chart_version=config.slinky_chart_version,
         gpu_pools=config.gpu_pools,
         image_repository=image.repository_url,
@@ -201,7 +198,6 @@ slurm = SlurmCluster(
         accounting_password_secret=accounting.password_secret,
         scheduling=config.scheduling,
         metrics=config.metrics,
-        provider=cluster.provider,
         depends_on=storage.namespace_ready,
         state_depends_on=storage.gp3_ready,
         release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
@@ -213,13 +209,13 @@ slurm = SlurmCluster(
 SlurmReadiness(
     "slurm-ready",
     SlurmReadinessArgs(
+        cluster=context,
         namespace=SLURM_NAMESPACE,
         depends_on=storage.namespace_ready,
         gpu_pools=config.gpu_pools,
         slurm_pod=CONTROLLER_POD,
         slurm_container=CONTROLLER_CONTAINER,
         release_values=slurm.release_values,
-        provider=cluster.provider,
         job_depends_on=slurm.ready,
     ),
 )
@@ -229,13 +225,13 @@ SlurmReadiness(
 AccountingRegistration(
     "accounts",
     AccountingRegistrationArgs(
+        cluster=context,
         users=config.users,
         namespace=SLURM_NAMESPACE,
         depends_on=storage.namespace_ready,
-        cluster=SLURM_CLUSTER,
+        slurm_cluster=SLURM_CLUSTER,
         slurm_pod=CONTROLLER_POD,
         slurm_container=CONTROLLER_CONTAINER,
-        provider=cluster.provider,
         job_depends_on=slurm.ready,
         database=accounting.resource_id,
     ),
@@ -245,10 +241,10 @@ AccountingRegistration(
 JobStaging(
     "jobs",
     JobStagingArgs(
+        cluster=context,
         gpu_pools=config.gpu_pools,
         namespace=SLURM_NAMESPACE,
         shared_claim=storage.claim_name,
-        provider=cluster.provider,
         depends_on=[*storage.ready, *nodes.core_ready],
     ),
 )
@@ -258,7 +254,7 @@ if config.metrics:
     DcgmExporter(
         "dcgm",
         DcgmExporterArgs(
-            provider=cluster.provider,
+            cluster=context,
             counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
             depends_on=[*nodes.gpu_ready, *devices.ready],
         ),
@@ -269,11 +265,8 @@ metrics = (
     MetricsStore(
         "metrics",
         MetricsStoreArgs(
-            cluster_name=config.cluster_name,
-            region=config.region,
-            account_id=network.account_id,
+            cluster=context,
             private_subnet_ids=network.private_subnet_ids,
-            cluster_security_group_id=cluster.security_group_id,
             retention_days=config.metrics_retention_days,
             scrape_configuration=metrics_model.scrape_configuration(),
             rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR),
@@ -291,13 +284,10 @@ grafana = (
     Grafana(
         "grafana",
         GrafanaArgs(
-            cluster_name=config.cluster_name,
-            region=config.region,
+            cluster=context,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
-            provider=cluster.provider,
             depends_on=nodes.core_ready,
-            identity_depends_on=cluster.pod_identity_ready,
         ),
     )
     if metrics is not None
@@ -310,16 +300,13 @@ if autoscaling_pools and metrics is not None:
     PoolAutoscaling(
         "keda",
         PoolAutoscalingArgs(
-            cluster_name=config.cluster_name,
-            region=config.region,
+            cluster=context,
             pools=autoscaling_pools,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
             idle_minutes=config.scale_down_idle_minutes,
             namespace=SLURM_NAMESPACE,
-            provider=cluster.provider,
             depends_on=nodes.core_ready,
-            identity_depends_on=cluster.pod_identity_ready,
             scaler_depends_on=[*slurm.ready, *storage.namespace_ready],
         ),
     )

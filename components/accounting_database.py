@@ -16,6 +16,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
+from components.cluster import ClusterContext
 from model.facts import audit_logs, versions
 from model.facts.contract import (
     ACCOUNTING_DATABASE,
@@ -56,24 +57,19 @@ def instance_identifier(cluster_name: str) -> str:
 class AccountingDatabaseArgs:
     """Every field is required (no defaults)."""
 
-    # Names the instance's tags and its final snapshot.
-    cluster_name: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its security group and its Kubernetes
+    # provider.
+    cluster: ClusterContext
     # The VPC of the database's security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The cluster's two zones' private subnets (Network.private_subnet_ids): the DB subnet group
     # (RDS wants two AZs, and a Multi-AZ standby goes to the other one). Never the public subnets.
     private_subnet_ids: Sequence[pulumi.Input[str]]
-    # The only source the database admits (Cluster.security_group_id): the EKS cluster security group
-    # every node has, and pods on the VPC CNI leave through their node's interfaces with it. Only the
-    # ingress rule names it, so the instance itself is created while EKS still is.
-    cluster_security_group_id: pulumi.Input[str]
     instance_class: str  # accountingInstanceClass
     storage_gib: int  # accountingStorageGiB
     multi_az: bool  # accountingMultiAz
     # Keep every record when the stack is destroyed, as a final snapshot (retainAccountingData).
     retain_data: bool
-    # The cluster's Kubernetes provider (Cluster.provider), for the password's Secret.
-    provider: k8s.Provider
     # What the password's Secret waits for, and is deleted before: the slurm Namespace
     # (SharedStorage.namespace_ready). Nothing else here waits for the cluster.
     secret_depends_on: Sequence[pulumi.Resource]
@@ -94,7 +90,7 @@ class AccountingDatabase(pulumi.ComponentResource):
         super().__init__("slinky-eks:accounting:AccountingDatabase", name, None, opts)
         self._name, self._args = name, args
         self._password = self._generated_password()
-        self._identifier = instance_identifier(args.cluster_name)
+        self._identifier = instance_identifier(args.cluster.name)
         security_group, rule = self._security_group()
         instance = self._instance(security_group, self._log_groups())
         secret = self._password_secret()
@@ -123,7 +119,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             f"{name}-sg",
             vpc_id=args.vpc_id,
             description="Slurm accounting database: MariaDB from the EKS cluster only",
-            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            tags={"Name": f"{args.cluster.name}-accounting-db"},
             opts=child,
         )
         rule = aws.vpc.SecurityGroupIngressRule(
@@ -132,7 +128,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             ip_protocol="tcp",
             from_port=ACCOUNTING_PORT,
             to_port=ACCOUNTING_PORT,
-            referenced_security_group_id=args.cluster_security_group_id,
+            referenced_security_group_id=args.cluster.security_group_id,
             description="MariaDB from the cluster's nodes and pods (slurmdbd)",
             opts=child,
         )
@@ -160,7 +156,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             f"{name}-subnets",
             subnet_ids=list(args.private_subnet_ids),
             description="Slurm accounting database: the cluster's private subnets",
-            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            tags={"Name": f"{args.cluster.name}-accounting-db"},
             opts=child,
         )
         parameters = aws.rds.ParameterGroup(
@@ -207,7 +203,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             enabled_cloudwatch_logs_exports=list(LOG_EXPORTS),
             # A class or storage change takes effect in this `up`, as the key table says.
             apply_immediately=True,
-            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            tags={"Name": f"{args.cluster.name}-accounting-db"},
             opts=pulumi.ResourceOptions(parent=self, depends_on=log_groups),
         )
 
@@ -236,6 +232,6 @@ class AccountingDatabase(pulumi.ComponentResource):
                 ACCOUNTING_PASSWORD_KEY: self._password.apply(lambda p: base64.b64encode(p.encode()).decode())
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.secret_depends_on)
             ),
         )

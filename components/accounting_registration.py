@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 import cluster_programs
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
+from components.cluster import ClusterContext
 from model.builders.accounting import desired_state, to_json
 from model.builders.program_job import program_pod
 from model.checks.users import User
@@ -68,13 +69,13 @@ class AccountingRegistrationArgs:
     # What the objects in the namespace wait for: the Namespace (SharedStorage.namespace_ready).
     depends_on: Sequence[pulumi.Resource]
     # Slurm's ClusterName (model/facts/contract.py): the cluster the associations are on.
-    cluster: str
+    slurm_cluster: str
     # The pod of fixed name with sacctmgr and slurm.conf (the controller): the only pod exec is
     # allowed into.
     slurm_pod: str
     slurm_container: str  # that pod's container with sacctmgr (slurmctld)
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the Job waits for besides: the Slurm release with its Accounting (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]
     # The accounting database's resource id (AccountingDatabase.resource_id), part of the Job's
@@ -101,7 +102,7 @@ class AccountingRegistration(pulumi.ComponentResource):
 
     def _in_namespace(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
-            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+            parent=self, provider=self._args.cluster.provider, depends_on=list(self._args.depends_on)
         )
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
@@ -113,7 +114,7 @@ class AccountingRegistration(pulumi.ComponentResource):
             args.namespace,
             [exec_rule(args.slurm_pod)],
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=args.depends_on,
         )
 
@@ -156,7 +157,7 @@ class AccountingRegistration(pulumi.ComponentResource):
                             "--desired",
                             f"/config/{DESIRED_FILE}",
                             "--cluster",
-                            args.cluster,
+                            args.slurm_cluster,
                             "--namespace",
                             args.namespace,
                             "--slurm-pod",
@@ -174,6 +175,8 @@ class AccountingRegistration(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[binding, code, desired, *args.job_depends_on]
+                parent=self,
+                provider=args.cluster.provider,
+                depends_on=[binding, code, desired, *args.job_depends_on],
             ),
         )

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
+from components.cluster import ClusterContext
 from model.facts import versions
 from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
 
@@ -103,21 +104,14 @@ def autoscaler_values(cluster_name: str, region: str, kubernetes_version: str) -
 class ClusterAutoscalerArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster: the auto-discovery tag, the policy's scope and the association's cluster.
-    cluster_name: str
-    # The cluster's region: CA's AWS_REGION and the policy's scope.
-    region: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its account, its
+    # Kubernetes provider and what Pod Identity associations wait for.
+    cluster: ClusterContext
     # The cluster's Kubernetes version (kubernetesVersion): CA's image is of its minor.
     kubernetes_version: str
-    # The account of the cluster's node groups (Network.account_id): the policy's scope.
-    account_id: pulumi.Input[str]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What the release waits for: the core nodes it runs on (NodeGroups.core_ready) and the GPU
     # node groups whose tags it reads (NodeGroups.gpu_ready).
     depends_on: Sequence[pulumi.Resource]
-    # What the Pod Identity association waits for besides: the Pod Identity agent (Cluster.pod_identity_ready).
-    identity_depends_on: Sequence[pulumi.Resource]
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -132,9 +126,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             f"{name}-release",
             versions.CLUSTER_AUTOSCALER,
             namespace=NAMESPACE,
-            values=autoscaler_values(args.cluster_name, args.region, args.kubernetes_version),
+            values=autoscaler_values(args.cluster.name, args.cluster.region, args.kubernetes_version),
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],
         )
         self.ready = [self.release]
@@ -142,13 +136,13 @@ class ClusterAutoscaler(pulumi.ComponentResource):
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
-        document = pulumi.Output.from_input(args.account_id).apply(
-            lambda account: autoscaler_policy(args.cluster_name, args.region, account)
+        document = pulumi.Output.from_input(args.cluster.account_id).apply(
+            lambda account: autoscaler_policy(args.cluster.name, args.cluster.region, account)
         )
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(args.cluster.name, NAMESPACE, SERVICE_ACCOUNT),
             document,
             self,
-            [*args.depends_on, *args.identity_depends_on],
+            [*args.depends_on, *args.cluster.pod_identity_ready],
         )

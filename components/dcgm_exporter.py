@@ -11,6 +11,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
+from components.cluster import ClusterContext
 from model.builders import metrics
 from model.builders.node_repair import DCGM_HOST_ENGINE_PORT
 from model.facts import versions
@@ -102,8 +103,8 @@ def exporter_values(counters: str) -> dict:
 class DcgmExporterArgs:
     """Every field is required (no defaults)."""
 
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # The counter list the exporter exports (observability/dcgm-counters.csv, model/builders/metrics.py
     # DCGM_COUNTERS_FILE), in the exporter's CSV format.
     counters: str
@@ -132,7 +133,7 @@ class DcgmExporter(pulumi.ComponentResource):
             create_namespace=True,
             values=exporter_values(args.counters),
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=args.depends_on,
         )
         self.ready = [self.release]

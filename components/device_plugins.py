@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
+from components.cluster import ClusterContext
 from model.facts import versions
 from model.facts.contract import GPU_LABELS, GPU_TOLERATION, SYSTEM_NAMESPACE
 
@@ -29,8 +30,8 @@ def gpu_placement() -> dict:
 class DevicePluginsArgs:
     """Every field is required (no defaults)."""
 
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What both plugins wait for: the GPU node groups (NodeGroups.gpu_ready). Depending on them
     # also deletes the plugins before the nodes.
     depends_on: Sequence[pulumi.Resource]
@@ -77,7 +78,7 @@ class DevicePlugins(pulumi.ComponentResource):
                 },
             },
             parent=self,
-            provider=self._args.provider,
+            provider=self._args.cluster.provider,
             depends_on=self._args.depends_on,
         )
 
@@ -88,6 +89,6 @@ class DevicePlugins(pulumi.ComponentResource):
             namespace=SYSTEM_NAMESPACE,
             values=gpu_placement(),
             parent=self,
-            provider=self._args.provider,
+            provider=self._args.cluster.provider,
             depends_on=self._args.depends_on,
         )

@@ -12,6 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts import jobs_await
+from components.cluster import ClusterContext
 from model.builders.pod_security import PAUSE_USER, container_security, pod_security
 from model.facts import versions
 from model.facts.contract import GPU_LABELS, GPU_TOLERATION
@@ -34,8 +35,8 @@ class ImagePrePullArgs:
     image: pulumi.Input[str]
     # The namespace's name; the DaemonSet lives there.
     namespace: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the DaemonSet waits for: the GPU nodes to pull on, and the namespace that holds it.
     depends_on: Sequence[pulumi.Resource]
 
@@ -101,6 +102,6 @@ class ImagePrePull(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
+from components.cluster import ClusterContext
 from model.builders import autoscaling
 from model.checks.gpu_pools import GpuPool
 from model.facts import versions
@@ -65,10 +66,9 @@ def keda_values() -> dict:
 class PoolAutoscalingArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster (the Pod Identity association's).
-    cluster_name: str
-    # The region the store is in: what KEDA signs its queries for (SigV4's awsRegion).
-    region: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its Kubernetes provider
+    # and what Pod Identity associations wait for.
+    cluster: ClusterContext
     # The pools that autoscale (GpuPool.autoscales): one ScaledObject each.
     pools: Sequence[GpuPool]
     # The metrics store's query endpoint (MetricsStore.query_endpoint): the triggers' serverAddress.
@@ -79,12 +79,8 @@ class PoolAutoscalingArgs:
     idle_minutes: int
     # The NodeSets' namespace, where the ScaledObjects and their TriggerAuthentication go.
     namespace: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What KEDA's release waits for: the core nodes it runs on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]
-    # What the Pod Identity association waits for besides: the Pod Identity agent (Cluster.pod_identity_ready).
-    identity_depends_on: Sequence[pulumi.Resource]
     # What the ScaledObjects wait for besides KEDA: the NodeSets they scale (SlurmCluster.ready) and
     # the namespace they are in (SharedStorage.namespace_ready).
     scaler_depends_on: Sequence[pulumi.Resource]
@@ -106,7 +102,7 @@ class PoolAutoscaling(pulumi.ComponentResource):
             create_namespace=True,
             values=keda_values(),
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],
         )
         authentication = self._authentication()
@@ -121,16 +117,16 @@ class PoolAutoscaling(pulumi.ComponentResource):
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, NAMESPACE, OPERATOR_ACCOUNT),
+            ServiceAccountRef(args.cluster.name, NAMESPACE, OPERATOR_ACCOUNT),
             document,
             self,
-            [*args.depends_on, *args.identity_depends_on],
+            [*args.depends_on, *args.cluster.pod_identity_ready],
         )
 
     def _after_keda(self) -> pulumi.ResourceOptions:
         args = self._args
         return pulumi.ResourceOptions(
-            parent=self, provider=args.provider, depends_on=[self.release, *args.scaler_depends_on]
+            parent=self, provider=args.cluster.provider, depends_on=[self.release, *args.scaler_depends_on]
         )
 
     def _authentication(self) -> k8s.apiextensions.CustomResource:
@@ -152,7 +148,11 @@ class PoolAutoscaling(pulumi.ComponentResource):
         args = self._args
         spec = pulumi.Output.from_input(args.query_endpoint).apply(
             lambda endpoint: autoscaling.scaled_object_spec(
-                pool, autoscaling.server_address(endpoint), args.region, AUTHENTICATION, args.idle_minutes
+                pool,
+                autoscaling.server_address(endpoint),
+                args.cluster.region,
+                AUTHENTICATION,
+                args.idle_minutes,
             )
         )
         opts = self._after_keda()

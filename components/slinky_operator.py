@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import chart_release
+from components.cluster import ClusterContext
 from model.facts import versions
 from model.facts.contract import CORE_LABELS, OPERATOR_NAMESPACE
 
@@ -22,8 +23,8 @@ class SlinkyOperatorArgs:
     chart_version: str
     # The cert-manager chart's version (certManagerVersion).
     cert_manager_version: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What every release waits for: the core nodes they run on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]
 
@@ -65,7 +66,7 @@ class SlinkyOperator(pulumi.ComponentResource):
             namespace=namespace,
             values=values,
             parent=self,
-            provider=self._args.provider,
+            provider=self._args.cluster.provider,
             depends_on=depends_on,
             timeout=timeout,
             create_namespace=True,

@@ -24,6 +24,7 @@ from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
+from components.cluster import ClusterContext
 from model.builders.program_job import program_pod
 from model.checks.gpu_pools import DEFAULT_POOL, GpuPool
 from model.facts.contract import nodeset_object, slurm_node_prefix
@@ -97,8 +98,8 @@ class SlurmReadinessArgs:
     # The slurm release's values (SlurmCluster.release_values): each pool's NodeSet template is
     # hashed into its Job's name.
     release_values: pulumi.Input[dict]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the Jobs wait for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]
 
@@ -126,7 +127,7 @@ class SlurmReadiness(pulumi.ComponentResource):
 
     def _in_namespace(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
-            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+            parent=self, provider=self._args.cluster.provider, depends_on=list(self._args.depends_on)
         )
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
@@ -149,7 +150,7 @@ class SlurmReadiness(pulumi.ComponentResource):
                 exec_rule(args.slurm_pod),
             ],
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=args.depends_on,
         )
 
@@ -216,6 +217,6 @@ class SlurmReadiness(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[binding, code, *args.job_depends_on]
+                parent=self, provider=args.cluster.provider, depends_on=[binding, code, *args.job_depends_on]
             ),
         )

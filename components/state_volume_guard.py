@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 import cluster_programs
 from components._parts.jobs_await import TIMEOUT
+from components.cluster import ClusterContext
 from model.builders.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
 from model.facts import versions
 from model.facts.contract import CORE_LABELS
@@ -33,8 +34,8 @@ class StateVolumeGuardArgs:
     namespace: str
     # The name of the claim whose EBS volume destroy waits for.
     claim: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What every object of the guard waits for, and so what outlives the volume: the namespace,
     # the StorageClass and EBS CSI driver (and, through the driver, the core nodes).
     depends_on: Sequence[pulumi.Resource]
@@ -57,7 +58,7 @@ class StateVolumeGuard(pulumi.ComponentResource):
 
     def _k8s_opts(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
-            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+            parent=self, provider=self._args.cluster.provider, depends_on=list(self._args.depends_on)
         )
 
     def _account(self) -> k8s.core.v1.ServiceAccount:
@@ -161,6 +162,6 @@ class StateVolumeGuard(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[*args.depends_on, account, *bindings]
+                parent=self, provider=args.cluster.provider, depends_on=[*args.depends_on, account, *bindings]
             ),
         )
