@@ -17,13 +17,8 @@ import pulumi_kubernetes as k8s
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from components.cluster import ClusterContext
+from model.builders import cluster_autoscaler
 from model.facts import versions
-from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
-
-NAMESPACE = SYSTEM_NAMESPACE
-# The chart's ServiceAccount is its fullname (templates/_helpers.tpl serviceAccountName, chart
-# 9.59.0); fullnameOverride fixes it, so the Pod Identity association can name it.
-SERVICE_ACCOUNT = "cluster-autoscaler"
 
 
 def autoscaler_policy(cluster_name: str, region: str, account_id: str) -> str:
@@ -80,26 +75,6 @@ def autoscaler_policy(cluster_name: str, region: str, account_id: str) -> str:
     )
 
 
-def autoscaler_values(cluster_name: str, region: str, kubernetes_version: str) -> dict:
-    """The values computed here, over charts-values/cluster-autoscaler.yaml."""
-    tag = versions.cluster_autoscaler_tag(kubernetes_version)
-    if tag is None:
-        raise ValueError(
-            f"kubernetesVersion {kubernetes_version}: no cluster-autoscaler release is pinned for it; "
-            f"pinned: {', '.join(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES)}"
-        )
-    return {
-        "fullnameOverride": SERVICE_ACCOUNT,
-        # The chart's --node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,
-        # k8s.io/cluster-autoscaler/<clusterName> (templates/deployment.yaml, autoDiscovery.tags).
-        "autoDiscovery": {"clusterName": cluster_name},
-        # Given, so CA never asks IMDS (one hop only: components/node_groups.py IMDS_HOP_LIMIT).
-        "awsRegion": region,
-        "image": {"repository": versions.CLUSTER_AUTOSCALER_IMAGE, "tag": tag},
-        "nodeSelector": dict(CORE_LABELS),
-    }
-
-
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
     """Every field is required (no defaults)."""
@@ -125,8 +100,10 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self.release = pinned_release(
             f"{name}-release",
             versions.CLUSTER_AUTOSCALER,
-            namespace=NAMESPACE,
-            values=autoscaler_values(args.cluster.name, args.cluster.region, args.kubernetes_version),
+            namespace=cluster_autoscaler.NAMESPACE,
+            values=cluster_autoscaler.release_values(
+                args.cluster.name, args.cluster.region, args.kubernetes_version
+            ),
             parent=self,
             provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],
@@ -141,7 +118,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         )
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster.name, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(
+                args.cluster.name, cluster_autoscaler.NAMESPACE, cluster_autoscaler.SERVICE_ACCOUNT
+            ),
             document,
             self,
             [*args.depends_on, *args.cluster.pod_identity_ready],

@@ -14,11 +14,8 @@ from components._parts.helm import pinned_release
 from components._parts.load_balancer_policy import Scope, policy
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from components.cluster import ClusterContext
+from model.builders import load_balancer_controller
 from model.facts import versions
-from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
-
-NAMESPACE = SYSTEM_NAMESPACE
-SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 
 @dataclass(frozen=True)
@@ -63,7 +60,11 @@ class LoadBalancerController(pulumi.ComponentResource):
         # (kubernetes-sigs/aws-load-balancer-controller issue #3850).
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster.name, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(
+                args.cluster.name,
+                load_balancer_controller.NAMESPACE,
+                load_balancer_controller.SERVICE_ACCOUNT,
+            ),
             document,
             self,
             [*args.depends_on, *args.cluster.pod_identity_ready],
@@ -74,14 +75,10 @@ class LoadBalancerController(pulumi.ComponentResource):
         return pinned_release(
             f"{self._name}-release",
             versions.AWS_LOAD_BALANCER_CONTROLLER,
-            namespace=NAMESPACE,
-            values={
-                "clusterName": args.cluster.name,
-                "region": args.cluster.region,
-                "vpcId": args.vpc_id,
-                "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-                "nodeSelector": dict(CORE_LABELS),
-            },
+            namespace=load_balancer_controller.NAMESPACE,
+            values=load_balancer_controller.release_values(
+                args.cluster.name, args.cluster.region, args.vpc_id
+            ),
             parent=self,
             provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],

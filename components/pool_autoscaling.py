@@ -19,10 +19,9 @@ import pulumi_kubernetes as k8s
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from components.cluster import ClusterContext
-from model.builders import autoscaling
+from model.builders import autoscaling, keda
 from model.checks.gpu_pools import GpuPool
 from model.facts import versions
-from model.facts.contract import CORE_LABELS
 
 NAMESPACE = "keda"
 # The chart's operator ServiceAccount (values.yaml serviceAccount.operator.name, keda-2.20.2): the
@@ -54,12 +53,6 @@ def query_policy(workspace_arn: str) -> str:
             ],
         }
     )
-
-
-def keda_values() -> dict:
-    """The values computed here, over charts-values/keda.yaml: KEDA's three Deployments on the
-    core nodes (the chart's nodeSelector serves the operator, the metrics server and the webhook)."""
-    return {"nodeSelector": dict(CORE_LABELS)}
 
 
 @dataclass(frozen=True)
@@ -100,7 +93,7 @@ class PoolAutoscaling(pulumi.ComponentResource):
             versions.KEDA,
             namespace=NAMESPACE,
             create_namespace=True,
-            values=keda_values(),
+            values=keda.release_values(),
             parent=self,
             provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],

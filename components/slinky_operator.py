@@ -11,8 +11,9 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import chart_release
 from components.cluster import ClusterContext
+from model.builders import slinky_operator
 from model.facts import versions
-from model.facts.contract import CORE_LABELS, OPERATOR_NAMESPACE
+from model.facts.contract import OPERATOR_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -73,19 +74,14 @@ class SlinkyOperator(pulumi.ComponentResource):
         )
 
     def _cert_manager(self) -> k8s.helm.v3.Release:
-        core, cm = dict(CORE_LABELS), versions.CERT_MANAGER
+        cm = versions.CERT_MANAGER
         return self._release(
             "cert-manager",
             cm.chart,
             self._args.cert_manager_version,
             cm.repository,
             "cert-manager",
-            {
-                "nodeSelector": core,
-                "webhook": {"nodeSelector": core},
-                "cainjector": {"nodeSelector": core},
-                "startupapicheck": {"nodeSelector": core},
-            },
+            slinky_operator.cert_manager_values(),
             self._args.depends_on,
             timeout=900,
         )
@@ -97,20 +93,19 @@ class SlinkyOperator(pulumi.ComponentResource):
             self._args.chart_version,
             versions.SLINKY_REPOSITORY,
             OPERATOR_NAMESPACE,
-            {},
+            slinky_operator.crds_values(),
             self._args.depends_on,
             timeout=300,
         )
 
     def _operator(self) -> k8s.helm.v3.Release:
-        core = dict(CORE_LABELS)
         return self._release(
             "operator",
             "slurm-operator",
             self._args.chart_version,
             versions.SLINKY_REPOSITORY,
             OPERATOR_NAMESPACE,
-            {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
+            slinky_operator.operator_values(),
             [*self._args.depends_on, self.cert_manager, self.crds],
             timeout=900,
         )
