@@ -311,30 +311,21 @@ if autoscaling_pools and metrics is not None:
         ),
     )
 
-# Stack outputs, each declared in model/facts/outputs.py (tests/graph/test_outputs.py holds them equal).
-# The EKS cluster's name, for `aws eks update-kubeconfig --name`.
+# Stack outputs: what each one is, and when it is absent, is declared once in model/facts/outputs.py
+# (the README's outputs table is written from it; tests/graph/test_outputs.py holds these exports
+# to it).
 pulumi.export("clusterName", config.cluster_name)
-# Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.
 pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("region", config.region)  # the stack's AWS region
-pulumi.export("vpcId", network.vpc_id)  # the VPC everything runs in
-# availabilityZone: the NAT gateway's AZ, and the AZ of every pool that names none.
+pulumi.export("region", config.region)
+pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
-# The EFS file system behind /shared (kept on destroy when retainSharedData).
 pulumi.export("sharedFileSystemId", storage.file_system_id)
-# The accounting database's endpoint, reachable from inside the cluster only (kept on destroy when
-# retainAccountingData); its password is in the Secret slurmdbd reads, never an output.
 pulumi.export(
     "accountingDatabaseEndpoint", pulumi.Output.concat(accounting.address, ":", accounting.port.apply(str))
 )
-# The pushed slurmd image, <repository>@sha256:<digest>: exactly what every slurmd runs.
 pulumi.export("slurmdImage", image.reference)
-# The login NLB's DNS name, and the ssh command line that reaches it.
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
-# What `tools/verify.py` checks the cluster against (with the instance catalog), and what CI submits
-# to: every pool with its Slurm partition and NodeSet; and
-# the first pool's type and the node count of all pools as before pools existed.
 pulumi.export(
     "gpuPools",
     [
@@ -353,16 +344,10 @@ pulumi.export(
 )
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
-# What the nodes cost an hour at the on-demand list price, asked from the AWS Price List at preview
-# (model/facts/cost.py says what it leaves out).
 pulumi.export("costPerHour", config.cost_per_hour)
-# The metrics workspace's query endpoint (PromQL under api/v1/, SigV4-signed) and the SNS topic its
-# alerts go to; absent with `metrics: false`.
 if metrics is not None:
     pulumi.export("metricsQueryEndpoint", metrics.query_endpoint)
     pulumi.export("alertTopicArn", metrics.alert_topic_arn)
-# Grafana: where the tunnel opens it, the tunnel through the login node (as sshCommand logs in),
-# and its admin password (secret); absent with `metrics: false`.
 if grafana is not None:
     pulumi.export("grafanaUrl", dashboards.url())
     pulumi.export(

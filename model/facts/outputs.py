@@ -66,7 +66,7 @@ OUTPUTS: tuple[Output, ...] = (
         "(`clusterAtMinNodes`, `clusterAtMaxNodes`); EC2 instances only (see "
         "[Capacity and cost](docs/capacity-and-cost.md))",
     ),
-    # issue 25, metrics-store (absent with `metrics: false`)
+    # From the metrics store; absent with `metrics: false`.
     Output(
         "metricsQueryEndpoint",
         "the Amazon Managed Service for Prometheus workspace's endpoint; PromQL "
@@ -76,7 +76,7 @@ OUTPUTS: tuple[Output, ...] = (
         "alertTopicArn",
         "the SNS topic every firing alert is published to: subscribe to it (or set `alertEmails`)",
     ),
-    # issue 25, dashboards (absent with `metrics: false`; docs/grafana.md)
+    # From Grafana; absent with `metrics: false` (docs/grafana.md).
     Output("grafanaUrl", "where Grafana opens while `grafanaTunnelCommand` runs: `http://localhost:3000`"),
     Output(
         "grafanaTunnelCommand",
