@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from model.builders.charts import BUILDERS
 from model.checks import config_schema
 from model.facts.outputs import OUTPUTS, Output
 
@@ -275,8 +276,20 @@ def component_graph(root: pathlib.Path) -> str:
     return "\n".join(lines + ["```"]) + "\n"
 
 
+def chart_table() -> str:
+    """Each chart: its reviewed base values and the builder of what its release gets over them."""
+    rows = ["| chart | base values | builder |", "| --- | --- | --- |"]
+    rows += [
+        f"| {chart} | `charts-values/{chart}.yaml` | `model/builders/{builder.rpartition('.')[0]}.py` "
+        f"`{builder.rpartition('.')[2]}` |"
+        for chart, builder in sorted(BUILDERS.items())
+    ]
+    return "\n".join(rows) + "\n"
+
+
 def architecture(text: str, root: pathlib.Path) -> str:
     for marker, body in (
+        ("chart-table", chart_table()),
         ("component-graph", component_graph(root)),
         ("token-groups", token_group_list(root)),
         ("component-table", component_table(root)),
