@@ -4,7 +4,7 @@ import pulumi
 
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs, rds_ca_bundle
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
-from components.cluster import Cluster, ClusterArgs
+from components.cluster import Cluster, ClusterArgs, ClusterContext
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
@@ -81,13 +81,22 @@ cluster = Cluster(
         log_retention_days=config.control_plane_log_retention_days,
     ),
 )
+# The cluster as every component that runs in it or beside it sees it: one bundle, passed as `cluster`.
+context = ClusterContext(
+    name=config.cluster_name,
+    region=config.region,
+    account_id=network.account_id,
+    arn=cluster.arn,
+    provider=cluster.provider,
+    security_group_id=cluster.security_group_id,
+    pod_identity_ready=tuple(cluster.pod_identity_ready),
+)
 nodes = NodeGroups(
     "nodes",
     NodeGroupsArgs(
-        cluster_name=config.cluster_name,
+        cluster=context,
         image_repository_arn=image.repository_arn,
         depends_on=cluster.ready,
-        cluster_security_group_id=cluster.security_group_id,
         private_subnet_ids=network.private_subnet_ids,
         private_subnet_by_zone=network.private_subnet_by_zone,
         gpu_pools=config.gpu_pools,
@@ -103,46 +112,33 @@ if autoscaling_pools:
     ClusterAutoscaler(
         "autoscaler",
         ClusterAutoscalerArgs(
-            cluster_name=config.cluster_name,
-            cluster_arn=cluster.arn,
-            region=config.region,
+            cluster=context,
             kubernetes_version=config.kubernetes_version,
-            account_id=network.account_id,
-            provider=cluster.provider,
             depends_on=[*nodes.core_ready, *nodes.gpu_ready],
-            identity_depends_on=cluster.pod_identity_ready,
         ),
     )
 # Independent add-ons install side by side; each waits only for the nodes it runs on.
-devices = DevicePlugins("devices", DevicePluginsArgs(provider=cluster.provider, depends_on=nodes.gpu_ready))
+devices = DevicePlugins("devices", DevicePluginsArgs(cluster=context, depends_on=nodes.gpu_ready))
 lbc = LoadBalancerController(
     "lbc",
     LoadBalancerControllerArgs(
-        cluster_name=config.cluster_name,
-        cluster_arn=cluster.arn,
-        region=config.region,
+        cluster=context,
         vpc_id=network.vpc_id,
         vpc_arn=network.vpc_arn,
-        account_id=network.account_id,
-        provider=cluster.provider,
         depends_on=nodes.core_ready,
-        identity_depends_on=cluster.pod_identity_ready,
     ),
 )
 storage = SharedStorage(
     "storage",
     SharedStorageArgs(
-        cluster_name=config.cluster_name,
+        cluster=context,
         node_role_name=nodes.role_name,
-        cluster_arn=cluster.arn,
         vpc_id=network.vpc_id,
-        cluster_security_group_id=cluster.security_group_id,
         # The one role every node group runs as, read from the role itself: /shared's policy need
         # not wait for the GPU node groups to exist.
         node_role_arns=[nodes.role_arn],
         node_subnet_by_key=network.private_subnet_by_key,
-        provider=cluster.provider,
-        depends_on=[*nodes.core_ready, *cluster.pod_identity_ready],
+        depends_on=[*nodes.core_ready, *context.pod_identity_ready],
         retain_data=config.retain_shared_data,
     ),
 )
@@ -152,15 +148,13 @@ storage = SharedStorage(
 accounting = AccountingDatabase(
     "accounting",
     AccountingDatabaseArgs(
-        cluster_name=config.cluster_name,
+        cluster=context,
         vpc_id=network.vpc_id,
         private_subnet_ids=network.private_subnet_ids,
-        cluster_security_group_id=cluster.security_group_id,
         instance_class=config.accounting_instance_class,
         storage_gib=config.accounting_storage_gib,
         multi_az=config.accounting_multi_az,
         retain_data=config.retain_accounting_data,
-        provider=cluster.provider,
         secret_depends_on=storage.namespace_ready,
         job_depends_on=nodes.core_ready,
         ca_bundle=rds_ca_bundle(config.region),
@@ -171,18 +165,18 @@ accounting = AccountingDatabase(
 ImagePrePull(
     "prepull",
     ImagePrePullArgs(
+        cluster=context,
         image=image.reference,
         namespace=SLURM_NAMESPACE,
-        provider=cluster.provider,
         depends_on=[*nodes.gpu_ready, *storage.namespace_ready],
     ),
 )
 slinky = SlinkyOperator(
     "slinky",
     SlinkyOperatorArgs(
+        cluster=context,
         chart_version=config.slinky_chart_version,
         cert_manager_version=config.cert_manager_version,
-        provider=cluster.provider,
         depends_on=nodes.core_ready,
     ),
 )
@@ -190,10 +184,10 @@ slinky = SlinkyOperator(
 users = UserIdentities(
     "users",
     UserIdentitiesArgs(
+        cluster=context,
         users=config.users,
         namespace=SLURM_NAMESPACE,
         shared_claim=storage.claim_name,
-        provider=cluster.provider,
         depends_on=storage.namespace_ready,
         homes_depends_on=[*storage.ready, *nodes.core_ready],
     ),
@@ -201,6 +195,7 @@ users = UserIdentities(
 slurm = SlurmCluster(
     "slurm",
     SlurmClusterArgs(
+        cluster=context,
         chart_version=config.slinky_chart_version,
         gpu_pools=config.gpu_pools,
         image_repository=image.repository_url,
@@ -215,7 +210,6 @@ slurm = SlurmCluster(
         accounting_password_secret=accounting.password_secret,
         scheduling=config.scheduling,
         metrics=config.metrics,
-        provider=cluster.provider,
         depends_on=storage.namespace_ready,
         state_depends_on=storage.gp3_ready,
         release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
@@ -227,13 +221,13 @@ slurm = SlurmCluster(
 SlurmReadiness(
     "slurm-ready",
     SlurmReadinessArgs(
+        cluster=context,
         namespace=SLURM_NAMESPACE,
         depends_on=storage.namespace_ready,
         gpu_pools=config.gpu_pools,
         slurm_pod=CONTROLLER_POD,
         slurm_container=CONTROLLER_CONTAINER,
         release_values=slurm.release_values,
-        provider=cluster.provider,
         job_depends_on=slurm.ready,
     ),
 )
@@ -243,13 +237,13 @@ SlurmReadiness(
 AccountingRegistration(
     "accounts",
     AccountingRegistrationArgs(
+        cluster=context,
         users=config.users,
         namespace=SLURM_NAMESPACE,
         depends_on=storage.namespace_ready,
-        cluster=SLURM_CLUSTER,
+        slurm_cluster=SLURM_CLUSTER,
         slurm_pod=CONTROLLER_POD,
         slurm_container=CONTROLLER_CONTAINER,
-        provider=cluster.provider,
         job_depends_on=slurm.ready,
         database=accounting.resource_id,
     ),
@@ -260,11 +254,11 @@ AccountingRegistration(
 JobStaging(
     "jobs",
     JobStagingArgs(
+        cluster=context,
         gpu_pools=config.gpu_pools,
         users=config.users,
         namespace=SLURM_NAMESPACE,
         shared_claim=storage.claim_name,
-        provider=cluster.provider,
         depends_on=[*storage.ready, *nodes.core_ready],
     ),
 )
@@ -274,7 +268,7 @@ if config.metrics:
     DcgmExporter(
         "dcgm",
         DcgmExporterArgs(
-            provider=cluster.provider,
+            cluster=context,
             counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
             depends_on=[*nodes.gpu_ready, *devices.ready],
         ),
@@ -285,11 +279,8 @@ metrics = (
     MetricsStore(
         "metrics",
         MetricsStoreArgs(
-            cluster_name=config.cluster_name,
-            region=config.region,
-            account_id=network.account_id,
+            cluster=context,
             private_subnet_ids=network.private_subnet_ids,
-            cluster_security_group_id=cluster.security_group_id,
             retention_days=config.metrics_retention_days,
             scrape_configuration=metrics_model.scrape_configuration(),
             rule_namespaces=rule_namespaces(metrics_model.ALERTS_DIR),
@@ -307,14 +298,10 @@ grafana = (
     Grafana(
         "grafana",
         GrafanaArgs(
-            cluster_name=config.cluster_name,
-            cluster_arn=cluster.arn,
-            region=config.region,
+            cluster=context,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
-            provider=cluster.provider,
             depends_on=nodes.core_ready,
-            identity_depends_on=cluster.pod_identity_ready,
         ),
     )
     if metrics is not None
@@ -327,48 +314,34 @@ if autoscaling_pools and metrics is not None:
     PoolAutoscaling(
         "keda",
         PoolAutoscalingArgs(
-            cluster_name=config.cluster_name,
-            cluster_arn=cluster.arn,
-            region=config.region,
+            cluster=context,
             pools=autoscaling_pools,
             gpu_pools=config.gpu_pools,
             query_endpoint=metrics.query_endpoint,
             workspace_arn=metrics.workspace_arn,
             idle_minutes=config.scale_down_idle_minutes,
             namespace=SLURM_NAMESPACE,
-            provider=cluster.provider,
             depends_on=nodes.core_ready,
-            identity_depends_on=cluster.pod_identity_ready,
             scaler_depends_on=[*slurm.ready, *storage.namespace_ready],
         ),
     )
 
-# Stack outputs, each declared in model/facts/outputs.py (tests/graph/test_outputs.py holds them equal).
-# The release this stack was last updated with (model/facts/release.py; CHANGELOG.md).
+# Stack outputs: what each one is, and when it is absent, is declared once in model/facts/outputs.py
+# (the README's outputs table is written from it; tests/graph/test_outputs.py holds these exports
+# to it).
 pulumi.export("projectVersion", release.VERSION)
-# The EKS cluster's name, for `aws eks update-kubeconfig --name`.
 pulumi.export("clusterName", config.cluster_name)
-# Admin kubeconfig (secret): what tools/verify.py reaches the cluster with.
 pulumi.export("kubeconfig", cluster.kubeconfig)
-pulumi.export("region", config.region)  # the stack's AWS region
-pulumi.export("vpcId", network.vpc_id)  # the VPC everything runs in
-# availabilityZone: the NAT gateway's AZ, and the AZ of every pool that names none.
+pulumi.export("region", config.region)
+pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuAvailabilityZone", config.availability_zone)
-# The EFS file system behind /shared (kept on destroy when retainSharedData).
 pulumi.export("sharedFileSystemId", storage.file_system_id)
-# The accounting database's endpoint, reachable from inside the cluster only (kept on destroy when
-# retainAccountingData); its password is in the Secret slurmdbd reads, never an output.
 pulumi.export(
     "accountingDatabaseEndpoint", pulumi.Output.concat(accounting.address, ":", accounting.port.apply(str))
 )
-# The pushed slurmd image, <repository>@sha256:<digest>: exactly what every slurmd runs.
 pulumi.export("slurmdImage", image.reference)
-# The login NLB's DNS name, and the ssh command line that reaches it.
 pulumi.export("loginHostname", slurm.login_hostname)
 pulumi.export("sshCommand", slurm.ssh_command)
-# What `tools/verify.py` checks the cluster against (with the instance catalog), and what CI submits
-# to: every pool with its Slurm partition and NodeSet; and
-# the first pool's type and the node count of all pools as before pools existed.
 pulumi.export(
     "gpuPools",
     [
@@ -387,16 +360,10 @@ pulumi.export(
 )
 pulumi.export("gpuInstanceType", config.gpu_pools[0].gpu.name)
 pulumi.export("gpuNodeCount", config.gpu_node_count)
-# What the nodes cost an hour at the on-demand list price, asked from the AWS Price List at preview
-# (model/facts/cost.py says what it leaves out).
 pulumi.export("costPerHour", config.cost_per_hour)
-# The metrics workspace's query endpoint (PromQL under api/v1/, SigV4-signed) and the SNS topic its
-# alerts go to; absent with `metrics: false`.
 if metrics is not None:
     pulumi.export("metricsQueryEndpoint", metrics.query_endpoint)
     pulumi.export("alertTopicArn", metrics.alert_topic_arn)
-# Grafana: where the tunnel opens it, the tunnel through the login node (as sshCommand logs in),
-# and its admin password (secret); absent with `metrics: false`.
 if grafana is not None:
     pulumi.export("grafanaUrl", dashboards.url())
     pulumi.export(

@@ -158,7 +158,7 @@ class Api:
 
 
 class InClusterNodeSet:
-    """tools.rollout.Cluster over the API: the NodeSet, its pods, scontrol in one fixed pod."""
+    """cluster_programs.rollout.Cluster over the API: the NodeSet, its pods, scontrol in one fixed pod."""
 
     def __init__(self, api: Api, namespace: str, nodeset: str, slurm_pod: str, slurm_container: str):
         self.api, self.namespace, self.name = api, namespace, nodeset

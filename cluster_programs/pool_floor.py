@@ -22,10 +22,7 @@ import os
 import sys
 from typing import Mapping
 
-try:  # in the Job: the package `tools` (components/slurm_readiness.py POD_PACKAGE)
-    from tools import rollout
-except ImportError:  # in the repository
-    from cluster_programs import rollout
+from cluster_programs import rollout
 
 
 class FloorView:
@@ -61,7 +58,7 @@ class FloorView:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tools import incluster
+    from cluster_programs import incluster
 
     p = argparse.ArgumentParser(prog="pool_floor", description=__doc__.split("\n\n")[0])
     p.add_argument("--namespace", required=True)

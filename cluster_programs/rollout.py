@@ -1,6 +1,6 @@
 """Wait for the Slinky operator's NodeSet rollout, then until every NodeSet node takes jobs,
 resuming only what the rollout itself left stuck. `pulumi up` runs it in-cluster (the readiness
-Job: `python -m tools.rollout`); `tools/verify.py --fix` runs the same `settle`.
+Job: `python -m cluster_programs.rollout`); `tools/verify.py --fix` runs the same `settle`.
 
 What the operator does, SlinkyProject/slurm-operator v1.2.1:
 - internal/controller/nodeset/nodeset_sync.go `syncRollingUpdate` / `splitUpdatePods` condemn old
@@ -310,7 +310,7 @@ def settle(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tools import incluster
+    from cluster_programs import incluster
 
     p = argparse.ArgumentParser(prog="rollout", description=__doc__.split("\n\n")[0])
     p.add_argument("--namespace", required=True)

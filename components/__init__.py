@@ -38,4 +38,7 @@ One vocabulary, in both directions:
   ``gpu_ready``; ``SharedStorage.namespace_ready``). Wiring passes these lists, never a child.
 - ``namespace`` in args is always the namespace's name (a str); the Namespace object is waited for
   through ``SharedStorage.namespace_ready``.
+- The EKS cluster arrives as one args field, ``cluster: ClusterContext`` (components/cluster.py):
+  its name, region, account, Kubernetes provider and security group, and ``pod_identity_ready``,
+  what a Pod Identity association waits for besides the component's own ``depends_on``.
 """

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import pathlib
 import re
 import urllib.request
 from dataclasses import dataclass
@@ -24,8 +23,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-import cluster_programs
 from components._parts.jobs_await import job_annotations
+from components._parts.program_code import program_code
+from components.cluster import ClusterContext
 from model.builders.program_job import program_pod
 from model.facts import audit_logs, versions
 from model.facts.contract import (
@@ -70,11 +70,10 @@ PASSWORD_LENGTH = 40
 # The MariaDB log RDS publishes to CloudWatch Logs: the server's errors (a failed login, a crash,
 # an aborted connection). The general and slow query logs stay off: they record every statement.
 LOG_EXPORTS = ("error",)
-# The database user Job: its code (as the package cluster_programs, like the other program Jobs),
+# The database user Job: its code (shipped as every program Job's is: components/_parts/program_code.py),
 # its service account (no Kubernetes API access: no token), and how long it may take, mostly a new
 # instance's DNS name not resolving yet.
-USER_JOB_PACKAGE = "cluster_programs"
-USER_JOB_MODULES = ("__init__.py", "accounting_database_user.py")
+USER_JOB_MODULES = ("accounting_database_user.py",)
 USER_JOB_ACCOUNT = "slurm-accounting-database-user"
 USER_JOB_TIMEOUT_SECONDS = 600
 
@@ -101,12 +100,6 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
 
 
-def user_job_code() -> dict[str, str]:
-    """The database user Job's code ConfigMap's files, by file name."""
-    programs = pathlib.Path(cluster_programs.__file__).resolve().parent
-    return {m: (programs / m).read_text() for m in USER_JOB_MODULES}
-
-
 def instance_identifier(cluster_name: str) -> str:
     """The DB instance's name: the cluster's, with the runs of '-' an RDS identifier refuses (two in a
     row, or one at the end: RDS API reference, CreateDBInstance DBInstanceIdentifier) collapsed.
@@ -118,25 +111,19 @@ def instance_identifier(cluster_name: str) -> str:
 class AccountingDatabaseArgs:
     """Every field is required (no defaults)."""
 
-    # Names the instance's tags and its final snapshot.
-    cluster_name: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its security group and its Kubernetes
+    # provider.
+    cluster: ClusterContext
     # The VPC of the database's security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The cluster's two zones' private subnets (Network.private_subnet_ids): the DB subnet group
     # (RDS wants two AZs, and a Multi-AZ standby goes to the other one). Never the public subnets.
     private_subnet_ids: Sequence[pulumi.Input[str]]
-    # The only source the database admits (Cluster.security_group_id): the EKS cluster security group
-    # every node has, and pods on the VPC CNI leave through their node's interfaces with it. Only the
-    # ingress rule names it, so the instance itself is created while EKS still is.
-    cluster_security_group_id: pulumi.Input[str]
     instance_class: str  # accountingInstanceClass
     storage_gib: int  # accountingStorageGiB
     multi_az: bool  # accountingMultiAz
     # Keep every record when the stack is destroyed, as a final snapshot (retainAccountingData).
     retain_data: bool
-    # The cluster's Kubernetes provider (Cluster.provider), for the Secrets, the CA bundle's
-    # ConfigMap and the database user Job.
-    provider: k8s.Provider
     # What the Secrets and the ConfigMap wait for, and are deleted before: the slurm Namespace
     # (SharedStorage.namespace_ready).
     secret_depends_on: Sequence[pulumi.Resource]
@@ -165,7 +152,7 @@ class AccountingDatabase(pulumi.ComponentResource):
         # its password is the same one.
         self._admin_password = self._generated_password(f"{name}-password")
         self._password = self._generated_password(f"{name}-slurmdbd-password")
-        self._identifier = instance_identifier(args.cluster_name)
+        self._identifier = instance_identifier(args.cluster.name)
         security_group, rule = self._security_group()
         instance = self._instance(security_group, self._log_groups())
         secret = self._secret("password-secret", ACCOUNTING_PASSWORD_SECRET, self._password)
@@ -197,7 +184,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             f"{name}-sg",
             vpc_id=args.vpc_id,
             description="Slurm accounting database: MariaDB from the EKS cluster only",
-            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            tags={"Name": f"{args.cluster.name}-accounting-db"},
             opts=child,
         )
         rule = aws.vpc.SecurityGroupIngressRule(
@@ -206,7 +193,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             ip_protocol="tcp",
             from_port=ACCOUNTING_PORT,
             to_port=ACCOUNTING_PORT,
-            referenced_security_group_id=args.cluster_security_group_id,
+            referenced_security_group_id=args.cluster.security_group_id,
             description="MariaDB from the cluster's nodes and pods (slurmdbd)",
             opts=child,
         )
@@ -234,7 +221,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             f"{name}-subnets",
             subnet_ids=list(args.private_subnet_ids),
             description="Slurm accounting database: the cluster's private subnets",
-            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            tags={"Name": f"{args.cluster.name}-accounting-db"},
             opts=child,
         )
         parameters = aws.rds.ParameterGroup(
@@ -281,7 +268,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             enabled_cloudwatch_logs_exports=list(LOG_EXPORTS),
             # A class or storage change takes effect in this `up`, as the key table says.
             apply_immediately=True,
-            tags={"Name": f"{args.cluster_name}-accounting-db"},
+            tags={"Name": f"{args.cluster.name}-accounting-db"},
             opts=pulumi.ResourceOptions(parent=self, depends_on=log_groups),
         )
 
@@ -309,7 +296,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             metadata={"name": name, "namespace": SLURM_NAMESPACE},
             data={ACCOUNTING_PASSWORD_KEY: password.apply(lambda p: base64.b64encode(p.encode()).decode())},
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.secret_depends_on)
             ),
         )
 
@@ -323,7 +310,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             metadata={"name": ACCOUNTING_CA_CONFIGMAP, "namespace": SLURM_NAMESPACE},
             data={ACCOUNTING_CA_KEY: args.ca_bundle},
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.secret_depends_on)
             ),
         )
 
@@ -339,9 +326,9 @@ class AccountingDatabase(pulumi.ComponentResource):
         again for a new database (its resource id), a new slurmdbd password or new code: named by
         their digest. The password goes into the name only as 12 hex digits of its SHA-256, which
         say nothing of a 40-character random password, so the name is not secret."""
-        args, code_files = self._args, user_job_code()
+        args = self._args
         in_namespace = pulumi.ResourceOptions(
-            parent=self, provider=args.provider, depends_on=list(args.secret_depends_on)
+            parent=self, provider=args.cluster.provider, depends_on=list(args.secret_depends_on)
         )
         account = k8s.core.v1.ServiceAccount(
             f"{self._name}-user-account",
@@ -349,15 +336,12 @@ class AccountingDatabase(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=in_namespace,
         )
-        code = k8s.core.v1.ConfigMap(
+        code = program_code(
             f"{self._name}-user-code",
-            metadata={
-                "name": f"{USER_JOB_ACCOUNT}-code-{_digest(*sorted(f'{k}={v}' for k, v in code_files.items()))}",
-                "namespace": SLURM_NAMESPACE,
-            },
-            data=code_files,
-            immutable=True,
-            opts=in_namespace,
+            f"{USER_JOB_ACCOUNT}-code",
+            USER_JOB_MODULES,
+            SLURM_NAMESPACE,
+            in_namespace,
         )
         name = pulumi.Output.unsecret(
             pulumi.Output.all(instance.resource_id, self._password, code.metadata.name).apply(
@@ -384,7 +368,6 @@ class AccountingDatabase(pulumi.ComponentResource):
                         "automountServiceAccountToken": False,
                         **program_pod(
                             "database-user",
-                            USER_JOB_PACKAGE,
                             "accounting_database_user",
                             [
                                 "--host",
@@ -428,7 +411,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(
                 parent=self,
-                provider=args.provider,
+                provider=args.cluster.provider,
                 depends_on=[instance, rule, admin_secret, secret, ca, account, code, *args.job_depends_on],
             ),
         )

@@ -11,41 +11,28 @@ program changes nothing when slurmdbd already holds the state, so a re-run is ha
 
 from __future__ import annotations
 
-import hashlib
-import pathlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-import cluster_programs
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
+from components._parts.program_code import digest, program_code
+from components.cluster import ClusterContext
 from model.builders.accounting import desired_state, to_json
 from model.builders.program_job import program_pod
 from model.checks.users import User
 
-PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
-# In the pod the files form the package `cluster_programs` (mounted at /app/cluster_programs, run
-# as `python -m cluster_programs.accounting_registration`), as in the repository.
-POD_PACKAGE = "cluster_programs"
-MODULES = ("__init__.py", "accounting_registration.py", "incluster.py")
+# What runs in the Job, from cluster_programs/ (components/_parts/program_code.py ships it).
+MODULES = ("accounting_registration.py", "incluster.py")
 DESIRED_FILE = "desired.json"
 # slurmctld adds the cluster to slurmdbd when it first connects: on a first `up` the Job may start
 # before that; it waits up to this long (less a margin for its own work).
 TIMEOUT_SECONDS = 900
 # The ServiceAccount, Role and RoleBinding share it.
 ACCOUNT = "slurm-accounting-registration"
-
-
-def shipped_code() -> dict[str, str]:
-    """The code ConfigMap's files, by file name."""
-    return {m: (PROGRAMS / m).read_text() for m in MODULES}
-
-
-def _digest(files: dict[str, str]) -> str:
-    return hashlib.sha256("".join(f"{k}\0{v}\0" for k, v in sorted(files.items())).encode()).hexdigest()[:12]
 
 
 def desired_files(users: Sequence[User]) -> dict[str, str]:
@@ -55,7 +42,7 @@ def desired_files(users: Sequence[User]) -> dict[str, str]:
 
 def registration_trigger(users: Sequence[User]) -> str:
     """12 hex digits that change exactly when the desired state does (the Job's name)."""
-    return _digest(desired_files(users))
+    return digest(desired_files(users))
 
 
 @dataclass(frozen=True)
@@ -68,13 +55,13 @@ class AccountingRegistrationArgs:
     # What the objects in the namespace wait for: the Namespace (SharedStorage.namespace_ready).
     depends_on: Sequence[pulumi.Resource]
     # Slurm's ClusterName (model/facts/contract.py): the cluster the associations are on.
-    cluster: str
+    slurm_cluster: str
     # The pod of fixed name with sacctmgr and slurm.conf (the controller): the only pod exec is
     # allowed into.
     slurm_pod: str
     slurm_container: str  # that pod's container with sacctmgr (slurmctld)
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the Job waits for besides: the Slurm release with its Accounting (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]
     # The accounting database's resource id (AccountingDatabase.resource_id), part of the Job's
@@ -94,14 +81,14 @@ class AccountingRegistration(pulumi.ComponentResource):
         self._name, self._args = name, args
         self.trigger = registration_trigger(args.users)
         binding = self._access()
-        code = self._config_map("code", f"{ACCOUNT}-code-{_digest(shipped_code())}", shipped_code())
+        code = program_code(f"{name}-code", f"{ACCOUNT}-code", MODULES, args.namespace, self._in_namespace())
         desired = self._config_map("desired", f"{ACCOUNT}-users-{self.trigger}", desired_files(args.users))
         self._job(code, desired, binding)
         self.register_outputs({"trigger": self.trigger})
 
     def _in_namespace(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
-            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+            parent=self, provider=self._args.cluster.provider, depends_on=list(self._args.depends_on)
         )
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
@@ -113,7 +100,7 @@ class AccountingRegistration(pulumi.ComponentResource):
             args.namespace,
             [exec_rule(args.slurm_pod)],
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=args.depends_on,
         )
 
@@ -137,7 +124,7 @@ class AccountingRegistration(pulumi.ComponentResource):
             metadata={
                 "name": pulumi.Output.from_input(args.database).apply(
                     lambda database: (
-                        f"accounting-registration-{_digest({'users': self.trigger, 'database': database})}"
+                        f"accounting-registration-{digest({'users': self.trigger, 'database': database})}"
                     )
                 ),
                 "namespace": args.namespace,
@@ -150,13 +137,12 @@ class AccountingRegistration(pulumi.ComponentResource):
                 "template": {
                     "spec": program_pod(
                         "register",
-                        POD_PACKAGE,
                         "accounting_registration",
                         [
                             "--desired",
                             f"/config/{DESIRED_FILE}",
                             "--cluster",
-                            args.cluster,
+                            args.slurm_cluster,
                             "--namespace",
                             args.namespace,
                             "--slurm-pod",
@@ -174,6 +160,8 @@ class AccountingRegistration(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[binding, code, desired, *args.job_depends_on]
+                parent=self,
+                provider=args.cluster.provider,
+                depends_on=[binding, code, desired, *args.job_depends_on],
             ),
         )

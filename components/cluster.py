@@ -58,6 +58,29 @@ class ClusterArgs:
     log_retention_days: int
 
 
+@dataclass(frozen=True)
+class ClusterContext:
+    """The EKS cluster as the components that run in it or beside it see it: __main__.py builds
+    it once from the Cluster and the Network and passes it to each of them as `cluster`."""
+
+    # The EKS cluster's name (clusterName): tags, IAM scopes, Pod Identity associations.
+    name: str
+    # The stack's AWS region (aws:region): ARNs and the AWS SDKs' region in the pods.
+    region: str
+    # The account that owns the cluster's VPC (Network.account_id): IAM scopes and ARNs.
+    account_id: pulumi.Input[str]
+    # The cluster's ARN (Cluster.arn), known before the cluster exists: the Pod Identity roles'
+    # trust names it.
+    arn: pulumi.Input[str]
+    # The one provider every in-cluster object uses (Cluster.provider).
+    provider: k8s.Provider
+    # The EKS-created cluster security group every node has (Cluster.security_group_id).
+    security_group_id: pulumi.Input[str]
+    # What a Pod Identity association waits for besides its component's own dependencies: the Pod
+    # Identity agent add-on (Cluster.pod_identity_ready); on destroy the agent outlives them.
+    pod_identity_ready: Sequence[pulumi.Resource]
+
+
 class Cluster(pulumi.ComponentResource):
     name: str  # the EKS cluster's name
     # arn:aws:eks:<region>:<account>:cluster/<name>, the form of the Service Authorization

@@ -16,13 +16,9 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
+from components.cluster import ClusterContext
+from model.builders import cluster_autoscaler
 from model.facts import versions
-from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
-
-NAMESPACE = SYSTEM_NAMESPACE
-# The chart's ServiceAccount is its fullname (templates/_helpers.tpl serviceAccountName, chart
-# 9.59.0); fullnameOverride fixes it, so the Pod Identity association can name it.
-SERVICE_ACCOUNT = "cluster-autoscaler"
 
 
 def autoscaler_policy(cluster_name: str, region: str, account_id: str) -> str:
@@ -79,48 +75,18 @@ def autoscaler_policy(cluster_name: str, region: str, account_id: str) -> str:
     )
 
 
-def autoscaler_values(cluster_name: str, region: str, kubernetes_version: str) -> dict:
-    """The values computed here, over charts-values/cluster-autoscaler.yaml."""
-    tag = versions.cluster_autoscaler_tag(kubernetes_version)
-    if tag is None:
-        raise ValueError(
-            f"kubernetesVersion {kubernetes_version}: no cluster-autoscaler release is pinned for it; "
-            f"pinned: {', '.join(versions.CLUSTER_AUTOSCALER_FOR_KUBERNETES)}"
-        )
-    return {
-        "fullnameOverride": SERVICE_ACCOUNT,
-        # The chart's --node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,
-        # k8s.io/cluster-autoscaler/<clusterName> (templates/deployment.yaml, autoDiscovery.tags).
-        "autoDiscovery": {"clusterName": cluster_name},
-        # Given, so CA never asks IMDS (one hop only: components/node_groups.py IMDS_HOP_LIMIT).
-        "awsRegion": region,
-        "image": {"repository": versions.CLUSTER_AUTOSCALER_IMAGE, "tag": tag},
-        "nodeSelector": dict(CORE_LABELS),
-    }
-
-
 @dataclass(frozen=True)
 class ClusterAutoscalerArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster: the auto-discovery tag, the policy's scope and the association's cluster.
-    cluster_name: str
-    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
-    # assume the role (components/_parts/pod_identity.py, trust_policy).
-    cluster_arn: pulumi.Input[str]
-    # The cluster's region: CA's AWS_REGION and the policy's scope.
-    region: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its account, its
+    # Kubernetes provider and what Pod Identity associations wait for.
+    cluster: ClusterContext
     # The cluster's Kubernetes version (kubernetesVersion): CA's image is of its minor.
     kubernetes_version: str
-    # The account of the cluster's node groups (Network.account_id): the policy's scope.
-    account_id: pulumi.Input[str]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What the release waits for: the core nodes it runs on (NodeGroups.core_ready) and the GPU
     # node groups whose tags it reads (NodeGroups.gpu_ready).
     depends_on: Sequence[pulumi.Resource]
-    # What the Pod Identity association waits for besides: the Pod Identity agent (Cluster.pod_identity_ready).
-    identity_depends_on: Sequence[pulumi.Resource]
 
 
 class ClusterAutoscaler(pulumi.ComponentResource):
@@ -134,10 +100,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self.release = pinned_release(
             f"{name}-release",
             versions.CLUSTER_AUTOSCALER,
-            namespace=NAMESPACE,
-            values=autoscaler_values(args.cluster_name, args.region, args.kubernetes_version),
+            namespace=cluster_autoscaler.NAMESPACE,
+            values=cluster_autoscaler.release_values(
+                args.cluster.name, args.cluster.region, args.kubernetes_version
+            ),
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],
         )
         self.ready = [self.release]
@@ -145,13 +113,18 @@ class ClusterAutoscaler(pulumi.ComponentResource):
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
-        document = pulumi.Output.from_input(args.account_id).apply(
-            lambda account: autoscaler_policy(args.cluster_name, args.region, account)
+        document = pulumi.Output.from_input(args.cluster.account_id).apply(
+            lambda account: autoscaler_policy(args.cluster.name, args.cluster.region, account)
         )
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, args.cluster_arn, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(
+                args.cluster.name,
+                args.cluster.arn,
+                cluster_autoscaler.NAMESPACE,
+                cluster_autoscaler.SERVICE_ACCOUNT,
+            ),
             document,
             self,
-            [*args.depends_on, *args.identity_depends_on],
+            [*args.depends_on, *args.cluster.pod_identity_ready],
         )

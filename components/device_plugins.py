@@ -10,27 +10,18 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
+from components.cluster import ClusterContext
+from model.builders import device_plugins
 from model.facts import versions
-from model.facts.contract import GPU_LABELS, GPU_TOLERATION, SYSTEM_NAMESPACE
-
-
-def gpu_placement() -> dict:
-    """Run on the GPU nodes only, through their NoSchedule taint. Both charts ship without a
-    toleration for it (EFA: aws/eks-charts stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml
-    at chart v0.5.30 tolerates only CriticalAddonsOnly; a plugin that never schedules means 0 EFA
-    devices)."""
-    return {
-        "nodeSelector": dict(GPU_LABELS),
-        "tolerations": [dict(GPU_TOLERATION), {"key": "CriticalAddonsOnly", "operator": "Exists"}],
-    }
+from model.facts.contract import SYSTEM_NAMESPACE
 
 
 @dataclass(frozen=True)
 class DevicePluginsArgs:
     """Every field is required (no defaults)."""
 
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What both plugins wait for: the GPU node groups (NodeGroups.gpu_ready). Depending on them
     # also deletes the plugins before the nodes.
     depends_on: Sequence[pulumi.Resource]
@@ -55,29 +46,9 @@ class DevicePlugins(pulumi.ComponentResource):
             f"{self._name}-nvidia",
             versions.NVIDIA_DEVICE_PLUGIN,
             namespace=SYSTEM_NAMESPACE,
-            # The chart's default affinity wants NFD's PCI label or nvidia.com/gpu.present, which
-            # nodeadm sets only from Kubernetes 1.35 on (NVIDIA/k8s-device-plugin v0.20.0
-            # deployments/helm/nvidia-device-plugin/values.yaml; awslabs/amazon-eks-ami
-            # nodeadm/internal/kubelet/config.go): select by our label.
-            values={
-                **gpu_placement(),
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchExpressions": [
-                                        {"key": k, "operator": "In", "values": [v]}
-                                        for k, v in GPU_LABELS.items()
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                },
-            },
+            values=device_plugins.nvidia_values(),
             parent=self,
-            provider=self._args.provider,
+            provider=self._args.cluster.provider,
             depends_on=self._args.depends_on,
         )
 
@@ -86,8 +57,8 @@ class DevicePlugins(pulumi.ComponentResource):
             f"{self._name}-efa",
             versions.EFA_DEVICE_PLUGIN,
             namespace=SYSTEM_NAMESPACE,
-            values=gpu_placement(),
+            values=device_plugins.efa_values(),
             parent=self,
-            provider=self._args.provider,
+            provider=self._args.cluster.provider,
             depends_on=self._args.depends_on,
         )

@@ -16,6 +16,7 @@ import pulumi_random as random
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
+from components.cluster import ClusterContext
 from model.builders import dashboards
 from model.facts import versions
 
@@ -41,25 +42,16 @@ def query_policy(workspace_arn: str) -> str:
 class GrafanaArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster of the Pod Identity association.
-    cluster_name: str
-    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
-    # assume the role (components/_parts/pod_identity.py, trust_policy).
-    cluster_arn: pulumi.Input[str]
-    # The workspace's region: the SigV4 signing region of the data source.
-    region: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its Kubernetes provider
+    # and what Pod Identity associations wait for.
+    cluster: ClusterContext
     # The workspace's query endpoint (MetricsStore.query_endpoint): the data source's URL.
     query_endpoint: pulumi.Input[str]
     # The workspace's ARN (MetricsStore.workspace_arn): the only resource the role may query.
     workspace_arn: pulumi.Input[str]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What the namespace, its Secret and ConfigMaps and the release wait for: the core nodes
     # Grafana runs on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]
-    # What the Pod Identity association waits for besides: the Pod Identity agent
-    # (Cluster.pod_identity_ready), which hands Grafana its credentials.
-    identity_depends_on: Sequence[pulumi.Resource]
 
 
 class Grafana(pulumi.ComponentResource):
@@ -82,7 +74,9 @@ class Grafana(pulumi.ComponentResource):
         self.register_outputs({"release": self.release.status, "admin_password": self.admin_password})
 
     def _child_opts(self, depends_on: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._args.provider, depends_on=list(depends_on))
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._args.cluster.provider, depends_on=list(depends_on)
+        )
 
     def _namespace(self) -> k8s.core.v1.Namespace:
         return k8s.core.v1.Namespace(
@@ -95,11 +89,13 @@ class Grafana(pulumi.ComponentResource):
         name, args = self._name, self._args
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
         account = ServiceAccountRef(
-            args.cluster_name, args.cluster_arn, dashboards.NAMESPACE, dashboards.SERVICE_ACCOUNT
+            args.cluster.name, args.cluster.arn, dashboards.NAMESPACE, dashboards.SERVICE_ACCOUNT
         )
         # The association must name the service account the chart creates (serviceAccount.name),
         # or Grafana signs with no credentials and every panel fails.
-        return pod_identity(name, account, document, self, [*args.depends_on, *args.identity_depends_on])
+        return pod_identity(
+            name, account, document, self, [*args.depends_on, *args.cluster.pod_identity_ready]
+        )
 
     def _generated_password(self) -> pulumi.Output[str]:
         # Drawn once and kept in the state: the same password on every preview and update, and the
@@ -146,7 +142,7 @@ class Grafana(pulumi.ComponentResource):
         args = self._args
         keys = [dashboards.dashboard_key(p) for p in dashboards.dashboard_files()]
         values = pulumi.Output.from_input(args.query_endpoint).apply(
-            lambda endpoint: dashboards.release_values(endpoint, args.region, keys)
+            lambda endpoint: dashboards.release_values(endpoint, args.cluster.region, keys)
         )
         return pinned_release(
             f"{self._name}-release",
@@ -155,6 +151,6 @@ class Grafana(pulumi.ComponentResource):
             values=values,
             release_name=dashboards.RELEASE,
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.depends_on, *depends_on],
         )

@@ -12,17 +12,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts import jobs_await
-from model.builders.pod_security import PAUSE_USER, container_security, pod_security
-from model.facts import versions
-from model.facts.contract import GPU_LABELS, GPU_TOLERATION
+from components.cluster import ClusterContext
+from model.builders import image_prepull
 
-NAME = "slurmd-image-prepull"
 # Pulumi waits until every GPU node has the image (the DaemonSet rolled out,
 # pulumi-kubernetes provider/pkg/await/daemonset.go); a cold pull of the image takes minutes.
 TIMEOUT_SECONDS = 1800
-# A few millicores and MiB: the pod asks for no GPU or EFA device, so slurmd, which takes them
-# all, schedules beside it and Slurm sees the node as idle.
-TINY = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}}
 
 
 @dataclass(frozen=True)
@@ -34,8 +29,8 @@ class ImagePrePullArgs:
     image: pulumi.Input[str]
     # The namespace's name; the DaemonSet lives there.
     namespace: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the DaemonSet waits for: the GPU nodes to pull on, and the namespace that holds it.
     depends_on: Sequence[pulumi.Resource]
 
@@ -49,58 +44,20 @@ class ImagePrePull(pulumi.ComponentResource):
         super().__init__("slinky-eks:image:ImagePrePull", name, None, opts)
         self._name, self._args = name, args
         self.daemon_set = self._daemon_set()
-        self.register_outputs({"name": NAME})
+        self.register_outputs({"name": image_prepull.NAME})
 
     def _daemon_set(self) -> k8s.apps.v1.DaemonSet:
         args = self._args
-        labels = {"app.kubernetes.io/name": NAME}
         return k8s.apps.v1.DaemonSet(
             f"{self._name}-ds",
             metadata={
-                "name": NAME,
+                "name": image_prepull.NAME,
                 "namespace": args.namespace,
-                "labels": labels,
+                "labels": image_prepull.labels(),
                 "annotations": {jobs_await.TIMEOUT: str(TIMEOUT_SECONDS)},
             },
-            spec={
-                "selector": {"matchLabels": labels},
-                # A new digest is pulled on every node at once, not node after node.
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "nodeSelector": dict(GPU_LABELS),
-                        "tolerations": [dict(GPU_TOLERATION)],
-                        "automountServiceAccountToken": False,
-                        "terminationGracePeriodSeconds": 1,
-                        # The pause image's own user for both containers: `true` in the slurmd
-                        # image (whose user is root) runs as any user, and a fixed uid lets the
-                        # kubelet check runAsNonRoot without reading the image.
-                        "securityContext": pod_security(PAUSE_USER),
-                        "initContainers": [
-                            {
-                                "name": "pull",
-                                "image": args.image,
-                                "imagePullPolicy": "IfNotPresent",
-                                "command": ["true"],
-                                "resources": TINY,
-                                "securityContext": container_security(),
-                            }
-                        ],
-                        # The pod stays: its exited init container keeps the image in use, so the
-                        # kubelet's image garbage collection leaves it on the node.
-                        "containers": [
-                            {
-                                "name": "pause",
-                                "image": versions.PAUSE_IMAGE,
-                                "resources": TINY,
-                                "securityContext": container_security(),
-                            }
-                        ],
-                    },
-                },
-            },
+            spec=image_prepull.daemon_set_spec(args.image),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )

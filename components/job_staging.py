@@ -24,6 +24,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
+from components.cluster import ClusterContext
 from model.builders.job_environment import environment_files
 from model.builders.shared_volume_writer import writer_spec
 from model.checks.gpu_pools import GpuPool
@@ -94,8 +95,8 @@ class JobStagingArgs:
     namespace: str
     # The /shared claim's name (SharedStorage.claim_name), mounted by the copy Job.
     shared_claim: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the files wait for: the bound /shared claim and the core nodes the copy runs on.
     depends_on: Sequence[pulumi.Resource]
 
@@ -129,7 +130,7 @@ class JobStaging(pulumi.ComponentResource):
             data=files,
             immutable=True,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )
 
@@ -154,5 +155,5 @@ class JobStaging(pulumi.ComponentResource):
                 add_capabilities=["CHOWN"] if args.users else (),
             ),
             # Pulumi waits for the copy to complete: the jobs are on /shared when `up` returns.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[bundle]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider, depends_on=[bundle]),
         )

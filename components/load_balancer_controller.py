@@ -13,39 +13,25 @@ import pulumi_kubernetes as k8s
 from components._parts.helm import pinned_release
 from components._parts.load_balancer_policy import Scope, policy
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
+from components.cluster import ClusterContext
+from model.builders import load_balancer_controller
 from model.facts import versions
-from model.facts.contract import CORE_LABELS, SYSTEM_NAMESPACE
-
-NAMESPACE = SYSTEM_NAMESPACE
-SERVICE_ACCOUNT = "aws-load-balancer-controller"
 
 
 @dataclass(frozen=True)
 class LoadBalancerControllerArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster the controller serves, and its Pod Identity association's cluster.
-    cluster_name: str
-    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
-    # assume the role (components/_parts/pod_identity.py, trust_policy).
-    cluster_arn: pulumi.Input[str]
-    # Given to the controller so it never asks IMDS (node_groups.py, IMDS_HOP_LIMIT).
-    region: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its account, its
+    # Kubernetes provider and what Pod Identity associations wait for.
+    cluster: ClusterContext
     # Given to the controller for the same reason as the region (Network.vpc_id).
     vpc_id: pulumi.Input[str]
     # The VPC's ARN (Network.vpc_arn): the only VPC whose security groups the controller's IAM
     # policy lets it create or change.
     vpc_arn: pulumi.Input[str]
-    # The account that owns the VPC (Network.account_id): the only one whose listeners it may change.
-    account_id: pulumi.Input[str]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What the controller waits for: the core nodes it runs on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]
-    # What its Pod Identity association waits for besides: the Pod Identity agent
-    # (Cluster.pod_identity_ready), which hands the controller its credentials and on destroy
-    # must outlive it while it deletes the NLB.
-    identity_depends_on: Sequence[pulumi.Resource]
 
 
 class LoadBalancerController(pulumi.ComponentResource):
@@ -66,18 +52,23 @@ class LoadBalancerController(pulumi.ComponentResource):
 
     def _identity(self) -> aws.eks.PodIdentityAssociation:
         name, args = self._name, self._args
-        document = pulumi.Output.all(args.account_id, args.vpc_arn).apply(
-            lambda a: policy(Scope(region=args.region, account_id=a[0], vpc_arn=a[1]))
+        document = pulumi.Output.all(args.cluster.account_id, args.vpc_arn).apply(
+            lambda a: policy(Scope(region=args.cluster.region, account_id=a[0], vpc_arn=a[1]))
         )
         # The association must name exactly the service account the chart creates, or the
         # controller runs without credentials and Services stay <pending>
         # (kubernetes-sigs/aws-load-balancer-controller issue #3850).
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, args.cluster_arn, NAMESPACE, SERVICE_ACCOUNT),
+            ServiceAccountRef(
+                args.cluster.name,
+                args.cluster.arn,
+                load_balancer_controller.NAMESPACE,
+                load_balancer_controller.SERVICE_ACCOUNT,
+            ),
             document,
             self,
-            [*args.depends_on, *args.identity_depends_on],
+            [*args.depends_on, *args.cluster.pod_identity_ready],
         )
 
     def _release(self, association: aws.eks.PodIdentityAssociation) -> k8s.helm.v3.Release:
@@ -85,15 +76,11 @@ class LoadBalancerController(pulumi.ComponentResource):
         return pinned_release(
             f"{self._name}-release",
             versions.AWS_LOAD_BALANCER_CONTROLLER,
-            namespace=NAMESPACE,
-            values={
-                "clusterName": args.cluster_name,
-                "region": args.region,
-                "vpcId": args.vpc_id,
-                "serviceAccount": {"create": True, "name": SERVICE_ACCOUNT},
-                "nodeSelector": dict(CORE_LABELS),
-            },
+            namespace=load_balancer_controller.NAMESPACE,
+            values=load_balancer_controller.release_values(
+                args.cluster.name, args.cluster.region, args.vpc_id
+            ),
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],
         )

@@ -15,6 +15,8 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
+from components.cluster import ClusterContext
+
 # AMP's only alert manager receiver is an SNS topic in the workspace's account (AMP User Guide,
 # "Managing and forwarding alerts ... with alert manager", AMP-alert-manager.html); the receiver
 # names the topic and the region (AMP-alertmanager-receiver-config.html).
@@ -122,19 +124,12 @@ def key_policy(account_id: str) -> str:
 class MetricsStoreArgs:
     """Every field is required (no defaults)."""
 
-    # Names the workspace (its alias), the scraper and the topic, and tags them.
-    cluster_name: str
-    # The stack's region (aws:region): the alert manager's SNS receiver signs for it.
-    region: str
-    # The account the workspace and the cluster are in (Network.account_id): the only one whose
-    # workspace may publish, and part of the cluster's ARN the scraper reads.
-    account_id: pulumi.Input[str]
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its account and its
+    # security group.
+    cluster: ClusterContext
     # The cluster's two zones' private subnets (Network.private_subnet_ids): the scraper puts an
     # interface in each (it wants two AZs: AMP User Guide, AMP-collector-how-to.html, "Create a scraper").
     private_subnet_ids: Sequence[pulumi.Input[str]]
-    # The EKS cluster security group (Cluster.security_group_id): every node has it and it admits all
-    # traffic from itself, so the scraper's interfaces reach slurmctld and the exporters with no new rule.
-    cluster_security_group_id: pulumi.Input[str]
     # Days the workspace keeps samples (metricsRetentionDays).
     retention_days: int
     # The Prometheus scrape configuration the scraper runs (model/builders/metrics.py scrape_configuration()).
@@ -162,7 +157,7 @@ class MetricsStore(pulumi.ComponentResource):
     def __init__(self, name: str, args: MetricsStoreArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:metrics:MetricsStore", name, None, opts)
         self._name, self._args = name, args
-        self._tags = {"Name": f"{args.cluster_name}-metrics", "slinky-eks:cluster": args.cluster_name}
+        self._tags = {"Name": f"{args.cluster.name}-metrics", "slinky-eks:cluster": args.cluster.name}
         workspace, retention = self._workspace()
         self._scraper(workspace)
         self._rules(workspace)
@@ -184,7 +179,7 @@ class MetricsStore(pulumi.ComponentResource):
         # Prometheus service quotas": retention); the configuration says how long on purpose.
         child = pulumi.ResourceOptions(parent=self)
         workspace = aws.amp.Workspace(
-            f"{self._name}-workspace", alias=self._args.cluster_name, tags=self._tags, opts=child
+            f"{self._name}-workspace", alias=self._args.cluster.name, tags=self._tags, opts=child
         )
         retention = aws.amp.WorkspaceConfiguration(
             f"{self._name}-retention",
@@ -205,14 +200,14 @@ class MetricsStore(pulumi.ComponentResource):
         args = self._args
         return aws.amp.Scraper(
             f"{self._name}-scraper",
-            alias=f"{args.cluster_name}-slurm",
+            alias=f"{args.cluster.name}-slurm",
             source=aws.amp.ScraperSourceArgs(
                 eks=aws.amp.ScraperSourceEksArgs(
-                    cluster_arn=pulumi.Output.from_input(args.account_id).apply(
-                        lambda a: eks_cluster_arn(args.region, a, args.cluster_name)
+                    cluster_arn=pulumi.Output.from_input(args.cluster.account_id).apply(
+                        lambda a: eks_cluster_arn(args.cluster.region, a, args.cluster.name)
                     ),
                     subnet_ids=list(args.private_subnet_ids),
-                    security_group_ids=[args.cluster_security_group_id],
+                    security_group_ids=[args.cluster.security_group_id],
                 )
             ),
             destination=aws.amp.ScraperDestinationArgs(
@@ -240,9 +235,9 @@ class MetricsStore(pulumi.ComponentResource):
         args, child = self._args, pulumi.ResourceOptions(parent=self)
         key = aws.kms.Key(
             f"{self._name}-alerts-key",
-            description=f"{args.cluster_name}: the metrics alert topic",
+            description=f"{args.cluster.name}: the metrics alert topic",
             enable_key_rotation=True,
-            policy=pulumi.Output.from_input(args.account_id).apply(key_policy),
+            policy=pulumi.Output.from_input(args.cluster.account_id).apply(key_policy),
             tags=self._tags,
             opts=child,
         )
@@ -250,7 +245,7 @@ class MetricsStore(pulumi.ComponentResource):
         policy = aws.sns.TopicPolicy(
             f"{self._name}-alerts-policy",
             arn=topic.arn,
-            policy=pulumi.Output.all(topic.arn, workspace.arn, args.account_id).apply(
+            policy=pulumi.Output.all(topic.arn, workspace.arn, args.cluster.account_id).apply(
                 lambda a: topic_policy(*a)
             ),
             opts=child,
@@ -269,7 +264,7 @@ class MetricsStore(pulumi.ComponentResource):
         aws.amp.AlertManagerDefinition(
             f"{self._name}-alert-manager",
             workspace_id=workspace.id,
-            definition=topic.arn.apply(lambda arn: alert_manager_definition(arn, args.region)),
+            definition=topic.arn.apply(lambda arn: alert_manager_definition(arn, args.cluster.region)),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
         )
         return topic

@@ -13,6 +13,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
+from components.cluster import ClusterContext
 from model.builders import node_repair
 from model.builders.node_repair import RepairPolicy
 from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
@@ -67,15 +68,13 @@ def image_pull_policy(repository_arn: str) -> str:
 class NodeGroupsArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster the groups join.
-    cluster_name: str
+    # The EKS cluster it is part of (ClusterContext), for its name and its security group.
+    cluster: ClusterContext
     # The slurmd image's repository (SlurmdImage.repository_arn): the one repository of the account
     # the nodes may pull from.
     image_repository_arn: pulumi.Input[str]
     # What the node groups wait for: the control plane and what it needs (Cluster.ready).
     depends_on: Sequence[pulumi.Resource]
-    # Named on the GPU nodes' EFA interfaces, which would otherwise lose it (see _gpu_pool_group).
-    cluster_security_group_id: pulumi.Input[str]
     # The cluster's two zones' private subnets (Network.private_subnet_ids): the core group's, and
     # only these, so a pool AZ added later leaves the core group's subnets as they are (a managed
     # node group's subnets cannot be changed in place: aws/containers-roadmap issue #1338).
@@ -243,7 +242,7 @@ class NodeGroups(pulumi.ComponentResource):
         ignore = ["scalingConfig.desiredSize"] if size.autoscaled else None
         return aws.eks.NodeGroup(
             f"{self._name}-{suffix}",
-            cluster_name=args.cluster_name,
+            cluster_name=args.cluster.name,
             node_role_arn=role.arn,
             subnet_ids=subnets,
             instance_types=None if capacity_type == CAPACITY_BLOCK else [instance_type],
@@ -306,7 +305,7 @@ class NodeGroups(pulumi.ComponentResource):
             # Managed node groups forbid SubnetId here: the subnet is the node group's.
             network_interfaces=[
                 aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                    **iface, security_groups=[args.cluster_security_group_id]
+                    **iface, security_groups=[args.cluster.security_group_id]
                 )
                 for iface in pool.gpu.network_interfaces
             ],
@@ -388,7 +387,7 @@ class NodeGroups(pulumi.ComponentResource):
         # (docs/decisions/coredns-adoption.md).
         return aws.eks.Addon(
             f"{self._name}-coredns",
-            cluster_name=self._args.cluster_name,
+            cluster_name=self._args.cluster.name,
             addon_name="coredns",
             resolve_conflicts_on_create="OVERWRITE",
             preserve=True,
@@ -402,7 +401,7 @@ class NodeGroups(pulumi.ComponentResource):
         # on the kubelet's Ready alone, until it runs (model/builders/node_repair.py).
         return aws.eks.Addon(
             f"{self._name}-monitoring-agent",
-            cluster_name=self._args.cluster_name,
+            cluster_name=self._args.cluster.name,
             addon_name=node_repair.MONITORING_AGENT_ADDON,
             addon_version=versions.NODE_MONITORING_AGENT_VERSION,
             configuration_values=node_repair.monitoring_agent_configuration(),

@@ -18,10 +18,10 @@ import pulumi_kubernetes as k8s
 
 from components._parts.helm import pinned_release
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
-from model.builders import autoscaling
+from components.cluster import ClusterContext
+from model.builders import autoscaling, keda
 from model.checks.gpu_pools import GpuPool
 from model.facts import versions
-from model.facts.contract import CORE_LABELS
 
 NAMESPACE = "keda"
 # The chart's operator ServiceAccount (values.yaml serviceAccount.operator.name, keda-2.20.2): the
@@ -55,23 +55,13 @@ def query_policy(workspace_arn: str) -> str:
     )
 
 
-def keda_values() -> dict:
-    """The values computed here, over charts-values/keda.yaml: KEDA's three Deployments on the
-    core nodes (the chart's nodeSelector serves the operator, the metrics server and the webhook)."""
-    return {"nodeSelector": dict(CORE_LABELS)}
-
-
 @dataclass(frozen=True)
 class PoolAutoscalingArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster (the Pod Identity association's).
-    cluster_name: str
-    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
-    # assume the role (components/_parts/pod_identity.py, trust_policy).
-    cluster_arn: pulumi.Input[str]
-    # The region the store is in: what KEDA signs its queries for (SigV4's awsRegion).
-    region: str
+    # The EKS cluster it is part of (ClusterContext), for its name, its region, its Kubernetes provider
+    # and what Pod Identity associations wait for.
+    cluster: ClusterContext
     # The pools that autoscale (GpuPool.autoscales): one ScaledObject each.
     pools: Sequence[GpuPool]
     # Every pool of the stack (StackConfig.gpu_pools), in order: the first one's triggers also
@@ -85,12 +75,8 @@ class PoolAutoscalingArgs:
     idle_minutes: int
     # The NodeSets' namespace, where the ScaledObjects and their TriggerAuthentication go.
     namespace: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What KEDA's release waits for: the core nodes it runs on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]
-    # What the Pod Identity association waits for besides: the Pod Identity agent (Cluster.pod_identity_ready).
-    identity_depends_on: Sequence[pulumi.Resource]
     # What the ScaledObjects wait for besides KEDA: the NodeSets they scale (SlurmCluster.ready) and
     # the namespace they are in (SharedStorage.namespace_ready).
     scaler_depends_on: Sequence[pulumi.Resource]
@@ -110,9 +96,9 @@ class PoolAutoscaling(pulumi.ComponentResource):
             versions.KEDA,
             namespace=NAMESPACE,
             create_namespace=True,
-            values=keda_values(),
+            values=keda.release_values(),
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.depends_on, association],
         )
         authentication = self._authentication()
@@ -127,16 +113,16 @@ class PoolAutoscaling(pulumi.ComponentResource):
         document = pulumi.Output.from_input(args.workspace_arn).apply(query_policy)
         return pod_identity(
             name,
-            ServiceAccountRef(args.cluster_name, args.cluster_arn, NAMESPACE, OPERATOR_ACCOUNT),
+            ServiceAccountRef(args.cluster.name, args.cluster.arn, NAMESPACE, OPERATOR_ACCOUNT),
             document,
             self,
-            [*args.depends_on, *args.identity_depends_on],
+            [*args.depends_on, *args.cluster.pod_identity_ready],
         )
 
     def _after_keda(self) -> pulumi.ResourceOptions:
         args = self._args
         return pulumi.ResourceOptions(
-            parent=self, provider=args.provider, depends_on=[self.release, *args.scaler_depends_on]
+            parent=self, provider=args.cluster.provider, depends_on=[self.release, *args.scaler_depends_on]
         )
 
     def _authentication(self) -> k8s.apiextensions.CustomResource:
@@ -160,7 +146,7 @@ class PoolAutoscaling(pulumi.ComponentResource):
             lambda endpoint: autoscaling.scaled_object_spec(
                 pool,
                 autoscaling.server_address(endpoint),
-                args.region,
+                args.cluster.region,
                 AUTHENTICATION,
                 args.idle_minutes,
                 pools=args.gpu_pools,

@@ -20,6 +20,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
+from components.cluster import ClusterContext
 from model.facts.contract import GP3, SLURM_NAMESPACE, SYSTEM_NAMESPACE
 
 SHARED_PV = "slurm-shared"
@@ -75,27 +76,21 @@ def file_system_policy(file_system_arn: str, node_role_arns: Sequence[str]) -> d
 class SharedStorageArgs:
     """Every field is required (no defaults)."""
 
-    # The EKS cluster the CSI add-ons and their Pod Identity roles belong to; names tags.
-    cluster_name: str
-    # The cluster's ARN (Cluster.arn): the one cluster, in this account, whose Pod Identity may
-    # assume the role (components/_parts/pod_identity.py, trust_policy).
-    cluster_arn: pulumi.Input[str]
+    # The EKS cluster it is part of (ClusterContext), for its name, its ARN, its security group and
+    # its Kubernetes provider.
+    cluster: ClusterContext
     # The role every node runs as (NodeGroups.role_name): the EFS client's (see _client_access).
     node_role_name: pulumi.Input[str]
     # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
-    # The only source the NFS security group admits (Cluster.security_group_id).
-    cluster_security_group_id: pulumi.Input[str]
-    # The IAM roles of every node group, core and GPU pools alike (each NodeGroup's node_role_arn):
-    # the only principals the file system policy lets mount /shared.
+    # The role every node group runs as (NodeGroups.role_arn): the only principal the file system
+    # policy lets mount /shared.
     node_role_arns: Sequence[pulumi.Input[str]]
     # Every AZ with nodes needs a mount target, the GPU AZ at least, or mounts time out
     # (https://docs.aws.amazon.com/efs/latest/ug/accessing-fs.html; kubernetes-sigs/aws-efs-csi-driver
     # issue #228). Each node subnet by the key its mount target is named by
     # (Network.private_subnet_by_key): a pool AZ added or removed renames no other mount target.
     node_subnet_by_key: Mapping[str, pulumi.Input[str]]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
     # What the CSI drivers wait for: the core nodes their controllers run on (Deployments: created
     # before nodes they stay DEGRADED, the CoreDNS trap) and the Pod Identity agent, which gives
     # them their AWS credentials and outlives them on destroy while they delete volumes.
@@ -152,7 +147,7 @@ class SharedStorage(pulumi.ComponentResource):
             # EKS installs the CSI add-ons into kube-system (SYSTEM_NAMESPACE).
             pod_role = pod_identity_role(
                 f"{name}-{short}",
-                ServiceAccountRef(args.cluster_name, args.cluster_arn, SYSTEM_NAMESPACE, account),
+                ServiceAccountRef(args.cluster.name, args.cluster.arn, SYSTEM_NAMESPACE, account),
                 [policy],
                 parent=self,
             )
@@ -162,7 +157,7 @@ class SharedStorage(pulumi.ComponentResource):
             policies = pod_role.policies
         return aws.eks.Addon(
             f"{name}-{short}",
-            cluster_name=args.cluster_name,
+            cluster_name=args.cluster.name,
             addon_name=addon,
             resolve_conflicts_on_create="OVERWRITE",
             pod_identity_associations=associations,
@@ -217,7 +212,7 @@ class SharedStorage(pulumi.ComponentResource):
             volume_binding_mode="WaitForFirstConsumer",
             allow_volume_expansion=True,
             reclaim_policy="Delete",
-            opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=self._args.cluster.provider),
         )
 
     def _file_system(self) -> tuple[aws.efs.FileSystem, list[aws.efs.MountTarget]]:
@@ -233,11 +228,11 @@ class SharedStorage(pulumi.ComponentResource):
                     protocol="tcp",
                     from_port=2049,
                     to_port=2049,
-                    security_groups=[args.cluster_security_group_id],
+                    security_groups=[args.cluster.security_group_id],
                     description="NFS from cluster nodes",
                 )
             ],
-            tags={"Name": f"{args.cluster_name}-nfs"},
+            tags={"Name": f"{args.cluster.name}-nfs"},
             opts=child,
         )
         fs = aws.efs.FileSystem(
@@ -245,7 +240,7 @@ class SharedStorage(pulumi.ComponentResource):
             encrypted=True,
             throughput_mode="elastic",
             performance_mode="generalPurpose",
-            tags={"Name": f"{args.cluster_name}-shared"},
+            tags={"Name": f"{args.cluster.name}-shared"},
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.retain_data),
         )
         mount_targets = [
@@ -277,7 +272,7 @@ class SharedStorage(pulumi.ComponentResource):
         return k8s.core.v1.Namespace(
             f"{self._name}-slurm-ns",
             metadata={"name": SLURM_NAMESPACE},
-            opts=pulumi.ResourceOptions(parent=self, provider=self._args.provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=self._args.cluster.provider),
         )
 
     def _shared_claim(
@@ -313,7 +308,7 @@ class SharedStorage(pulumi.ComponentResource):
             },
             # A PV used before its mount targets, its file system policy (and the EFS driver)
             # exist hangs pods in ContainerCreating.
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=mountable),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.cluster.provider, depends_on=mountable),
         )
         return k8s.core.v1.PersistentVolumeClaim(
             f"{name}-shared-pvc",
@@ -324,5 +319,7 @@ class SharedStorage(pulumi.ComponentResource):
                 "volumeName": SHARED_PV,
                 "resources": {"requests": {"storage": SHARED_CAPACITY}},
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[volume, namespace]),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.cluster.provider, depends_on=[volume, namespace]
+            ),
         )

@@ -10,8 +10,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.helm import chart_release
+from components.cluster import ClusterContext
+from model.builders import slinky_operator
 from model.facts import versions
-from model.facts.contract import CORE_LABELS, OPERATOR_NAMESPACE
+from model.facts.contract import OPERATOR_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -22,8 +24,8 @@ class SlinkyOperatorArgs:
     chart_version: str
     # The cert-manager chart's version (certManagerVersion).
     cert_manager_version: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What every release waits for: the core nodes they run on (NodeGroups.core_ready).
     depends_on: Sequence[pulumi.Resource]
 
@@ -65,26 +67,21 @@ class SlinkyOperator(pulumi.ComponentResource):
             namespace=namespace,
             values=values,
             parent=self,
-            provider=self._args.provider,
+            provider=self._args.cluster.provider,
             depends_on=depends_on,
             timeout=timeout,
             create_namespace=True,
         )
 
     def _cert_manager(self) -> k8s.helm.v3.Release:
-        core, cm = dict(CORE_LABELS), versions.CERT_MANAGER
+        cm = versions.CERT_MANAGER
         return self._release(
             "cert-manager",
             cm.chart,
             self._args.cert_manager_version,
             cm.repository,
             "cert-manager",
-            {
-                "nodeSelector": core,
-                "webhook": {"nodeSelector": core},
-                "cainjector": {"nodeSelector": core},
-                "startupapicheck": {"nodeSelector": core},
-            },
+            slinky_operator.cert_manager_values(),
             self._args.depends_on,
             timeout=900,
         )
@@ -96,20 +93,19 @@ class SlinkyOperator(pulumi.ComponentResource):
             self._args.chart_version,
             versions.SLINKY_REPOSITORY,
             OPERATOR_NAMESPACE,
-            {},
+            slinky_operator.crds_values(),
             self._args.depends_on,
             timeout=300,
         )
 
     def _operator(self) -> k8s.helm.v3.Release:
-        core = dict(CORE_LABELS)
         return self._release(
             "operator",
             "slurm-operator",
             self._args.chart_version,
             versions.SLINKY_REPOSITORY,
             OPERATOR_NAMESPACE,
-            {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}},
+            slinky_operator.operator_values(),
             [*self._args.depends_on, self.cert_manager, self.crds],
             timeout=900,
         )

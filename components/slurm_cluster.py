@@ -14,6 +14,7 @@ import pulumi_random as random
 import cluster_programs
 from components._parts import jobs_await
 from components._parts.helm import chart_release
+from components.cluster import ClusterContext
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
 from model.builders import node_health
 from model.builders.pod_security import container_security
@@ -73,8 +74,8 @@ class SlurmClusterArgs:
     scheduling: SchedulingPolicy
     # slurmctld's metrics endpoints and the DCGM job mapping prolog (the `metrics` key).
     metrics: bool
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What every object in the slurm namespace here waits for (the release through its keys and
     # state claim): the Namespace (SharedStorage.namespace_ready).
     depends_on: Sequence[pulumi.Resource]
@@ -142,7 +143,7 @@ class SlurmCluster(pulumi.ComponentResource):
             data={key: raw.base64},
             immutable=True,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )
 
@@ -154,7 +155,7 @@ class SlurmCluster(pulumi.ComponentResource):
             f"{self._name}-control-plane-priority",
             **control_plane_priority_class(),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )
 
@@ -168,7 +169,7 @@ class SlurmCluster(pulumi.ComponentResource):
             metadata={"name": HEALTH_CONFIGMAP, "namespace": SLURM_NAMESPACE},
             data=node_health.configmap_data(health_program(), args.gpu_pools),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )
 
@@ -181,7 +182,7 @@ class SlurmCluster(pulumi.ComponentResource):
             StateVolumeGuardArgs(
                 namespace=SLURM_NAMESPACE,
                 claim=STATE_CLAIM,
-                provider=args.provider,
+                cluster=args.cluster,
                 depends_on=[*args.depends_on, *args.state_depends_on],
             ),
             opts=pulumi.ResourceOptions(parent=self),
@@ -201,7 +202,7 @@ class SlurmCluster(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(
                 parent=self,
-                provider=args.provider,
+                provider=args.cluster.provider,
                 depends_on=[*args.depends_on, *args.state_depends_on, guard.deployment],
             ),
         )
@@ -243,7 +244,7 @@ class SlurmCluster(pulumi.ComponentResource):
             namespace=SLURM_NAMESPACE,
             values=self.release_values,
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=[*args.release_depends_on, *own],
             timeout=1200,
         )
@@ -277,6 +278,8 @@ class SlurmCluster(pulumi.ComponentResource):
             # Not after the release: nothing of it is needed to create the NLB. The controller
             # must run first (and still run on delete to remove the NLB); the namespace holds it.
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[*args.login_depends_on, *args.depends_on]
+                parent=self,
+                provider=args.cluster.provider,
+                depends_on=[*args.login_depends_on, *args.depends_on],
             ),
         )

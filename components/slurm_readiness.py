@@ -11,46 +11,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pathlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-import cluster_programs
 from cluster_programs import rollout
 from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from components._parts.job_identity import exec_rule, job_identity
 from components._parts.jobs_await import job_annotations
+from components._parts.program_code import program_code
+from components.cluster import ClusterContext
 from model.builders.program_job import program_pod
 from model.checks.gpu_pools import DEFAULT_POOL, GpuPool
 from model.facts.contract import nodeset_object, slurm_node_prefix
 
-PROGRAMS = pathlib.Path(cluster_programs.__file__).resolve().parent
 # What runs in the Job, from cluster_programs/: standard library only, on a plain Python image.
 MODULES = ("rollout.py", "incluster.py")
-# And for a stack with an autoscaling pool, the wait over the pool's floor (cluster_programs/pool_floor.py);
-# a stack without one ships the modules above alone, the ConfigMap it always had.
+# And for a stack with an autoscaling pool, the wait over the pool's floor (cluster_programs/pool_floor.py).
 FLOOR_MODULE = "pool_floor.py"
-# In the Job the modules form the package `tools` (mounted at /app/tools, run as
-# `python -m tools.rollout`; rollout.main imports `tools.incluster`), with this __init__.py: the
-# layout and bytes the first release shipped, kept so that the ConfigMap, named by the hash of its
-# contents, and the Job that mounts it are not replaced on upgrade
-# (docs/decisions/in-cluster-programs.md).
-POD_PACKAGE = "tools"
-POD_PACKAGE_INIT = (
-    '"""Day-two tools: verify the cluster from the stack outputs, resume stuck nodes, turn job output\n'
-    'into reports, and plan the resource graph offline."""\n'
-)
 
 
-def shipped_code(autoscaling: bool = False) -> dict[str, str]:
-    """The ConfigMap's files: the pod-side package's __init__.py and the modules, by file name
-    (with the floor wait where a pool autoscales)."""
-    modules = (*MODULES, FLOOR_MODULE) if autoscaling else MODULES
-    return {"__init__.py": POD_PACKAGE_INIT, **{m: (PROGRAMS / m).read_text() for m in modules}}
+def shipped_modules(autoscaling: bool = False) -> tuple[str, ...]:
+    """The modules the Jobs run (with the floor wait where a pool autoscales)."""
+    return (*MODULES, FLOOR_MODULE) if autoscaling else MODULES
 
 
 TIMEOUT_SECONDS = 1800
@@ -97,8 +83,8 @@ class SlurmReadinessArgs:
     # The slurm release's values (SlurmCluster.release_values): each pool's NodeSet template is
     # hashed into its Job's name.
     release_values: pulumi.Input[dict]
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the Jobs wait for besides: the Slurm release and its login endpoint (SlurmCluster.ready).
     job_depends_on: Sequence[pulumi.Resource]
 
@@ -126,7 +112,7 @@ class SlurmReadiness(pulumi.ComponentResource):
 
     def _in_namespace(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
-            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+            parent=self, provider=self._args.cluster.provider, depends_on=list(self._args.depends_on)
         )
 
     def _access(self) -> k8s.rbac.v1.RoleBinding:
@@ -149,30 +135,24 @@ class SlurmReadiness(pulumi.ComponentResource):
                 exec_rule(args.slurm_pod),
             ],
             parent=self,
-            provider=args.provider,
+            provider=args.cluster.provider,
             depends_on=args.depends_on,
         )
 
     def _code(self) -> k8s.core.v1.ConfigMap:
-        """cluster_programs/rollout.py and what it imports, in an immutable ConfigMap named by their hash: a
-        change to the code is a new ConfigMap, never an edit under a running Job."""
-        code = shipped_code(any(pool.autoscales for pool in self._args.gpu_pools))
-        code_hash = hashlib.sha256(
-            "".join(f"{k}\0{v}\0" for k, v in sorted(code.items())).encode()
-        ).hexdigest()
-        return k8s.core.v1.ConfigMap(
-            f"{self._name}-code",
-            metadata={"name": f"slurm-rollout-wait-{code_hash[:12]}", "namespace": self._args.namespace},
-            data=code,
-            immutable=True,
-            opts=self._in_namespace(),
+        """cluster_programs/rollout.py and what it imports, shipped as every in-cluster program is
+        (components/_parts/program_code.py)."""
+        modules = shipped_modules(any(pool.autoscales for pool in self._args.gpu_pools))
+        return program_code(
+            f"{self._name}-code", ACCOUNT, modules, self._args.namespace, self._in_namespace()
         )
 
     def _wait_job(
         self, pool: GpuPool, code: k8s.core.v1.ConfigMap, binding: k8s.rbac.v1.RoleBinding
     ) -> k8s.batch.v1.Job:
-        """The pool's Job: `python -m tools.rollout` on its NodeSet, named after its trigger; for an
-        autoscaling pool `tools.pool_floor`, which waits for its minNodes nodes only."""
+        """The pool's Job: `python -m cluster_programs.rollout` on its NodeSet, named after its
+        trigger; for an autoscaling pool `cluster_programs.pool_floor`, which waits for its
+        minNodes nodes only."""
         args, suffix = self._args, job_suffix(pool)
         module, floor = (
             ("pool_floor", ["--min-nodes", str(pool.min_nodes)]) if pool.autoscales else ("rollout", [])
@@ -191,7 +171,6 @@ class SlurmReadiness(pulumi.ComponentResource):
                 "template": {
                     "spec": program_pod(
                         "wait",
-                        POD_PACKAGE,
                         module,
                         [
                             "--namespace",
@@ -216,6 +195,6 @@ class SlurmReadiness(pulumi.ComponentResource):
                 },
             },
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[binding, code, *args.job_depends_on]
+                parent=self, provider=args.cluster.provider, depends_on=[binding, code, *args.job_depends_on]
             ),
         )

@@ -5,24 +5,19 @@ gone. Why the delete waits for that pod: docs/decisions/state-volume-guard.md.""
 
 from __future__ import annotations
 
-import pathlib
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-import cluster_programs
 from components._parts.jobs_await import TIMEOUT
-from model.builders.pod_security import NO_BYTECODE, NOBODY, container_security, pod_security
-from model.facts import versions
-from model.facts.contract import CORE_LABELS
+from components._parts.program_code import program_code
+from components.cluster import ClusterContext
+from model.builders.state_volume_guard import GUARD, WAIT_SECONDS, deployment_spec
 
-SCRIPT = pathlib.Path(cluster_programs.__file__).resolve().parent / "state_volume_guard.py"
-GUARD = "slurm-state-volume-guard"
-# EBS detaches in seconds to a minute and deletes in seconds; ten minutes is generous, and past
-# it destroy goes on rather than hanging.
-WAIT_SECONDS = 600
+# What runs in the guard's pod (components/_parts/program_code.py ships it).
+MODULES = ("state_volume_guard.py",)
 
 
 @dataclass(frozen=True)
@@ -33,8 +28,8 @@ class StateVolumeGuardArgs:
     namespace: str
     # The name of the claim whose EBS volume destroy waits for.
     claim: str
-    # The cluster's Kubernetes provider (Cluster.provider).
-    provider: k8s.Provider
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What every object of the guard waits for, and so what outlives the volume: the namespace,
     # the StorageClass and EBS CSI driver (and, through the driver, the core nodes).
     depends_on: Sequence[pulumi.Resource]
@@ -47,9 +42,10 @@ class StateVolumeGuard(pulumi.ComponentResource):
     def __init__(self, name: str, args: StateVolumeGuardArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:StateVolumeGuard", name, None, opts)
         self._name, self._args = name, args
+        code = self._code()
         account = self._account()
         bindings = self._read_access()
-        self.deployment = self._deployment(account, bindings)
+        self.deployment = self._deployment(code, account, bindings)
         self.register_outputs({"deployment": self.deployment.metadata.name})
 
     def _meta(self) -> dict:
@@ -57,7 +53,7 @@ class StateVolumeGuard(pulumi.ComponentResource):
 
     def _k8s_opts(self) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(
-            parent=self, provider=self._args.provider, depends_on=list(self._args.depends_on)
+            parent=self, provider=self._args.cluster.provider, depends_on=list(self._args.depends_on)
         )
 
     def _account(self) -> k8s.core.v1.ServiceAccount:
@@ -109,11 +105,19 @@ class StateVolumeGuard(pulumi.ComponentResource):
             ),
         ]
 
+    def _code(self) -> k8s.core.v1.ConfigMap:
+        """cluster_programs/state_volume_guard.py, shipped as every in-cluster program is."""
+        return program_code(
+            f"{self._name}-code", f"{GUARD}-code", MODULES, self._args.namespace, self._k8s_opts()
+        )
+
     def _deployment(
-        self, account: k8s.core.v1.ServiceAccount, bindings: list[pulumi.Resource]
+        self,
+        code: k8s.core.v1.ConfigMap,
+        account: k8s.core.v1.ServiceAccount,
+        bindings: list[pulumi.Resource],
     ) -> k8s.apps.v1.Deployment:
         args = self._args
-        labels = {"app.kubernetes.io/name": GUARD}
         return k8s.apps.v1.Deployment(
             f"{self._name}-deployment",
             metadata={
@@ -123,44 +127,11 @@ class StateVolumeGuard(pulumi.ComponentResource):
                     TIMEOUT: str(WAIT_SECONDS + 60)
                 },
             },
-            spec={
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {
-                        "serviceAccountName": GUARD,
-                        "nodeSelector": dict(CORE_LABELS),
-                        "terminationGracePeriodSeconds": WAIT_SECONDS,
-                        # It writes nothing; the service account token it reads is readable by the
-                        # pod's user (the readiness Job runs the same way).
-                        "securityContext": pod_security(NOBODY),
-                        "containers": [
-                            {
-                                "name": "guard",
-                                "image": versions.PYTHON_IMAGE,
-                                # The script travels in the command, so a changed script rolls the pod.
-                                "command": [
-                                    "python3",
-                                    "-c",
-                                    SCRIPT.read_text(),
-                                    "--namespace",
-                                    args.namespace,
-                                    "--claim",
-                                    args.claim,
-                                ],
-                                "env": [NO_BYTECODE],
-                                "securityContext": container_security(),
-                                "resources": {
-                                    "requests": {"cpu": "10m", "memory": "32Mi"},
-                                    "limits": {"cpu": "100m", "memory": "64Mi"},
-                                },
-                            }
-                        ],
-                    },
-                },
-            },
+            # A changed program is a new ConfigMap name in the pod template: the pod rolls.
+            spec=deployment_spec(args.namespace, args.claim, code.metadata.name),
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[*args.depends_on, account, *bindings]
+                parent=self,
+                provider=args.cluster.provider,
+                depends_on=[*args.depends_on, code, account, *bindings],
             ),
         )

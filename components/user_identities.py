@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._parts.jobs_await import job_annotations
+from components.cluster import ClusterContext
 from model.builders import identities
 from model.builders.shared_volume_writer import writer_spec
 from model.checks.users import HOMES, User
@@ -45,7 +46,8 @@ class UserIdentitiesArgs:
     users: Sequence[User]  # StackConfig.users; none makes nothing
     namespace: str  # the Slurm namespace: where the pods that mount the ConfigMaps run
     shared_claim: str  # the /shared claim's name (SharedStorage.claim_name)
-    provider: k8s.Provider  # the cluster's Kubernetes provider (Cluster.provider)
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    cluster: ClusterContext
     # What the ConfigMaps wait for: the namespace (SharedStorage.namespace_ready).
     depends_on: Sequence[pulumi.Resource]
     # What the homes Job waits for as well: the bound /shared claim and the core nodes it runs on.
@@ -78,7 +80,7 @@ class UserIdentities(pulumi.ComponentResource):
             metadata={"name": name, "namespace": args.namespace},
             data=data,
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=list(args.depends_on)
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
             ),
         )
 
@@ -100,6 +102,8 @@ class UserIdentities(pulumi.ComponentResource):
             ),
             # Pulumi waits for the Job to complete: every home is there when `up` returns.
             opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=[*args.depends_on, *args.homes_depends_on]
+                parent=self,
+                provider=args.cluster.provider,
+                depends_on=[*args.depends_on, *args.homes_depends_on],
             ),
         )

@@ -1,7 +1,11 @@
 """Write what the model declares into the files that repeat it: Pulumi.yaml's `config:` block
 (the rest of the file kept byte for byte), the README's config and outputs tables (between
-their markers), from model/checks/config_schema.py and model/facts/outputs.py, and docs/rules.md's table of
-the configuration rules' ids (devkit/rule_catalogue.py).
+their markers), from model/checks/config_schema.py and model/facts/outputs.py; docs/rules.md's table of
+the configuration rules' ids (devkit/rule_catalogue.py); and docs/architecture.md's inventories
+(between their markers) from the code itself: the component graph and the component table from
+__main__.py's wiring and each component's token and docstring, the token groups from
+components/__init__.py, the model's modules, the in-cluster programs and the repository layout from
+each module's or package's docstring.
 
     python -m devkit.project_docs            # rewrite the stale files
     python -m devkit.project_docs --check    # write nothing; one line per stale file, exit 1
@@ -12,6 +16,7 @@ The output depends on the tables only, never on the day or the machine.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import pathlib
@@ -22,11 +27,17 @@ from typing import Any
 import yaml
 
 from devkit import rule_catalogue
+from model.builders.charts import BUILDERS
 from model.checks import config_schema
 from model.facts.outputs import OUTPUTS, Output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-PROJECT_FILE, README, RULES_PAGE = "Pulumi.yaml", "README.md", "docs/rules.md"
+PROJECT_FILE, README, RULES_PAGE, ARCHITECTURE = (
+    "Pulumi.yaml",
+    "README.md",
+    "docs/rules.md",
+    "docs/architecture.md",
+)
 COMMAND = "python -m devkit.project_docs"
 # A fixed day: only the Kubernetes version's rules read the calendar, and no rule is written out.
 _DAY = datetime.date(2026, 1, 1)
@@ -138,6 +149,170 @@ def rules_page(text: str) -> str:
     return _between_markers(text, "rules-table", rule_catalogue.table(), RULES_PAGE)
 
 
+# --- docs/architecture.md: its inventories, from the code's own docstrings and wiring ----------
+
+# Top-level directories that are not Python packages, and what each holds; a package's row is its
+# __init__.py docstring. A directory with Python in neither is a missing row: the check fails.
+LAYOUT_OTHERS = {
+    "charts-values/": "reviewed base values of the upstream charts, one file per chart (their versions: "
+    "`model/facts/versions.py`; what each release gets over them: `model/builders/`)",
+    "docs/": "these pages; `docs/decisions/` one decision per file",
+    "image/": "the slurmd Dockerfile, its build-time assertions and a standalone build script",
+    "jobs/": "the Slurm jobs staged onto the shared volume (sanity, nccl-tests, fine-tune)",
+    "observability/": "the alert rules, the Grafana dashboards and the DCGM counter list the metrics "
+    "components ship (`model/builders/metrics.py`, `model/builders/dashboards.py`)",
+}
+TOKEN = re.compile(r'"slinky-eks:(\w+):(\w+)"')
+
+
+def _first_sentence(doc: str | None, where: str) -> str:
+    """The docstring's first sentence on one line; a module without one is a missing row."""
+    if not doc or not doc.strip():
+        raise StaleDocError(f"{where}: no docstring, so no row in {ARCHITECTURE}; give it one")
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    sentence = re.match(r"(.+?\.)(?:\s|$)", paragraph)
+    return _cell((sentence.group(1) if sentence else paragraph).rstrip("."))
+
+
+def _docstring(path: pathlib.Path, root: pathlib.Path) -> str:
+    return _first_sentence(ast.get_docstring(ast.parse(path.read_text())), str(path.relative_to(root)))
+
+
+def _modules(root: pathlib.Path, package: str) -> list[pathlib.Path]:
+    return sorted(p for p in (root / package).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def module_table(root: pathlib.Path) -> str:
+    """Every module of model/, package by package, with its docstring's first sentence."""
+    rows = ["| module | what |", "| --- | --- |"]
+    rows += [f"| `{p.relative_to(root)}` | {_docstring(p, root)} |" for p in _modules(root, "model")]
+    return "\n".join(rows) + "\n"
+
+
+def program_table(root: pathlib.Path) -> str:
+    """Every in-cluster program of cluster_programs/ with its docstring's first sentence."""
+    rows = ["| program | what |", "| --- | --- |"]
+    rows += [
+        f"| `{p.relative_to(root)}` | {_docstring(p, root)} |"
+        for p in _modules(root, "cluster_programs")
+        if p.name != "__init__.py"
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def layout_table(root: pathlib.Path) -> str:
+    """Each top-level directory (and __main__.py): a package's docstring, or its LAYOUT_OTHERS row."""
+    rows = [
+        "| path | role |",
+        "| --- | --- |",
+        f"| `__main__.py` | {_docstring(root / '__main__.py', root)} |",
+    ]
+    for directory in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))):
+        name, init = f"{directory.name}/", directory / "__init__.py"
+        if name in LAYOUT_OTHERS:
+            rows.append(f"| `{name}` | {_cell(LAYOUT_OTHERS[name])} |")
+        elif init.exists():
+            rows.append(f"| `{name}` | {_docstring(init, root)} |")
+        elif any(directory.rglob("*.py")):
+            raise StaleDocError(
+                f"{name}: holds Python but is neither a package nor in LAYOUT_OTHERS ({COMMAND})"
+            )
+    return "\n".join(rows) + "\n"
+
+
+def token_groups(root: pathlib.Path) -> list[tuple[str, str]]:
+    """(group, what) of each token group components/__init__.py lists."""
+    doc = ast.get_docstring(ast.parse((root / "components" / "__init__.py").read_text())) or ""
+    return re.findall(r"^- `([a-z]+)`: (.+?)(?=\n- |\n\n|\Z)", doc, re.M | re.S)
+
+
+def components(root: pathlib.Path) -> list[tuple[str, str, str, str]]:
+    """(group, class, module path, what) of each component, by its registered token."""
+    found = []
+    for path in _modules(root, "components"):
+        if path.parent.name != "components" or path.name.startswith("_"):
+            continue
+        for group, cls in TOKEN.findall(path.read_text()):
+            found.append((group, cls, str(path.relative_to(root)), _docstring(path, root)))
+    return sorted(found)
+
+
+def component_table(root: pathlib.Path) -> str:
+    rows = ["| token | module | what |", "| --- | --- | --- |"]
+    rows += [f"| `slinky-eks:{g}:{c}` | `{m}` | {w} |" for g, c, m, w in components(root)]
+    return "\n".join(rows) + "\n"
+
+
+def token_group_list(root: pathlib.Path) -> str:
+    return "".join(f"- `{g}`: {' '.join(w.split())}\n" for g, w in token_groups(root))
+
+
+def wiring(root: pathlib.Path) -> list[tuple[str, str]]:
+    """(from class, to class) for each component whose args name another component's attribute in
+    __main__.py, and for each component that declares another inside itself."""
+    classes = {c for _, c, _, _ in components(root)}
+    tree = ast.parse((root / "__main__.py").read_text())
+    made: dict[str, str] = {}  # variable -> component class
+    calls: list[tuple[str, ast.Call]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
+            calls.append((node.func.id, node))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            for cls, call in calls:
+                if any(n is call for n in ast.walk(node.value)):
+                    made[node.targets[0].id] = cls
+    edges = set()
+    for cls, call in calls:
+        for n in ast.walk(call):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in made:
+                if made[n.value.id] != cls:
+                    edges.add((made[n.value.id], cls))
+    for _, parent, path, _ in components(root):
+        source = (root / path).read_text()
+        edges |= {(parent, c) for c in classes if c != parent and re.search(rf"\b{c}\(", source)}
+    return sorted(edges)
+
+
+def component_graph(root: pathlib.Path) -> str:
+    """A mermaid flowchart: the components in their token groups, and what waits for what."""
+    lines = ["```mermaid", "flowchart LR"]
+    by_group: dict[str, list[str]] = {}
+    for group, cls, _, _ in components(root):
+        by_group.setdefault(group, []).append(cls)
+    for group, _ in token_groups(root):
+        lines.append(f"  subgraph {group}")
+        lines += [f"    {cls}" for cls in by_group.get(group, [])]
+        lines.append("  end")
+    lines += [f"  {a} --> {b}" for a, b in wiring(root)]
+    return "\n".join(lines + ["```"]) + "\n"
+
+
+def chart_table() -> str:
+    """Each chart: its reviewed base values and the builder of what its release gets over them."""
+    rows = ["| chart | base values | builder |", "| --- | --- | --- |"]
+    rows += [
+        f"| {chart} | `charts-values/{chart}.yaml` | `model/builders/{builder.rpartition('.')[0]}.py` "
+        f"`{builder.rpartition('.')[2]}` |"
+        for chart, builder in sorted(BUILDERS.items())
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def architecture(text: str, root: pathlib.Path) -> str:
+    for marker, body in (
+        ("chart-table", chart_table()),
+        ("component-graph", component_graph(root)),
+        ("token-groups", token_group_list(root)),
+        ("component-table", component_table(root)),
+        ("module-table", module_table(root)),
+        ("program-table", program_table(root)),
+        ("layout-table", layout_table(root)),
+    ):
+        text = _between_markers(text, marker, body, ARCHITECTURE)
+    return text
+
+
 def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
     """Each file's name -> (its text now, the text the tables give)."""
     keys = config_schema.schema(_DAY)
@@ -146,6 +321,7 @@ def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
         (PROJECT_FILE, lambda t: project_file(t, keys)),
         (README, lambda t: readme(t, keys, OUTPUTS)),
         (RULES_PAGE, rules_page),
+        (ARCHITECTURE, lambda t: architecture(t, root)),
     ):
         now = (root / name).read_text()
         out[name] = (now, write(now))
@@ -167,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     stale = [name for name, (now, then) in files.items() if now != then]
     for name in stale:
         if args.check:
-            print(f"{name}: stale, differs from what the model declares; run {COMMAND}")
+            print(
+                f"{name}: stale, differs from what the code declares (model/checks/config_schema.py, "
+                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring); run {COMMAND}"
+            )
         else:
             (args.root / name).write_text(files[name][1])
             print(f"{name}: written")

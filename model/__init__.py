@@ -1,10 +1,7 @@
-"""The facts the program is built from, with no Pulumi imports: the cluster contract every
-component and tool agrees on (contract.py), the instance catalog (catalog.py), every version pin
-(versions.py), EKS's version calendar (eks_versions.py) and the support calendar of the other pins
-(support_calendar.py), image reference grammar
-(image_references.py), the GPU pools' schema and rules (gpu_pools.py), the config schema
-(config_schema.py) with its small rules (rules.py), which return problems with a level
-(problems.py), and the builders of what the cluster is given: the Slurm release's values
-(slurm_values.py) and each pool's cluster.env (job_environment.py); and the preflight's rules over
-what the account answers (preflight.py). Components and tools import these, never each other's
-constants."""
+"""The model the program is built from, pure (no Pulumi imports), in three rooms by role: facts/
+(the cluster contract, the instance catalog, every version pin and the calendars that date them,
+image references, subnet slots, audit logs, reserved capacity, prices, the stack's outputs),
+checks/ (the config schema and its rules, which return problems with a level; the GPU pools' and
+the users' schemas; the preflight over what the account answers) and builders/ (every chart's
+values, every pod spec and every file the program writes into the cluster). Components and tools
+import these, never each other's constants."""

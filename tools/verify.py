@@ -334,7 +334,7 @@ def check_scaler(api: ClusterApi, pool: Pool) -> Check:
 
 
 class _RolloutCluster:
-    """tools.rollout.Cluster over verify's API for one NodeSet: scontrol in the controller pod, as
+    """cluster_programs.rollout.Cluster over verify's API for one NodeSet: scontrol in the controller pod, as
     in the Job."""
 
     def __init__(self, api: ClusterApi, nodeset: str):

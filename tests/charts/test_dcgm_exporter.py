@@ -5,10 +5,10 @@ writes; slurmctld's metrics on with no ServiceMonitor; none of it with `metrics:
 
 import pytest
 
-from components.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV, NODE_IP_ENV
 from devkit.chart_render import render_graph_releases
 from devkit.offline_run import run_program
 from model.builders import metrics, node_health
+from model.builders.dcgm_exporter import COUNTERS_PATH, JOB_MAPPING_ENV, NODE_IP_ENV
 from model.builders.node_repair import DCGM_HOST_ENGINE_PORT
 from tests.charts.test_rendered_charts import by_name, of_kind, rerender
 from tests.support import rendered_checks as rc

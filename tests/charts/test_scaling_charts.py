@@ -4,12 +4,13 @@ but for the exceptions model/builders/pod_hardening.py accepts."""
 
 import pytest
 
-from components import cluster_autoscaler, pool_autoscaling
+from components import pool_autoscaling
 from components._parts.chart_values import base_values
 from components._parts.helm import merge
 from devkit import chart_render
 from devkit.offline_run import run_program
-from model.builders import pod_hardening
+from model.builders import cluster_autoscaler, pod_hardening
+from model.builders import keda as keda_builder
 from model.facts import versions
 from tests.support import pod_hardening as ph
 from tests.support.rendered_checks import pod_specs
@@ -32,7 +33,7 @@ def autoscaler():
 
 
 def keda_render(values=None):
-    values = values if values is not None else merge(base_values("keda"), pool_autoscaling.keda_values())
+    values = values if values is not None else merge(base_values("keda"), keda_builder.release_values())
     return chart_render.render(
         "keda", versions.KEDA.version, values, "keda", pool_autoscaling.NAMESPACE, KUBE
     )

@@ -95,7 +95,7 @@ def test_the_job_may_only_exec_into_the_controller_pod(named):
 
 
 def test_the_code_configmap_ships_the_program_and_its_api_client(named):
-    assert sorted(named.named("accounts-code").inputs["data"]) == sorted(MODULES)
+    assert sorted(named.named("accounts-code").inputs["data"]) == sorted(["__init__.py", *MODULES])
 
 
 def test_the_job_waits_for_the_slurm_release(named):

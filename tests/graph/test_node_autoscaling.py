@@ -136,7 +136,10 @@ def test_an_autoscaling_pools_nodeset_is_written_at_its_floor(scaled):
 def test_an_autoscaling_pools_readiness_waits_for_its_floor_only(scaled):
     (job,) = [r for r in scaled.of_type("kubernetes:batch/v1:Job") if r.name == "slurm-ready-job"]
     command = job.inputs["spec"]["template"]["spec"]["containers"][0]["command"]
-    assert command[:3] == ["python3", "-m", "tools.pool_floor"] and command[-2:] == ["--min-nodes", "0"]
+    assert command[:3] == ["python3", "-m", "cluster_programs.pool_floor"] and command[-2:] == [
+        "--min-nodes",
+        "0",
+    ]
     code = scaled.named("slurm-ready-code").inputs["data"]
     assert "pool_floor.py" in code
 

@@ -6,7 +6,8 @@ import copy
 import pytest
 
 from cluster_programs import rollout
-from components.slurm_readiness import MODULES, POD_PACKAGE_INIT, PROGRAMS, rollout_trigger
+from components._parts.program_code import PROGRAMS
+from components.slurm_readiness import MODULES, rollout_trigger
 from devkit.offline_run import run_program
 from tests.support.rollout_fakes import Clock, FakeCluster, nodeset, pod, revision, scontrol_line
 
@@ -92,7 +93,7 @@ def test_the_trigger_ignores_the_login_set(release_values):
 
 def test_the_job_runs_the_rollout_module_against_the_nodeset(dev):
     container = _container(dev)
-    assert container["command"][:3] == ["python3", "-m", "tools.rollout"]
+    assert container["command"][:3] == ["python3", "-m", "cluster_programs.rollout"]
     assert _arg(dev, "--nodeset") == "slurm-worker-slinky" and _arg(dev, "--node-prefix") == "slinky-"
     assert (_arg(dev, "--slurm-pod"), _arg(dev, "--slurm-container")) == ("slurm-controller-0", "slurmctld")
 
@@ -100,13 +101,14 @@ def test_the_job_runs_the_rollout_module_against_the_nodeset(dev):
 def test_the_module_shipped_is_the_repository_code(dev):
     code = dev.named("slurm-ready-code").inputs
     assert code["data"] == {
-        "__init__.py": POD_PACKAGE_INIT,
-        **{m: (PROGRAMS / m).read_text() for m in MODULES},
+        **{m: (PROGRAMS / m).read_text() for m in ("__init__.py", *MODULES)},
     }
     assert code["immutable"] is True
     volumes = _job(dev)["spec"]["template"]["spec"]["volumes"]
     assert volumes == [{"name": "code", "configMap": {"name": code["metadata"]["name"]}}]
-    assert {"name": "code", "mountPath": "/app/tools", "readOnly": True} in _container(dev)["volumeMounts"]
+    assert {"name": "code", "mountPath": "/app/cluster_programs", "readOnly": True} in _container(dev)[
+        "volumeMounts"
+    ]
 
 
 def test_the_wait_starts_after_the_release_and_the_login_endpoint(dev):

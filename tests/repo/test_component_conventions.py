@@ -155,6 +155,25 @@ def args_problems(cls: type) -> list[str]:
     return out
 
 
+# What ClusterContext (components/cluster.py) carries, as the separate args fields it replaced.
+CLUSTER_FIELDS = frozenset(
+    {"provider", "cluster_name", "region", "account_id", "cluster_security_group_id", "identity_depends_on"}
+)
+# The components the context is built from or that come up before the cluster exists.
+BEFORE_THE_CONTEXT = frozenset({"NetworkArgs", "ClusterArgs", "SlurmdImageArgs"})
+
+
+def context_problems(cls: type) -> list[str]:
+    """An args field that carries one of the cluster's facts beside the ClusterContext."""
+    if cls.__name__ in BEFORE_THE_CONTEXT:
+        return []
+    return [
+        f"{cls.__name__}.{f.name}: the cluster's, passed as `cluster: ClusterContext`"
+        for f in dataclasses.fields(cls)
+        if f.name in CLUSTER_FIELDS
+    ]
+
+
 def _is_resource_list(hint) -> bool:
     return typing.get_origin(hint) is list and typing.get_args(hint) == (pulumi.Resource,)
 
@@ -293,6 +312,10 @@ def test_args_fields_order_work_only_through_depends_on():
     assert [p for cls in args_classes() for p in args_problems(cls)] == []
 
 
+def test_components_take_the_cluster_as_one_context():
+    assert [p for cls in args_classes() for p in context_problems(cls)] == []
+
+
 def test_components_expose_what_to_wait_for_as_ready_lists():
     assert component_classes(), "no components found"
     assert [p for cls in component_classes() for p in ready_problems(cls)] == []
@@ -372,6 +395,19 @@ class _SingleDependencyArgs:
 @dataclass(frozen=True)
 class _NamespaceObjectArgs:
     namespace: k8s.core.v1.Namespace
+
+
+@dataclass(frozen=True)
+class _SeparateClusterArgs:
+    cluster_name: str
+    provider: k8s.Provider
+
+
+def test_the_context_rule_rejects_the_cluster_passed_field_by_field():
+    assert context_problems(_SeparateClusterArgs) == [
+        "_SeparateClusterArgs.cluster_name: the cluster's, passed as `cluster: ClusterContext`",
+        "_SeparateClusterArgs.provider: the cluster's, passed as `cluster: ClusterContext`",
+    ]
 
 
 def test_the_args_rule_accepts_the_vocabulary():

@@ -1,5 +1,6 @@
 """Rooms by role (docs/architecture.md, the layout): components/ holds ComponentResources, and
-what only they use sits in its private package components/_parts/; the components depend on
+what only they use sits in its private package components/_parts/; chart values and pod specs are
+built in model/builders/, never written in a component; the components depend on
 nothing in tools/ (the operator's CLIs); the programs that run in the cluster (cluster_programs/)
 import only the standard library and each other, since they run on a plain Python image. Each rule
 is a function of source text, run on the repository and on a synthetic break."""
@@ -12,7 +13,6 @@ import sys
 
 import pytest
 
-from components.slurm_readiness import POD_PACKAGE
 from tests.support.paths import REPO
 
 COMPONENTS = REPO / "components"
@@ -40,6 +40,42 @@ def component_module_problems(source: str) -> list[str]:
     ):
         return []
     return ["defines no pulumi.ComponentResource"]
+
+
+# The keys only a pod spec has (Kubernetes API reference, PodSpec: containers, initContainers).
+POD_SPEC_KEYS = frozenset({"containers", "initContainers"})
+
+
+def _returns_a_dict_literal(function: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(n, ast.Return) and isinstance(n.value, (ast.Dict, ast.DictComp))
+        for n in ast.walk(function)
+    )
+
+
+def builder_problems(source: str) -> list[str]:
+    """What a component module builds that belongs in model/builders/: a pod spec (a dict with
+    containers or initContainers), chart values written inline (`values=` given a dict), or a
+    function named *values that returns a dict it writes."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict) and any(
+            isinstance(k, ast.Constant) and k.value in POD_SPEC_KEYS for k in node.keys
+        ):
+            found.append(f"line {node.lineno}: writes a pod spec")
+        elif (
+            isinstance(node, ast.keyword)
+            and node.arg == "values"
+            and isinstance(node.value, (ast.Dict, ast.DictComp))
+        ):
+            found.append(f"line {node.lineno}: writes chart values inline")
+        elif (
+            isinstance(node, ast.FunctionDef)
+            and node.name.endswith("values")
+            and _returns_a_dict_literal(node)
+        ):
+            found.append(f"line {node.lineno}: defines the values builder {node.name}")
+    return found
 
 
 def tools_dependencies(source: str) -> list[str]:
@@ -99,6 +135,44 @@ def test_the_private_package_and_the_public_modules_are_all_looked_at():
 @pytest.mark.parametrize(
     "path", sorted(COMPONENTS.rglob("*.py")), ids=lambda p: str(p.relative_to(COMPONENTS))
 )
+def test_no_component_builds_chart_values_or_pod_specs(path):
+    assert builder_problems(path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "source, why",
+    [
+        (
+            "def keda_values():\n    return {'nodeSelector': {'role': 'core'}}\n",
+            "line 1: defines the values builder keda_values",
+        ),
+        (
+            "pinned_release('x', CHART, values={'clusterName': name}, parent=self)\n",
+            "line 1: writes chart values inline",
+        ),
+        (
+            "SPEC = {'template': {'spec': {'containers': [{'name': 'guard'}]}}}\n",
+            "line 1: writes a pod spec",
+        ),
+    ],
+    ids=["builder-function", "inline-values", "pod-spec"],
+)
+def test_a_values_builder_or_pod_spec_in_a_component_is_found(source, why):
+    assert builder_problems(source) == [why]
+
+
+def test_calling_the_models_builders_passes():
+    source = (
+        "from model.builders import keda\n"
+        "def _release(self):\n    return pinned_release('x', CHART, values=keda.release_values())\n"
+        "def _values(self):\n    return pulumi.Output.all(a).apply(lambda k: slurm_values(k))\n"
+    )
+    assert builder_problems(source) == []
+
+
+@pytest.mark.parametrize(
+    "path", sorted(COMPONENTS.rglob("*.py")), ids=lambda p: str(p.relative_to(COMPONENTS))
+)
 def test_nothing_in_components_imports_tools_or_reads_files_under_it(path):
     assert tools_dependencies(path.read_text()) == []
 
@@ -119,8 +193,7 @@ def test_a_component_depending_on_tools_is_found(source, why):
 
 @pytest.mark.parametrize("path", sorted(PROGRAMS.glob("*.py")), ids=lambda p: p.name)
 def test_the_cluster_programs_import_only_the_standard_library_and_themselves(path):
-    # In the readiness Job the package is named POD_PACKAGE (components/slurm_readiness.py).
-    assert non_stdlib_imports(path.read_text(), {"cluster_programs", POD_PACKAGE}) == []
+    assert non_stdlib_imports(path.read_text(), {"cluster_programs"}) == []
 
 
 @pytest.mark.parametrize(
@@ -133,9 +206,9 @@ def test_the_cluster_programs_import_only_the_standard_library_and_themselves(pa
     ids=["third-party", "lazy-third-party", "first-party"],
 )
 def test_a_cluster_program_importing_beyond_the_standard_library_is_found(source, why):
-    assert non_stdlib_imports(source, {"cluster_programs", POD_PACKAGE}) == [why]
+    assert non_stdlib_imports(source, {"cluster_programs"}) == [why]
 
 
 def test_the_standard_library_and_the_package_itself_pass():
     source = "from __future__ import annotations\nimport json\nfrom cluster_programs import rollout\n"
-    assert non_stdlib_imports(source, {"cluster_programs", POD_PACKAGE}) == []
+    assert non_stdlib_imports(source, {"cluster_programs"}) == []

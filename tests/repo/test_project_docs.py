@@ -1,7 +1,8 @@
 """Pulumi.yaml's `config:` block, the README's config and outputs tables and docs/rules.md's table
 of rule ids are what `python -m devkit.project_docs` writes from the model (model/checks/config_schema.py,
-model/facts/outputs.py, the ids model/checks/problems.py declares): the check passes here, and names the one
-file an edit made stale."""
+model/facts/outputs.py, the ids model/checks/problems.py declares), and docs/architecture.md's
+inventories what it writes from the code's docstrings and wiring: the check passes here, and names
+the one file an edit made stale."""
 
 import shutil
 import subprocess
@@ -24,11 +25,31 @@ def _docs(root, *args):
     )
 
 
+# What the architecture's inventories are read from, copied whole; of the other top-level packages
+# their __init__.py only.
+_READ_WHOLE = ("model", "components", "cluster_programs")
+
+
 @pytest.fixture
 def copy(tmp_path):
-    for name in (project_docs.PROJECT_FILE, project_docs.README, project_docs.RULES_PAGE):
+    for name in (
+        project_docs.PROJECT_FILE,
+        project_docs.README,
+        project_docs.RULES_PAGE,
+        project_docs.ARCHITECTURE,
+        "__main__.py",
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, tmp_path / name)
+    for directory in REPO.iterdir():
+        if directory.name in _READ_WHOLE:
+            shutil.copytree(
+                directory, tmp_path / directory.name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        elif (directory / "__init__.py").exists() or f"{directory.name}/" in project_docs.LAYOUT_OTHERS:
+            (tmp_path / directory.name).mkdir(exist_ok=True)
+            if (directory / "__init__.py").exists():
+                shutil.copy(directory / "__init__.py", tmp_path / directory.name / "__init__.py")
     return tmp_path
 
 
@@ -153,3 +174,63 @@ def test_a_row_edited_in_the_rules_page_only_is_stale(copy):
     result = _docs(copy, "--check")
     assert result.returncode == 1
     assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["docs/rules.md"]
+
+
+def test_the_copy_the_tests_edit_is_as_the_repository(copy):
+    result = _docs(copy, "--check")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_a_new_model_module_without_a_docstring_has_no_row_and_fails(copy):
+    (copy / "model" / "facts" / "tides.py").write_text("HIGH = 2\n")
+    result = _docs(copy, "--check")
+    assert result.returncode == 2
+    assert result.stderr.startswith("model/facts/tides.py: no docstring, so no row in docs/architecture.md")
+
+
+def test_a_new_model_module_makes_the_architecture_stale_until_written(copy):
+    (copy / "model" / "facts" / "tides.py").write_text('"""When the tide is high. Not used."""\n')
+    result = _docs(copy, "--check")
+    assert result.returncode == 1 and result.stdout.startswith("docs/architecture.md: stale")
+    assert _docs(copy).returncode == 0
+    assert (
+        "| `model/facts/tides.py` | When the tide is high |" in (copy / project_docs.ARCHITECTURE).read_text()
+    )
+
+
+def test_a_new_in_cluster_program_gets_its_row(copy):
+    (copy / "cluster_programs" / "drain.py").write_text('"""Drains a node. Standard library only."""\n')
+    assert _docs(copy).returncode == 0
+    assert "| `cluster_programs/drain.py` | Drains a node |" in (copy / project_docs.ARCHITECTURE).read_text()
+
+
+def test_a_new_top_level_directory_of_python_without_a_row_fails(copy):
+    (copy / "scripts").mkdir()
+    (copy / "scripts" / "tidy.py").write_text('"""Tidies."""\n')
+    result = _docs(copy, "--check")
+    assert result.returncode == 2 and result.stderr.startswith("scripts/: holds Python but is neither")
+
+
+def test_a_component_added_to_a_group_joins_the_graph_and_the_table(copy):
+    source = (copy / "components" / "device_plugins.py").read_text()
+    (copy / "components" / "fabric_manager.py").write_text(
+        source.replace('"slinky-eks:devices:DevicePlugins"', '"slinky-eks:devices:FabricManager"')
+        .replace("class DevicePlugins(", "class FabricManager(")
+        .replace('"""The NVIDIA and EFA device plugins', '"""NVIDIA Fabric Manager', 1)
+    )
+    assert _docs(copy).returncode == 0
+    text = (copy / project_docs.ARCHITECTURE).read_text()
+    assert "  subgraph devices\n    DevicePlugins\n    FabricManager\n  end" in text
+    assert "| `slinky-eks:devices:FabricManager` | `components/fabric_manager.py` |" in text
+
+
+def test_the_graph_draws_what_main_wires_and_what_a_component_declares_inside_itself():
+    edges = project_docs.wiring(REPO)
+    assert ("NodeGroups", "DevicePlugins") in edges  # DevicePluginsArgs(depends_on=nodes.gpu_ready)
+    assert ("MetricsStore", "PoolAutoscaling") in edges  # query_endpoint=metrics.query_endpoint
+    assert ("SlurmCluster", "StateVolumeGuard") in edges  # declared inside SlurmCluster
+
+
+def test_every_registered_group_is_one_the_components_package_lists():
+    listed = {group for group, _ in project_docs.token_groups(REPO)}
+    assert {group for group, _, _, _ in project_docs.components(REPO)} == listed

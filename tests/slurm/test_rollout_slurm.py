@@ -33,7 +33,7 @@ def slurm(tmp_path_factory, rendered):
 
 
 class RealSlurm:
-    """tools.rollout.Cluster: the NodeSet side from a list of views (the last repeats; an update
+    """cluster_programs.rollout.Cluster: the NodeSet side from a list of views (the last repeats; an update
     may run what the operator does next and switch to other views), Slurm from the real cluster."""
 
     def __init__(self, slurm: LocalSlurm, views, after_update=None):

@@ -12,7 +12,8 @@ from devkit.offline_run import Graph, run_function
 
 WORKSPACE_ID = "ws-0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 REGION = "us-west-2"
-WORKSPACE_ARN = f"arn:aws:aps:{REGION}:123456789012:workspace/{WORKSPACE_ID}"
+ACCOUNT = "123456789012"
+WORKSPACE_ARN = f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/{WORKSPACE_ID}"
 QUERY_ENDPOINT = f"https://aps-workspaces.{REGION}.amazonaws.com/workspaces/{WORKSPACE_ID}/"
 CLUSTER = "slinky-eks"
 CLUSTER_ARN = f"arn:aws:eks:{REGION}:123456789012:cluster/{CLUSTER}"
@@ -22,6 +23,7 @@ def grafana_graph() -> Graph:
     """The graph of one Grafana. Nothing is exported: the mocked engine keeps one root stack per
     process, and an export here would show in every later run's outputs (the dev stack's among
     them); the component's own registered outputs carry the password instead."""
+    from components.cluster import ClusterContext
     from components.grafana import Grafana, GrafanaArgs
 
     def program() -> None:
@@ -29,14 +31,18 @@ def grafana_graph() -> Graph:
         Grafana(
             "grafana",
             GrafanaArgs(
-                cluster_name=CLUSTER,
-                cluster_arn=CLUSTER_ARN,
-                region=REGION,
+                cluster=ClusterContext(
+                    name=CLUSTER,
+                    region=REGION,
+                    account_id=ACCOUNT,
+                    arn=CLUSTER_ARN,
+                    provider=provider,
+                    security_group_id="sg-0123456789abcdef0",
+                    pod_identity_ready=(),
+                ),
                 query_endpoint=QUERY_ENDPOINT,
                 workspace_arn=WORKSPACE_ARN,
-                provider=provider,
                 depends_on=[],
-                identity_depends_on=[],
             ),
         )
 

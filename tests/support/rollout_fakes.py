@@ -126,7 +126,7 @@ def scontrol_line(
 
 
 class FakeCluster:
-    """tools.rollout.Cluster answered from a script: one (nodeset, pods, scontrol) view per poll;
+    """cluster_programs.rollout.Cluster answered from a script: one (nodeset, pods, scontrol) view per poll;
     after the last it keeps answering the last. A function may replace the script from then on
     (what the operator does after a resume or undrain). Records every scontrol update."""
 

@@ -145,10 +145,14 @@ def test_the_guard_watches_the_state_claim(dev):
     assert command[command.index("--claim") + 1] == claim["name"]
 
 
-def test_the_guard_runs_the_checked_in_script(dev):
+def test_the_guard_runs_the_checked_in_program_from_its_code_configmap(dev):
     script = REPO / "cluster_programs" / "state_volume_guard.py"
-    (container,) = dev.named("slurm-state-guard-deployment").inputs["spec"]["template"]["spec"]["containers"]
-    assert container["command"][:3] == ["python3", "-c", script.read_text()]
+    pod = dev.named("slurm-state-guard-deployment").inputs["spec"]["template"]["spec"]
+    code = dev.named("slurm-state-guard-code").inputs
+    (container,) = pod["containers"]
+    assert container["command"][:3] == ["python3", "-m", "cluster_programs.state_volume_guard"]
+    assert code["data"]["state_volume_guard.py"] == script.read_text() and code["immutable"] is True
+    assert pod["volumes"] == [{"name": "code", "configMap": {"name": code["metadata"]["name"]}}]
 
 
 def test_destroy_waits_for_the_guard_as_long_as_it_may_wait(dev):

@@ -17,7 +17,9 @@ from cluster_programs.accounting_registration import (
     register,
     wait_for_cluster,
 )
-from components.accounting_registration import POD_PACKAGE, shipped_code
+from components._parts.program_code import shipped_code
+from components.accounting_registration import MODULES
+from model.builders.program_job import PACKAGE
 from tests.support.rollout_fakes import Clock
 
 CLUSTER = "slurm_slurm"
@@ -209,9 +211,9 @@ def test_the_wait_retries_a_failing_sacctmgr_then_reports_its_error():
 
 
 def test_the_shipped_files_run_as_the_job_runs_them(tmp_path):
-    package = tmp_path / POD_PACKAGE
+    package = tmp_path / PACKAGE
     package.mkdir()
-    for name, text in shipped_code().items():
+    for name, text in shipped_code(MODULES).items():
         (package / name).write_text(text)
     (tmp_path / "desired.json").write_text('{"organization": "slinky-eks"}')
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
@@ -219,7 +221,7 @@ def test_the_shipped_files_run_as_the_job_runs_them(tmp_path):
         [
             sys.executable,
             "-m",
-            f"{POD_PACKAGE}.accounting_registration",
+            f"{PACKAGE}.accounting_registration",
             "--desired",
             "desired.json",
             "--cluster",

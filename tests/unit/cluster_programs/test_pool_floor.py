@@ -9,7 +9,9 @@ import sys
 import pytest
 
 from cluster_programs import pool_floor, rollout
-from components.slurm_readiness import POD_PACKAGE, shipped_code
+from components._parts.program_code import shipped_code
+from components.slurm_readiness import shipped_modules
+from model.builders.program_job import PACKAGE
 from tests.support.rollout_fakes import (
     NEW_REVISION,
     OLD_REVISION,
@@ -106,16 +108,16 @@ def test_a_pool_held_below_its_floor_by_the_scaler_waits_for_what_the_nodeset_as
 
 
 def test_the_floor_entry_point_runs_from_the_shipped_package(tmp_path):
-    package = tmp_path / POD_PACKAGE
+    package = tmp_path / PACKAGE
     package.mkdir()
-    for name, text in shipped_code(autoscaling=True).items():
+    for name, text in shipped_code(shipped_modules(autoscaling=True)).items():
         (package / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
     result = subprocess.run(
         [
             sys.executable,
             "-m",
-            f"{POD_PACKAGE}.pool_floor",
+            f"{PACKAGE}.pool_floor",
             "--namespace",
             "slurm",
             "--nodeset",

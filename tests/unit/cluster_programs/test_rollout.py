@@ -9,7 +9,9 @@ import jsonschema
 import pytest
 
 from cluster_programs import rollout
-from components.slurm_readiness import POD_PACKAGE, shipped_code
+from components._parts.program_code import shipped_code
+from components.slurm_readiness import shipped_modules
+from model.builders.program_job import PACKAGE
 from tests.support.rollout_fakes import (
     NEW_REVISION,
     OLD_REVISION,
@@ -254,17 +256,18 @@ def test_a_node_slurm_marked_not_responding_is_waited_for_not_resumed():
 
 
 def test_outside_a_cluster_the_job_entry_point_prints_one_line_and_fails(tmp_path):
-    # As the Job runs it: the shipped files as the package `tools`, `python -m tools.rollout`.
-    package = tmp_path / POD_PACKAGE
+    # As the Job runs it: the shipped files as the package `cluster_programs`, `python -m
+    # cluster_programs.rollout`.
+    package = tmp_path / PACKAGE
     package.mkdir()
-    for name, text in shipped_code().items():
+    for name, text in shipped_code(shipped_modules()).items():
         (package / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
     result = subprocess.run(
         [
             sys.executable,
             "-m",
-            f"{POD_PACKAGE}.rollout",
+            f"{PACKAGE}.rollout",
             "--namespace",
             "slurm",
             "--nodeset",

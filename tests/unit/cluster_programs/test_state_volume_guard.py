@@ -11,9 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support.paths import REPO
+from components._parts.program_code import shipped_code
+from components.state_volume_guard import MODULES
+from model.builders.program_job import PACKAGE
 
-SCRIPT = REPO / "cluster_programs" / "state_volume_guard.py"
 TOKEN = "guard-token"
 CLAIM_PATH = "/api/v1/namespaces/slurm/persistentvolumeclaims/slurm-controller-state"
 
@@ -75,12 +76,17 @@ def api():
 def guard(api, tmp_path):
     token = tmp_path / "token"
     token.write_text(TOKEN + "\n")
-    # Started as the Deployment starts it: the script's text after `python3 -c`.
+    # Started as the Deployment starts it: the shipped package in the working directory,
+    # `python3 -m cluster_programs.state_volume_guard`.
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    for name, text in shipped_code(MODULES).items():
+        (package / name).write_text(text)
     proc = subprocess.Popen(
         [
             sys.executable,
-            "-c",
-            SCRIPT.read_text(),
+            "-m",
+            f"{PACKAGE}.state_volume_guard",
             "--namespace",
             "slurm",
             "--claim",
@@ -95,6 +101,7 @@ def guard(api, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        cwd=tmp_path,
     )
     assert proc.stdout.readline().startswith("guarding the volume of slurm/slurm-controller-state")
     yield proc
