@@ -19,7 +19,7 @@ from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE, LOGINSET
 
 P5 = catalog.lookup("p5.48xlarge")
 TRAIN = GpuPool("train", P5, 2, "us-west-2a", 400, 0)
-INFER = GpuPool("infer", catalog.lookup("g6.12xlarge"), 1, "us-west-2a", 400, 1, 1, 4)
+INFER = GpuPool("infer", catalog.lookup("g6.12xlarge"), 3, "us-west-2a", 400, 1, 1, 4)
 ARGS = SlurmValuesArgs(
     gpu_pools=[TRAIN],
     image_repository="123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd",
