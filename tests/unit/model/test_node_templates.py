@@ -1,0 +1,37 @@
+"""How a node group is sized, and cluster-autoscaler's node-template tags of an autoscaled pool
+(model/builders/node_templates.py)."""
+
+from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+from model.checks.gpu_pools import GpuPool
+from model.facts import catalog
+from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE
+
+GPU = catalog.lookup("p5.48xlarge")
+
+
+def _pool(node_count, min_nodes=None, max_nodes=None):
+    return GpuPool("train", GPU, node_count, "us-west-2a", 400, 0, min_nodes, max_nodes)
+
+
+def test_a_fixed_pool_is_held_at_its_node_count():
+    assert NodeGroupSize.of_pool(_pool(3)) == NodeGroupSize(3, 3, 3, autoscaled=False)
+
+
+def test_an_autoscaling_pool_moves_between_its_bounds_and_is_created_at_its_minimum():
+    assert NodeGroupSize.of_pool(_pool(3, 1, 8)) == NodeGroupSize(1, 8, 1, autoscaled=True)
+
+
+def test_the_tags_carry_each_label_a_pending_pod_selects_on():
+    tags = node_template_tags(_pool(2, 0, 4), {"role": "gpu", "pool": "train"})
+    assert tags[f"{TEMPLATE}/label/role"] == "gpu" and tags[f"{TEMPLATE}/label/pool"] == "train"
+
+
+def test_the_tags_carry_the_gpu_taint_as_value_and_effect():
+    tags = node_template_tags(_pool(2, 0, 4), {})
+    assert tags[f"{TEMPLATE}/taint/{GPU_RESOURCE}"] == "true:NoSchedule"
+
+
+def test_the_tags_carry_each_nodes_gpus_and_efa_interfaces_which_the_autoscaler_cannot_know():
+    tags = node_template_tags(_pool(2, 0, 4), {})
+    assert tags[f"{TEMPLATE}/resources/{GPU_RESOURCE}"] == str(GPU.gpus) == "8"
+    assert tags[f"{TEMPLATE}/resources/{EFA_RESOURCE}"] == str(GPU.efa_interfaces) == "32"

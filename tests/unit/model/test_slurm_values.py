@@ -1,0 +1,103 @@
+"""The Slurm release's computed values (model/builders/slurm_values.py), called directly. What the
+chart renders from the dev stack's values is specified in tests/charts/test_rendered_charts.py; the
+scheduling lines in tests/unit/model/test_scheduling.py."""
+
+import dataclasses
+
+from model.builders import metrics
+from model.builders.scheduling import DEFAULT
+from model.builders.slurm_values import (
+    SlurmValuesArgs,
+    gpu_resources,
+    partitions,
+    slinky_image_tag,
+    slurm_values,
+)
+from model.checks.gpu_pools import GpuPool
+from model.facts import catalog
+from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE, LOGINSET
+
+P5 = catalog.lookup("p5.48xlarge")
+TRAIN = GpuPool("train", P5, 2, "us-west-2a", 400, 0)
+INFER = GpuPool("infer", catalog.lookup("g6.12xlarge"), 3, "us-west-2a", 400, 1, 1, 4)
+ARGS = SlurmValuesArgs(
+    gpu_pools=[TRAIN],
+    image_repository="123456789012.dkr.ecr.us-west-2.amazonaws.com/slurmd",
+    image_digest="sha256:" + "0" * 64,
+    image_tag="26.05.5-ubuntu24.04-1",
+    ssh_public_key="",
+    users=[],
+    init_security={},
+    shared_claim="shared",
+    state_claim="slurm-controller-state",
+    slurm_key_secret="slurm-auth-slurm",
+    jwt_key_secret="slurm-auth-jwt",
+    slinky_image_tag="26.05.5-ubuntu24.04",
+    accounting_host="db.example",
+    accounting_password_secret="slurm-accounting-database",
+    scheduling=DEFAULT,
+    metrics=False,
+)
+
+
+def test_the_slinky_image_tag_is_the_base_images_tag_without_its_digest():
+    assert (
+        slinky_image_tag(f"ghcr.io/slinkyproject/slurmd:26.05.5-ubuntu24.04@sha256:{'a' * 64}")
+        == "26.05.5-ubuntu24.04"
+    )
+
+
+def test_a_slurmd_pod_requests_every_gpu_and_every_efa_interface_of_its_node():
+    amounts = {GPU_RESOURCE: P5.gpus, EFA_RESOURCE: P5.efa_interfaces}
+    assert gpu_resources(P5) == {"limits": amounts, "requests": amounts}
+
+
+def test_one_pools_own_partition_is_the_default():
+    assert partitions([TRAIN]) == {
+        "train": {
+            "enabled": True,
+            "nodesets": ["train"],
+            "configMap": {"Default": "YES", "MaxTime": "UNLIMITED", "State": "UP"},
+        }
+    }
+
+
+def test_with_several_pools_the_partition_all_over_every_pool_is_the_default():
+    found = partitions([TRAIN, INFER])
+    assert found["all"]["nodesets"] == ["train", "infer"] and found["all"]["configMap"]["Default"] == "YES"
+    assert "Default" not in found["train"]["configMap"] and "Default" not in found["infer"]["configMap"]
+
+
+def test_each_pool_gets_a_nodeset_at_its_initial_size_running_the_slurmd_image_by_digest():
+    values = slurm_values(dataclasses.replace(ARGS, gpu_pools=[TRAIN, INFER]))
+    assert {name: n["replicas"] for name, n in values["nodesets"].items()} == {"train": 2, "infer": 1}
+    assert values["nodesets"]["train"]["slurmd"]["image"]["digest"] == ARGS.image_digest
+
+
+def test_the_keys_and_the_database_password_are_passed_by_reference_only():
+    values = slurm_values(ARGS)
+    assert values["slurmKey"] == {
+        "create": False,
+        "secretRef": {"name": "slurm-auth-slurm", "key": "slurm.key"},
+    }
+    assert values["accounting"]["storageConfig"]["passwordKeyRef"]["name"] == "slurm-accounting-database"
+
+
+def test_without_a_root_key_the_login_pod_gets_no_authorized_keys_and_with_one_it_does():
+    assert "rootSshAuthorizedKeys" not in slurm_values(ARGS)["loginsets"][LOGINSET]
+    with_key = slurm_values(dataclasses.replace(ARGS, ssh_public_key="ssh-ed25519 AAAA root"))
+    assert with_key["loginsets"][LOGINSET]["rootSshAuthorizedKeys"] == "ssh-ed25519 AAAA root\n"
+
+
+def test_the_login_service_is_cluster_internal_since_the_program_owns_the_login_load_balancer():
+    assert slurm_values(ARGS)["loginsets"][LOGINSET]["service"] == {"spec": {"type": "ClusterIP"}}
+
+
+def test_metrics_turn_on_slurmctlds_metrics_and_the_dcgm_job_mapping_and_are_absent_without():
+    assert "vendor" not in slurm_values(ARGS) and "metrics" not in slurm_values(ARGS)["controller"]
+    values = slurm_values(dataclasses.replace(ARGS, metrics=True))
+    assert values["controller"]["metrics"] == metrics.CONTROLLER_METRICS_VALUES
+    assert values["vendor"]["nvidia"]["dcgm"] == {
+        "enabled": True,
+        "jobMappingDir": metrics.DCGM_JOB_MAPPING_DIR,
+    }
