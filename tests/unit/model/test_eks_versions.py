@@ -1,5 +1,5 @@
 """The Kubernetes versions EKS offers on a given day (model/facts/eks_versions.py). Its two rules'
-problems are specified with the other small rules in tests/unit/model/test_config_rules.py."""
+problems are specified with the other small rules in tests/unit/model/test_rules.py."""
 
 import datetime
 
