@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib
+import pkgutil
 import sys
+
+import model
 
 # Imported for the ids they declare: every module that reports a problem.
 from model.checks import config_schema
 from model.checks.problems import RULE_IDS, RuleId
+
+# A rule's id is declared when its module is imported: every module of the model is, so the
+# catalogue lists the rules of modules nothing else here imports (the preflight's, say).
+for _module in pkgutil.walk_packages(model.__path__, "model."):
+    importlib.import_module(_module.name)
 
 # A fixed day: the calendar's rules are the same functions on any day, and no day is written out.
 _DAY = datetime.date(2026, 1, 1)

@@ -29,10 +29,15 @@ def job_problems(job_inputs) -> list[str]:
 
 
 def test_the_graph_has_the_jobs_this_file_is_about(dev):
-    assert sorted(j.name for j in dev.of_type(JOB)) == ["accounts-job", "jobs-copy", "slurm-ready-job"]
+    assert sorted(j.name for j in dev.of_type(JOB)) == [
+        "accounting-user-job",
+        "accounts-job",
+        "jobs-copy",
+        "slurm-ready-job",
+    ]
 
 
-@pytest.mark.parametrize("job", ["jobs-copy", "slurm-ready-job", "accounts-job"])
+@pytest.mark.parametrize("job", ["jobs-copy", "slurm-ready-job", "accounts-job", "accounting-user-job"])
 def test_every_job_is_replaced_when_unready_and_has_deadlines(dev, job):
     assert job_problems(dev.named(job).inputs) == []
 

@@ -67,10 +67,11 @@ def aliased_imports(files: dict[str, str]) -> list[str]:
     return found
 
 
-def test_the_program_writes_the_three_code_configmaps(graphs):
+def test_the_program_writes_the_four_code_configmaps(graphs):
     prefixes = {name.rsplit("-", 1)[0] for name, _ in _shipped(graphs)}
     assert prefixes == {
         "slurm-rollout-wait",
+        "slurm-accounting-database-user-code",
         "slurm-accounting-registration-code",
         "slurm-state-volume-guard-code",
     }

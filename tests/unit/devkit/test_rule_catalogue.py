@@ -16,7 +16,7 @@ def reported() -> list[tuple[str, int, str, object]]:
     """Each error()/warning() call of model/: (file, line, the function, the rule it passes)."""
     found = []
     for path in sorted((REPO / "model").rglob("*.py")):
-        module = importlib.import_module(f"model.{path.stem}")
+        module = importlib.import_module(".".join(path.relative_to(REPO).with_suffix("").parts))
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                 continue
