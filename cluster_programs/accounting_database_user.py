@@ -201,10 +201,14 @@ def statements(database: str, user: str, password: str) -> list[str]:
         if not PLAIN.fullmatch(value):
             raise DatabaseError(f"the {what} must be letters, digits and '_' only")
     account = f"'{user}'@'%'"
+    # `_` in a database-level GRANT is a wildcard (MariaDB GRANT, "Database Privileges": "the _ and
+    # % wildcards are permitted"; https://mariadb.com/kb/en/grant/#database-privileges): escaped, the
+    # grant names this one database and no slurm?acct?db beside it.
+    exact = database.replace("_", "\\_")
     return [
         f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY '{password}' REQUIRE SSL",
         f"ALTER USER {account} IDENTIFIED BY '{password}' REQUIRE SSL",
-        f"GRANT ALL PRIVILEGES ON `{database}`.* TO {account}",
+        f"GRANT ALL PRIVILEGES ON `{exact}`.* TO {account}",
     ]
 
 

@@ -148,9 +148,11 @@ class AccountingDatabase(pulumi.ComponentResource):
     ):
         super().__init__("slinky-eks:accounting:AccountingDatabase", name, None, opts)
         self._name, self._args = name, args
-        # The master user's: the name of the first release, when slurmdbd used it, kept so that
-        # its password is the same one.
-        self._admin_password = self._generated_password(f"{name}-password")
+        # The master user's, drawn anew (not the first release's `<name>-password`, which slurmdbd
+        # used and its slurmdbd.conf held): a slurmdbd.conf read before the upgrade gives no
+        # power over the instance. RDS changes a master password in place (ModifyDBInstance,
+        # MasterUserPassword; applied at once below).
+        self._admin_password = self._generated_password(f"{name}-admin-password")
         self._password = self._generated_password(f"{name}-slurmdbd-password")
         self._identifier = instance_identifier(args.cluster.name)
         security_group, rule = self._security_group()

@@ -21,14 +21,12 @@ import pulumi_kubernetes as k8s
 
 from components._parts.pod_identity import ServiceAccountRef, pod_identity_role
 from components.cluster import ClusterContext
-from model.facts.contract import GP3, SLURM_NAMESPACE, SYSTEM_NAMESPACE
+from model.facts.contract import GP3, SHARED_MOUNT_OPTIONS, SLURM_NAMESPACE, SYSTEM_NAMESPACE
 
 SHARED_PV = "slurm-shared"
 SHARED_PVC = "shared"
 # EFS is elastic; a PV still needs a capacity. Nothing enforces it.
 SHARED_CAPACITY = "1Ti"
-# The efs-utils mount helper's options on every mount of /shared (TLS is the driver's default).
-SHARED_MOUNT_OPTIONS = ("iam",)
 # What the nodes' roles may do on the file system: mount it, write, and keep root as root (without
 # ClientRootAccess EFS maps uid 0 to 65534, and slurmd, the homes Job and the job staging write as
 # root). Amazon EFS user guide, "Using IAM to control access to file systems":
@@ -42,8 +40,12 @@ CLIENT_ACTIONS = (
 
 def file_system_policy(file_system_arn: str, node_role_arns: Sequence[str]) -> dict:
     """The EFS file system policy of /shared: the node roles may mount, write and act as root
-    through a mount target; every client action without TLS is denied, whoever asks. A mount no
-    statement allows (an anonymous one, or another principal's) is refused: a file system policy
+    through a mount target; every client action without TLS is denied, whoever asks, and so is
+    every client action of any other principal. An allow in either an identity policy or the file
+    system policy is enough within the account (the guide below: "An allow permission on an action
+    in either an IAM identity policy or a file system resource policy allows access"), so without
+    that Deny a role of the account whose own policy grants elasticfilesystem:Client* (a power user,
+    AmazonElasticFileSystemClientFullAccess) could mount /shared as root. A file system policy
     replaces EFS's default of full access to any client that reaches a mount target (Amazon EFS user
     guide, "Using IAM to control access to file systems", its default policy:
     https://docs.aws.amazon.com/efs/latest/ug/iam-access-control-nfs-efs.html; the TLS statement is
@@ -67,6 +69,18 @@ def file_system_policy(file_system_arn: str, node_role_arns: Sequence[str]) -> d
                 "Action": list(CLIENT_ACTIONS),
                 "Resource": file_system_arn,
                 "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {
+                # aws:PrincipalArn is the role's ARN for a session of the role, and absent for an
+                # anonymous client, which ArnNotEquals then denies too (IAM user guide, "Condition
+                # operators", ...IfExists and negated operators on a missing key;
+                # https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_condition_operators.html).
+                "Sid": "NodesOnly",
+                "Effect": "Deny",
+                "Principal": {"AWS": "*"},
+                "Action": list(CLIENT_ACTIONS),
+                "Resource": file_system_arn,
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(set(node_role_arns))}},
             },
         ],
     }
@@ -199,7 +213,9 @@ class SharedStorage(pulumi.ComponentResource):
             f"{self._name}-efs-client",
             role=self._args.node_role_name,
             policy=document,
-            opts=pulumi.ResourceOptions(parent=self),
+            # A file system kept on destroy (retainSharedData) keeps its policy: without it EFS
+            # would fall back to full access for any client that reaches a mount target.
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=self._args.retain_data),
         )
 
     def _gp3_class(self) -> k8s.storage.v1.StorageClass:
@@ -265,7 +281,9 @@ class SharedStorage(pulumi.ComponentResource):
             f"{self._name}-efs-policy",
             file_system_id=fs.id,
             policy=document,
-            opts=pulumi.ResourceOptions(parent=self),
+            # A file system kept on destroy (retainSharedData) keeps its policy: without it EFS
+            # would fall back to full access for any client that reaches a mount target.
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=self._args.retain_data),
         )
 
     def _slurm_namespace(self) -> k8s.core.v1.Namespace:

@@ -31,6 +31,8 @@ from model.facts.contract import (
     IDENTITIES_CONFIGMAP,
     LOGINSET,
     SHARED_MOUNT,
+    SHARED_MOUNT_OPTIONS,
+    SHARED_MOUNT_OPTIONS_ENV,
     SSH_KEYS_CONFIGMAP,
 )
 
@@ -160,6 +162,14 @@ def _control_plane_pod(pod_spec: dict) -> dict:
     }
 
 
+def shared_mount_options_env() -> dict:
+    """/shared's mount options in the template of each pod that mounts it: the EFS CSI driver
+    applies them only when it mounts the volume for a new pod (kubernetes-sigs/aws-efs-csi-driver
+    v3.4.1 pkg/driver/node.go, NodePublishVolume), so a change rolls those pods, which then mount
+    with them."""
+    return {"name": SHARED_MOUNT_OPTIONS_ENV, "value": ",".join(SHARED_MOUNT_OPTIONS)}
+
+
 def slinky_image(name: str, tag: str) -> str:
     """A Slinky image of the chart (login, slurmctld) as the chart pulls it: its default repository
     at the tag the release sets."""
@@ -242,6 +252,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "replicas": pool.initial_nodes,
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
+                "env": [shared_mount_options_env()],
                 "resources": gpu_resources(pool.gpu),
                 "volumeMounts": [
                     shared_mount,
@@ -315,7 +326,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # (model/builders/login_sshd.py); its hash rolls the pod when it changes.
                 "login": {
                     "image": dict(slinky_image),
-                    "env": [login_sshd.hash_env()],
+                    "env": [login_sshd.hash_env(), shared_mount_options_env()],
                     "resources": RESOURCES["login"],
                     "volumeMounts": [shared_mount, login_sshd.mount()],
                 },

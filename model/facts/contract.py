@@ -118,6 +118,12 @@ SHARED_MOUNT = "/shared"
 SHARED_JOBS = f"{SHARED_MOUNT}/jobs"
 SHARED_WORK = f"{SHARED_MOUNT}/work"
 SHARED_LAYOUT = (SHARED_MOUNT, SHARED_JOBS, SHARED_WORK)
+# The efs-utils mount helper's options on every mount of /shared (TLS is the EFS CSI driver's
+# default; `iam` signs each mount as the node: components/shared_storage.py). The driver reads them
+# only when it mounts the volume for a new pod, so the pods that mount /shared carry them in their
+# template (SHARED_MOUNT_OPTIONS_ENV) and roll when they change.
+SHARED_MOUNT_OPTIONS = ("iam",)
+SHARED_MOUNT_OPTIONS_ENV = "SLINKY_EKS_SHARED_MOUNT_OPTIONS"
 
 # Pod name prefixes the operator uses for release `slurm` (SlinkyProject/slurm-operator v1.2.1
 # helm/slurm/templates/{controller,restapi,loginset,nodeset}/_helpers.tpl: <release>-<role>, then

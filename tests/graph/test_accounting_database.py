@@ -198,13 +198,20 @@ def _password(graph, resource: str) -> str:
     return (password.name * 8)[: int(password.inputs["length"])]
 
 
-MASTER, SLURMDBD = "accounting-password", "accounting-slurmdbd-password"
+MASTER, SLURMDBD = "accounting-admin-password", "accounting-slurmdbd-password"
 
 
 @pytest.mark.parametrize("resource", [MASTER, SLURMDBD])
 def test_each_password_is_generated_not_configured(dev, resource):
     password = dev.named(resource)
     assert password.inputs["special"] is False and password.inputs["length"] >= 32
+
+
+def test_the_master_password_is_drawn_anew_not_the_one_slurmdbd_used_before_its_own_user(dev):
+    """Until slurmdbd had its own user it logged in as the master user with `accounting-password`:
+    whoever read its slurmdbd.conf then must not hold the instance now."""
+    passwords = {p.name for p in dev.of_type("random:index/randomPassword:RandomPassword")}
+    assert MASTER in passwords and "accounting-password" not in passwords
 
 
 def test_the_master_password_is_the_instances(dev):

@@ -40,11 +40,37 @@ def test_no_one_is_allowed_anything_by_a_wildcard(dev):
         assert "*" not in json.dumps(statement["Principal"])
 
 
+def _denies(graph) -> dict[str, dict]:
+    return {s["Sid"]: s for s in _policy(graph)["Statement"] if s["Effect"] == "Deny"}
+
+
 def test_every_client_action_without_tls_is_denied_to_everyone(dev):
-    denies = [s for s in _policy(dev)["Statement"] if s["Effect"] == "Deny"]
-    assert [(s["Principal"], set(s["Action"]), s["Resource"], s["Condition"]) for s in denies] == [
-        ({"AWS": "*"}, set(CLIENT_ACTIONS), FS_ARN, {"Bool": {"aws:SecureTransport": "false"}})
-    ]
+    deny = _denies(dev)["TlsOnly"]
+    assert (deny["Principal"], set(deny["Action"]), deny["Resource"], deny["Condition"]) == (
+        {"AWS": "*"},
+        set(CLIENT_ACTIONS),
+        FS_ARN,
+        {"Bool": {"aws:SecureTransport": "false"}},
+    )
+
+
+def test_every_client_action_of_any_other_principal_is_denied(dev):
+    """An identity policy of the account that grants Client* would otherwise be enough."""
+    deny = _denies(dev)["NodesOnly"]
+    assert (deny["Principal"], set(deny["Action"]), deny["Resource"]) == (
+        {"AWS": "*"},
+        set(CLIENT_ACTIONS),
+        FS_ARN,
+    )
+    assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": sorted(_node_roles(dev))}}
+
+
+def test_a_file_system_kept_on_destroy_keeps_its_policy(dev):
+    from devkit.offline_run import run_program
+
+    kept = run_program("dev", {"retainSharedData": "true"})
+    assert [p.retain_on_delete for p in kept.of_type("aws:efs/fileSystemPolicy:FileSystemPolicy")] == [True]
+    assert [p.retain_on_delete for p in dev.of_type("aws:efs/fileSystemPolicy:FileSystemPolicy")] == [False]
 
 
 def test_every_node_groups_role_is_a_principal_once():

@@ -161,9 +161,9 @@ def test_slurmdbds_user_has_every_privilege_on_its_database_and_none_elsewhere(s
         rf"GRANT USAGE ON \*\.\* TO `{ACCOUNTING_USER}`@`%` IDENTIFIED BY PASSWORD '\*[0-9A-F]{{40}}' REQUIRE SSL",
         grants[0],
     ), grants
-    assert grants[1] == f"GRANT ALL PRIVILEGES ON `{ACCOUNTING_DATABASE}`.* TO `{ACCOUNTING_USER}`@`%`", (
-        grants
-    )
+    # The one database, its `_`s escaped: no other database whose name they would match.
+    exact = ACCOUNTING_DATABASE.replace("_", "\\_")
+    assert grants[1] == f"GRANT ALL PRIVILEGES ON `{exact}`.* TO `{ACCOUNTING_USER}`@`%`", grants
 
 
 @pytest.mark.parametrize("who", ["slurmdbd", "master"])

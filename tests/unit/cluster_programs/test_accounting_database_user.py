@@ -29,7 +29,8 @@ def test_the_statements_make_the_user_require_tls_and_grant_all_on_its_database_
     assert program.statements("slurm_acct_db", "slurmdbd", "Abc123") == [
         "CREATE USER IF NOT EXISTS 'slurmdbd'@'%' IDENTIFIED BY 'Abc123' REQUIRE SSL",
         "ALTER USER 'slurmdbd'@'%' IDENTIFIED BY 'Abc123' REQUIRE SSL",
-        "GRANT ALL PRIVILEGES ON `slurm_acct_db`.* TO 'slurmdbd'@'%'",
+        # The database's `_`s escaped: unescaped, each matches any one character.
+        "GRANT ALL PRIVILEGES ON `slurm\\_acct\\_db`.* TO 'slurmdbd'@'%'",
     ]
 
 

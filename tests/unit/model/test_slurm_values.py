@@ -15,7 +15,13 @@ from model.builders.slurm_values import (
 )
 from model.checks.gpu_pools import GpuPool
 from model.facts import catalog
-from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE, LOGINSET
+from model.facts.contract import (
+    EFA_RESOURCE,
+    GPU_RESOURCE,
+    LOGINSET,
+    SHARED_MOUNT_OPTIONS,
+    SHARED_MOUNT_OPTIONS_ENV,
+)
 
 P5 = catalog.lookup("p5.48xlarge")
 TRAIN = GpuPool("train", P5, 2, "us-west-2a", 400, 0)
@@ -101,3 +107,11 @@ def test_metrics_turn_on_slurmctlds_metrics_and_the_dcgm_job_mapping_and_are_abs
         "enabled": True,
         "jobMappingDir": metrics.DCGM_JOB_MAPPING_DIR,
     }
+
+
+def test_every_pod_that_mounts_shared_rolls_when_its_mount_options_change():
+    """The EFS CSI driver applies the PV's mount options only to a new pod's mount."""
+    values = slurm_values(ARGS)
+    expected = {"name": SHARED_MOUNT_OPTIONS_ENV, "value": ",".join(SHARED_MOUNT_OPTIONS)}
+    assert expected in values["nodesets"]["train"]["slurmd"]["env"]
+    assert expected in values["loginsets"][LOGINSET]["login"]["env"]
