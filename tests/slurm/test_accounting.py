@@ -161,8 +161,9 @@ def test_slurmdbds_user_has_every_privilege_on_its_database_and_none_elsewhere(s
         rf"GRANT USAGE ON \*\.\* TO `{ACCOUNTING_USER}`@`%` IDENTIFIED BY PASSWORD '\*[0-9A-F]{{40}}' REQUIRE SSL",
         grants[0],
     ), grants
-    # The one database, its `_`s escaped: no other database whose name they would match.
-    exact = ACCOUNTING_DATABASE.replace("_", "\\_")
+    # The one database, its `_`s escaped (no other database whose name they would match), as the
+    # mariadb client's batch output prints it: each backslash doubled (mariadb(1), --batch).
+    exact = ACCOUNTING_DATABASE.replace("_", "\\\\_")
     assert grants[1] == f"GRANT ALL PRIVILEGES ON `{exact}`.* TO `{ACCOUNTING_USER}`@`%`", grants
 
 

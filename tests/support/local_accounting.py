@@ -138,7 +138,9 @@ class LocalAccounting:
         self.ca = make_ca(tls, "ca")
         _openssl(
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
-            f"/CN={self.storage['host']}", "-keyout", str(tls / "server.key"), "-out", str(tls / "server.csr"),
+            # The host name goes in subjectAltName, which the clients check; a CN holds at most 64
+            # characters (RFC 5280, ub-common-name) and an RDS endpoint may be longer.
+            "/CN=accounting-database", "-keyout", str(tls / "server.key"), "-out", str(tls / "server.csr"),
         )  # fmt: skip
         (tls / "server.ext").write_text(f"subjectAltName=DNS:{self.storage['host']},IP:127.0.0.1\n")
         _openssl(

@@ -86,7 +86,12 @@ def test_nothing_is_skipped_on_delete_by_default(dev):
 
 def test_shared_data_can_be_kept_on_purpose():
     graph = run_program("dev", {"retainSharedData": True})
-    assert [r.name for r in graph.resources if r.retain_on_delete] == ["storage-efs"]
+    # The file system, and its policy, without which EFS would let any client that reaches a
+    # mount target in.
+    assert sorted(r.name for r in graph.resources if r.retain_on_delete) == [
+        "storage-efs",
+        "storage-efs-policy",
+    ]
 
 
 def test_image_repository_is_deleted_with_its_images(dev):
