@@ -73,6 +73,7 @@ def _series(name, partition="train"):
     return f'{name}{{partition="{partition}",instance="slurm-controller-0"}}'
 
 
+@pytest.mark.slurm_root
 def test_the_trigger_queries_are_valid_promql(promtool, tmp_path):
     rules = {
         "groups": [
@@ -93,6 +94,7 @@ def test_the_trigger_queries_are_valid_promql(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_pending_jobs_ask_for_a_node_each_beside_the_busy_ones_and_held_jobs_ask_for_none(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -110,6 +112,7 @@ def test_pending_jobs_ask_for_a_node_each_beside_the_busy_ones_and_held_jobs_ask
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_the_largest_pending_job_asks_for_all_its_nodes(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -126,6 +129,7 @@ def test_the_largest_pending_job_asks_for_all_its_nodes(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_an_idle_partition_asks_for_no_node(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -142,6 +146,7 @@ def test_an_idle_partition_asks_for_no_node(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_absent_series_answer_zero_rather_than_nothing(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -152,6 +157,7 @@ def test_absent_series_answer_zero_rather_than_nothing(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_a_series_scraped_twice_is_counted_once(promtool, tmp_path):
     done = _answers(
         promtool,
