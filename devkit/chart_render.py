@@ -19,8 +19,9 @@ them, and packaged the way `make build-chart` packages them (SlinkyProject/slurm
 d9715f02 "chore: prepare release v1.2.1": each chart's `version`, slurm-operator's `appVersion`
 and its slurm-operator-crds dependency; Makefile build-chart: `helm package --dependency-update`,
 the file:// dependency packed into charts/). The operator's and webhook's image tags default to
-that appVersion (helm/slurm-operator/values.yaml `tag: null`), so they render at the release's
-version too.
+the chart's version (values.yaml `tag: null`; templates/operator/deployment.yaml and
+webhook/deployment.yaml pass .Chart.Version to slurm.format-image), so they render at the
+release's version too.
 """
 
 from __future__ import annotations

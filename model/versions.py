@@ -30,8 +30,9 @@ class Chart:
 KUBERNETES_VERSION = "1.36"
 
 # Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version, and the
-# operator's and webhook's images are tagged with it (helm/slurm-operator/Chart.yaml appVersion,
-# the default of values.yaml operator.image.tag and webhook.image.tag). 1.2.2 carries the
+# operator's and webhook's images are tagged with it (values.yaml operator.image.tag and
+# webhook.image.tag are null, and templates/operator/deployment.yaml and webhook/deployment.yaml
+# default the tag to .Chart.Version, helm/slurm-operator at v1.2.1). 1.2.2 carries the
 # release-1.2 fix for the Token controller, which in 1.2.1 can stop refreshing the JWT the operator
 # drains and reads nodes with (SlinkyProject/slurm-operator issue #240, commit 1d8c0eb0); the
 # calendar warns on 1.2.1 (model/support_calendar.py SLINKY_DEFECTS). Rendered in tests from the

@@ -3,6 +3,7 @@ would, its charts bumped to the release's version as the release commit bumps th
 operator's CRD chart packed in as `make build-chart` packs it; the reference data is read, never
 changed."""
 
+import pytest
 import yaml
 
 from devkit import chart_render, reference_data
@@ -57,3 +58,30 @@ def test_the_staged_branch_is_left_as_it_was():
         staged["version"] == BRANCH.carries
         and not (reference_data.chart_dir("slurm-operator", RELEASE) / "charts").exists()
     )
+
+
+def _without_release(node, release: str):
+    """The object with what names the release (the version label, the chart label
+    <chart>-<release>, an image tag :<release>) written as RELEASE, and a Secret's data, which the
+    charts generate afresh on each render (`lookup` finds nothing offline), as GENERATED."""
+    if isinstance(node, dict):
+        if node.get("kind") == "Secret":
+            node = {**node, "data": dict.fromkeys(node.get("data") or {}, "GENERATED")}
+        return {k: _without_release(v, release) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_without_release(v, release) for v in node]
+    if isinstance(node, str) and (node == release or node.endswith((f"-{release}", f":{release}"))):
+        return node[: -len(release)] + "RELEASE"
+    return node
+
+
+@pytest.mark.parametrize("chart", reference_data.SLINKY_CHARTS)
+def test_the_branch_renders_what_the_previous_release_did_but_for_the_version(chart):
+    """What the branch adds to its charts (the webhook certificate reused when cert-manager is off,
+    ../shared/ref/charts/README.md) does not show with the charts' defaults, cert-manager on: the
+    objects are v1.2.1's, with 1.2.2 where they name the release."""
+    before = chart_render.render(chart, BRANCH.carries, {}, chart, "slinky")
+    after = chart_render.render(chart, RELEASE, {}, chart, "slinky")
+    assert [_without_release(o, RELEASE) for o in after] == [
+        _without_release(o, BRANCH.carries) for o in before
+    ]
