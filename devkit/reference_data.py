@@ -35,8 +35,8 @@ class ReleaseBranch:
 
 # Slinky 1.2.2 as the newest stored state of its branch, release-1.2 at b98cad3f (2026-08-21;
 # charts/README.md): the token-refresh fix is on it, no tag after v1.2.1 is stored, and pkg.go.dev
-# lists v1.2.2 on 2026-09-02. What that does and does not confirm: docs/extending.md, "Bumping a
-# version".
+# lists v1.2.2 on 2026-09-02. What that does and does not confirm: docs/extending.md, "Slinky
+# 1.2.2: what was and was not confirmed".
 RELEASE_BRANCHES = {"1.2.2": ReleaseBranch("slinky-release-1.2-b98cad3f", "1.2.1")}
 
 

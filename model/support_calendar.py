@@ -1,6 +1,6 @@
-"""How long upstream supports each pinned component, and the security floors under which a
-version is known to be exploitable: the calendar beside model/eks_versions.py for everything
-else model/versions.py pins.
+"""How long upstream supports each pinned component, the security floors under which a version
+is known to be exploitable, and the releases with a known defect: the calendar beside
+model/eks_versions.py for everything else model/versions.py pins.
 
 A window is a release line (Slurm 26.05, cert-manager 1.21, Python 3.13) and the last day the
 calendar counts it supported, on one of three bases:

@@ -37,7 +37,8 @@ KUBERNETES_VERSION = "1.36"
 # drains and reads nodes with (SlinkyProject/slurm-operator issue #240, commit 1d8c0eb0); the
 # calendar warns on 1.2.1 (model/support_calendar.py SLINKY_DEFECTS). Rendered in tests from the
 # staged release-1.2 branch (devkit/reference_data.py RELEASE_BRANCHES); what was and was not
-# confirmed of the release: docs/extending.md, "Bumping a version".
+# confirmed of the release: docs/extending.md, "Slinky 1.2.2: what was and was
+# not confirmed".
 SLINKY_REPOSITORY = "oci://ghcr.io/slinkyproject/charts"
 SLINKY_CHART_VERSION = "1.2.2"
 # The operator chart needs Kubernetes >= 1.29 (SlinkyProject/slurm-operator
