@@ -12,12 +12,26 @@ What Helm install does and this reproduces:
   unless --skip-crds);
 - Capabilities.KubeVersion: the cluster's Kubernetes version. `lookup` finds nothing, as on a
   first install: charts that then generate keys or certificates generate fresh ones each render.
+
+A chart staged as its release branch (reference_data.RELEASE_BRANCHES) is rendered as its release
+would be: the branch's charts with their Chart.yaml bumped the way the Slinky release commit bumps
+them, and packaged the way `make build-chart` packages them (SlinkyProject/slurm-operator
+d9715f02 "chore: prepare release v1.2.1": each chart's `version`, slurm-operator's `appVersion`
+and its slurm-operator-crds dependency; Makefile build-chart: `helm package --dependency-update`,
+the file:// dependency packed into charts/). The operator's and webhook's image tags default to
+the chart's version (values.yaml `tag: null`; templates/operator/deployment.yaml and
+webhook/deployment.yaml pass .Chart.Version to slurm.format-image), so they render at the
+release's version too.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import pathlib
 import re
+import shutil
+import tempfile
 from typing import Any
 
 import helm_python
@@ -67,6 +81,43 @@ def _enabled_crds(chart: helm_python.Chart, rendered: dict[str, str]) -> list[tu
     return sorted(out)
 
 
+def _bumped(chart_yaml: str, carries: str, version: str) -> str:
+    """Chart.yaml with every `version:`/`appVersion:` equal to the branch's set to the release's;
+    the slurm chart's appVersion (its Slurm release) stays."""
+    return re.sub(
+        rf'^([ \t]*(?:version|appVersion): "?){re.escape(carries)}("?)[ \t]*$',
+        rf"\g<1>{version}\g<2>",
+        chart_yaml,
+        flags=re.MULTILINE,
+    )
+
+
+@functools.cache
+def _released(chart: str, version: str) -> bytes:
+    """The archive of `chart` at `version` cut from its staged release branch (module docstring)."""
+    branch = reference_data.release_branch(chart, version)
+    with tempfile.TemporaryDirectory() as work:
+        copy = pathlib.Path(work) / chart
+        shutil.copytree(reference_data.chart_dir(chart, version), copy)
+        (copy / "Chart.yaml").write_text(_bumped((copy / "Chart.yaml").read_text(), branch.carries, version))
+        dependencies = yaml.safe_load((copy / "Chart.yaml").read_text()).get("dependencies") or []
+        for dependency in dependencies:
+            (copy / "charts").mkdir(exist_ok=True)
+            (copy / "charts" / f"{dependency['name']}-{version}.tgz").write_bytes(
+                _released(dependency["name"], version)
+            )
+        archive = helm_python.package(copy, destination=work)
+        return pathlib.Path(archive).read_bytes()
+
+
+def load(chart: str, version: str) -> helm_python.Chart:
+    """The chart as Helm would pull it at `version`: the staged directory, or the release cut from
+    a staged release branch."""
+    if reference_data.release_branch(chart, version) is not None:
+        return helm_python.Chart.load_archive(_released(chart, version))
+    return helm_python.Chart.load(reference_data.chart_dir(chart, version))
+
+
 def render_sources(
     chart: str,
     version: str,
@@ -77,10 +128,9 @@ def render_sources(
 ) -> list[tuple[str, dict]]:
     """(source file, object) of everything Helm would install for this release, CRDs first, then
     the templates in path order."""
-    directory = reference_data.chart_dir(chart, version)
     options = {"name": release_name, "namespace": namespace, "kube_version": kube_version}
     try:
-        with helm_python.Chart.load(directory) as loaded:
+        with load(chart, version) as loaded:
             # Chart.render() has no kube_version; the native call it wraps takes one.
             rendered = json.loads(
                 _native.call_string("helm_render", loaded._raw(), json.dumps(values), json.dumps(options))

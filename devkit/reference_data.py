@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+from dataclasses import dataclass
 
 ENV = "SLINKY_EKS_REF"
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -25,6 +26,32 @@ FETCHED = (
     )
     / "ref"
 )
+
+
+# The three Slinky charts, released together at one version (SlinkyProject/slurm-operator helm/).
+SLINKY_CHARTS = ("slurm-operator-crds", "slurm-operator", "slurm")
+
+
+@dataclass(frozen=True)
+class ReleaseBranch:
+    """Charts of a release whose published archives are not in the reference data, staged as the
+    release branch they are cut from: charts/<directory>/<chart>, whose Chart.yaml files still
+    carry the previous release's version (`carries`) until the release commit bumps it."""
+
+    directory: str
+    carries: str
+
+
+# Slinky 1.2.2 as the newest stored state of its branch, release-1.2 at b98cad3f (2026-08-21;
+# charts/README.md): the token-refresh fix is on it, no tag after v1.2.1 is stored, and pkg.go.dev
+# lists v1.2.2 on 2026-09-02. What that does and does not confirm: docs/extending.md, "Slinky
+# 1.2.2: what was and was not confirmed".
+RELEASE_BRANCHES = {"1.2.2": ReleaseBranch("slinky-release-1.2-b98cad3f", "1.2.1")}
+
+
+def release_branch(chart: str, version: str) -> ReleaseBranch | None:
+    """The staged branch a chart at `version` is cut from, or None where the chart itself is staged."""
+    return RELEASE_BRANCHES.get(version) if chart in SLINKY_CHARTS else None
 
 
 class ReferenceDataMissing(RuntimeError):
@@ -63,8 +90,13 @@ def path(*parts: str) -> pathlib.Path:
 
 
 def chart_dir(chart: str, version: str) -> pathlib.Path:
-    """The upstream chart directory of `chart` at `version` (charts/<chart>-<version>)."""
+    """The upstream chart directory of `chart` at `version` (charts/<chart>-<version>), or of the
+    release branch it is cut from (charts/<branch directory>/<chart>: its Chart.yaml says the
+    branch's version, devkit/chart_render.py bumps it as the release does)."""
+    branch = release_branch(chart, version)
     try:
+        if branch is not None:
+            return path("charts", branch.directory, chart)
         return path("charts", f"{chart}-{version}")
     except ReferenceDataMissing as e:
         raise ReferenceDataMissing(

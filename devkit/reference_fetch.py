@@ -156,13 +156,15 @@ CHART_DIGESTS: dict[tuple[str, str], str] = {
 }
 
 
+def slinky_charts(version: str) -> list[versions.Chart]:
+    return [
+        versions.Chart(versions.SLINKY_REPOSITORY, name, version) for name in reference_data.SLINKY_CHARTS
+    ]
+
+
 def pinned_charts() -> list[versions.Chart]:
     """Every chart the program installs, at the version model/facts/versions.py pins."""
-    slinky = [
-        versions.Chart(versions.SLINKY_REPOSITORY, name, versions.SLINKY_CHART_VERSION)
-        for name in ("slurm", "slurm-operator", "slurm-operator-crds")
-    ]
-    return slinky + [
+    return slinky_charts(versions.SLINKY_CHART_VERSION) + [
         versions.CERT_MANAGER,
         versions.NVIDIA_DEVICE_PLUGIN,
         versions.EFA_DEVICE_PLUGIN,
@@ -175,6 +177,8 @@ def pinned_charts() -> list[versions.Chart]:
 
 
 _SLINKY_V121 = "87313dac23e95f5632439e99c9fe9e325ece1bcd"
+# The release-1.2 branch as staged (reference_data.RELEASE_BRANCHES: Slinky 1.2.2's charts).
+_SLINKY_RELEASE_12 = "b98cad3ff671cff6e930f6c7789cf2287a967b96"
 _LBC_POLICY = "docs/install/iam_policy.json"
 
 OTHER_ENTRIES: tuple[ArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
@@ -193,6 +197,13 @@ OTHER_ENTRIES: tuple[ArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
             "slurm-operator-crds/templates/",
         ),
         digest="3fc9729a3b8e2675fceece2668e1d8add250c9dbd55f6b1c7529fe796bcc8b69",
+    ),
+    ArchiveEntry(
+        path="charts/slinky-release-1.2-b98cad3f",
+        url=_github_archive("SlinkyProject/slurm-operator", _SLINKY_RELEASE_12),
+        member=f"slurm-operator-{_SLINKY_RELEASE_12}/helm",
+        keep=tuple(f"{chart}/" for chart in reference_data.SLINKY_CHARTS),
+        digest="db7996bb1abd83531614ab5b2db6b65cf868073eea63e4496d9f54ddfbfcfce6",
     ),
     ArchiveEntry(
         path="nccl-tests/nccl-tests-v2.17.9.tar.gz",
@@ -243,10 +254,19 @@ OTHER_ENTRIES: tuple[ArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
 )
 
 
+# Slinky 1.2.1's published charts: the tests read them beside the pinned release (the chart walk's
+# values, the CRDs of the rollout's fakes).
+PREVIOUS_CHARTS = tuple(slinky_charts("1.2.1"))
+
+
 def entries() -> list[ChartEntry | ArchiveEntry | FileEntry | InstanceTypesEntry]:
-    """Everything the reference data holds for the tests and the offline plan, in fetch order."""
+    """Everything the reference data holds for the tests and the offline plan, in fetch order. A
+    chart whose release is staged as its release branch (reference_data.RELEASE_BRANCHES) comes
+    with that branch's archive (an ArchiveEntry), not from its repository."""
     charts = []
-    for chart in pinned_charts():
+    for chart in (*pinned_charts(), *PREVIOUS_CHARTS):
+        if reference_data.release_branch(chart.chart, chart.version) is not None:
+            continue
         digest = CHART_DIGESTS.get((chart.chart, chart.version))
         if digest is None:
             raise FetchError(f"no pinned digest for chart {chart.chart} {chart.version} (CHART_DIGESTS)")

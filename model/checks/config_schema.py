@@ -165,12 +165,16 @@ _whole, _boolean, _strings = rules.whole_number, (rules.true_or_false,), (rules.
 METRICS_RETENTION_DEFAULT = 150
 METRICS_RETENTION_DAYS = (1, 1095)
 # The support calendar's facts the key table quotes: Slurm's security floors, the pinned
-# cert-manager line's Kubernetes range.
+# cert-manager line's Kubernetes range, the Slinky releases with a known defect.
 _FLOORS = "; ".join(
     f"{', '.join(a.fixed_in)} for {a.cves[0]} and {len(a.cves) - 1} more"
     for a in support_calendar.SLURM_ADVISORIES
 )
 _PINNED_CM = support_calendar.cert_manager_line(versions.CERT_MANAGER.version)
+_SLINKY_DEFECTS = "; ".join(
+    f"{support_calendar.minor(d.fixed_in)} before {d.fixed_in}, {d.source}"
+    for d in support_calendar.SLINKY_DEFECTS
+)
 
 
 # on_change is read off the components: a node group's instance type and subnets force a new
@@ -462,11 +466,15 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "slinkyChartVersion",
             "string",
             _PIN["slinkyChartVersion"],
-            (rules.matches(_CHART_VERSION, f"a chart version such as {versions.SLINKY_CHART_VERSION}"),),
+            (
+                rules.matches(_CHART_VERSION, f"a chart version such as {versions.SLINKY_CHART_VERSION}"),
+                support_calendar.slinky_chart_defects,
+            ),
             attr="slinky_chart_version",
             description="Version of the Slinky charts (slurm-operator-crds, slurm-operator, slurm).",
             doc=f"Pairs with Slurm {versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)}.x "
-            "(`model/facts/versions.py`).",
+            "(`model/facts/versions.py`). A release with a known defect (`model/facts/support_calendar.py`: "
+            f"{_SLINKY_DEFECTS}) deploys with a warning naming it.",
             on_change="in place: upgrades the three Helm releases (CRDs, operator, Slurm cluster); change "
             "slurmVersion with it in the same `up`, as they must pair",
         ),

@@ -1,6 +1,6 @@
-"""How long upstream supports each pinned component, and the security floors under which a
-version is known to be exploitable: the calendar beside model/facts/eks_versions.py for everything
-else model/facts/versions.py pins.
+"""How long upstream supports each pinned component, the security floors under which a version
+is known to be exploitable, and the releases with a known defect: the calendar beside
+model/facts/eks_versions.py for everything else model/facts/versions.py pins.
 
 A window is a release line (Slurm 26.05, cert-manager 1.21, Python 3.13) and the last day the
 calendar counts it supported, on one of three bases:
@@ -193,6 +193,49 @@ def slurm_supported_on(day: datetime.date) -> Rule:
         return found
 
     return rule
+
+
+# --- Slinky --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Defect:
+    """A known defect of a release line, and the first release of that line that fixes it."""
+
+    what: str
+    fixed_in: str
+    source: str
+
+    def affects(self, version: str) -> bool:
+        return minor(version) == minor(self.fixed_in) and parse(version) < parse(self.fixed_in)
+
+
+# Releases of the Slinky charts with a known defect the program relies on not having.
+SLINKY_DEFECTS = (
+    # The Token controller could requeue itself with a non-positive delay and stop reconciling, so
+    # the operator's JWT for slurmrestd expired unrefreshed; the operator then cannot drain a node
+    # before a scale-in or read node states (SlinkyProject/slurm-operator issue #240; fixed on
+    # release-1.2 by commit 1d8c0eb0 "fix(token): requeue with positive requeueAfter", after v1.2.1).
+    Defect(
+        "its Token controller can stop refreshing the operator's Slurm JWT (token-refresh defect), "
+        "after which the operator cannot drain nodes before a scale-in or read their state",
+        "1.2.2",
+        "https://github.com/SlinkyProject/slurm-operator/issues/240",
+    ),
+)
+
+
+def slinky_chart_defects(key: str, value: Any) -> list[Problem]:
+    """Warns of a Slinky release with a known defect: it deploys, and fails later."""
+    return [
+        warning(
+            key,
+            value,
+            f"{key} {value}: {d.what} (fixed in {d.fixed_in}: {d.source}); set {key} to {d.fixed_in} or later",
+        )
+        for d in SLINKY_DEFECTS
+        if d.affects(value)
+    ]
 
 
 # --- cert-manager --------------------------------------------------------------------------
@@ -477,7 +520,8 @@ def pinned() -> list[tuple[str, str, Window | None]]:
 
 def lapsed(day: datetime.date) -> list[str]:
     """What the pins leave unsupported on `day`: a pin without a window, one past its window, the
-    Slurm release under its security floor. Empty while every default is supported."""
+    Slurm release under its security floor, a Slinky release with a known defect. Empty while every
+    default is supported."""
     found = []
     for component, version, window in pinned():
         if window is None:
@@ -487,4 +531,5 @@ def lapsed(day: datetime.date) -> list[str]:
     floor = slurm_floor(versions.SLURM_RELEASE)
     if floor != versions.SLURM_RELEASE:
         found.append(f"Slurm {versions.SLURM_RELEASE}: under its security floor {floor}")
+    found += [p.message for p in slinky_chart_defects("slinkyChartVersion", versions.SLINKY_CHART_VERSION)]
     return found

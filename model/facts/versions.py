@@ -29,9 +29,18 @@ class Chart:
 # upgrade is forced (which versions EKS offers, and until when: model/facts/eks_versions.py).
 KUBERNETES_VERSION = "1.36"
 
-# Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version.
+# Slinky: its three charts (slurm-operator-crds, slurm-operator, slurm) share one version, and the
+# operator's and webhook's images are tagged with it (values.yaml operator.image.tag and
+# webhook.image.tag are null, and templates/operator/deployment.yaml and webhook/deployment.yaml
+# default the tag to .Chart.Version, helm/slurm-operator at v1.2.1). 1.2.2 carries the
+# release-1.2 fix for the Token controller, which in 1.2.1 can stop refreshing the JWT the operator
+# drains and reads nodes with (SlinkyProject/slurm-operator issue #240, commit 1d8c0eb0); the
+# calendar warns on 1.2.1 (model/facts/support_calendar.py SLINKY_DEFECTS). Rendered in tests from the
+# staged release-1.2 branch (devkit/reference_data.py RELEASE_BRANCHES); what was and was not
+# confirmed of the release: docs/extending.md, "Slinky 1.2.2: what was and was
+# not confirmed".
 SLINKY_REPOSITORY = "oci://ghcr.io/slinkyproject/charts"
-SLINKY_CHART_VERSION = "1.2.1"
+SLINKY_CHART_VERSION = "1.2.2"
 # The operator chart needs Kubernetes >= 1.29 (SlinkyProject/slurm-operator
 # helm/slurm-operator/Chart.yaml at v1.2.1: kubeVersion ">= 1.29.0-0").
 SLINKY_MIN_KUBERNETES = "1.29"

@@ -199,23 +199,53 @@ def test_scale_in_takes_the_idle_node_and_leaves_the_busy_one_running(zero):
         pods.scale_down(0)
 
 
-def test_scale_in_drains_a_busy_node_and_stops_its_pod_only_after_the_job_completes(zero):
+def test_scale_in_drains_a_busy_node_and_stops_its_pod_only_after_the_job_completes(zero, tmp_path):
     """2 -> 0 with a job on one node: the idle node is drained and its pod deleted at the next
     reconcile; the busy node is drained with the operator's reason (no new job starts there), its
-    slurmd runs on until the job ends, the job completes, and only then its pod goes."""
+    slurmd runs on while the job does, reconcile after reconcile, the job completes, and the first
+    reconcile after that deletes its pod.
+
+    The job runs until the test lets it end (it waits for a file), not for a number of seconds:
+    a job that ends by the clock can end between two reconciles or inside one (between the state
+    a decision reads and the state it is logged with), and for a moment after it ends its node is
+    COMPLETING (slurmctld waits for slurmd's epilog message, later under load), which
+    IsNodeDrained counts as busy as well. Which of those a run sees depends on the machine's
+    load, not on the operator's logic; here every reconcile before the release sees the job
+    RUNNING, and the one after sees the node drained and idle."""
     cluster, pods, _, partition = zero
     pods.log.clear()
     pods.scale_up(2)
     cluster.wait_for_states({n: "idle" for n in pods.pods}, 60)
     busy, idle = f"{partition}-0", f"{partition}-1"
-    job = _submit(cluster, partition, "-N1", "-w", busy, "--time=2", "--wrap", "sleep 4")
-    _wait_state(cluster, job, "RUNNING")
-    pods.scale_down(0)
-    info = _job(cluster, job)
+    release = tmp_path / "job-may-end"  # under the temporary tree every pod shares (local_slurm.py)
+    job = _submit(
+        cluster,
+        partition,
+        "-N1",
+        "-w",
+        busy,
+        "--time=2",
+        "--wrap",
+        f"until [ -e {release} ]; do sleep 0.2; done",
+    )
+    try:
+        _wait_state(cluster, job, "RUNNING")
+        for _ in range(3):  # drain both; delete the idle one; keep the busy one
+            pods.reconcile_scale_down(0)
+        assert _job(cluster, job)["JobState"] == "RUNNING"
+        held = len(pods.log)
+        release.touch()
+        info = _wait_state(cluster, job, "COMPLETED")
+        cluster.wait_for_states({busy: "drained"}, 30)  # the epilog message in: no longer COMPLETING
+        pods.scale_down(0)
+    finally:
+        release.touch()
     assert (info["JobState"], info["ExitCode"], info["Restarts"]) == ("COMPLETED", "0:0", "0")
-    first, second = pods.log[:2], pods.log[2:4]
+    first, second, third = pods.log[:2], pods.log[2:4], pods.log[4:held]
     assert [(d.node, d.deleted) for d in first] == [(idle, False), (busy, False)]
     assert [(d.node, d.deleted) for d in second] == [(idle, True), (busy, False)]
+    assert [(d.node, d.deleted) for d in third] == [(busy, False)]
+    assert [(d.node, d.deleted) for d in pods.log[held:]] == [(busy, True)]
     waiting = [d for d in pods.log if d.node == busy and not d.deleted]
     assert all(
         "DRAIN" in d.node_state and {"ALLOCATED", "MIXED"} & set(d.node_state.split("+")) for d in waiting

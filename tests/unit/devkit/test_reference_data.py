@@ -21,6 +21,20 @@ def test_the_environment_variable_wins(elsewhere):
     assert reference_data.chart_dir("slurm", "1.2.1") == elsewhere / "charts" / "slurm-1.2.1"
 
 
+def test_a_slinky_chart_released_from_a_staged_branch_is_found_in_the_branch(elsewhere):
+    branch = reference_data.RELEASE_BRANCHES["1.2.2"]
+    (elsewhere / "charts" / branch.directory / "slurm-operator").mkdir(parents=True)
+    assert reference_data.chart_dir("slurm-operator", "1.2.2") == (
+        elsewhere / "charts" / branch.directory / "slurm-operator"
+    )
+
+
+def test_only_the_slinky_charts_are_looked_up_in_a_release_branch():
+    assert reference_data.release_branch("slurm", "1.2.2") == reference_data.RELEASE_BRANCHES["1.2.2"]
+    assert reference_data.release_branch("slurm", "1.2.1") is None
+    assert reference_data.release_branch("cert-manager", "1.2.2") is None
+
+
 def test_the_log_says_the_environment_variable_was_used(elsewhere):
     assert reference_data.source() == f"reference data: {elsewhere} ($SLINKY_EKS_REF)"
 

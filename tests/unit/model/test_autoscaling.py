@@ -78,6 +78,7 @@ def _series(name, partition="train"):
     return f'{name}{{partition="{partition}",instance="slurm-controller-0"}}'
 
 
+@pytest.mark.slurm_root
 def test_the_trigger_queries_are_valid_promql(promtool, tmp_path):
     rules = {
         "groups": [
@@ -98,6 +99,7 @@ def test_the_trigger_queries_are_valid_promql(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_pending_jobs_ask_for_a_node_each_beside_the_busy_ones_and_held_jobs_ask_for_none(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -115,6 +117,7 @@ def test_pending_jobs_ask_for_a_node_each_beside_the_busy_ones_and_held_jobs_ask
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_the_largest_pending_job_asks_for_all_its_nodes(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -131,6 +134,7 @@ def test_the_largest_pending_job_asks_for_all_its_nodes(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_an_idle_partition_asks_for_no_node(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -147,6 +151,7 @@ def test_an_idle_partition_asks_for_no_node(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_absent_series_answer_zero_rather_than_nothing(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -157,6 +162,7 @@ def test_absent_series_answer_zero_rather_than_nothing(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_a_series_scraped_twice_is_counted_once(promtool, tmp_path):
     done = _answers(
         promtool,

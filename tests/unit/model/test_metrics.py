@@ -15,6 +15,7 @@ def _config() -> dict:
     return yaml.safe_load(metrics.scrape_configuration())
 
 
+@pytest.mark.slurm_root
 def test_the_scrape_configuration_passes_promtool_check_config(tmp_path):
     (tmp_path / "scrape.yaml").write_text(metrics.scrape_configuration())
     try:

@@ -1,8 +1,8 @@
 """The support calendar (model/facts/support_calendar.py): every default is inside its support window
 today and above its security floor, so this file fails on the day one leaves it, on purpose;
-and its rules warn of a Slurm release under its floor, a cert-manager past its end of life or
-outside the cluster's Kubernetes, a DLC past its end of patch, and refuse a cert-manager that
-cannot serve the Slinky operator's certificates."""
+and its rules warn of a Slurm release under its floor, a Slinky release with a known defect, a
+cert-manager past its end of life or outside the cluster's Kubernetes, a DLC past its end of
+patch, and refuse a cert-manager that cannot serve the Slinky operator's certificates."""
 
 import datetime
 
@@ -92,6 +92,28 @@ def test_slurm_of_a_line_schedmd_no_longer_supports_warns():
     # 25.05 ended in November 2026 (upgrades.shtml); 25.05.9 is patched, so only the line warns.
     (p,) = support_calendar.slurm_supported_on(DAY)("slurmVersion", "25.05.9")
     assert p.level == WARNING and "Slurm 25.05 ended 2026-11-01" in p.message and "25.11, 26.05" in p.message
+
+
+# Slinky
+
+
+@pytest.mark.parametrize("version", ["1.2.0", "1.2.1"])
+def test_slinky_before_the_token_refresh_fix_warns_naming_the_defect_and_the_fix(version):
+    (p,) = support_calendar.slinky_chart_defects("slinkyChartVersion", version)
+    assert (p.level, p.key, p.value) == (WARNING, "slinkyChartVersion", version)
+    assert "token-refresh defect" in p.message and "SlinkyProject/slurm-operator/issues/240" in p.message
+    assert "set slinkyChartVersion to 1.2.2 or later" in p.message
+
+
+@pytest.mark.parametrize("version", ["1.2.2", "1.2.3", "1.3.0"])
+def test_slinky_with_the_token_refresh_fix_passes(version):
+    assert support_calendar.slinky_chart_defects("slinkyChartVersion", version) == []
+
+
+def test_a_default_slinky_release_with_a_known_defect_is_reported(monkeypatch):
+    monkeypatch.setattr(versions, "SLINKY_CHART_VERSION", "1.2.1")
+    (said,) = [s for s in support_calendar.lapsed(DAY) if "token-refresh" in s]
+    assert said.startswith("slinkyChartVersion 1.2.1: its Token controller")
 
 
 # cert-manager
@@ -197,6 +219,13 @@ def test_the_schema_warns_of_slurm_under_its_floor():
     )
     assert [(p.level, p.key) for p in problems if "CVE-2026-65107" in p.message] == [
         (WARNING, "slurmVersion")
+    ]
+
+
+def test_the_schema_warns_of_slinky_with_the_token_refresh_defect():
+    problems = _check(slinkyChartVersion="1.2.1")
+    assert [(p.level, p.key) for p in problems if "token-refresh" in p.message] == [
+        (WARNING, "slinkyChartVersion")
     ]
 
 

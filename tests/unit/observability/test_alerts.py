@@ -25,6 +25,7 @@ def _unit_tests() -> list:
     return sorted(ALERT_TESTS_DIR.glob("*.yaml"))
 
 
+@pytest.mark.slurm_root
 def test_every_rule_file_passes_promtool_check_rules():
     result = _promtool("check", "rules", *map(str, rule_files()))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -35,11 +36,13 @@ def test_every_rule_file_is_one_namespace_with_its_own_unit_tests():
     assert tested == {f"../{p.name}" for p in rule_files()}
 
 
+@pytest.mark.slurm_root
 def test_the_rule_unit_tests_pass_promtool_test_rules():
     result = _promtool("test", "rules", *map(str, _unit_tests()))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slurm_root
 def test_a_rule_that_breaks_its_unit_test_fails_it(tmp_path):
     """The unit tests can fail: the drained-node alert without its 15 minutes fires for the
     rollout's drain, and promtool says so."""
