@@ -213,9 +213,7 @@ class SharedStorage(pulumi.ComponentResource):
             f"{self._name}-efs-client",
             role=self._args.node_role_name,
             policy=document,
-            # A file system kept on destroy (retainSharedData) keeps its policy: without it EFS
-            # would fall back to full access for any client that reaches a mount target.
-            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=self._args.retain_data),
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _gp3_class(self) -> k8s.storage.v1.StorageClass:

@@ -43,6 +43,9 @@ CERT_MANAGER_FITS = identify(
     "a cert-manager line in support that supports kubernetesVersion",
     "certManagerVersion",
 )
+SLINKY_DEFECT = identify(
+    "slinky-defect", WARNING, "a Slinky release without a known defect of its line", "slinkyChartVersion"
+)
 DLC_PATCHED = identify("dlc-patched", WARNING, "a Deep Learning Container AWS still patches", "dlcBaseImage")
 
 
@@ -229,6 +232,7 @@ def slinky_chart_defects(key: str, value: Any) -> list[Problem]:
     """Warns of a Slinky release with a known defect: it deploys, and fails later."""
     return [
         warning(
+            SLINKY_DEFECT,
             key,
             value,
             f"{key} {value}: {d.what} (fixed in {d.fixed_in}: {d.source}); set {key} to {d.fixed_in} or later",

@@ -105,7 +105,7 @@ def test_manifests_of_every_release_are_written(planned):
     ]
     text = (planned / "manifests/slurm.yaml").read_text()
     assert text.startswith(
-        "# slurm 1.2.1 (release slurm, namespace slurm), rendered with the values in "
+        "# slurm 1.2.2 (release slurm, namespace slurm), rendered with the values in "
         "values/slurm-release.yaml\n"
     )
     nodeset = next(o for o in yaml.safe_load_all(text) if o and o["kind"] == "NodeSet")
