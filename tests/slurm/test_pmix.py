@@ -18,7 +18,13 @@ pytestmark = pytest.mark.slurm
 SOURCE = DATA / "mpi_ranks.c"
 # All "nodes" share this machine's one network namespace: OpenMPI's TCP transport has to be allowed
 # onto loopback, which it excludes by default; PMIx's shared-memory datastore is left out (hash).
+# The point-to-point layer is pinned to ob1 over those transports, as the transports are: the root
+# also has UCX (libucs, loaded in the crash below), and OpenMPI selects a PML in each process on
+# its own, ucx first where it initialises. Once in nine runs a rank died in MPI_Init inside
+# mca_pml_ob1_recv_frag_callback_match with UCX's error handler on the stack, which two ranks on
+# different PMLs would explain; with the PML named, each rank takes the same one, not a guess.
 MPI_ENV = {
+    "OMPI_MCA_pml": "ob1",
     "OMPI_MCA_btl": "self,tcp",
     "OMPI_MCA_btl_tcp_if_include": "lo",
     "OMPI_MCA_oob_tcp_if_include": "lo",
