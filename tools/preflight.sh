@@ -2,14 +2,17 @@
 # What `make up|preview|destroy` needs before it installs or runs anything, each missing piece
 # reported with how to get it, all at once:
 #   the Pulumi CLI; the AWS CLI (the stack's kubeconfig runs `aws eks get-token`) and credentials
-#   it can use; for `up`, Docker with buildx (the program builds and pushes the slurmd image); a
+#   it can use; for `up` with imageBuilder: local, Docker with buildx (the program then builds and
+#   pushes the slurmd image on this machine; the default, codebuild, builds it in the region); a
 #   state passphrase, or the explicit opt-in ALLOW_EMPTY_PASSPHRASE=1 for an empty one; and that
-#   this machine's public IPv4 address is inside the API endpoint's allowed blocks (read from
-#   Pulumi.$STACK.yaml in the working directory), since outside them the EKS change succeeds and
-#   every later Kubernetes call times out.
+#   this machine's public IPv4 address is inside the API endpoint's allowed blocks, since outside
+#   them the EKS change succeeds and every later Kubernetes call times out. Both keys are read from
+#   Pulumi.$STACK.yaml in the working directory, where `pulumi config set` writes them.
+# Then, with nothing missing, the state backend: when none is chosen at all, it logs this machine
+# in to the one-person local backend and says so (the one thing it changes).
 # Exit status: 0 ready; 1 something is missing (one line each on stderr); 2 bad usage.
-# Only bash builtins besides the tools it checks (and curl), so a test can run it with a PATH of
-# its choosing.
+# Only bash builtins besides the tools it checks (and curl, and mkdir for the local backend), so a
+# test can run it with a PATH of its choosing.
 set -uo pipefail
 
 command_name=${1:-}
@@ -34,9 +37,32 @@ elif ! identity_error=$(aws sts get-caller-identity --output text --query Arn \
   missing "AWS credentials do not work (${identity_error##*$'\n'}): run \`aws configure\` or \`aws sso login\`, or set AWS_PROFILE (https://docs.aws.amazon.com/cli/latest/userguide/cli-chap-configure.html)"
 fi
 
-if [[ $command_name == up ]]; then
+# The stack's value of one scalar key (slinky-eks:KEY: value) in its stack file, unquoted; nothing
+# when the file or the key is absent.
+stack=${STACK:-dev}
+stack_file=Pulumi.$stack.yaml
+config_value() {
+  local key=$1 line
+  [[ -f $stack_file ]] || return 0
+  while IFS= read -r line || [[ -n $line ]]; do
+    if [[ $line =~ ^[[:space:]]+slinky-eks:$key:[[:space:]]*(.*)$ ]]; then
+      unquote "${BASH_REMATCH[1]%%#*}"
+      return 0
+    fi
+  done <"$stack_file"
+}
+unquote() {
+  local v=$1
+  v=${v#"${v%%[![:space:]]*}"}; v=${v%"${v##*[![:space:]]}"}
+  v=${v#[\"\']}; v=${v%[\"\']}
+  [[ -n $v ]] && echo "$v"
+}
+
+# imageBuilder's default is codebuild (model/checks/config_schema.py): Docker only for local.
+image_builder=$(config_value imageBuilder)
+if [[ $command_name == up && ${image_builder:-codebuild} == local ]]; then
   if ! command -v docker >/dev/null 2>&1; then
-    missing "Docker is not on PATH (\`up\` builds and pushes the slurmd image): install Docker Engine, https://docs.docker.com/engine/install/"
+    missing "Docker is not on PATH (with imageBuilder: local \`up\` builds and pushes the slurmd image here): install Docker Engine, https://docs.docker.com/engine/install/"
   elif ! docker buildx version >/dev/null 2>&1; then
     missing "Docker has no buildx plugin: install it, https://github.com/docker/buildx#installing"
   elif ! docker info >/dev/null 2>&1; then
@@ -53,8 +79,6 @@ fi
 
 # The API endpoint's allowed blocks: apiAllowedCidrs, or the IPv4 blocks of sshAllowedCidrs when it
 # is empty (stack/config.py). The project name is Pulumi.yaml's.
-stack=${STACK:-dev}
-stack_file=Pulumi.$stack.yaml
 ipv4='^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$'
 
 # The items of one list-valued key in a stack file: block (`- item`) or flow (`[a, b]`) style.
@@ -76,12 +100,6 @@ config_list() {
       in_list=0
     fi
   done <"$stack_file"
-}
-unquote() {
-  local v=$1
-  v=${v#"${v%%[![:space:]]*}"}; v=${v%"${v##*[![:space:]]}"}
-  v=${v#[\"\']}; v=${v%[\"\']}
-  [[ -n $v ]] && echo "$v"
 }
 ip_number() {
   [[ $1 =~ $ipv4 ]] || return 1
@@ -124,10 +142,42 @@ if [[ -f $stack_file ]]; then
   fi
 fi
 
+# Where the state lives. The Pulumi CLI takes PULUMI_BACKEND_URL first, then a project's
+# backend.url (Pulumi.yaml sets none, so that a team's choice wins), then the backend of the last
+# `pulumi login`, "current" in $PULUMI_CREDENTIALS_PATH or $PULUMI_HOME (default ~/.pulumi)
+# /credentials.json (pulumi/pulumi v3.259.0, pkg/workspace/creds.go GetCurrentCloudURLWithSource;
+# sdk/go/common/workspace/creds.go getCredsFilePath); with none of them it logs in to Pulumi Cloud,
+# with PULUMI_ACCESS_TOKEN if set, else interactively. A team sets its shared backend in one of
+# those (docs/ci.md, "State a team shares"). With nothing set, the one-person default: state in
+# this machine's ~/.pulumi-slinky-eks, logged in to so that a later `pulumi stack output` finds
+# it too, and said so.
+local_backend_url=file://~/.pulumi-slinky-eks
+credentials=${PULUMI_CREDENTIALS_PATH:-${PULUMI_HOME:-$HOME/.pulumi}}/credentials.json
+current_re='"current"[[:space:]]*:[[:space:]]*"[^"]+"'
+backend_chosen=0
+if [[ -n ${PULUMI_BACKEND_URL:-} || -n ${PULUMI_ACCESS_TOKEN:-} ]]; then
+  backend_chosen=1
+elif [[ -f $credentials ]] && [[ $(<"$credentials") =~ $current_re ]]; then
+  backend_chosen=1
+fi
+notes=()
+if (( ! backend_chosen && ${#problems[@]} == 0 )); then
+  if mkdir -p "$HOME/.pulumi-slinky-eks" \
+      && login_error=$(pulumi login --non-interactive "$local_backend_url" 2>&1 >/dev/null); then
+    notes+=("no Pulumi backend chosen (no \`pulumi login\`, PULUMI_BACKEND_URL or PULUMI_ACCESS_TOKEN): logged in to $local_backend_url, state on this machine only; a team shares one backend instead, docs/ci.md#state-a-team-shares")
+  else
+    login_error=${login_error:-could not create $HOME/.pulumi-slinky-eks}
+    missing "no Pulumi backend chosen and \`pulumi login $local_backend_url\` failed (${login_error##*$'\n'}): run \`pulumi login\` with the backend to use (docs/ci.md#state-a-team-shares)"
+  fi
+fi
+
 for p in "${problems[@]}"; do
   echo "make $command_name: $p" >&2
 done
 for w in "${warnings[@]}"; do
   echo "make $command_name: warning: $w" >&2
+done
+for n in "${notes[@]}"; do
+  echo "make $command_name: note: $n" >&2
 done
 [[ ${#problems[@]} -eq 0 ]]

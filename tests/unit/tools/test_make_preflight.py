@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from devkit.offline_run import PROJECT_DIR
 
@@ -42,11 +43,27 @@ def checkip(bin_dir, address="203.0.113.10"):
     )
 
 
+# What `pulumi login` stores (pulumi/pulumi v3.259.0, sdk/go/common/workspace/creds.go: json.MarshalIndent
+# of Credentials, "current" the selected backend) in ~/.pulumi/credentials.json; HOME is bin_dir here.
+def logged_in(home, url="s3://team-state-bucket"):
+    (home / ".pulumi").mkdir(exist_ok=True)
+    (home / ".pulumi/credentials.json").write_text(
+        f'{{\n    "current": "{url}",\n    "accounts": {{\n        "{url}": {{}}\n    }}\n}}\n'
+    )
+
+
 def all_tools(bin_dir):
-    tool(bin_dir, "pulumi", "exit 0")
+    # The fake pulumi records its arguments, one call a line.
+    tool(bin_dir, "pulumi", f'echo "$*" >> {bin_dir}/pulumi-calls')
     tool(bin_dir, "aws", 'echo "arn:aws:iam::123456789012:user/ci"')
     tool(bin_dir, "docker", "exit 0")
     checkip(bin_dir)
+    logged_in(bin_dir)
+
+
+def pulumi_calls(bin_dir):
+    calls = bin_dir / "pulumi-calls"
+    return calls.read_text().splitlines() if calls.exists() else []
 
 
 def preflight(bin_dir, command="up", cwd=PROJECT_DIR, **env):
@@ -101,32 +118,68 @@ def test_unusable_credentials_quote_the_cli_and_say_how_to_configure(bin_dir):
     ]
 
 
-def test_up_needs_docker_with_buildx(bin_dir):
+# Docker only for imageBuilder: local (the default, codebuild, builds the image in the region)
+
+LOCAL_BUILDER = "  slinky-eks:imageBuilder: local\n"
+
+
+def test_up_with_the_default_builder_needs_no_docker(bin_dir):
+    all_tools(bin_dir)
+    (bin_dir / "docker").unlink()
+    assert preflight(bin_dir, **PASSPHRASE) == (0, [])
+
+
+def test_up_with_the_codebuild_builder_named_needs_no_docker(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    (bin_dir / "docker").unlink()
+    project = stack_dir(tmp_path, '  slinky-eks:imageBuilder: "codebuild"  # in the region\n')
+    assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (0, [])
+
+
+def test_up_with_the_local_builder_asks_for_docker(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    (bin_dir / "docker").unlink()
+    code, lines = preflight(bin_dir, cwd=stack_dir(tmp_path, LOCAL_BUILDER), **PASSPHRASE)
+    assert code == 1 and lines == [
+        "make up: Docker is not on PATH (with imageBuilder: local `up` builds and pushes the slurmd image "
+        "here): install Docker Engine, https://docs.docker.com/engine/install/"
+    ]
+
+
+def test_the_builder_is_the_one_of_the_stack_file_of_stack(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    (bin_dir / "docker").unlink()
+    project = stack_dir(tmp_path, "  slinky-eks:imageBuilder: 'local'\n", stack="laptop")
+    assert preflight(bin_dir, cwd=project, STACK="laptop", **PASSPHRASE)[0] == 1
+    assert preflight(bin_dir, cwd=project, STACK="dev", **PASSPHRASE) == (0, [])
+
+
+def test_up_with_the_local_builder_needs_docker_with_buildx(bin_dir, tmp_path):
     all_tools(bin_dir)
     tool(
         bin_dir,
         "docker",
         '[[ $1 == buildx ]] && { echo "docker: unknown command: docker buildx" >&2; exit 1; }; exit 0',
     )
-    code, lines = preflight(bin_dir, **PASSPHRASE)
+    code, lines = preflight(bin_dir, cwd=stack_dir(tmp_path, LOCAL_BUILDER), **PASSPHRASE)
     assert code == 1 and lines == [
         "make up: Docker has no buildx plugin: install it, https://github.com/docker/buildx#installing"
     ]
 
 
-def test_up_needs_a_running_docker_daemon(bin_dir):
+def test_up_with_the_local_builder_needs_a_running_docker_daemon(bin_dir, tmp_path):
     all_tools(bin_dir)
     tool(bin_dir, "docker", "[[ $1 == info ]] && exit 1; exit 0")
-    code, lines = preflight(bin_dir, **PASSPHRASE)
+    code, lines = preflight(bin_dir, cwd=stack_dir(tmp_path, LOCAL_BUILDER), **PASSPHRASE)
     assert code == 1 and "the Docker daemon is not reachable" in lines[0]
 
 
-def test_preview_and_destroy_do_not_need_docker(bin_dir):
+def test_preview_and_destroy_do_not_need_docker_with_the_local_builder(bin_dir, tmp_path):
     all_tools(bin_dir)
     (bin_dir / "docker").unlink()
-    assert preflight(bin_dir, "preview", **PASSPHRASE) == (0, [])
-    assert preflight(bin_dir, "destroy", **PASSPHRASE) == (0, [])
-    assert "Docker is not on PATH" in preflight(bin_dir, "up", **PASSPHRASE)[1][0]
+    project = stack_dir(tmp_path, LOCAL_BUILDER)
+    assert preflight(bin_dir, "preview", cwd=project, **PASSPHRASE) == (0, [])
+    assert preflight(bin_dir, "destroy", cwd=project, **PASSPHRASE) == (0, [])
 
 
 def test_an_empty_passphrase_needs_the_opt_in_and_says_how(bin_dir):
@@ -140,13 +193,13 @@ def test_an_empty_passphrase_needs_the_opt_in_and_says_how(bin_dir):
     assert preflight(bin_dir, PULUMI_CONFIG_PASSPHRASE_FILE="/run/secrets/pulumi") == (0, [])
 
 
-def test_every_missing_piece_is_reported_at_once(bin_dir):
-    code, lines = preflight(bin_dir)
+def test_every_missing_piece_is_reported_at_once(bin_dir, tmp_path):
+    code, lines = preflight(bin_dir, cwd=stack_dir(tmp_path, LOCAL_BUILDER))
     problems = [line for line in lines if not line.startswith("make up: warning:")]
     assert code == 1 and [line.split(":")[1].strip() for line in problems] == [
         "the Pulumi CLI is not on PATH",
         "the AWS CLI is not on PATH (the kubeconfig runs `aws eks get-token`)",
-        "Docker is not on PATH (`up` builds and pushes the slurmd image)",
+        "Docker is not on PATH (with imageBuilder",
         "no state passphrase",
     ]
 
@@ -282,3 +335,77 @@ def test_the_dev_stack_files_example_address_is_checked(bin_dir):
     checkip(bin_dir, "198.51.100.7")
     code, lines = preflight(bin_dir, "preview", **PASSPHRASE)
     assert code == 1 and "outside sshAllowedCidrs (apiAllowedCidrs is unset) (203.0.113.10/32)" in lines[0]
+
+
+# The state backend: a team's choice wins; with none, the one-person local backend, said so
+
+LOCAL_LOGIN = "login --non-interactive file://~/.pulumi-slinky-eks"
+LOCAL_NOTE = (
+    "make up: note: no Pulumi backend chosen (no `pulumi login`, PULUMI_BACKEND_URL or "
+    "PULUMI_ACCESS_TOKEN): logged in to file://~/.pulumi-slinky-eks, state on this machine only; a team "
+    "shares one backend instead, docs/ci.md#state-a-team-shares"
+)
+
+
+def never_logged_in(bin_dir):
+    all_tools(bin_dir)
+    (bin_dir / ".pulumi/credentials.json").unlink()
+    (bin_dir / "mkdir").symlink_to(shutil.which("mkdir"))
+
+
+def test_with_no_backend_chosen_it_logs_in_to_the_local_one_and_says_so(bin_dir):
+    never_logged_in(bin_dir)
+    assert preflight(bin_dir, **PASSPHRASE) == (0, [LOCAL_NOTE])
+    assert pulumi_calls(bin_dir) == [LOCAL_LOGIN]
+    assert (bin_dir / ".pulumi-slinky-eks").is_dir()
+
+
+def test_a_backend_of_pulumi_login_is_left_alone(bin_dir):
+    all_tools(bin_dir)
+    assert preflight(bin_dir, **PASSPHRASE) == (0, [])
+    assert pulumi_calls(bin_dir) == []
+
+
+def test_the_login_is_read_where_pulumi_home_puts_it(bin_dir, tmp_path):
+    never_logged_in(bin_dir)
+    logged_in(tmp_path, "https://api.pulumi.com")
+    assert preflight(bin_dir, PULUMI_HOME=str(tmp_path / ".pulumi"), **PASSPHRASE) == (0, [])
+    assert pulumi_calls(bin_dir) == []
+
+
+def test_a_backend_url_or_an_access_token_in_the_environment_is_left_alone(bin_dir):
+    never_logged_in(bin_dir)
+    assert preflight(bin_dir, PULUMI_BACKEND_URL="s3://team-state?region=us-west-2", **PASSPHRASE) == (0, [])
+    assert preflight(bin_dir, PULUMI_ACCESS_TOKEN="pul-0123", **PASSPHRASE) == (0, [])
+    assert pulumi_calls(bin_dir) == []
+
+
+def test_a_logout_is_not_a_login(bin_dir):
+    # `pulumi logout` of the current backend leaves the file with no "current".
+    never_logged_in(bin_dir)
+    (bin_dir / ".pulumi/credentials.json").write_text('{\n    "accounts": {}\n}\n')
+    assert preflight(bin_dir, **PASSPHRASE) == (0, [LOCAL_NOTE])
+
+
+def test_nothing_is_logged_in_to_while_something_is_missing(bin_dir):
+    never_logged_in(bin_dir)
+    code, lines = preflight(bin_dir)
+    assert code == 1 and "no state passphrase" in lines[0] and len(lines) == 1
+    assert pulumi_calls(bin_dir) == []
+
+
+def test_a_failed_local_login_is_reported_with_the_cli_s_last_line(bin_dir):
+    never_logged_in(bin_dir)
+    tool(bin_dir, "pulumi", 'echo "error: problem logging in: permission denied" >&2; exit 255')
+    code, lines = preflight(bin_dir, **PASSPHRASE)
+    assert code == 1 and lines == [
+        "make up: no Pulumi backend chosen and `pulumi login file://~/.pulumi-slinky-eks` failed (error: "
+        "problem logging in: permission denied): run `pulumi login` with the backend to use "
+        "(docs/ci.md#state-a-team-shares)"
+    ]
+
+
+def test_the_project_names_no_backend_so_a_login_wins():
+    # A project's backend.url beats `pulumi login` (pulumi/pulumi v3.259.0, pkg/workspace/creds.go).
+    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
+    assert "backend" not in project
