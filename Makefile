@@ -8,16 +8,18 @@
 #   make security-review  checkov and parliament over the dev stack's offline plan, each finding held
 #                  against devkit/security_triage.py (docs/security.md); not part of test or CI
 # up/preview/destroy first check the Pulumi CLI, the AWS CLI and credentials, Docker with buildx
-# (up), a state passphrase and this machine's address inside the API endpoint's allowed blocks
-# (tools/preflight.sh says how to get what is missing), then install
+# (up with imageBuilder: local), a state passphrase and this machine's address inside the API
+# endpoint's allowed blocks (tools/preflight.sh says how to get what is missing), then install
 # only what the program needs (requirements.txt).
 PYTHON ?= python3
 VENV := .venv
 # The DLC's CUDA 13.3 nvcc and torch's NCCL from PyPI wheels (requirements-cuda.txt), laid out as a CUDA_HOME.
 CUDA := .cuda
 STACK ?= dev
-# Local state unless you `pulumi login` elsewhere (Pulumi.yaml backend.url); its secrets (the
-# kubeconfig) are encrypted with PULUMI_CONFIG_PASSPHRASE. An empty one only on purpose:
+# The state lives where `pulumi login` (or PULUMI_BACKEND_URL) says: a team's shared backend
+# (docs/ci.md#state-a-team-shares); with nothing chosen, the preflight logs in to this machine's
+# ~/.pulumi-slinky-eks and says so. Its secrets (the kubeconfig) are encrypted with
+# PULUMI_CONFIG_PASSPHRASE. An empty one only on purpose:
 # `make up ALLOW_EMPTY_PASSPHRASE=1`.
 ALLOW_EMPTY_PASSPHRASE ?=
 ifeq ($(ALLOW_EMPTY_PASSPHRASE),1)
