@@ -142,20 +142,23 @@ if [[ -f $stack_file ]]; then
   fi
 fi
 
-# Where the state lives. The Pulumi CLI takes PULUMI_BACKEND_URL first, then a project's
-# backend.url (Pulumi.yaml sets none, so that a team's choice wins), then the backend of the last
-# `pulumi login`, "current" in $PULUMI_CREDENTIALS_PATH or $PULUMI_HOME (default ~/.pulumi)
-# /credentials.json (pulumi/pulumi v3.259.0, pkg/workspace/creds.go GetCurrentCloudURLWithSource;
-# sdk/go/common/workspace/creds.go getCredsFilePath); with none of them it logs in to Pulumi Cloud,
-# with PULUMI_ACCESS_TOKEN if set, else interactively. A team sets its shared backend in one of
-# those (docs/ci.md, "State a team shares"). With nothing set, the one-person default: state in
-# this machine's ~/.pulumi-slinky-eks, logged in to so that a later `pulumi stack output` finds
-# it too, and said so.
+# Where the state lives. The Pulumi CLI takes PULUMI_BACKEND_URL first, then the project's
+# backend.url (Pulumi.yaml), then the backend of the last `pulumi login`, "current" in
+# $PULUMI_CREDENTIALS_PATH or $PULUMI_HOME (default ~/.pulumi)/credentials.json (pulumi/pulumi
+# v3.259.0, pkg/workspace/creds.go GetCurrentCloudURLWithSource; sdk/go/common/workspace/creds.go
+# getCredsFilePath); with none of them it logs in to Pulumi Cloud, with PULUMI_ACCESS_TOKEN if set,
+# else interactively. A team sets its shared backend as backend.url in Pulumi.yaml, which every
+# `pulumi` command, `pulumi login` and CI read (docs/ci.md, "State a team shares"). With nothing
+# set, the one-person default: state in this machine's ~/.pulumi-slinky-eks, logged in to so
+# that a later `pulumi stack output` finds it too, and said so.
 local_backend_url=file://~/.pulumi-slinky-eks
 credentials=${PULUMI_CREDENTIALS_PATH:-${PULUMI_HOME:-$HOME/.pulumi}}/credentials.json
 current_re='"current"[[:space:]]*:[[:space:]]*"[^"]+"'
 backend_chosen=0
+project_backend_re=$'(^|\n)backend:[[:space:]]*\n([[:space:]]+#[^\n]*\n)*[[:space:]]+url:[[:space:]]*[^[:space:]#]'
 if [[ -n ${PULUMI_BACKEND_URL:-} || -n ${PULUMI_ACCESS_TOKEN:-} ]]; then
+  backend_chosen=1
+elif [[ -f Pulumi.yaml ]] && [[ $(<Pulumi.yaml) =~ $project_backend_re ]]; then
   backend_chosen=1
 elif [[ -f $credentials ]] && [[ $(<"$credentials") =~ $current_re ]]; then
   backend_chosen=1

@@ -409,3 +409,13 @@ def test_the_project_names_no_backend_so_a_login_wins():
     # A project's backend.url beats `pulumi login` (pulumi/pulumi v3.259.0, pkg/workspace/creds.go).
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
     assert "backend" not in project
+
+
+def test_a_team_backend_in_pulumi_yaml_is_left_alone(bin_dir, tmp_path):
+    never_logged_in(bin_dir)
+    project = stack_dir(tmp_path, "")
+    (project / "Pulumi.yaml").write_text(
+        "name: slinky-eks\nruntime: python\nbackend:\n  # the team's state\n  url: s3://team-state?region=us-west-2\n"
+    )
+    assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (0, [])
+    assert pulumi_calls(bin_dir) == []
