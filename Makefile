@@ -50,15 +50,20 @@ slurm-roots:
 # cluster at a time on one of them (tests/support/scheduling.py, through tests/conftest.py).
 JOBS ?= auto
 PYTEST = $(VENV)/bin/python -m pytest -n $(JOBS)
+# The CI workflows teams copy (.github/workflows): actionlint, with the venv's shellcheck over
+# their run: scripts (pyflakes off: they run no Python scripts inline).
+ACTIONLINT = $(VENV)/bin/actionlint -shellcheck=$(VENV)/bin/shellcheck -pyflakes=
 
 test: environment slurm-roots
 	$(VENV)/bin/python -m ruff format --check .
 	$(VENV)/bin/python -m ruff check .
+	$(ACTIONLINT)
 	$(PYTEST)
 
 test-fast: environment
 	$(VENV)/bin/python -m ruff format --check .
 	$(VENV)/bin/python -m ruff check .
+	$(ACTIONLINT)
 	$(PYTEST) -m "not slurm and not slurm_root"
 
 # The scanners live in a cached virtualenv of their own (devkit/security_tools.sh), never in .venv.
