@@ -150,24 +150,30 @@ fi
 # else interactively. A team sets its shared backend as backend.url in Pulumi.yaml, which every
 # `pulumi` command, `pulumi login` and CI read (docs/ci.md, "State a team shares"). With nothing
 # set, the one-person default: state in this machine's ~/.pulumi-slinky-eks, logged in to so
-# that a later `pulumi stack output` finds it too, and said so.
+# that a later `pulumi stack output` finds it too, and said so. A file:// backend, this one or
+# another, is named on every run: its state is on this machine only.
 local_backend_url=file://~/.pulumi-slinky-eks
 credentials=${PULUMI_CREDENTIALS_PATH:-${PULUMI_HOME:-$HOME/.pulumi}}/credentials.json
-current_re='"current"[[:space:]]*:[[:space:]]*"[^"]+"'
-backend_chosen=0
-project_backend_re=$'(^|\n)backend:[[:space:]]*\n([[:space:]]+#[^\n]*\n)*[[:space:]]+url:[[:space:]]*[^[:space:]#]'
-if [[ -n ${PULUMI_BACKEND_URL:-} || -n ${PULUMI_ACCESS_TOKEN:-} ]]; then
-  backend_chosen=1
+current_re='"current"[[:space:]]*:[[:space:]]*"([^"]+)"'
+project_backend_re=$'(^|\n)backend:[[:space:]]*\n([[:space:]]+#[^\n]*\n)*[[:space:]]+url:[[:space:]]*([^[:space:]#]+)'
+backend_url=
+if [[ -n ${PULUMI_BACKEND_URL:-} ]]; then
+  backend_url=$PULUMI_BACKEND_URL
 elif [[ -f Pulumi.yaml ]] && [[ $(<Pulumi.yaml) =~ $project_backend_re ]]; then
-  backend_chosen=1
+  backend_url=${BASH_REMATCH[3]}
 elif [[ -f $credentials ]] && [[ $(<"$credentials") =~ $current_re ]]; then
-  backend_chosen=1
+  backend_url=${BASH_REMATCH[1]}
+elif [[ -n ${PULUMI_ACCESS_TOKEN:-} ]]; then
+  backend_url=https://api.pulumi.com
 fi
 notes=()
-if (( ! backend_chosen && ${#problems[@]} == 0 )); then
+local_only="state on this machine only; a team shares one backend instead, docs/ci.md#state-a-team-shares"
+if [[ $backend_url == file://* ]]; then
+  notes+=("the state backend is $backend_url, $local_only")
+elif [[ -z $backend_url ]] && (( ${#problems[@]} == 0 )); then
   if mkdir -p "$HOME/.pulumi-slinky-eks" \
       && login_error=$(pulumi login --non-interactive "$local_backend_url" 2>&1 >/dev/null); then
-    notes+=("no Pulumi backend chosen (no \`pulumi login\`, PULUMI_BACKEND_URL or PULUMI_ACCESS_TOKEN): logged in to $local_backend_url, state on this machine only; a team shares one backend instead, docs/ci.md#state-a-team-shares")
+    notes+=("no Pulumi backend chosen (no \`pulumi login\`, PULUMI_BACKEND_URL or PULUMI_ACCESS_TOKEN): logged in to $local_backend_url, $local_only")
   else
     login_error=${login_error:-could not create $HOME/.pulumi-slinky-eks}
     missing "no Pulumi backend chosen and \`pulumi login $local_backend_url\` failed (${login_error##*$'\n'}): run \`pulumi login\` with the backend to use (docs/ci.md#state-a-team-shares)"

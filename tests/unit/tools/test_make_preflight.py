@@ -419,3 +419,28 @@ def test_a_team_backend_in_pulumi_yaml_is_left_alone(bin_dir, tmp_path):
     )
     assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (0, [])
     assert pulumi_calls(bin_dir) == []
+
+
+def test_a_backend_on_this_machine_is_named_on_every_run(bin_dir):
+    all_tools(bin_dir)
+    logged_in(bin_dir, "file:///home/me/.pulumi-slinky-eks")
+    assert preflight(bin_dir, **PASSPHRASE) == (
+        0,
+        [
+            "make up: note: the state backend is file:///home/me/.pulumi-slinky-eks, state on this machine "
+            "only; a team shares one backend instead, docs/ci.md#state-a-team-shares"
+        ],
+    )
+    code, lines = preflight(bin_dir, PULUMI_BACKEND_URL="file:///srv/state", **PASSPHRASE)
+    assert code == 0 and lines[0].startswith("make up: note: the state backend is file:///srv/state, ")
+    assert pulumi_calls(bin_dir) == []
+
+
+def test_the_backend_named_is_the_one_pulumi_yaml_sets(bin_dir, tmp_path):
+    all_tools(bin_dir)
+    project = stack_dir(tmp_path, "")
+    (project / "Pulumi.yaml").write_text(
+        "name: slinky-eks\nbackend:\n  url: file:///nfs/team-state  # one NFS\n"
+    )
+    code, lines = preflight(bin_dir, cwd=project, **PASSPHRASE)
+    assert code == 0 and lines[0].startswith("make up: note: the state backend is file:///nfs/team-state, ")
