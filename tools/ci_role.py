@@ -4,7 +4,8 @@ policy documents and the `aws` commands that create them: no long-lived keys.
     python -m tools.ci_role --repository OWNER/NAME --account 123456789012 \\
         [--environment slinky-eks] [--state-bucket BUCKET] [--role-prefix slinky-eks-ci] --out DIR
 
-writes DIR/{preview,deploy}-{trust,policy}.json and prints the commands (docs/ci.md, "The roles").
+writes DIR/{preview,deploy}-{trust,policy}.json and prints the commands (docs/ci.md, "The roles";
+why a tool and not a Pulumi program: docs/decisions/ci-roles.md).
 
 - preview: assumed by pull-request runs (`sub` repo:OWNER/NAME:pull_request); reads only: what the
   program's account checks ask (docs/operations.md, "What your account needs") and the state.

@@ -151,7 +151,8 @@ fi
 # `pulumi` command, `pulumi login` and CI read (docs/ci.md, "State a team shares"). With nothing
 # set, the one-person default: state in this machine's ~/.pulumi-slinky-eks, logged in to so
 # that a later `pulumi stack output` finds it too, and said so. A file:// backend, this one or
-# another, is named on every run: its state is on this machine only.
+# another, is named on every run: its state is on this machine only
+# (docs/decisions/shared-state-backend.md).
 local_backend_url=file://~/.pulumi-slinky-eks
 credentials=${PULUMI_CREDENTIALS_PATH:-${PULUMI_HOME:-$HOME/.pulumi}}/credentials.json
 current_re='"current"[[:space:]]*:[[:space:]]*"([^"]+)"'
