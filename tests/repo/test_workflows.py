@@ -188,3 +188,15 @@ def test_ci_refuses_state_that_only_its_runner_would_see(tmp_path, project, toke
         assert result.stdout.startswith(
             "::error::Pulumi.yaml names no backend.url and no PULUMI_ACCESS_TOKEN"
         )
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml", "destroy.yml"])
+def test_the_pulumi_cli_the_action_installs_is_the_sdk_s_release(name):
+    sdk = re.search(r"^pulumi==([\d.]+)$", (REPO / "requirements.txt").read_text(), re.M).group(1)
+    actions = [
+        s
+        for job in workflow(name)["jobs"].values()
+        for s in job["steps"]
+        if s.get("uses", "").startswith("pulumi/")
+    ]
+    assert actions and {str(s["with"]["pulumi-version"]) for s in actions} == {sdk}
