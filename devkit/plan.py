@@ -9,7 +9,11 @@ reviewed without cloud credentials.
 numbers and booleans itself, so kubernetesVersion=1.30 stays "1.30"); --set-json KEY=JSON is for
 lists and objects. Exit status: 0 planned; 1 the program refused the config; 2 a bad --set.
 
-Writes plan/graph.json (resources, inputs with secrets redacted, dependency edges), plan/graph.mmd
+Prints first every warning the program logged for the stack (the lines `pulumi preview` shows as
+warnings: stack/config.py logs each with pulumi.log.warn), under their own heading, then what it
+wrote and what the nodes cost.
+
+Writes plan/graph.json (resources, inputs with secrets redacted, dependency edges, the warnings), plan/graph.mmd
 (Mermaid), plan/graph.png, plan/values/<release>.yaml and plan/manifests/<release>.yaml (what each
 release installs, rendered from the upstream chart at its pinned version: devkit/chart_render.py).
 """
@@ -79,7 +83,12 @@ def to_json(graph: Graph) -> dict:
             }
         )
     outputs = {k: (REDACTED if is_secret(v) else integers(v)) for k, v in sorted(graph.stack_outputs.items())}
-    return {"resources": resources, "outputs": outputs, "counts": counts(graph)}
+    return {
+        "resources": resources,
+        "outputs": outputs,
+        "counts": counts(graph),
+        "warnings": list(graph.warnings),
+    }
 
 
 def engine_resources(graph: Graph) -> set[str]:
@@ -404,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     except (reference_data.ReferenceDataMissing, chart_render.ChartRenderError) as error:
         print(f"cannot render the manifests: {error}", file=sys.stderr)
         return 1
+    print(warnings_section(graph))
     write_plan(graph, args.out)
     write_manifests(graph, args.out, rendered)
     n = counts(graph)
@@ -415,6 +425,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(cost_line(graph))
     return 0
+
+
+def warnings_section(graph: Graph) -> str:
+    """Every warning the program logged, in the order it logged them, under one heading: what a
+    reviewer of the plan must see before the resources (`pulumi preview` prints the same lines)."""
+    if not graph.warnings:
+        return "warnings the program logged: none"
+    lines = [f"warnings the program logged ({len(graph.warnings)}):"]
+    lines += [f"  - {w}" for w in graph.warnings]
+    return "\n".join(lines)
 
 
 def cost_line(graph: Graph) -> str:

@@ -1,12 +1,15 @@
 """devkit/plan.py: the offline plan a pull request is reviewed with."""
 
 import copy
+import datetime
 import json
 
 import pytest
 import yaml
 
 from devkit import plan
+from devkit.offline_run import run_program
+from stack import config as stack_config
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -154,3 +157,47 @@ def test_missing_reference_data_fails_in_one_line(tmp_path, capsys, monkeypatch)
     assert plan.main(["--out", str(tmp_path / "plan")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot render the manifests" in err and "nowhere" in err
+
+
+# A stack for each kind of warning the program logs (stack/config.py: every non-error Problem of the
+# schema, the support calendar, the account checks and the prices, through pulumi.log.warn).
+WARNING_STACKS = {
+    "the example SSH key": ({}, "sshPublicKey is the example key of Pulumi.dev.yaml"),
+    "keys gpuPools overrides": (
+        {
+            "gpuPools": [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}],
+            "gpuInstanceType": "p5.48xlarge",
+        },
+        "gpuInstanceType = 'p5.48xlarge' is ignored: gpuPools overrides it",
+    ),
+    "a Slinky release with a known defect": (
+        {"slinkyChartVersion": "1.2.1"},
+        "slinkyChartVersion 1.2.1: its Token",
+    ),
+    "a type no price source prices": (
+        {"gpuInstanceType": "p5e.48xlarge", "gpuNodeCount": 1},
+        "cost: could not ask the AWS Price List for the p5e.48xlarge",
+    ),
+    "EKS extended support": (
+        {"kubernetesVersion": "1.33"},
+        "kubernetesVersion 1.33 is in EKS extended support",
+    ),
+}
+
+
+@pytest.mark.parametrize("overrides, said", WARNING_STACKS.values(), ids=list(WARNING_STACKS))
+def test_the_plan_prints_every_warning_the_program_logged(overrides, said, monkeypatch):
+    # EKS's calendar as on 2026-12-01, when 1.33 is in extended support.
+    monkeypatch.setattr(stack_config, "today", lambda: datetime.date(2026, 12, 1))
+    graph = run_program("dev", overrides)
+    shown = plan.warnings_section(graph).splitlines()
+    assert [w for w in graph.warnings if said in w], "the stack does not log the warning it is here for"
+    assert shown == [f"warnings the program logged ({len(graph.warnings)}):"] + [
+        f"  - {w}" for w in graph.warnings
+    ]
+
+
+def test_a_stack_without_warnings_says_so(dev):
+    quiet = copy.copy(dev)
+    quiet.warnings = []
+    assert plan.warnings_section(quiet) == "warnings the program logged: none"
