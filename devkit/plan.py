@@ -32,8 +32,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
-from devkit import chart_render, reference_data  # noqa: E402
+from devkit import chart_render, offline_account, reference_data  # noqa: E402
 from devkit.offline_run import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
+from model.facts import cost  # noqa: E402
 
 REDACTED = "[secret]"
 # What a chart makes up at install time when `lookup` finds nothing (keys, certificates, CA bundles).
@@ -83,6 +84,8 @@ def to_json(graph: Graph) -> dict:
             }
         )
     outputs = {k: (REDACTED if is_secret(v) else integers(v)) for k, v in sorted(graph.stack_outputs.items())}
+    if isinstance(outputs.get("costPerHour"), dict):
+        outputs["costPerHour"] = offline_prices(outputs["costPerHour"])
     return {
         "resources": resources,
         "outputs": outputs,
@@ -437,13 +440,42 @@ def warnings_section(graph: Graph) -> str:
     return "\n".join(lines)
 
 
+def offline_prices(cost_output: dict) -> dict:
+    """The costPerHour output as the plan shows it: a price the program took from the Price List
+    was the offline account's answer (devkit/offline_account.py), and is labelled so."""
+
+    def labelled(entry: dict) -> dict:
+        if entry.get("priceSource") != cost.PRICE_LIST:
+            return entry
+        return {**entry, "priceSource": offline_account.PRICE_SOURCE}
+
+    return {
+        **cost_output,
+        "gpuPools": [labelled(p) for p in cost_output["gpuPools"]],
+        "core": labelled(cost_output["core"]),
+    }
+
+
+# What each label the plan shows means, printed beside the figures.
+PRICE_SOURCE_NOTES = {
+    offline_account.PRICE_SOURCE: offline_account.PRICE_SOURCE_NOTE,
+    cost.TABLE: f"{cost.LIST_PRICE_SOURCE}, us-east-1's list prices, because the Price List could not answer",
+}
+
+
 def cost_line(graph: Graph) -> str:
-    """The costPerHour output in one line, for the reviewer of a plan (graph.json has it whole)."""
-    cost = graph.output("costPerHour")
-    unpriced = f"; no price for {', '.join(cost['unpriced'])}" if cost["unpriced"] else ""
+    """The costPerHour output in one line, for the reviewer of a plan (graph.json has it whole),
+    with where its prices came from."""
+    out = offline_prices(graph.output("costPerHour"))
+    unpriced = f"; no price for {', '.join(out['unpriced'])}" if out["unpriced"] else ""
+    sources = sorted(
+        {e["priceSource"] for e in [*out["gpuPools"], out["core"]] if e["pricePerNodeHour"] is not None}
+    )
+    said = "; ".join(f"{s}: {PRICE_SOURCE_NOTES[s]}" for s in sources) or "nowhere: no type has a price"
     return (
-        f"nodes at on-demand list price: ${cost['clusterAtMinNodes']:.2f}/h at minNodes, "
-        f"${cost['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})"
+        f"nodes at on-demand list price: ${out['clusterAtMinNodes']:.2f}/h at minNodes, "
+        f"${out['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})\n"
+        f"  prices from {said}"
     )
 
 

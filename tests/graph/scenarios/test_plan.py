@@ -7,8 +7,9 @@ import json
 import pytest
 import yaml
 
-from devkit import plan
+from devkit import offline_account, plan
 from devkit.offline_run import run_program
+from model.facts import cost
 from stack import config as stack_config
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -36,8 +37,29 @@ def test_the_plan_file_shows_the_cost_outputs(planned):
 
 
 def test_the_plan_says_what_the_nodes_cost_in_one_line(dev):
-    assert plan.cost_line(dev) == (
+    assert plan.cost_line(dev).splitlines()[0] == (
         "nodes at on-demand list price: $10.17/h at minNodes, $10.17/h at maxNodes (EC2 instances only)"
+    )
+
+
+def test_prices_the_offline_account_answered_are_labelled_its_own_not_the_price_lists(dev):
+    # The program labels an answer to GetProducts the Price List's (a real preview's); offline,
+    # the offline account gave it, from the table's figures.
+    assert dev.output("costPerHour")["core"]["priceSource"] == cost.PRICE_LIST
+    shown = plan.to_json(dev)["outputs"]["costPerHour"]
+    assert {p["priceSource"] for p in [*shown["gpuPools"], shown["core"]]} == {offline_account.PRICE_SOURCE}
+    said = plan.cost_line(dev).splitlines()[1]
+    assert said.startswith("  prices from offline account: devkit/offline_account.py answered")
+    assert cost.PRICE_LIST not in said and "Karpenter's us-east-1 table" in said
+
+
+def test_prices_from_the_table_are_labelled_the_tables():
+    graph = run_program("dev", account=offline_account.DEV.but(denied=frozenset({"pricing:GetProducts"})))
+    shown = plan.to_json(graph)["outputs"]["costPerHour"]
+    assert {p["priceSource"] for p in [*shown["gpuPools"], shown["core"]]} == {cost.TABLE}
+    assert plan.cost_line(graph).splitlines()[1] == (
+        f"  prices from table: {cost.LIST_PRICE_SOURCE}, us-east-1's list prices, because the Price "
+        "List could not answer"
     )
 
 
