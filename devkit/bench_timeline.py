@@ -475,9 +475,9 @@ def deploy_time_table(graph: Graph) -> str:
     return "\n".join(rows) + "\n"
 
 
-def image_sizes_table() -> str:
-    """The sizes and rates the build stages use, each with its source."""
-    rows = [
+def image_build_inputs() -> list[tuple[str, str, str]]:
+    """(what, figure, source) of each size and rate the build stages use."""
+    return [
         ("DLC pulled (compressed)", f"{DLC_PULLED.gigabytes:g} GB", DLC_PULLED.source),
         ("DLC unpacked", f"{DLC_UNPACKED.gigabytes:g} GB", DLC_UNPACKED.source),
         ("image pushed (compressed)", f"{IMAGE_PUSHED.gigabytes:g} GB", IMAGE_PUSHED.source),
@@ -486,7 +486,20 @@ def image_sizes_table() -> str:
         ("CodeBuild start", f"{CODEBUILD_START.seconds:g} s", CODEBUILD_START.source),
         ("transfer inside the region", f"{IN_REGION_MBITS:g} Mbit/s", IN_REGION_SOURCE),
     ] + [(d.name, f"{d.down_mbits:g}/{d.up_mbits:g} Mbit/s", d.source) for d in DEPLOYERS]
-    return "image build inputs and their sources:\n" + "\n".join(f"  {k}: {v} ({why})" for k, v, why in rows)
+
+
+def image_sizes_table() -> str:
+    """The sizes and rates the build stages use, each with its source, as the tool prints them."""
+    return "image build inputs and their sources:\n" + "\n".join(
+        f"  {what}: {figure} ({why})" for what, figure, why in image_build_inputs()
+    )
+
+
+def image_inputs_markdown() -> str:
+    """docs/deploy-time.md's table of the same."""
+    rows = ["| input | figure | source |", "| --- | --- | --- |"]
+    rows += [f"| {what} | {figure} | {why} |" for what, figure, why in image_build_inputs()]
+    return "\n".join(rows) + "\n"
 
 
 def durations_table() -> str:

@@ -37,6 +37,7 @@ def copy(tmp_path):
         project_docs.README,
         project_docs.RULES_PAGE,
         project_docs.ARCHITECTURE,
+        project_docs.DEPLOY_TIME,
         "__main__.py",
     ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
