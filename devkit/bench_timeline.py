@@ -436,14 +436,13 @@ def link_ratio(graph: Graph, builder: str, deployer: Deployer) -> float:
 
 
 def link_line(graph: Graph, builder: str, deployer: Deployer) -> str:
+    """`up` at the deployer's link against its floor; PAST where the bound holds (in the region)."""
     ratio = link_ratio(graph, builder, deployer)
-    verdict = (
-        f"within {LINK_BOUND}"
-        if ratio <= LINK_BOUND
-        else f"PAST {LINK_BOUND}: the link is on the critical path"
-        if builder == CODEBUILD
-        else f"past {LINK_BOUND}: the link is on the critical path"
-    )
+    if ratio <= LINK_BOUND:
+        verdict = f"within {LINK_BOUND}"
+    else:
+        past = "PAST" if builder == CODEBUILD else "past"
+        verdict = f"{past} {LINK_BOUND}: the link is on the critical path"
     return (
         f"{builder} at {deployer.name}: `up` {_mmss(up_seconds(graph, builder, deployer))}, its floor with an "
         f"infinitely fast link {_mmss(up_seconds(graph, builder, INFINITE))}: ratio {ratio:.3f}, {verdict}"
