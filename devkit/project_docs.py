@@ -363,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(
                 f"{name}: stale, differs from what the code declares (model/checks/config_schema.py, "
-                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring); run {COMMAND}"
+                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring, "
+                f"devkit/bench_timeline.py); run {COMMAND}"
             )
         else:
             (args.root / name).write_text(files[name][1])
