@@ -128,10 +128,15 @@ class Size:
 # unpacked after AWS's reduction ("EC2 image reduction: 20.8-15.5=5.3GB", aws/deep-learning-containers
 # PR #3337) and was 20.6 GB before it ("Actual image size: 20575" MB, PR #3270). Its compressed size
 # is not published (the registry is private); a CUDA image of the same kind is 8.5 GB compressed for
-# 15.7 GB unpacked (StaPH-B/docker-builds issue #1073), a ratio of 0.54, so 15.5 x 0.54.
-DLC_UNPACKED = Size(15.5, "aws/deep-learning-containers PR #3337: the EC2 training image after its reduction")
+# 15.7 GB unpacked (StaPH-B/docker-builds issue #1073), a ratio of 0.54, so 15.5 x 0.54. Those are
+# the PyTorch 2.0 DLC's sizes: the pinned one's (model/facts/versions.py) are not published.
+DLC_UNPACKED = Size(
+    15.5,
+    "aws/deep-learning-containers PR #3337: the PyTorch 2.0 EC2 training image after its reduction "
+    "(the pinned DLC's size is not published)",
+)
 DLC_PULLED = Size(
-    round(15.5 * 8.5 / 15.7, 1),
+    round(DLC_UNPACKED.gigabytes * 8.5 / 15.7, 1),
     "derived: 15.5 GB unpacked (aws/deep-learning-containers PR #3337) x 0.54, the compressed/unpacked "
     "ratio of a CUDA image of the same kind (StaPH-B/docker-builds issue #1073: ~8.5 GB for ~15.7 GB); "
     "the slurmd base (a few hundred MB, no size sourced) is left out, so the pull is a lower bound",
