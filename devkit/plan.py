@@ -7,7 +7,8 @@ reviewed without cloud credentials.
 
 --set KEY=VALUE gives VALUE as a string, as `pulumi config set KEY VALUE` does (the program parses
 numbers and booleans itself, so kubernetesVersion=1.30 stays "1.30"); --set-json KEY=JSON is for
-lists and objects. Exit status: 0 planned; 1 the program refused the config; 2 a bad --set.
+lists and objects. Exit status: 0 planned; 1 the program refused the config (its warnings printed
+first, its error after); 2 a bad --set.
 
 Prints first every warning the program logged for the stack (the lines `pulumi preview` shows as
 warnings: stack/config.py logs each with pulumi.log.warn), under their own heading, then what it
@@ -409,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         graph = run_program(args.stack, overrides)
     except Exception as error:  # noqa: BLE001 - the program's own error (e.g. invalid config) is the answer
+        # A refused stack logs its warnings too (stack/config.py logs them before it refuses), as
+        # `pulumi preview` shows them: the same run again, keeping what it logged.
+        print(warnings_section(run_program(args.stack, overrides, expect_error=True)))
         print(error, file=sys.stderr)
         return 1
     try:  # rendered before anything is written: a failure leaves no half plan

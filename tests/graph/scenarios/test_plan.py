@@ -106,6 +106,13 @@ def test_invalid_config_fails_with_the_config_error(tmp_path, capsys):
     assert "slinky-eks:gpuNodeCount = '0'" in capsys.readouterr().err
 
 
+def test_a_refused_stack_still_prints_its_warnings(tmp_path, capsys):
+    assert plan.main(["--out", str(tmp_path), "--set", "gpuNodeCount=0"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "warnings the program logged (1):"
+    assert out[1].startswith("  - sshPublicKey is the example key of Pulumi.dev.yaml")
+
+
 def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
     from devkit.offline_run import run_program
 
