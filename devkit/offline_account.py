@@ -61,7 +61,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from model.facts.catalog import efa_gpu_types, lookup
-from model.facts.cost import LIST_PRICES, PRICE_LIST_REGIONS
+from model.facts.cost import LIST_PRICE_SOURCE, LIST_PRICES, PRICE_LIST_REGIONS
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,13 @@ DEV = Account(
 # table) for us-west-2 and us-east-1 alike, except g6.12xlarge in us-west-2, priced apart so a test
 # can tell a Price List answer from the table's.
 _PRICED = [*efa_gpu_types(), *_CPU_VCPUS]
+# How an offline run's Price List answers are labelled where they are shown (devkit/plan.py): the
+# program labels them the Price List's, but this fixture answered, with the table's figures.
+PRICE_SOURCE = "offline account"
+PRICE_SOURCE_NOTE = (
+    f"devkit/offline_account.py answered the Price List with the figures of {LIST_PRICE_SOURCE}, "
+    "g6.12xlarge in us-west-2 made up $0.10 above them: not your account's prices"
+)
 DEV = DEV.but(
     prices={
         **{

@@ -7,9 +7,14 @@ reviewed without cloud credentials.
 
 --set KEY=VALUE gives VALUE as a string, as `pulumi config set KEY VALUE` does (the program parses
 numbers and booleans itself, so kubernetesVersion=1.30 stays "1.30"); --set-json KEY=JSON is for
-lists and objects. Exit status: 0 planned; 1 the program refused the config; 2 a bad --set.
+lists and objects. Exit status: 0 planned; 1 the program refused the config (its warnings printed
+first, its error after); 2 a bad --set.
 
-Writes plan/graph.json (resources, inputs with secrets redacted, dependency edges), plan/graph.mmd
+Prints first every warning the program logged for the stack (the lines `pulumi preview` shows as
+warnings: stack/config.py logs each with pulumi.log.warn), under their own heading, then what it
+wrote and what the nodes cost.
+
+Writes plan/graph.json (resources, inputs with secrets redacted, dependency edges, the warnings), plan/graph.mmd
 (Mermaid), plan/graph.png, plan/values/<release>.yaml and plan/manifests/<release>.yaml (what each
 release installs, rendered from the upstream chart at its pinned version: devkit/chart_render.py).
 """
@@ -28,8 +33,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
-from devkit import chart_render, reference_data  # noqa: E402
+from devkit import chart_render, offline_account, reference_data  # noqa: E402
 from devkit.offline_run import Graph, is_secret, run_program  # noqa: E402  (the same mock run the tests assert on)
+from model.facts import cost  # noqa: E402
 
 REDACTED = "[secret]"
 # What a chart makes up at install time when `lookup` finds nothing (keys, certificates, CA bundles).
@@ -79,7 +85,14 @@ def to_json(graph: Graph) -> dict:
             }
         )
     outputs = {k: (REDACTED if is_secret(v) else integers(v)) for k, v in sorted(graph.stack_outputs.items())}
-    return {"resources": resources, "outputs": outputs, "counts": counts(graph)}
+    if isinstance(outputs.get("costPerHour"), dict):
+        outputs["costPerHour"] = offline_prices(outputs["costPerHour"])
+    return {
+        "resources": resources,
+        "outputs": outputs,
+        "counts": counts(graph),
+        "warnings": list(graph.warnings),
+    }
 
 
 def engine_resources(graph: Graph) -> set[str]:
@@ -397,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         graph = run_program(args.stack, overrides)
     except Exception as error:  # noqa: BLE001 - the program's own error (e.g. invalid config) is the answer
+        # A refused stack logs its warnings too (stack/config.py logs them before it refuses), as
+        # `pulumi preview` shows them: the same run again, keeping what it logged.
+        print(warnings_section(run_program(args.stack, overrides, expect_error=True)))
         print(error, file=sys.stderr)
         return 1
     try:  # rendered before anything is written: a failure leaves no half plan
@@ -404,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     except (reference_data.ReferenceDataMissing, chart_render.ChartRenderError) as error:
         print(f"cannot render the manifests: {error}", file=sys.stderr)
         return 1
+    print(warnings_section(graph))
     write_plan(graph, args.out)
     write_manifests(graph, args.out, rendered)
     n = counts(graph)
@@ -417,13 +434,52 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def warnings_section(graph: Graph) -> str:
+    """Every warning the program logged, in the order it logged them, under one heading: what a
+    reviewer of the plan must see before the resources (`pulumi preview` prints the same lines)."""
+    if not graph.warnings:
+        return "warnings the program logged: none"
+    lines = [f"warnings the program logged ({len(graph.warnings)}):"]
+    lines += [f"  - {w}" for w in graph.warnings]
+    return "\n".join(lines)
+
+
+def offline_prices(cost_output: dict) -> dict:
+    """The costPerHour output as the plan shows it: a price the program took from the Price List
+    was the offline account's answer (devkit/offline_account.py), and is labelled so."""
+
+    def labelled(entry: dict) -> dict:
+        if entry.get("priceSource") != cost.PRICE_LIST:
+            return entry
+        return {**entry, "priceSource": offline_account.PRICE_SOURCE}
+
+    return {
+        **cost_output,
+        "gpuPools": [labelled(p) for p in cost_output["gpuPools"]],
+        "core": labelled(cost_output["core"]),
+    }
+
+
+# What each label the plan shows means, printed beside the figures.
+PRICE_SOURCE_NOTES = {
+    offline_account.PRICE_SOURCE: offline_account.PRICE_SOURCE_NOTE,
+    cost.TABLE: f"{cost.LIST_PRICE_SOURCE}, us-east-1's list prices, because the Price List could not answer",
+}
+
+
 def cost_line(graph: Graph) -> str:
-    """The costPerHour output in one line, for the reviewer of a plan (graph.json has it whole)."""
-    cost = graph.output("costPerHour")
-    unpriced = f"; no price for {', '.join(cost['unpriced'])}" if cost["unpriced"] else ""
+    """The costPerHour output in one line, for the reviewer of a plan (graph.json has it whole),
+    with where its prices came from."""
+    out = offline_prices(graph.output("costPerHour"))
+    unpriced = f"; no price for {', '.join(out['unpriced'])}" if out["unpriced"] else ""
+    sources = sorted(
+        {e["priceSource"] for e in [*out["gpuPools"], out["core"]] if e["pricePerNodeHour"] is not None}
+    )
+    said = "; ".join(f"{s}: {PRICE_SOURCE_NOTES[s]}" for s in sources) or "nowhere: no type has a price"
     return (
-        f"nodes at on-demand list price: ${cost['clusterAtMinNodes']:.2f}/h at minNodes, "
-        f"${cost['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})"
+        f"nodes at on-demand list price: ${out['clusterAtMinNodes']:.2f}/h at minNodes, "
+        f"${out['clusterAtMaxNodes']:.2f}/h at maxNodes (EC2 instances only{unpriced})\n"
+        f"  prices from {said}"
     )
 
 

@@ -5,7 +5,10 @@ the configuration rules' ids (devkit/rule_catalogue.py); and docs/architecture.m
 (between their markers) from the code itself: the component graph and the component table from
 __main__.py's wiring and each component's token and docstring, the token groups from
 components/__init__.py, the model's modules, the in-cluster programs and the repository layout from
-each module's or package's docstring.
+each module's or package's docstring; and docs/deploy-time.md's tables (between their markers):
+the modelled first `up` of the dev stack by builder and deployer's link, and the sizes and rates
+it uses, from devkit/bench_timeline.py (which runs the repository's program under the mocks,
+whatever --root says).
 
     python -m devkit.project_docs            # rewrite the stale files
     python -m devkit.project_docs --check    # write nothing; one line per stale file, exit 1
@@ -32,11 +35,12 @@ from model.checks import config_schema
 from model.facts.outputs import OUTPUTS, Output
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-PROJECT_FILE, README, RULES_PAGE, ARCHITECTURE = (
+PROJECT_FILE, README, RULES_PAGE, ARCHITECTURE, DEPLOY_TIME = (
     "Pulumi.yaml",
     "README.md",
     "docs/rules.md",
     "docs/architecture.md",
+    "docs/deploy-time.md",
 )
 COMMAND = "python -m devkit.project_docs"
 # A fixed day: only the Kubernetes version's rules read the calendar, and no rule is written out.
@@ -313,6 +317,19 @@ def architecture(text: str, root: pathlib.Path) -> str:
     return text
 
 
+def deploy_time(text: str) -> str:
+    """docs/deploy-time.md with the modelled `up` by builder and link, and the build's inputs."""
+    from devkit import bench_timeline  # runs the program under the mocks: only when this page is written
+
+    graph = bench_timeline.run_program("dev")
+    for marker, body in (
+        ("deploy-time-table", bench_timeline.deploy_time_table(graph)),
+        ("image-build-inputs", bench_timeline.image_inputs_markdown()),
+    ):
+        text = _between_markers(text, marker, body, DEPLOY_TIME)
+    return text
+
+
 def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
     """Each file's name -> (its text now, the text the tables give)."""
     keys = config_schema.schema(_DAY)
@@ -322,6 +339,7 @@ def written(root: pathlib.Path) -> dict[str, tuple[str, str]]:
         (README, lambda t: readme(t, keys, OUTPUTS)),
         (RULES_PAGE, rules_page),
         (ARCHITECTURE, lambda t: architecture(t, root)),
+        (DEPLOY_TIME, deploy_time),
     ):
         now = (root / name).read_text()
         out[name] = (now, write(now))
@@ -345,7 +363,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(
                 f"{name}: stale, differs from what the code declares (model/checks/config_schema.py, "
-                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring); run {COMMAND}"
+                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring, "
+                f"devkit/bench_timeline.py); run {COMMAND}"
             )
         else:
             (args.root / name).write_text(files[name][1])

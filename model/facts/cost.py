@@ -112,6 +112,10 @@ LIST_PRICES: Mapping[str, float] = {
     "m7i.8xlarge": 1.6128,
 }
 
+# Where a price came from, carried by each Price and shown beside it (the costPerHour output's
+# priceSource, the offline plan, docs/capacity-and-cost.md): the Price List's GetProducts answered
+# at preview (aws:pricing/getProduct), or the table above, when it could not. An offline run's
+# answers come from devkit/offline_account.py, and devkit/plan.py labels them so.
 PRICE_LIST = "AWS Price List"
 TABLE = "table"
 

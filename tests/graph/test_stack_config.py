@@ -3,6 +3,7 @@ attributes and the derived ones, nothing filled by hand."""
 
 import dataclasses
 import datetime
+import logging
 
 from model.checks import config_schema
 from stack import config as stack_config
@@ -42,3 +43,21 @@ def test_values_are_held_stripped_and_arrays_as_tuples():
     assert stack_config.held(" ssh-ed25519 AAAA x\n") == "ssh-ed25519 AAAA x"
     assert stack_config.held([" 10.0.0.0/8", "192.0.2.1/32 "]) == ("10.0.0.0/8", "192.0.2.1/32")
     assert (stack_config.held(2), stack_config.held(False)) == (2, False)
+
+
+def test_warnings_reach_the_engine_through_pulumi_log_and_nothing_is_printed(capsys, caplog):
+    # `pulumi preview` shows as warnings what the program sends the engine with pulumi.log.warn
+    # (the mocks' logger records exactly those); print() or Python's logging would reach the
+    # language host's output, not the preview's warnings. An uncached run, so the program runs here.
+    from devkit.offline_account import DEV
+    from devkit.offline_run import _run_program
+    from devkit.offline_run import stack_config as given
+
+    config = given(
+        "dev", {"slinkyChartVersion": "1.2.1", "gpuInstanceType": "p5e.48xlarge", "gpuNodeCount": "1"}
+    )
+    graph = _run_program("dev", config, True, False, DEV)
+    printed = capsys.readouterr()
+    assert len(graph.warnings) == 3  # the example key, the Slinky defect, the unpriced type
+    assert (printed.out, printed.err) == ("", "")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

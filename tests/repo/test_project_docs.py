@@ -37,6 +37,7 @@ def copy(tmp_path):
         project_docs.README,
         project_docs.RULES_PAGE,
         project_docs.ARCHITECTURE,
+        project_docs.DEPLOY_TIME,
         "__main__.py",
     ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -234,3 +235,11 @@ def test_the_graph_draws_what_main_wires_and_what_a_component_declares_inside_it
 def test_every_registered_group_is_one_the_components_package_lists():
     listed = {group for group, _ in project_docs.token_groups(REPO)}
     assert {group for group, _, _, _ in project_docs.components(REPO)} == listed
+
+
+def test_a_figure_edited_in_the_deploy_time_table_only_is_stale(copy):
+    row = "| laptop, 20 Mbit/s (20/20) | `codebuild` |"
+    _edit(copy / "docs/deploy-time.md", f"{row} 7m47s |", f"{row} 5m00s |")
+    result = _docs(copy, "--check")
+    assert result.returncode == 1
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["docs/deploy-time.md"]

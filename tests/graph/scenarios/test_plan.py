@@ -1,12 +1,16 @@
 """devkit/plan.py: the offline plan a pull request is reviewed with."""
 
 import copy
+import datetime
 import json
 
 import pytest
 import yaml
 
-from devkit import plan
+from devkit import offline_account, plan
+from devkit.offline_run import run_program
+from model.facts import cost
+from stack import config as stack_config
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -33,8 +37,29 @@ def test_the_plan_file_shows_the_cost_outputs(planned):
 
 
 def test_the_plan_says_what_the_nodes_cost_in_one_line(dev):
-    assert plan.cost_line(dev) == (
+    assert plan.cost_line(dev).splitlines()[0] == (
         "nodes at on-demand list price: $10.17/h at minNodes, $10.17/h at maxNodes (EC2 instances only)"
+    )
+
+
+def test_prices_the_offline_account_answered_are_labelled_its_own_not_the_price_lists(dev):
+    # The program labels an answer to GetProducts the Price List's (a real preview's); offline,
+    # the offline account gave it, from the table's figures.
+    assert dev.output("costPerHour")["core"]["priceSource"] == cost.PRICE_LIST
+    shown = plan.to_json(dev)["outputs"]["costPerHour"]
+    assert {p["priceSource"] for p in [*shown["gpuPools"], shown["core"]]} == {offline_account.PRICE_SOURCE}
+    said = plan.cost_line(dev).splitlines()[1]
+    assert said.startswith("  prices from offline account: devkit/offline_account.py answered")
+    assert cost.PRICE_LIST not in said and "Karpenter's us-east-1 table" in said
+
+
+def test_prices_from_the_table_are_labelled_the_tables():
+    graph = run_program("dev", account=offline_account.DEV.but(denied=frozenset({"pricing:GetProducts"})))
+    shown = plan.to_json(graph)["outputs"]["costPerHour"]
+    assert {p["priceSource"] for p in [*shown["gpuPools"], shown["core"]]} == {cost.TABLE}
+    assert plan.cost_line(graph).splitlines()[1] == (
+        f"  prices from table: {cost.LIST_PRICE_SOURCE}, us-east-1's list prices, because the Price "
+        "List could not answer"
     )
 
 
@@ -79,6 +104,13 @@ def test_config_overrides_are_planned(tmp_path):
 def test_invalid_config_fails_with_the_config_error(tmp_path, capsys):
     assert plan.main(["--out", str(tmp_path), "--set", "gpuNodeCount=0"]) == 1
     assert "slinky-eks:gpuNodeCount = '0'" in capsys.readouterr().err
+
+
+def test_a_refused_stack_still_prints_its_warnings(tmp_path, capsys):
+    assert plan.main(["--out", str(tmp_path), "--set", "gpuNodeCount=0"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "warnings the program logged (1):"
+    assert out[1].startswith("  - sshPublicKey is the example key of Pulumi.dev.yaml")
 
 
 def test_image_build_runs_in_the_first_waves_beside_the_network(planned):
@@ -154,3 +186,47 @@ def test_missing_reference_data_fails_in_one_line(tmp_path, capsys, monkeypatch)
     assert plan.main(["--out", str(tmp_path / "plan")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cannot render the manifests" in err and "nowhere" in err
+
+
+# A stack for each kind of warning the program logs (stack/config.py: every non-error Problem of the
+# schema, the support calendar, the account checks and the prices, through pulumi.log.warn).
+WARNING_STACKS = {
+    "the example SSH key": ({}, "sshPublicKey is the example key of Pulumi.dev.yaml"),
+    "keys gpuPools overrides": (
+        {
+            "gpuPools": [{"name": "infer", "instanceType": "g6e.12xlarge", "nodeCount": 1}],
+            "gpuInstanceType": "p5.48xlarge",
+        },
+        "gpuInstanceType = 'p5.48xlarge' is ignored: gpuPools overrides it",
+    ),
+    "a Slinky release with a known defect": (
+        {"slinkyChartVersion": "1.2.1"},
+        "slinkyChartVersion 1.2.1: its Token",
+    ),
+    "a type no price source prices": (
+        {"gpuInstanceType": "p5e.48xlarge", "gpuNodeCount": 1},
+        "cost: could not ask the AWS Price List for the p5e.48xlarge",
+    ),
+    "EKS extended support": (
+        {"kubernetesVersion": "1.33"},
+        "kubernetesVersion 1.33 is in EKS extended support",
+    ),
+}
+
+
+@pytest.mark.parametrize("overrides, said", WARNING_STACKS.values(), ids=list(WARNING_STACKS))
+def test_the_plan_prints_every_warning_the_program_logged(overrides, said, monkeypatch):
+    # EKS's calendar as on 2026-12-01, when 1.33 is in extended support.
+    monkeypatch.setattr(stack_config, "today", lambda: datetime.date(2026, 12, 1))
+    graph = run_program("dev", overrides)
+    shown = plan.warnings_section(graph).splitlines()
+    assert [w for w in graph.warnings if said in w], "the stack does not log the warning it is here for"
+    assert shown == [f"warnings the program logged ({len(graph.warnings)}):"] + [
+        f"  - {w}" for w in graph.warnings
+    ]
+
+
+def test_a_stack_without_warnings_says_so(dev):
+    quiet = copy.copy(dev)
+    quiet.warnings = []
+    assert plan.warnings_section(quiet) == "warnings the program logged: none"

@@ -152,7 +152,8 @@ def test_counts_add_the_stack_and_one_default_provider_per_package():
 def test_the_printed_count_is_what_the_picture_counts(planned, dev):
     tmp_path, printed = planned
     n = plan.counts(dev)
-    assert printed.startswith(
+    after_warnings = printed.split(plan.warnings_section(dev) + "\n", 1)[1]
+    assert after_warnings.startswith(
         f"{len(dev.resources)} resources ({n['custom']} custom, "
         f"{n['components']} components; `pulumi preview` counts {n['preview']}"
     )
@@ -165,3 +166,17 @@ def test_the_picture_leaves_out_only_implied_dependencies():
     c = resource("c", "aws:ec2/routeTable:RouteTable", deps=[a.urn, b.urn])
     graph = Graph(resources=[a, b, c], stack_outputs={}, component_outputs={}, calls=[])
     assert plan.reduced_edges(graph) == {a.urn: set(), b.urn: {a.urn}, c.urn: {b.urn}}
+
+
+def test_the_warnings_come_first_under_their_own_heading(planned, dev):
+    # What a reviewer must see before what the plan wrote: the dev stack's example SSH key.
+    _, printed = planned
+    lines = printed.splitlines()
+    assert lines[0] == f"warnings the program logged ({len(dev.warnings)}):"
+    assert lines[1].startswith("  - sshPublicKey is the example key of Pulumi.dev.yaml")
+    assert " resources (" in lines[1 + len(dev.warnings)]
+
+
+def test_the_plan_file_lists_the_warnings(planned, dev):
+    tmp_path, _ = planned
+    assert json.loads((tmp_path / "graph.json").read_text())["warnings"] == dev.warnings

@@ -151,3 +151,47 @@ def test_bench_timeline_rejects_bad_config_in_one_message(capsys):
     assert bt.main(["--set", "gpuNodeCount=0"]) == 1
     err = capsys.readouterr().err
     assert "gpuNodeCount" in err and "Traceback" not in err
+
+
+# The deployer's link and the builder.
+
+SLOWEST = bt.Deployer("a 1 Mbit/s link", 1, 1, "the slowest link worth modelling")
+
+
+@pytest.mark.parametrize("deployer", [*bt.DEPLOYERS, SLOWEST], ids=lambda d: d.name)
+def test_the_in_region_up_stays_within_5_percent_of_its_infinite_link_floor(dev, deployer):
+    assert bt.link_ratio(dev, bt.CODEBUILD, deployer) <= bt.LINK_BOUND
+
+
+def test_a_local_build_puts_a_20_mbits_link_on_the_critical_path(dev):
+    laptop = bt.DEPLOYERS[0]
+    assert bt.link_ratio(dev, bt.LOCAL, laptop) > 2
+    path = bt.critical_path(bt.model(dev, bt.image_build_step(bt.LOCAL, laptop)))
+    assert [s.label for s in path if s.label.startswith("slurmd-build (")]  # the Image or the build run
+    assert not [s for s in path if s.label.startswith("cluster-eks")]
+
+
+def test_with_an_infinitely_fast_link_either_builder_gives_the_same_up(dev):
+    assert bt.up_seconds(dev, bt.LOCAL, bt.INFINITE) == bt.up_seconds(dev, bt.CODEBUILD, bt.INFINITE)
+
+
+def test_the_deployers_table_has_every_builder_at_every_link(dev):
+    rows = bt.deploy_time_table(dev).splitlines()[2:]
+    assert len(rows) == len(bt.DEPLOYERS) * len(bt.BUILDERS) + len(bt.BUILDERS)
+    (ci_local,) = [r for r in rows if r.startswith("| CI runner") and "`local`" in r]
+    assert "does not fit" in ci_local
+    assert all(r.endswith("| 1.000 |") for r in rows if "`codebuild`" in r)
+
+
+def test_bench_timeline_says_a_local_build_is_past_its_floor_and_exits_0(capsys):
+    assert bt.main(["--builder", "local", "--link-down", "20", "--link-up", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "local at 20/20 Mbit/s: `up` " in out and "past 1.05: the link is on the critical path" in out
+
+
+def test_bench_timeline_fails_when_the_link_reaches_the_in_region_critical_path(capsys, monkeypatch):
+    # A 10 GB build context would put the uplink on the in-region critical path.
+    monkeypatch.setattr(bt, "context_gigabytes", lambda directory=bt.IMAGE_CONTEXT: 10.0)
+    assert bt.main(["--link-up", "20"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("FAILED: codebuild at 20/20 Mbit/s") and "PAST 1.05" in err
