@@ -14,6 +14,7 @@ so its pool costs at least the reservation's size.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -227,3 +228,29 @@ def cost_per_hour(
         "clusterAtMaxNodes": round(sum(p["atMaxNodes"] for p in parts if p["atMaxNodes"] is not None), 4),
         "unpriced": unpriced,
     }
+
+
+# One in-region build of the slurmd image (docs/decisions/image-builder.md): not an hourly cost, a
+# cost each time the image's inputs change. The compute type is the CodeBuild project's (one home:
+# components/slurmd_image.py reads it from here, so price and type cannot drift apart): Linux
+# general1.large, 15 GB memory, 8 vCPUs, 128 GB disk (CodeBuild User Guide, "Build environment
+# compute modes and types", on-demand environment types:
+# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html), room
+# for the 15-21 GB DLC, its extraction and the build. On-demand EC2 builds are billed by the
+# minute of that type: USD 0.02 a minute for Linux general1.large in US East (AWS CodeBuild
+# pricing, https://aws.amazon.com/codebuild/pricing/; the page itself was not readable from
+# here, and the figure is the one every reproduction of it gives: verify before quoting).
+IMAGE_BUILD_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
+IMAGE_BUILD_USD_PER_MINUTE = 0.02
+IMAGE_BUILD_PRICE_SOURCE = "AWS CodeBuild pricing, on-demand Linux general1.large, US East"
+# An estimate, not a measurement: about 2 min PROVISIONING, the DLC's 15-21 GB pulled from ECR in
+# the region and extracted (~5 min), the Dockerfile's apt-get and pip steps (~10 min, as a local
+# build takes), the ~5 GB result exported and pushed within the region (~5 min), rounded up to
+# 30 for queueing and layer overhead. A build's real minutes are in its log (BUILD phase times).
+IMAGE_BUILD_MINUTES = 30
+
+
+def image_build_cost_usd(minutes: float = IMAGE_BUILD_MINUTES) -> float:
+    """What one in-region image build of `minutes` costs, in USD. A build's time is rounded up to
+    the whole minute (the same pricing page)."""
+    return round(math.ceil(minutes) * IMAGE_BUILD_USD_PER_MINUTE, 4)
