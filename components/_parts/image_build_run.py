@@ -16,8 +16,9 @@ image's digest.
 
 The provider is pickled by reference (dill keeps a class of an importable module as its module
 and name, pulumi 3.272.0 sdk/python/lib/pulumi/dynamic/dynamic.py serialize_provider), and the
-dynamic provider process (`python -m pulumi.dynamic`, started in the project directory like the
-program, so the project's packages import) unpickles it by importing this module. Holding no
+dynamic provider process (`python -m pulumi.dynamic`, which the engine starts in the program's
+directory: pulumi pkg/resource/plugin/plugin.go execPlugin, `cmd.Dir = pwd`; so the project's
+packages are first on its sys.path) unpickles it by importing this module. Holding no
 state, it serializes to the same string on every run.
 
 API references (the shapes the code reads):
