@@ -48,10 +48,32 @@ CONTEXT_DIGEST = "CONTEXT_DIGEST"
 RUN_VARIABLES = (DLC_IMAGE, SLURMD_IMAGE, SLURM_VERSION, IMAGE_REPOSITORY, IMAGE_TAG, CONTEXT_DIGEST)
 IMAGE_DIGEST = "IMAGE_DIGEST"
 
+# The curated image the buildspec's commands rely on (Docker and buildx, bash, AWS CLI v2): Amazon
+# Linux 2023 x86_64 standard 5.0, whose definition is aws/aws-codebuild-docker-images
+# al/x86_64/standard/5.0 (CodeBuild User Guide, "Docker images provided by CodeBuild":
+# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-available.html). The
+# project runs it on EC2 compute, where `on-failure` is honoured (it is not on Lambda compute or
+# reserved capacity: https://docs.aws.amazon.com/codebuild/latest/userguide/lambda-compute-images.html).
+BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
+
 # The tag that names an image by the content digest of its build context. ECR tags are at most
 # 128 characters of [A-Za-z0-9_.-] (ECR API Reference, ImageIdentifier imageTag); "ctx-" and 64
 # hex digits are 68.
 CONTEXT_TAG_PREFIX = "ctx-"
+
+
+def build_variables(
+    *, dlc_image: Any, slurmd_image: Any, slurm_version: Any, image_tag: Any, repository_url: Any
+) -> dict[str, Any]:
+    """A run's variables but CONTEXT_DIGEST (which the run sets from its context digest), each
+    value a str or the Output of one; pass context_digest the same four build inputs."""
+    return {
+        DLC_IMAGE: dlc_image,
+        SLURMD_IMAGE: slurmd_image,
+        SLURM_VERSION: slurm_version,
+        IMAGE_REPOSITORY: repository_url,
+        IMAGE_TAG: image_tag,
+    }
 
 
 def context_tag(digest: str) -> str:
