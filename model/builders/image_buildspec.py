@@ -18,7 +18,9 @@ Runs on CodeBuild's curated Amazon Linux 2023 x86_64 standard image with privile
 Docker daemon runs only in privileged mode: CodeBuild User Guide, "Docker in custom image sample",
 https://docs.aws.amazon.com/codebuild/latest/userguide/sample-docker-custom-image.html). That image
 ships Docker 26.1.4 with buildx 0.14.1 (aws/aws-codebuild-docker-images
-al/x86_64/standard/5.0/Dockerfile at 3d3a2c35, DOCKER_VERSION and DOCKER_BUILDX_VERSION).
+al/x86_64/standard/5.0/Dockerfile at 3d3a2c35, DOCKER_VERSION and DOCKER_BUILDX_VERSION), and runs on EC2
+compute, where a phase's `on-failure` is honoured (not on Lambda compute or reserved capacity:
+https://docs.aws.amazon.com/codebuild/latest/userguide/lambda-compute-images.html).
 
 No registry cache, unlike the local build: buildx's default `docker` driver, which CodeBuild's
 Docker daemon gives, exports no registry cache ("This cache storage backend is not supported with
@@ -47,14 +49,6 @@ IMAGE_TAG = "IMAGE_TAG"
 CONTEXT_DIGEST = "CONTEXT_DIGEST"
 RUN_VARIABLES = (DLC_IMAGE, SLURMD_IMAGE, SLURM_VERSION, IMAGE_REPOSITORY, IMAGE_TAG, CONTEXT_DIGEST)
 IMAGE_DIGEST = "IMAGE_DIGEST"
-
-# The curated image the buildspec's commands rely on (Docker and buildx, bash, AWS CLI v2): Amazon
-# Linux 2023 x86_64 standard 5.0, whose definition is aws/aws-codebuild-docker-images
-# al/x86_64/standard/5.0 (CodeBuild User Guide, "Docker images provided by CodeBuild":
-# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-available.html). The
-# project runs it on EC2 compute, where `on-failure` is honoured (it is not on Lambda compute or
-# reserved capacity: https://docs.aws.amazon.com/codebuild/latest/userguide/lambda-compute-images.html).
-BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
 
 # The tag that names an image by the content digest of its build context. ECR tags are at most
 # 128 characters of [A-Za-z0-9_.-] (ECR API Reference, ImageIdentifier imageTag); "ctx-" and 64

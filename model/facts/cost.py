@@ -231,26 +231,26 @@ def cost_per_hour(
 
 
 # One in-region build of the slurmd image (docs/decisions/image-builder.md): not an hourly cost, a
-# cost each time the image's inputs change. The compute type is the CodeBuild project's (one home:
-# components/slurmd_image.py reads it from here, so price and type cannot drift apart): Linux
-# general1.large, 15 GB memory, 8 vCPUs, 128 GB disk (CodeBuild User Guide, "Build environment
-# compute modes and types", on-demand environment types:
-# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html), room
-# for the 15-21 GB DLC, its extraction and the build. On-demand EC2 builds are billed by the
-# minute of that type: USD 0.02 a minute for Linux general1.large in US East (AWS CodeBuild
-# pricing, https://aws.amazon.com/codebuild/pricing/; the page itself was not readable from
-# here, and the figure is the one every reproduction of it gives: verify before quoting).
-IMAGE_BUILD_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
-IMAGE_BUILD_USD_PER_MINUTE = 0.02
-IMAGE_BUILD_PRICE_SOURCE = "AWS CodeBuild pricing, on-demand Linux general1.large, US East"
+# cost each time the image's inputs change. CodeBuild bills on-demand EC2 builds by the minute of
+# the project's compute type, a build's time rounded up to the whole minute: Linux
+# BUILD_GENERAL1_LARGE (15 GB memory, 8 vCPUs, 128 GB disk: CodeBuild User Guide, "Build
+# environment compute modes and types",
+# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html) at USD
+# 0.02 a minute in US East (AWS CodeBuild pricing, https://aws.amazon.com/codebuild/pricing/; the
+# page itself was not readable from here, and the figure is the one every reproduction of it
+# gives: verify before quoting). Keyed by compute type: the project's is chosen with its other
+# settings, and a type without a price here has no estimate.
+CODEBUILD_USD_PER_MINUTE: Mapping[str, float] = {"BUILD_GENERAL1_LARGE": 0.02}
+CODEBUILD_PRICE_SOURCE = "AWS CodeBuild pricing, on-demand Linux, US East"
 # An estimate, not a measurement: about 2 min PROVISIONING, the DLC's 15-21 GB pulled from ECR in
 # the region and extracted (~5 min), the Dockerfile's apt-get and pip steps (~10 min, as a local
 # build takes), the ~5 GB result exported and pushed within the region (~5 min), rounded up to
-# 30 for queueing and layer overhead. A build's real minutes are in its log (BUILD phase times).
+# 30 for queueing and layer overhead. A build's real minutes are in its log (its phases' times).
 IMAGE_BUILD_MINUTES = 30
 
 
-def image_build_cost_usd(minutes: float = IMAGE_BUILD_MINUTES) -> float:
-    """What one in-region image build of `minutes` costs, in USD. A build's time is rounded up to
-    the whole minute (the same pricing page)."""
-    return round(math.ceil(minutes) * IMAGE_BUILD_USD_PER_MINUTE, 4)
+def image_build_cost_usd(compute_type: str, minutes: float = IMAGE_BUILD_MINUTES) -> float | None:
+    """What one in-region image build of `minutes` on `compute_type` costs, in USD; None for a
+    compute type without a price here."""
+    price = CODEBUILD_USD_PER_MINUTE.get(compute_type)
+    return None if price is None else round(math.ceil(minutes) * price, 4)

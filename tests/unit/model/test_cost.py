@@ -78,8 +78,12 @@ def test_a_fallback_warning_says_why_and_that_the_price_is_another_regions():
 
 def test_an_image_build_costs_its_estimated_minutes_at_codebuilds_price_per_minute():
     # 30 minutes of Linux general1.large at USD 0.02 a minute.
-    assert image_build_cost_usd() == 0.6
+    assert image_build_cost_usd("BUILD_GENERAL1_LARGE") == 0.6
 
 
 def test_a_started_minute_of_an_image_build_is_billed_whole():
-    assert image_build_cost_usd(20.1) == 0.42
+    assert image_build_cost_usd("BUILD_GENERAL1_LARGE", 20.1) == 0.42
+
+
+def test_a_compute_type_without_a_price_has_no_estimate():
+    assert image_build_cost_usd("BUILD_GENERAL1_2XLARGE") is None
