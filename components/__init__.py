@@ -14,7 +14,7 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `image`: the slurmd image, its build and its pull onto the nodes (SlurmdImage, ImagePrePull)
 - `slinky`: the Slinky operator and what it needs (SlinkyOperator)
 - `slurm`: the Slurm cluster on top and its named users (SlurmCluster, StateVolumeGuard, SlurmReadiness,
-  UserIdentities)
+  UserIdentities), and the whole layer above a cluster as one component (SlurmLayer)
 - `jobs`: what users run, staged onto /shared (JobStaging)
 - `scaling`: what sizes the autoscaling GPU pools to their partitions' queues (ClusterAutoscaler,
   PoolAutoscaling)

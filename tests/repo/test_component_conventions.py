@@ -13,6 +13,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import runpy
 import sys
 import typing
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import components
-from devkit.offline_run import run_program
+from devkit.offline_run import run_function, run_program
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -294,10 +295,15 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 
 
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
-    # The scaling components exist only where a pool autoscales (docs/scaling.md).
+    # The scaling components exist only where a pool autoscales (docs/scaling.md); SlurmLayer only
+    # in a program with its own cluster (examples/own-cluster).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
+    example = run_function(lambda: runpy.run_path(str(ROOT / "examples/own-cluster/__main__.py")))
     registered = {
-        r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")
+        r.type
+        for graph in (dev, scaling, example)
+        for r in graph.resources
+        if r.type.startswith("slinky-eks:")
     }
     assert registered == set(component_tokens().values())
 
