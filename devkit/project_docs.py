@@ -157,12 +157,19 @@ LAYOUT_OTHERS = {
     "charts-values/": "reviewed base values of the upstream charts, one file per chart (their versions: "
     "`model/facts/versions.py`; what each release gets over them: `model/builders/`)",
     "docs/": "these pages; `docs/decisions/` one decision per file",
+    "examples/": "programs of their own that compose the package's components: `own-cluster/` declares "
+    "its VPC and EKS cluster and adds Slurm with SlurmLayer (`components/slurm_layer.py`)",
     "image/": "the slurmd Dockerfile, its build-time assertions and a standalone build script",
     "jobs/": "the Slurm jobs staged onto the shared volume (sanity, nccl-tests, fine-tune)",
     "observability/": "the alert rules, the Grafana dashboards and the DCGM counter list the metrics "
     "components ship (`model/builders/metrics.py`, `model/builders/dashboards.py`)",
 }
 TOKEN = re.compile(r'"slinky-eks:(\w+):(\w+)"')
+# Where components are wired to each other: the program, and the Slurm layer's one wiring, which
+# __main__.py calls as the function and SlurmLayer wraps (components/slurm_layer.py); a call of the
+# function is drawn as the component.
+WIRING = ("__main__.py", "components/slurm_layer.py")
+WIRING_FUNCTIONS = {"declare_slurm_layer": "SlurmLayer"}
 
 
 def _first_sentence(doc: str | None, where: str) -> str:
@@ -248,15 +255,19 @@ def token_group_list(root: pathlib.Path) -> str:
 
 
 def wiring(root: pathlib.Path) -> list[tuple[str, str]]:
-    """(from class, to class) for each component whose args name another component's attribute in
-    __main__.py, and for each component that declares another inside itself."""
+    """(from class, to class) for each component whose args name another component's attribute
+    where components are wired (WIRING), and for each component that declares another inside
+    itself."""
     classes = {c for _, c, _, _ in components(root)}
-    tree = ast.parse((root / "__main__.py").read_text())
+    called = {**{c: c for c in classes}, **WIRING_FUNCTIONS}
+    tree = ast.Module(
+        body=[n for f in WIRING for n in ast.parse((root / f).read_text()).body], type_ignores=[]
+    )
     made: dict[str, str] = {}  # variable -> component class
     calls: list[tuple[str, ast.Call]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
-            calls.append((node.func.id, node))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in called:
+            calls.append((called[node.func.id], node))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             for cls, call in calls:
@@ -345,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(
                 f"{name}: stale, differs from what the code declares (model/checks/config_schema.py, "
-                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring); run {COMMAND}"
+                f"model/facts/outputs.py, the modules' docstrings, the components' wiring); run {COMMAND}"
             )
         else:
             (args.root / name).write_text(files[name][1])

@@ -231,6 +231,14 @@ def test_the_graph_draws_what_main_wires_and_what_a_component_declares_inside_it
     assert ("SlurmCluster", "StateVolumeGuard") in edges  # declared inside SlurmCluster
 
 
+def test_the_graph_draws_the_slurm_layers_wiring_and_its_call_as_the_layer():
+    edges = project_docs.wiring(REPO)
+    # components/slurm_layer.py's declare_slurm_layer wires the layer's components ...
+    assert ("SharedStorage", "SlurmCluster") in edges  # shared_claim=storage.claim_name
+    # ... and __main__.py's call of it is the layer, waiting for the cluster.
+    assert ("Cluster", "SlurmLayer") in edges  # depends_on=cluster.ready
+
+
 def test_every_registered_group_is_one_the_components_package_lists():
     listed = {group for group, _ in project_docs.token_groups(REPO)}
     assert {group for group, _, _, _ in project_docs.components(REPO)} == listed
