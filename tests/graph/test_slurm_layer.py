@@ -5,7 +5,9 @@ its top, moved under the component and onto the example's cluster."""
 import runpy
 
 import pytest
+from pulumi.provider.experimental.analyzer import Analyzer
 
+from components.slurm_layer import SlurmLayer
 from devkit.offline_run import Graph, Resource, run_function
 from tests.support.paths import REPO
 
@@ -75,3 +77,11 @@ def test_the_component_declares_the_dev_stacks_layer_under_its_own_name(dev, exa
 def test_the_component_answers_the_stacks_outputs(dev, example):
     assert example.output("sshCommand") == dev.output("sshCommand")
     assert example.output("slurmdImage") == dev.output("slurmdImage")
+
+
+def test_pulumis_component_provider_cannot_publish_the_layer_yet():
+    # docs/decisions/slurm-layer-component.md: the schema is inferred from evaluated annotations,
+    # and this project's modules postpone theirs. When this fails, the SDK reads them: revisit the
+    # decision's other points.
+    with pytest.raises(AttributeError, match="'str' object has no attribute '__mro__'"):
+        Analyzer("slinky-eks").analyze([SlurmLayer])
