@@ -214,7 +214,15 @@ def layout_table(root: pathlib.Path) -> str:
         "| --- | --- |",
         f"| `__main__.py` | {_docstring(root / '__main__.py', root)} |",
     ]
-    for directory in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))):
+    # A directory .gitignore names at the top (`/build/`, where `pip install .` builds the package)
+    # is no part of the layout, whatever it holds on this machine.
+    ignore = root / ".gitignore"
+    ignored = set(re.findall(r"^/([^/*\s]+)/$", ignore.read_text(), re.M)) if ignore.exists() else set()
+    for directory in sorted(
+        d
+        for d in root.iterdir()
+        if d.is_dir() and not d.name.startswith((".", "_")) and d.name not in ignored
+    ):
         name, init = f"{directory.name}/", directory / "__init__.py"
         if name in LAYOUT_OTHERS:
             rows.append(f"| `{name}` | {_cell(LAYOUT_OTHERS[name])} |")

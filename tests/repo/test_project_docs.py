@@ -211,6 +211,14 @@ def test_a_new_top_level_directory_of_python_without_a_row_fails(copy):
     assert result.returncode == 2 and result.stderr.startswith("scripts/: holds Python but is neither")
 
 
+def test_a_directory_gitignore_names_is_no_part_of_the_layout(copy):
+    # `pip install .` in a checkout builds the package under build/ (pyproject.toml).
+    shutil.copy(REPO / ".gitignore", copy / ".gitignore")
+    (copy / "build" / "lib" / "components").mkdir(parents=True)
+    (copy / "build" / "lib" / "components" / "network.py").write_text('"""The VPC."""\n')
+    assert _docs(copy, "--check").returncode == 0
+
+
 def test_a_component_added_to_a_group_joins_the_graph_and_the_table(copy):
     source = (copy / "components" / "device_plugins.py").read_text()
     (copy / "components" / "fabric_manager.py").write_text(
