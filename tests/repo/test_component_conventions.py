@@ -195,7 +195,9 @@ def ready_problems(cls: type) -> list[str]:
 
 
 def wiring_problems(source: str) -> list[str]:
-    """Every *depends_on keyword in the program is built from components' ready lists only."""
+    """Every *depends_on keyword in the program is built from components' ready lists only, or
+    passes on an ordering its own caller handed in (`args.depends_on`: the Slurm layer's wiring,
+    components/slurm_layer.py)."""
     out = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.keyword) and node.arg and _is_ordering_name(node.arg):
@@ -204,7 +206,12 @@ def wiring_problems(source: str) -> list[str]:
             for item in items:
                 item = item.value if isinstance(item, ast.Starred) else item
                 if not (
-                    isinstance(item, ast.Attribute) and (item.attr == "ready" or item.attr.endswith("_ready"))
+                    isinstance(item, ast.Attribute)
+                    and (
+                        item.attr == "ready"
+                        or item.attr.endswith("_ready")
+                        or (ast.unparse(item.value) == "args" and _is_ordering_name(item.attr))
+                    )
                 ):
                     out.append(f"{node.arg}={ast.unparse(value)}: wait for a component's ready list")
     return out
@@ -329,6 +336,7 @@ def test_components_expose_what_to_wait_for_as_ready_lists():
 
 def test_the_program_wires_dependencies_from_ready_lists():
     assert wiring_problems((ROOT / "__main__.py").read_text()) == []
+    assert wiring_problems((ROOT / "components" / "slurm_layer.py").read_text()) == []
 
 
 def test_every_args_field_is_documented():
@@ -454,6 +462,13 @@ def test_the_wiring_rule_accepts_ready_lists():
 
 def test_the_wiring_rule_rejects_a_child_resource():
     assert wiring_problems("X(depends_on=[*nodes.core_ready, storage.namespace])") != []
+
+
+def test_the_wiring_rule_passes_on_the_callers_ordering_and_nothing_else_of_its_args():
+    assert wiring_problems("X(depends_on=args.depends_on)") == []
+    assert wiring_problems("X(depends_on=args.cluster.pod_identity_ready)") == []
+    assert wiring_problems("X(depends_on=[args.network])") != []
+    assert wiring_problems("X(depends_on=other.depends_on)") != []
 
 
 DOCUMENTED = '''
