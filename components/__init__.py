@@ -21,6 +21,8 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
   AccountingRegistration)
 - `metrics`: metrics, their store, alerts and dashboards (MetricsStore, DcgmExporter, Grafana)
+- `index`: what Pulumi's Python component provider serves to programs in other languages, in the
+  one module it serves (SlurmOnEks; docs/decisions/slurm-layer-component.md)
 
 A token is part of every URN under it: renaming a group or a class replaces resources, so a new
 component joins an existing group where one fits (tests/repo/test_component_conventions.py).

@@ -159,6 +159,8 @@ LAYOUT_OTHERS = {
     "docs/": "these pages; `docs/decisions/` one decision per file",
     "examples/": "programs of their own that compose the package's components: `own-cluster/` declares "
     "its VPC and EKS cluster and adds Slurm with SlurmLayer (`components/slurm_layer.py`)",
+    "provider/": "the component provider that serves SlurmOnEks (`components/slurm_on_eks.py`) to Pulumi "
+    "programs in any language (`pulumi package add <this repository>/provider@<tag>`)",
     "image/": "the slurmd Dockerfile, its build-time assertions and a standalone build script",
     "jobs/": "the Slurm jobs staged onto the shared volume (sanity, nccl-tests, fine-tune)",
     "observability/": "the alert rules, the Grafana dashboards and the DCGM counter list the metrics "

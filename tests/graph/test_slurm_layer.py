@@ -8,41 +8,18 @@ import pytest
 from pulumi.provider.experimental.analyzer import Analyzer
 
 from components.slurm_layer import SlurmLayer
-from devkit.offline_run import Graph, Resource, run_function
+from devkit.offline_run import Graph, run_function
 from tests.support.paths import REPO
+from tests.support.published_layer import layer as _layer
+from tests.support.published_layer import top as _top
 
 EXAMPLE = REPO / "examples" / "own-cluster" / "__main__.py"
 LAYER = "slinky-eks:slurm:SlurmLayer"
-# The example's own VPC and cluster, and the dev stack's: below the layer.
-BELOW = ("network", "vpc", "cluster", "eks")
 
 
 @pytest.fixture(scope="module")
 def example() -> Graph:
     return run_function(lambda: runpy.run_path(str(EXAMPLE), run_name="__main__"))
-
-
-def _ancestors(graph: Graph, r: Resource) -> list[Resource]:
-    out = []
-    while r.parent and any(x.urn == r.parent for x in graph.resources):
-        r = graph.by_urn(r.parent)
-        out.append(r)
-    return out
-
-
-def _top(graph: Graph, r: Resource) -> Resource:
-    """The stack's child `r` sits under (itself at the top)."""
-    chain = [r, *_ancestors(graph, r)]
-    return next(x for x in reversed(chain) if x.type != "pulumi:pulumi:Stack")
-
-
-def _layer(graph: Graph) -> list[Resource]:
-    """Every resource the stack holds beside its VPC and cluster (their providers aside)."""
-    return [
-        r
-        for r in graph.resources
-        if not r.type.startswith("pulumi:providers:") and _top(graph, r).name not in BELOW
-    ]
 
 
 def test_the_example_holds_the_layer_as_one_component(example):

@@ -25,6 +25,7 @@ import pytest
 
 import components
 from devkit.offline_run import run_function, run_program
+from tests.support import published_layer
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -303,12 +304,14 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     # The scaling components exist only where a pool autoscales (docs/scaling.md); SlurmLayer only
-    # in a program with its own cluster (examples/own-cluster).
+    # in a program with its own cluster (examples/own-cluster), SlurmOnEks only where Pulumi's
+    # component provider constructs it (provider/__main__.py).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
     example = run_function(lambda: runpy.run_path(str(ROOT / "examples/own-cluster/__main__.py")))
+    published = published_layer.run(published_layer.dev_settings())
     registered = {
         r.type
-        for graph in (dev, scaling, example)
+        for graph in (dev, scaling, example, published)
         for r in graph.resources
         if r.type.startswith("slinky-eks:")
     }
