@@ -56,9 +56,10 @@ def test_the_component_answers_the_stacks_outputs(dev, example):
     assert example.output("slurmdImage") == dev.output("slurmdImage")
 
 
-def test_pulumis_component_provider_cannot_publish_the_layer_yet():
-    # docs/decisions/slurm-layer-component.md: the schema is inferred from evaluated annotations,
-    # and this project's modules postpone theirs. When this fails, the SDK reads them: revisit the
-    # decision's other points.
+def test_pulumis_component_provider_cannot_infer_a_schema_from_slurm_layer_itself():
+    # Why SlurmOnEks (components/slurm_on_eks.py) is the front the provider serves
+    # (docs/decisions/slurm-layer-component.md): the schema is inferred from evaluated
+    # annotations, and this project's modules postpone theirs. When this fails, the SDK reads
+    # them: revisit the decision's other points.
     with pytest.raises(AttributeError, match="'str' object has no attribute '__mro__'"):
         Analyzer("slinky-eks").analyze([SlurmLayer])

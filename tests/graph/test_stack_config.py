@@ -4,8 +4,11 @@ attributes and the derived ones, nothing filled by hand."""
 import dataclasses
 import datetime
 
+import yaml
+
 from model.checks import config_schema
 from stack import config as stack_config
+from tests.support.paths import REPO
 
 KEYS = config_schema.schema(datetime.date.today())
 
@@ -42,3 +45,10 @@ def test_values_are_held_stripped_and_arrays_as_tuples():
     assert stack_config.held(" ssh-ed25519 AAAA x\n") == "ssh-ed25519 AAAA x"
     assert stack_config.held([" 10.0.0.0/8", "192.0.2.1/32 "]) == ("10.0.0.0/8", "192.0.2.1/32")
     assert (stack_config.held(2), stack_config.held(False)) == (2, False)
+
+
+def test_settings_name_their_keys_in_the_projects_namespace():
+    # stack/config.py's from_settings refuses an undeclared key as `<PROJECT>:<key>`, as load
+    # does a stack's: the project's name, one home in Pulumi.yaml.
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"]
+    assert stack_config.PROJECT == project
