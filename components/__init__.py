@@ -14,13 +14,15 @@ Every component registers as ``slinky-eks:<module>:<Type>``: <Type> is the class
 - `image`: the slurmd image, its build and its pull onto the nodes (SlurmdImage, ImagePrePull)
 - `slinky`: the Slinky operator and what it needs (SlinkyOperator)
 - `slurm`: the Slurm cluster on top and its named users (SlurmCluster, StateVolumeGuard, SlurmReadiness,
-  UserIdentities)
+  UserIdentities), and the whole layer above a cluster as one component (SlurmLayer)
 - `jobs`: what users run, staged onto /shared (JobStaging)
 - `scaling`: what sizes the autoscaling GPU pools to their partitions' queues (ClusterAutoscaler,
   PoolAutoscaling)
 - `accounting`: Slurm's accounting records and the database that keeps them (AccountingDatabase,
   AccountingRegistration)
 - `metrics`: metrics, their store, alerts and dashboards (MetricsStore, DcgmExporter, Grafana)
+- `index`: what Pulumi's Python component provider serves to programs in other languages, in the
+  one module it serves (SlurmOnEks; docs/decisions/slurm-layer-component.md)
 
 A token is part of every URN under it: renaming a group or a class replaces resources, so a new
 component joins an existing group where one fits (tests/repo/test_component_conventions.py).

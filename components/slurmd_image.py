@@ -4,6 +4,8 @@ referenced by digest so every node runs exactly what was built."""
 from __future__ import annotations
 
 import json
+import os
+import pathlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,9 +16,11 @@ import pulumi_docker_build as docker_build
 from model.facts.image_references import dlc_reference, ecr_registry, registry_host
 
 CACHE_TAG = "buildcache"
-# Relative to the project directory, where `pulumi up` runs: an absolute path would differ per
-# checkout and show a diff on every machine.
-CONTEXT = "image"
+# image/ beside the packages (in a checkout, or where the slinky-eks package installed it),
+# relative to the directory `pulumi up` runs the program in (its project directory): an absolute
+# path would differ per checkout and show a diff on every machine. "image" for this project,
+# "../../image" for examples/own-cluster.
+CONTEXT = os.path.relpath(pathlib.Path(__file__).resolve().parents[1] / "image")
 
 
 @dataclass(frozen=True)

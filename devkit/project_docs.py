@@ -161,12 +161,21 @@ LAYOUT_OTHERS = {
     "charts-values/": "reviewed base values of the upstream charts, one file per chart (their versions: "
     "`model/facts/versions.py`; what each release gets over them: `model/builders/`)",
     "docs/": "these pages; `docs/decisions/` one decision per file",
+    "examples/": "programs of their own that compose the package's components: `own-cluster/` declares "
+    "its VPC and EKS cluster and adds Slurm with SlurmLayer (`components/slurm_layer.py`)",
+    "provider/": "the component provider that serves SlurmOnEks (`components/slurm_on_eks.py`) to Pulumi "
+    "programs in any language (`pulumi package add <this repository>/provider@<tag>`)",
     "image/": "the slurmd Dockerfile, its build-time assertions and a standalone build script",
     "jobs/": "the Slurm jobs staged onto the shared volume (sanity, nccl-tests, fine-tune)",
     "observability/": "the alert rules, the Grafana dashboards and the DCGM counter list the metrics "
     "components ship (`model/builders/metrics.py`, `model/builders/dashboards.py`)",
 }
 TOKEN = re.compile(r'"slinky-eks:(\w+):(\w+)"')
+# Where components are wired to each other: the program, and the Slurm layer's one wiring, which
+# __main__.py calls as the function and SlurmLayer wraps (components/slurm_layer.py); a call of the
+# function is drawn as the component.
+WIRING = ("__main__.py", "components/slurm_layer.py")
+WIRING_FUNCTIONS = {"declare_slurm_layer": "SlurmLayer"}
 
 
 def _first_sentence(doc: str | None, where: str) -> str:
@@ -211,7 +220,15 @@ def layout_table(root: pathlib.Path) -> str:
         "| --- | --- |",
         f"| `__main__.py` | {_docstring(root / '__main__.py', root)} |",
     ]
-    for directory in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))):
+    # A directory .gitignore names at the top (`/build/`, where `pip install .` builds the package)
+    # is no part of the layout, whatever it holds on this machine.
+    ignore = root / ".gitignore"
+    ignored = set(re.findall(r"^/([^/*\s]+)/$", ignore.read_text(), re.M)) if ignore.exists() else set()
+    for directory in sorted(
+        d
+        for d in root.iterdir()
+        if d.is_dir() and not d.name.startswith((".", "_")) and d.name not in ignored
+    ):
         name, init = f"{directory.name}/", directory / "__init__.py"
         if name in LAYOUT_OTHERS:
             rows.append(f"| `{name}` | {_cell(LAYOUT_OTHERS[name])} |")
@@ -252,15 +269,19 @@ def token_group_list(root: pathlib.Path) -> str:
 
 
 def wiring(root: pathlib.Path) -> list[tuple[str, str]]:
-    """(from class, to class) for each component whose args name another component's attribute in
-    __main__.py, and for each component that declares another inside itself."""
+    """(from class, to class) for each component whose args name another component's attribute
+    where components are wired (WIRING), and for each component that declares another inside
+    itself."""
     classes = {c for _, c, _, _ in components(root)}
-    tree = ast.parse((root / "__main__.py").read_text())
+    called = {**{c: c for c in classes}, **WIRING_FUNCTIONS}
+    tree = ast.Module(
+        body=[n for f in WIRING for n in ast.parse((root / f).read_text()).body], type_ignores=[]
+    )
     made: dict[str, str] = {}  # variable -> component class
     calls: list[tuple[str, ast.Call]] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in classes:
-            calls.append((node.func.id, node))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in called:
+            calls.append((called[node.func.id], node))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             for cls, call in calls:
@@ -363,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             print(
                 f"{name}: stale, differs from what the code declares (model/checks/config_schema.py, "
-                f"model/facts/outputs.py, the modules' docstrings, __main__.py's wiring, "
+                f"model/facts/outputs.py, the modules' docstrings, the components' wiring, "
                 f"devkit/bench_timeline.py); run {COMMAND}"
             )
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import pulumi
 
@@ -169,13 +169,40 @@ def _prices(
 def load(account: Account) -> StackConfig:
     """Read the stack's configuration, apply the schema's rules, then ask the account what it
     must allow. Every warning is logged; any error refuses the stack, all of them at once."""
-    project, stack = pulumi.get_project(), pulumi.get_stack()
     day = today()
+    return _settled(_raw(list(config_schema.schema(day))), _given_keys(), pulumi.get_project(), account, day)
+
+
+# The namespace of this project's keys where they are given as settings rather than read from a
+# stack's config (Pulumi.yaml's project name).
+PROJECT = "slinky-eks"
+
+
+def from_settings(settings: Mapping[str, str], account: Account) -> StackConfig:
+    """The same configuration from `settings` instead of the stack's config: each key of the
+    schema as its config string (the project's keys bare, `aws:region` with its namespace), as a
+    program in another language hands them to SlurmOnEks (components/slurm_on_eks.py). The same
+    rules, the same preflight, the same one error; a key the schema does not declare is refused."""
+    day = today()
+    raw = {key.name: settings.get(key.name) for key in config_schema.schema(day)}
+    given = {(k if ":" in k else f"{PROJECT}:{k}"): v for k, v in settings.items()}
+    return _settled(raw, given, PROJECT, account, day)
+
+
+def _settled(
+    raw: Mapping[str, str | None],
+    given: Mapping[str, str],
+    project: str,
+    account: Account,
+    day: datetime.date,
+) -> StackConfig:
+    """`raw` checked by the schema's rules and the account's preflight; `given` (every key handed
+    over, namespaced) checked for keys the schema does not declare."""
     keys = list(config_schema.schema(day))
-    checked = config_schema.check(_raw(keys), stack, day)
+    checked = config_schema.check(raw, pulumi.get_stack(), day)
     found = _preflight(account, checked)
     problems = checked.problems + found.problems
-    problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
+    problems += config_schema.undeclared_keys(project, given, config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
     for p in problems:

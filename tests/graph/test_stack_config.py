@@ -5,8 +5,11 @@ import dataclasses
 import datetime
 import logging
 
+import yaml
+
 from model.checks import config_schema
 from stack import config as stack_config
+from tests.support.paths import REPO
 
 KEYS = config_schema.schema(datetime.date.today())
 
@@ -61,3 +64,10 @@ def test_warnings_reach_the_engine_through_pulumi_log_and_nothing_is_printed(cap
     assert len(graph.warnings) == 3  # the example key, the Slinky defect, the unpriced type
     assert (printed.out, printed.err) == ("", "")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_settings_name_their_keys_in_the_projects_namespace():
+    # stack/config.py's from_settings refuses an undeclared key as `<PROJECT>:<key>`, as load
+    # does a stack's: the project's name, one home in Pulumi.yaml.
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())["name"]
+    assert stack_config.PROJECT == project

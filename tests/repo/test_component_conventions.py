@@ -13,6 +13,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import runpy
 import sys
 import typing
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import components
-from devkit.offline_run import run_program
+from devkit.offline_run import run_function, run_program
+from tests.support import published_layer
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -194,7 +196,9 @@ def ready_problems(cls: type) -> list[str]:
 
 
 def wiring_problems(source: str) -> list[str]:
-    """Every *depends_on keyword in the program is built from components' ready lists only."""
+    """Every *depends_on keyword in the program is built from components' ready lists only, or
+    passes on an ordering its own caller handed in (`args.depends_on`: the Slurm layer's wiring,
+    components/slurm_layer.py)."""
     out = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.keyword) and node.arg and _is_ordering_name(node.arg):
@@ -203,7 +207,12 @@ def wiring_problems(source: str) -> list[str]:
             for item in items:
                 item = item.value if isinstance(item, ast.Starred) else item
                 if not (
-                    isinstance(item, ast.Attribute) and (item.attr == "ready" or item.attr.endswith("_ready"))
+                    isinstance(item, ast.Attribute)
+                    and (
+                        item.attr == "ready"
+                        or item.attr.endswith("_ready")
+                        or (ast.unparse(item.value) == "args" and _is_ordering_name(item.attr))
+                    )
                 ):
                     out.append(f"{node.arg}={ast.unparse(value)}: wait for a component's ready list")
     return out
@@ -294,10 +303,17 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 
 
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
-    # The scaling components exist only where a pool autoscales (docs/scaling.md).
+    # The scaling components exist only where a pool autoscales (docs/scaling.md); SlurmLayer only
+    # in a program with its own cluster (examples/own-cluster), SlurmOnEks only where Pulumi's
+    # component provider constructs it (provider/__main__.py).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
+    example = run_function(lambda: runpy.run_path(str(ROOT / "examples/own-cluster/__main__.py")))
+    published = published_layer.run(published_layer.dev_settings())
     registered = {
-        r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")
+        r.type
+        for graph in (dev, scaling, example, published)
+        for r in graph.resources
+        if r.type.startswith("slinky-eks:")
     }
     assert registered == set(component_tokens().values())
 
@@ -323,6 +339,7 @@ def test_components_expose_what_to_wait_for_as_ready_lists():
 
 def test_the_program_wires_dependencies_from_ready_lists():
     assert wiring_problems((ROOT / "__main__.py").read_text()) == []
+    assert wiring_problems((ROOT / "components" / "slurm_layer.py").read_text()) == []
 
 
 def test_every_args_field_is_documented():
@@ -448,6 +465,13 @@ def test_the_wiring_rule_accepts_ready_lists():
 
 def test_the_wiring_rule_rejects_a_child_resource():
     assert wiring_problems("X(depends_on=[*nodes.core_ready, storage.namespace])") != []
+
+
+def test_the_wiring_rule_passes_on_the_callers_ordering_and_nothing_else_of_its_args():
+    assert wiring_problems("X(depends_on=args.depends_on)") == []
+    assert wiring_problems("X(depends_on=args.cluster.pod_identity_ready)") == []
+    assert wiring_problems("X(depends_on=[args.network])") != []
+    assert wiring_problems("X(depends_on=other.depends_on)") != []
 
 
 DOCUMENTED = '''

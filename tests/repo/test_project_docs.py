@@ -212,6 +212,14 @@ def test_a_new_top_level_directory_of_python_without_a_row_fails(copy):
     assert result.returncode == 2 and result.stderr.startswith("scripts/: holds Python but is neither")
 
 
+def test_a_directory_gitignore_names_is_no_part_of_the_layout(copy):
+    # `pip install .` in a checkout builds the package under build/ (pyproject.toml).
+    shutil.copy(REPO / ".gitignore", copy / ".gitignore")
+    (copy / "build" / "lib" / "components").mkdir(parents=True)
+    (copy / "build" / "lib" / "components" / "network.py").write_text('"""The VPC."""\n')
+    assert _docs(copy, "--check").returncode == 0
+
+
 def test_a_component_added_to_a_group_joins_the_graph_and_the_table(copy):
     source = (copy / "components" / "device_plugins.py").read_text()
     (copy / "components" / "fabric_manager.py").write_text(
@@ -230,6 +238,14 @@ def test_the_graph_draws_what_main_wires_and_what_a_component_declares_inside_it
     assert ("NodeGroups", "DevicePlugins") in edges  # DevicePluginsArgs(depends_on=nodes.gpu_ready)
     assert ("MetricsStore", "PoolAutoscaling") in edges  # query_endpoint=metrics.query_endpoint
     assert ("SlurmCluster", "StateVolumeGuard") in edges  # declared inside SlurmCluster
+
+
+def test_the_graph_draws_the_slurm_layers_wiring_and_its_call_as_the_layer():
+    edges = project_docs.wiring(REPO)
+    # components/slurm_layer.py's declare_slurm_layer wires the layer's components ...
+    assert ("SharedStorage", "SlurmCluster") in edges  # shared_claim=storage.claim_name
+    # ... and __main__.py's call of it is the layer, waiting for the cluster.
+    assert ("Cluster", "SlurmLayer") in edges  # depends_on=cluster.ready
 
 
 def test_every_registered_group_is_one_the_components_package_lists():
