@@ -8,6 +8,7 @@ from components.cluster import Cluster, ClusterArgs, ClusterContext
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.existing_network import ExistingNetwork, ExistingNetworkArgs
 from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
@@ -54,16 +55,21 @@ image = SlurmdImage(
         build_on_preview=config.build_image_on_preview,
     ),
 )
-network = Network(
-    "network",
-    NetworkArgs(
-        cidr=config.vpc_cidr,
-        zones=zones,
-        cluster_name=config.cluster_name,
-        region=config.region,
-        flow_logs_destination=config.flow_logs_destination,
-        flow_logs_retention_days=config.flow_logs_retention_days,
-    ),
+# The stack's own VPC, or the one vpcId names, read and left as it is (README, "Into an existing VPC").
+network = (
+    ExistingNetwork("network", ExistingNetworkArgs(vpc=config.existing_vpc))
+    if config.existing_vpc
+    else Network(
+        "network",
+        NetworkArgs(
+            cidr=config.vpc_cidr,
+            zones=zones,
+            cluster_name=config.cluster_name,
+            region=config.region,
+            flow_logs_destination=config.flow_logs_destination,
+            flow_logs_retention_days=config.flow_logs_retention_days,
+        ),
+    )
 )
 cluster = Cluster(
     "cluster",
@@ -214,6 +220,8 @@ slurm = SlurmCluster(
         state_depends_on=storage.gp3_ready,
         release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
         login_depends_on=lbc.ready,
+        login_subnet_ids=config.existing_vpc.login_subnet_ids if config.existing_vpc else (),
+        login_internal=config.existing_vpc is not None and config.existing_vpc.login_internal,
     ),
 )
 # After the first install and every change to a pool's NodeSet: the operator's rollout finished and
