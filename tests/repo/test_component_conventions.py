@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import components
+from devkit import offline_account
 from devkit.offline_run import run_program
 from tests.support.paths import REPO
 
@@ -296,8 +297,20 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     # The scaling components exist only where a pool autoscales (docs/scaling.md).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
+    # The network component of a VPC the stack is given (README, "Into an existing VPC").
+    existing_vpc = run_program(
+        "dev",
+        {
+            "vpcId": offline_account.LANDING_ZONE_VPC,
+            "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+        },
+        account=offline_account.LANDING_ZONE,
+    )
     registered = {
-        r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")
+        r.type
+        for graph in (dev, scaling, existing_vpc)
+        for r in graph.resources
+        if r.type.startswith("slinky-eks:")
     }
     assert registered == set(component_tokens().values())
 
