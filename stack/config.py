@@ -92,7 +92,7 @@ class StackConfig:
     # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
     # The VPC vpcId names, its subnets as EC2 described them at preview; None for the stack's own VPC.
-    existing_vpc: vpc_subnets.ExistingVpc | None = None
+    existing_vpc: vpc_subnets.ExistingVpc | None
 
     @property
     def cost_per_hour(self) -> dict:
