@@ -3,6 +3,8 @@ account (devkit/offline_account.py LANDING_ZONE). Nothing of the network is crea
 group, mount target and the database's subnet group sit in the given subnets, the login NLB is
 given its subnets, and each refusal comes before any resource, all at once."""
 
+from dataclasses import replace
+
 import pytest
 
 from devkit import offline_account as lz
@@ -140,6 +142,14 @@ def test_a_private_subnet_out_through_a_transit_gateway_is_accepted():
 def test_a_vpc_that_does_not_exist_is_refused():
     said = refused(vpcId="vpc-0123456789abcdef0")
     assert "slinky-eks:vpcId = 'vpc-0123456789abcdef0'" in said and "[vpc-exists]" in said
+
+
+def test_a_vpc_without_dns_hostnames_is_refused():
+    vpc = lz.LANDING_ZONE.vpcs[lz.LANDING_ZONE_VPC]
+    account = lz.LANDING_ZONE.but(vpcs={**lz.LANDING_ZONE.vpcs, vpc.vpc_id: replace(vpc, dns=False)})
+    graph = run_program("dev", GIVEN, expect_error=True, account=account)
+    assert graph.resources == [] and "[vpc-dns]" in str(graph.error)
+    assert f"slinky-eks:vpcId = '{lz.LANDING_ZONE_VPC}'" in str(graph.error)
 
 
 def test_a_subnet_that_does_not_exist_is_refused():
