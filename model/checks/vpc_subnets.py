@@ -249,6 +249,11 @@ class ExistingVpc:
         return found
 
     @property
+    def zones(self) -> tuple[str, ...]:
+        """The AZs of the private subnets, in the order given: where the core nodes may run."""
+        return tuple(self.private_by_zone)
+
+    @property
     def login_internal(self) -> bool:
         """No public subnet given: the login load balancer is internal, in the private subnets."""
         return not self.public

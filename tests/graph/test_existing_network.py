@@ -226,3 +226,24 @@ def test_vpc_cidr_beside_vpc_id_is_a_warning_that_it_is_ignored():
     graph = given(vpcCidr="10.1.0.0/16")
     assert any("[vpc-cidr-ignored]" in w for w in graph.warnings)
     assert graph.output("vpcId") == lz.LANDING_ZONE_VPC
+
+
+# The preflight in a given VPC: the core type where the core nodes run, no subnet slots
+
+
+def test_the_core_type_is_checked_in_the_azs_of_the_given_subnets():
+    # m7i.2xlarge is offered in us-west-2a and us-west-2d only (the offline account), so not in
+    # us-west-2b and us-west-2c, where the core nodes of these subnets could run.
+    said = refused(coreInstanceType="m7i.2xlarge")
+    assert "slinky-eks:coreInstanceType = 'm7i.2xlarge'" in said and "[core-type-offered]" in said
+    assert "every AZ of privateSubnetIds (us-west-2a, us-west-2b, us-west-2c)" in said
+
+
+def test_a_core_type_offered_in_every_given_subnets_az_is_accepted():
+    # The cluster's own second AZ would be us-west-2b (usw2-az1), which does not offer m7i.2xlarge;
+    # the given subnets are in us-west-2a and us-west-2d, which do.
+    graph = given(
+        coreInstanceType="m7i.2xlarge",
+        privateSubnetIds=[lz.LANDING_ZONE_PRIVATE["us-west-2a"], lz.TRANSIT_SUBNET],
+    )
+    assert graph.named("nodes-core").inputs["instanceTypes"] == ["m7i.2xlarge"]
