@@ -15,6 +15,11 @@ What must hold, each a rule:
   NetworkInterfaceId, VpcPeeringConnectionId, CoreNetworkArn,
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
   no way out for nodes, which have no public address;
+- every public subnet sends 0.0.0.0/0 to an internet gateway: an internet-facing load balancer's
+  subnets must be public (Elastic Load Balancing, "Subnets for your Network Load Balancer":
+  https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#subnets),
+  and the load balancer controller calls a subnet public by the same route
+  (aws-load-balancer-controller v3.5.0 pkg/networking/subnet_resolver.go, isSubnetContainsRouteToIGW);
 - the private subnets span two AZs (EKS: "subnets in at least two different Availability Zones",
   EKS user guide, https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), and every
   GPU pool's AZ has one;
@@ -57,6 +62,9 @@ SUBNET_IN_VPC = identify(
 SUBNET_ROUTE_OUT = identify(
     "subnet-route-out", ERROR, "a private subnet with a default route out", "privateSubnetIds"
 )
+PUBLIC_SUBNET_INTERNET_ROUTE = identify(
+    "public-subnet-internet-route", ERROR, "a public subnet routed to an internet gateway", "publicSubnetIds"
+)
 SUBNET_ADDRESSES = identify(
     "subnet-addresses", ERROR, "a subnet with free addresses for its nodes", "privateSubnetIds"
 )
@@ -86,7 +94,7 @@ EGRESS_TARGETS = (
 )
 # GatewayId holds an internet gateway (igw-) or a virtual private gateway (vgw-): only the second
 # is a way out for a node with no public address.
-_VPN_GATEWAY = "vgw-"
+_VPN_GATEWAY, _INTERNET_GATEWAY = "vgw-", "igw-"
 
 # Addresses EKS takes in each cluster subnet for its network interfaces: "at least six IP
 # addresses for use by Amazon EKS" (EKS user guide, network-reqs, subnet requirements).
@@ -213,6 +221,15 @@ class RouteTable:
                 return route["gateway_id"]
         return None
 
+    def internet_gateway(self) -> str | None:
+        """The internet gateway its default route goes to, else None."""
+        for route in self.routes:
+            if route.get("cidr_block") == "0.0.0.0/0" and route.get("gateway_id", "").startswith(
+                _INTERNET_GATEWAY
+            ):
+                return route["gateway_id"]
+        return None
+
 
 class NetworkAccount(Protocol):
     """The questions asked of the account about a given VPC; a refused call raises
@@ -315,6 +332,8 @@ def check(
     public = _subnets(account, region, vpc, PUBLIC, public_ids, out)
     for s in private:
         _route_out(account, region, vpc, s, out)
+    for s in public:
+        _route_in(account, region, vpc, s, out)
     _zones(private, pools, out)
     found = ExistingVpc(vpc, tuple(private), tuple(public))
     _addresses(account, region, found, pools, core_type, core_count, out)
@@ -363,6 +382,27 @@ def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: l
             "virtual private gateway, instance, network interface, peering connection or core network, so "
             "nodes there could not reach EKS, ECR or S3 (an internet gateway serves only addresses that "
             "are public)",
+        )
+    )
+
+
+def _route_in(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: list[Problem]) -> None:
+    table = account.route_table(region, vpc.vpc_id, s.subnet_id)
+    if table.internet_gateway() is not None:
+        return
+    which = (
+        f"the VPC's main route table {table.route_table_id}"
+        if table.main
+        else f"its route table {table.route_table_id}"
+    )
+    out.append(
+        error(
+            PUBLIC_SUBNET_INTERNET_ROUTE,
+            PUBLIC,
+            s.subnet_id,
+            f"a public subnet: {which} sends 0.0.0.0/0 to no internet gateway, so the internet-facing login "
+            "load balancer could not be reached there; allowed: subnets routed to an internet gateway, or [] "
+            "for an internal login load balancer",
         )
     )
 

@@ -174,6 +174,18 @@ def test_a_private_subnet_routed_to_an_internet_gateway_is_refused():
     assert f"slinky-eks:privateSubnetIds = '{PUBLIC[0]}'" in said and "[subnet-route-out]" in said
 
 
+def test_a_public_subnet_without_a_route_to_an_internet_gateway_is_refused():
+    said = refused(publicSubnetIds=[*PUBLIC, lz.TRANSIT_SUBNET])
+    assert f"slinky-eks:publicSubnetIds = '{lz.TRANSIT_SUBNET}'" in said
+    assert "[public-subnet-internet-route]" in said
+
+
+def test_the_login_service_goes_before_the_controller_that_deletes_its_nlb(landing):
+    # The NLB sits in the given subnets; on destroy the controller must still run to delete it,
+    # or it would be left in the VPC (tests/graph/scenarios/test_teardown.py for the dev stack).
+    assert landing.depends_on(landing.named("slurm-login"), landing.named("lbc-release"))
+
+
 def test_a_subnet_with_too_few_free_addresses_for_its_nodes_is_refused():
     # The tiny subnet first in us-west-2a: the dev pool's 2 x g6.12xlarge (2 x 30 addresses each)
     # would launch there.

@@ -127,3 +127,21 @@ def test_without_public_subnets_the_login_is_internal_in_the_private_ones():
     a, b = subnet("subnet-0000000a", "us-west-2a"), subnet("subnet-0000000c", "us-west-2b")
     given = ExistingVpc(VPC, (a, b))
     assert given.login_internal and given.login_subnet_ids == ("subnet-0000000a", "subnet-0000000c")
+
+
+def test_a_default_route_to_an_internet_gateway_is_a_way_in():
+    table = RouteTable("rtb-0a1b", ({"cidr_block": "0.0.0.0/0", "gateway_id": "igw-0a1b"},), main=False)
+    assert table.internet_gateway() == "igw-0a1b" and table.route_out() is None
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        {"cidr_block": "0.0.0.0/0", "nat_gateway_id": "nat-0a1b"},
+        {"cidr_block": "0.0.0.0/0", "gateway_id": "vgw-0a1b"},
+        {"cidr_block": "10.0.0.0/8", "gateway_id": "igw-0a1b"},
+    ],
+    ids=["nat", "vpn-gateway", "not-default"],
+)
+def test_anything_else_is_no_internet_gateway(route):
+    assert RouteTable("rtb-0a1b", (route,), main=False).internet_gateway() is None
