@@ -99,14 +99,17 @@ _VPN_GATEWAY, _INTERNET_GATEWAY = "vgw-", "igw-"
 # Addresses EKS takes in each cluster subnet for its network interfaces: "at least six IP
 # addresses for use by Amazon EKS" (EKS user guide, network-reqs, subnet requirements).
 EKS_ADDRESSES_PER_SUBNET = 6
-# The VPC CNI (its EKS add-on's defaults: WARM_ENI_TARGET=1) fills the node's primary network
-# interface with addresses and keeps one more interface attached with all of its addresses free
-# (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md): two interfaces' worth per node.
+# The VPC CNI's default WARM_ENI_TARGET=1 keeps "a full ENI" of addresses free beside those its
+# pods use: a node running fewer pods than one interface holds has two interfaces attached, every
+# address of both taken from the subnet (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md, its
+# table: a p3dn.24xlarge with 3 pods holds 2 ENIs and 98 secondary addresses). A node with more
+# pods takes a third interface, and so on: two is the least a node takes, so a subnet refused for
+# less than it is one that surely cannot hold its nodes.
 CNI_INTERFACES_PER_NODE = 2
 
 
 def node_addresses(ipv4_per_interface: int) -> int:
-    """The addresses one node takes from its subnet: the VPC CNI's two interfaces with every
+    """The least addresses one node takes from its subnet: the VPC CNI's two interfaces with every
     address each can hold (DescribeInstanceTypes NetworkInfo.Ipv4AddressesPerInterface). A GPU
     node's EFA interfaces add none: the launch template puts the one interface that carries
     addresses on card 0, and every other card's is EFA-only, which has no IP address (EC2 user
