@@ -47,9 +47,20 @@ VPC_NEEDS_PRIVATE_SUBNETS = identify(
 SUBNET_PRIVATE_AND_PUBLIC = identify(
     "subnet-private-and-public", ERROR, "no subnet both private and public", "publicSubnetIds"
 )
-VPC_CIDR_IGNORED = identify(
-    "vpc-cidr-ignored", WARNING, "no vpcCidr beside vpcId, which overrides it", "vpcCidr"
+OWN_NETWORK_KEY_IGNORED = identify(
+    "own-network-key-ignored",
+    WARNING,
+    "no key of the stack's own VPC beside vpcId, which overrides it",
+    "vpcCidr",
+    "flowLogsDestination",
+    "flowLogsRetentionDays",
 )
+# The keys of the VPC the stack creates, and why a given VPC ignores each.
+OWN_NETWORK_KEYS = {
+    "vpcCidr": "which keeps its own blocks",
+    "flowLogsDestination": "whose flow logs are its owner's",
+    "flowLogsRetentionDays": "whose flow logs are its owner's",
+}
 VPC_DESCRIBABLE = identify("vpc-describable", ERROR, "a VPC the deployer can describe", "vpcId")
 VPC_EXISTS = identify("vpc-exists", ERROR, "a VPC EC2 knows in the region", "vpcId")
 VPC_DNS = identify("vpc-dns", ERROR, "a VPC with DNS support and DNS hostnames on", "vpcId")
@@ -169,20 +180,22 @@ def keys_fit(ok: dict[str, Any]) -> list[Problem]:
     return found
 
 
-def vpc_cidr_ignored(values: dict[str, Any], default_cidr: str) -> list[Problem]:
-    """A warning where vpcCidr is other than its default beside vpcId: the stack creates no VPC,
-    so it is ignored. (The CLI hands the program Pulumi.yaml's default for an unset key, so only a
-    value other than the default can be the stack's own.)"""
-    if not values.get("vpcId") or values.get("vpcCidr") in (None, default_cidr):
+def own_network_keys_ignored(values: dict[str, Any], defaults: dict[str, Any]) -> list[Problem]:
+    """A warning for each key of OWN_NETWORK_KEYS other than its default beside vpcId: the stack
+    creates no VPC, so it is ignored. (The CLI hands the program Pulumi.yaml's default for an unset
+    key, so only a value other than the default can be the stack's own.)"""
+    if not values.get("vpcId"):
         return []
     return [
         warning(
-            VPC_CIDR_IGNORED,
-            "vpcCidr",
-            values["vpcCidr"],
-            f"vpcCidr = {values['vpcCidr']!r} is ignored: vpcId names an existing VPC, which keeps its own "
-            "blocks; remove it with `pulumi config rm vpcCidr`",
+            OWN_NETWORK_KEY_IGNORED,
+            key,
+            values[key],
+            f"{key} = {values[key]!r} is ignored: vpcId names an existing VPC, {why}; remove it with "
+            f"`pulumi config rm {key}`",
         )
+        for key, why in OWN_NETWORK_KEYS.items()
+        if values.get(key) not in (None, defaults[key])
     ]
 
 
