@@ -191,22 +191,26 @@ class Account:
             tuple(sorted((found.tags or {}).items())),
         )
 
-    def route_table(self, region: str, vpc_id: str, subnet_id: str) -> RouteTable:
+    def route_table(self, region: str, vpc_id: str, subnet_id: str) -> RouteTable | None:
         """The table explicitly associated with the subnet (DescribeRouteTables filter
         association.subnet-id); where none is, the VPC's main table (association.main), which the
         subnet then uses (Amazon VPC user guide, "Subnet route tables":
-        https://docs.aws.amazon.com/vpc/latest/userguide/subnet-route-tables.html)."""
+        https://docs.aws.amazon.com/vpc/latest/userguide/subnet-route-tables.html); None where the
+        deployer is shown neither."""
         own = self._find(
             "ec2:DescribeRouteTables",
             f"the route table of {subnet_id}",
             lambda: aws.ec2.get_route_table(subnet_id=subnet_id, region=region),
         )
-        table = own or _ask(
+        table = own or self._find(
             "ec2:DescribeRouteTables",
+            f"the main route table of {vpc_id}",
             lambda: aws.ec2.get_route_table(
                 vpc_id=vpc_id, region=region, filters=[{"name": "association.main", "values": ["true"]}]
             ),
         )
+        if table is None:
+            return None
         fields = ("cidr_block", "gateway_id", *EGRESS_TARGETS)
         routes = tuple({f: getattr(r, f) for f in fields if getattr(r, f, None)} for r in table.routes)
         return RouteTable(table.route_table_id, routes, own is None)

@@ -34,6 +34,8 @@ PREFLIGHT_SKIPPED = identify(
     "coreInstanceType",
     "coreNodeCount",
     "adminRoleArns",
+    "privateSubnetIds",
+    "publicSubnetIds",
 )
 REGION_ZONES_LISTABLE = identify(
     "region-zones-listable", ERROR, "a region whose zones the deployer can list", "aws:region"

@@ -257,8 +257,9 @@ class NetworkAccount(Protocol):
     def subnet(self, region: str, subnet_id: str) -> Subnet | None:
         """The subnet, or None where EC2 knows no such id in the region."""
 
-    def route_table(self, region: str, vpc_id: str, subnet_id: str) -> RouteTable:
-        """The subnet's route table: the one explicitly associated with it, else the VPC's main one."""
+    def route_table(self, region: str, vpc_id: str, subnet_id: str) -> RouteTable | None:
+        """The subnet's route table: the one explicitly associated with it, else the VPC's main one;
+        None where DescribeRouteTables shows the deployer neither."""
 
     def ipv4_per_interface(self, region: str, instance_type: str) -> int:
         """NetworkInfo.Ipv4AddressesPerInterface of the instance type."""
@@ -313,10 +314,14 @@ def check(
     core_count: int,
     out: list[Problem],
 ) -> ExistingVpc | None:
-    """Every rule of the module docstring; the VPC as found, or None where any refused it."""
+    """Every rule of the module docstring; the VPC as found, or None where any refused it. A
+    deployer who may not describe the VPC, its subnets or their route tables is refused under
+    vpcId: none of it could be checked, and the stack would build on what it cannot see."""
     before = len([p for p in out if p.is_error])
     try:
-        vpc = account.vpc(region, vpc_id)
+        found = _described(
+            account, region, vpc_id, private_ids, public_ids, pools, core_type, core_count, out
+        )
     except PermissionDenied as denied:
         out.append(
             error(
@@ -324,10 +329,25 @@ def check(
                 "vpcId",
                 vpc_id,
                 f"a VPC the deployer can describe (it lacks {denied.action}, which the program needs to "
-                "check the VPC and its subnets before creating anything in them)",
+                "check the VPC, its subnets and their routes before creating anything in them)",
             )
         )
         return None
+    return found if len([p for p in out if p.is_error]) == before else None
+
+
+def _described(
+    account: NetworkAccount,
+    region: str,
+    vpc_id: str,
+    private_ids: Sequence[str],
+    public_ids: Sequence[str],
+    pools: Sequence[GpuPool],
+    core_type: str,
+    core_count: int,
+    out: list[Problem],
+) -> ExistingVpc | None:
+    vpc = account.vpc(region, vpc_id)
     if vpc is None:
         out.append(
             error(VPC_EXISTS, "vpcId", vpc_id, f"the id of a VPC in {region}: EC2 knows no {vpc_id} there")
@@ -353,7 +373,7 @@ def check(
     _zones(private, pools, out)
     found = ExistingVpc(vpc, tuple(private), tuple(public))
     _addresses(account, region, found, pools, core_type, core_count, out)
-    return found if len([p for p in out if p.is_error]) == before else None
+    return found
 
 
 def _subnets(
@@ -380,8 +400,21 @@ def _subnets(
     return found
 
 
+def _unseen_routes(key: str, s: Subnet, what: str) -> Problem:
+    return warning(
+        PREFLIGHT_SKIPPED,
+        key,
+        s.subnet_id,
+        f"preflight: could not check that {s.subnet_id} {what}: DescribeRouteTables shows no route table for "
+        "it (neither its own nor the VPC's main one); the check is skipped",
+    )
+
+
 def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: list[Problem]) -> None:
     table = account.route_table(region, vpc.vpc_id, s.subnet_id)
+    if table is None:
+        out.append(_unseen_routes(PRIVATE, s, "routes 0.0.0.0/0 out of the VPC"))
+        return
     if table.route_out() is not None:
         return
     which = (
@@ -404,6 +437,9 @@ def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: l
 
 def _route_in(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: list[Problem]) -> None:
     table = account.route_table(region, vpc.vpc_id, s.subnet_id)
+    if table is None:
+        out.append(_unseen_routes(PUBLIC, s, "routes 0.0.0.0/0 to an internet gateway"))
+        return
     if table.internet_gateway() is not None:
         return
     which = (

@@ -270,3 +270,20 @@ def test_existing_network_exposes_exactly_what_network_does():
     from components.network import Network
 
     assert ExistingNetwork.__annotations__ == Network.__annotations__
+
+
+@pytest.mark.parametrize("action", ["ec2:DescribeSubnets", "ec2:DescribeRouteTables"])
+def test_subnets_or_routes_the_deployer_cannot_describe_are_refused_naming_the_action(action):
+    graph = run_program(
+        "dev", GIVEN, expect_error=True, account=lz.LANDING_ZONE.but(denied=frozenset({action}))
+    )
+    assert graph.resources == [] and f"it lacks {action}" in str(graph.error)
+    assert "[vpc-describable]" in str(graph.error)
+
+
+def test_a_subnet_whose_route_table_the_deployer_is_not_shown_is_a_skipped_check():
+    # Without the main table the isolated subnet (no explicit association) shows no table at all.
+    account = lz.LANDING_ZONE.but(route_tables=tuple(t for t in lz.LANDING_ZONE.route_tables if not t.main))
+    graph = run_program("dev", {**GIVEN, "privateSubnetIds": [*PRIVATE, lz.ISOLATED_SUBNET]}, account=account)
+    (said,) = [w for w in graph.warnings if lz.ISOLATED_SUBNET in w]
+    assert "could not check" in said and "[preflight-skipped]" in said
