@@ -3,6 +3,7 @@
 import pulumi
 
 from components.cluster import Cluster, ClusterArgs, ClusterContext
+from components.existing_network import ExistingNetwork, ExistingNetworkArgs
 from components.network import Network, NetworkArgs
 from components.slurm_cluster import login_user
 from components.slurm_layer import NetworkContext, SlurmLayerArgs, declare_slurm_layer
@@ -18,16 +19,21 @@ config = stack_config.load(Account())
 # pool's AZ (each pool's EFA subnet).
 zones = list(config.node_zones)
 
-network = Network(
-    "network",
-    NetworkArgs(
-        cidr=config.vpc_cidr,
-        zones=zones,
-        cluster_name=config.cluster_name,
-        region=config.region,
-        flow_logs_destination=config.flow_logs_destination,
-        flow_logs_retention_days=config.flow_logs_retention_days,
-    ),
+# The stack's own VPC, or the one vpcId names, read and left as it is (README, "Into an existing VPC").
+network = (
+    ExistingNetwork("network", ExistingNetworkArgs(vpc=config.existing_vpc))
+    if config.existing_vpc
+    else Network(
+        "network",
+        NetworkArgs(
+            cidr=config.vpc_cidr,
+            zones=zones,
+            cluster_name=config.cluster_name,
+            region=config.region,
+            flow_logs_destination=config.flow_logs_destination,
+            flow_logs_retention_days=config.flow_logs_retention_days,
+        ),
+    )
 )
 cluster = Cluster(
     "cluster",

@@ -254,6 +254,8 @@ def declare_slurm_layer(
                 *accounting.ready,
             ],
             login_depends_on=lbc.ready,
+            login_subnet_ids=config.existing_vpc.login_subnet_ids if config.existing_vpc else (),
+            login_internal=config.existing_vpc is not None and config.existing_vpc.login_internal,
         ),
         opts(),
     )

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import pulumi
 
 from model.builders.scheduling import SchedulingPolicy
-from model.checks import config_schema, gpu_pools, preflight
+from model.checks import config_schema, gpu_pools, preflight, vpc_subnets
 from model.checks.problems import Problem
 from model.checks.users import User
 from model.facts import cost
@@ -58,6 +58,10 @@ class StackConfig:
     slurm_version: str
     cert_manager_version: str
     vpc_cidr: str
+    # An existing VPC to deploy into ("" for the stack's own) and its subnets (model/checks/vpc_subnets.py).
+    vpc_id: str
+    private_subnet_ids: tuple[str, ...]
+    public_subnet_ids: tuple[str, ...]
     slurmd_image_tag: str
     dlc_base_image: str
     slurmd_base_image: str
@@ -87,6 +91,8 @@ class StackConfig:
     reservations: dict[str, Reservation]
     # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
+    # The VPC vpcId names, its subnets as EC2 described them at preview; None for the stack's own VPC.
+    existing_vpc: vpc_subnets.ExistingVpc | None
 
     @property
     def cost_per_hour(self) -> dict:
@@ -138,7 +144,11 @@ def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
     return raw
 
 
-def _preflight(account: preflight.Account, checked: config_schema.Checked) -> preflight.Findings:
+def _preflight(
+    account: preflight.Account,
+    checked: config_schema.Checked,
+    existing_vpc: vpc_subnets.ExistingVpc | None,
+) -> preflight.Findings:
     """Ask the account what it must allow (model/checks/preflight.py): zones, instance type
     offerings, the GPU quotas, the deployer, the pools' capacity reservations. Values already
     refused are left out ("", 0 and [] skip a check)."""
@@ -154,6 +164,37 @@ def _preflight(account: preflight.Account, checked: config_schema.Checked) -> pr
         ok.get("adminRoleArns", []),
         ok.get("skipGpuQuotaCheck", False),
         core_count=ok.get("coreNodeCount", 0),
+        given_zones=_given_zones(ok, existing_vpc),
+    )
+
+
+def _given_zones(ok: dict, existing_vpc: vpc_subnets.ExistingVpc | None) -> tuple[str, ...] | None:
+    """The AZs of a given VPC's private subnets for the preflight: () where they were refused,
+    None where the stack lays out its own VPC."""
+    if not ok.get("vpcId"):
+        return None
+    return existing_vpc.zones if existing_vpc else ()
+
+
+def _existing_vpc(
+    account: vpc_subnets.NetworkAccount, checked: config_schema.Checked, out: list[Problem]
+) -> vpc_subnets.ExistingVpc | None:
+    """The VPC vpcId names, checked against the account (model/checks/vpc_subnets.py); None for
+    the stack's own VPC, or where a key it needs was refused."""
+    ok = checked.accepted
+    needed = ("aws:region", "vpcId", "privateSubnetIds", "publicSubnetIds")
+    if not ok.get("vpcId") or any(k not in ok for k in needed) or not ok["privateSubnetIds"]:
+        return None
+    return vpc_subnets.check(
+        account,
+        ok["aws:region"],
+        ok["vpcId"],
+        ok["privateSubnetIds"],
+        ok["publicSubnetIds"],
+        checked.pools,
+        ok.get("coreInstanceType", ""),
+        ok.get("coreNodeCount", 0),
+        out,
     )
 
 
@@ -200,8 +241,10 @@ def _settled(
     over, namespaced) checked for keys the schema does not declare."""
     keys = list(config_schema.schema(day))
     checked = config_schema.check(raw, pulumi.get_stack(), day)
-    found = _preflight(account, checked)
-    problems = checked.problems + found.problems
+    vpc_problems: list[Problem] = []
+    existing_vpc = _existing_vpc(account, checked, vpc_problems)
+    found = _preflight(account, checked, existing_vpc)
+    problems = checked.problems + found.problems + vpc_problems
     problems += config_schema.undeclared_keys(project, given, config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
@@ -217,11 +260,12 @@ def _settled(
         users=tuple(checked.users),
         reservations=found.reservations,
         prices=prices,
+        existing_vpc=existing_vpc,
     )
 
 
 # StackConfig's fields no single key fills
-DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices")
+DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_vpc")
 
 
 def held(value: Any) -> Any:

@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import components
+from devkit import offline_account
 from devkit.offline_run import run_function, run_program
 from tests.support import published_layer
 from tests.support.paths import REPO
@@ -309,9 +310,18 @@ def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
     example = run_function(lambda: runpy.run_path(str(ROOT / "examples/own-cluster/__main__.py")))
     published = published_layer.run(published_layer.dev_settings())
+    # The network component of a VPC the stack is given (README, "Into an existing VPC").
+    existing_vpc = run_program(
+        "dev",
+        {
+            "vpcId": offline_account.LANDING_ZONE_VPC,
+            "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+        },
+        account=offline_account.LANDING_ZONE,
+    )
     registered = {
         r.type
-        for graph in (dev, scaling, example, published)
+        for graph in (dev, scaling, example, published, existing_vpc)
         for r in graph.resources
         if r.type.startswith("slinky-eks:")
     }
