@@ -24,7 +24,7 @@ from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import dashboards
 from model.builders import metrics as metrics_model
-from model.builders.slurm_values import pool_partition, slinky_image_tag
+from model.builders.slurm_values import pool_partition
 from model.facts import release
 from model.facts.contract import (
     CONTROLLER_CONTAINER,
@@ -49,8 +49,9 @@ image = SlurmdImage(
         region=config.region,
         tag=config.slurmd_image_tag,
         slurm_version=config.slurm_version,
-        dlc_image=config.dlc_base_image,
-        slurmd_base_image=config.slurmd_base_image,
+        # Both by the digest their registries hold for the configured tags (StackConfig.images).
+        dlc_image=config.images.dlc_base,
+        slurmd_base_image=config.images.slurmd_base,
         build_on_preview=config.build_image_on_preview,
     ),
 )
@@ -177,6 +178,7 @@ slinky = SlinkyOperator(
         cluster=context,
         chart_version=config.slinky_chart_version,
         cert_manager_version=config.cert_manager_version,
+        images=config.images.slinky,
         depends_on=nodes.core_ready,
     ),
 )
@@ -201,7 +203,7 @@ slurm = SlurmCluster(
         image_repository=image.repository_url,
         image_digest=image.digest,
         image_tag=config.slurmd_image_tag,
-        slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
+        slinky_images=config.images.slinky,
         ssh_public_key=config.ssh_public_key,
         users=config.users,
         ssh_allowed_cidrs=config.ssh_allowed_cidrs,

@@ -48,6 +48,22 @@ github.com/hashicorp/terraform-provider-aws):
   with unit Hrs and pricePerUnit.USD as a decimal string, beside the Reserved terms (AWS Billing
   User Guide, "Reading the price list":
   https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.html).
+- aws:ecr/getImage: DescribeImages by registry id, repository and tag
+  (hashicorp/terraform-provider-aws internal/service/ecr/image_data_source.go; ECR API Reference,
+  DescribeImages: https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html),
+  answering imageDigest, imageTags and imageUri <repository URI>@<digest>. A tag the repository
+  does not hold is DescribeImages' ImageNotFoundException, a repository it does not have
+  RepositoryNotFoundException, in the provider's "reading ECR Images" error.
+- aws:ecr/getImages: ListImages of the repository (internal/service/ecr/images_data_source.go;
+  https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ListImages.html): one
+  {imageDigest, imageTag} per tag.
+- docker:index/getRegistryImage (pulumi-docker 5.2.0, bridging kreuzwerker/terraform-provider-docker
+  v4.5.0 internal/provider/data_source_docker_registry_image.go): HEAD /v2/<name>/manifests/<tag>
+  of the registry, the digest from Docker-Content-Digest (OCI distribution-spec v1.1.0, "Pulling
+  manifests"); a manifest the registry does not hold is its 404, which the provider reports as
+  "Got error when attempting to fetch image version <name>:<tag> from registry: got bad response
+  from registry: 404 Not Found". A name without a registry host is Docker Hub's
+  (registry-1.docker.io, library/ for a one-part name).
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -119,6 +135,8 @@ class Account:
     # The Price List's on-demand Linux price in USD per hour, by (regionCode, instance type).
     prices: dict[tuple[str, str], float] = field(default_factory=dict)
     price_list_failure: str | None = None  # every GetProducts call fails with this text
+    # The images the registries hold: repository (host/path) -> its tags (held_images()).
+    images: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
@@ -205,6 +223,47 @@ DEV = DEV.but(
         ("us-west-2", "g6.12xlarge"): 4.6016 + 0.1,
     }
 )
+
+
+def image_digest(repository: str, tag: str) -> str:
+    """The digest the offline registries answer for repository:tag: a fake, derived from the two
+    (sha256 of "offline/<repository>:<tag>"), the same every run; no registry holds it."""
+    return "sha256:" + hashlib.sha256(f"offline/{repository}:{tag}".encode()).hexdigest()
+
+
+# What the registries hold is this fixture's choice, not a record of what ghcr.io or the DLC
+# registries hold: the Slinky images of the 26.05 patches the tests use, on both flavours, and the
+# operator's of the 1.2 releases; the default DLC in the DLC registries of the three regions the
+# account has; the other images tests name.
+_SLINKY = "ghcr.io/slinkyproject"
+_DLC_TAGS = ("2.13.0-cu133-amzn2023", "2.13.0-cu130-amzn2023", "2.12.0-cu130-amzn2023")
+HELD_IMAGES = {
+    **{
+        f"{_SLINKY}/{name}": tuple(
+            f"26.05.{patch}-{flavour}" for patch in (2, 3, 4, 5) for flavour in ("ubuntu24.04", "ubuntu26.04")
+        )
+        for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login")
+    },
+    **{
+        f"{_SLINKY}/{name}": ("1.2.0", "1.2.1", "1.2.2")
+        for name in ("slurm-operator", "slurm-operator-webhook")
+    },
+    **{
+        f"{registry}/pytorch": _DLC_TAGS
+        for registry in (
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com",
+            "763104351884.dkr.ecr.us-east-1.amazonaws.com",
+            "871362719292.dkr.ecr.ap-east-1.amazonaws.com",
+        )
+    },
+    "871362719292.dkr.ecr.ap-east-1.amazonaws.com/pytorch-training": (
+        "2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
+    ),
+    "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd": ("26.05.5-ubuntu24.04",),
+    "docker.io/myorg/pytorch-training": ("2.9.0-gpu",),
+    "localhost:5000/slurmd": ("26.05.5-ubuntu24.04",),
+}
+DEV = DEV.but(images=HELD_IMAGES)
 # A new account: default quotas only.
 NEW = DEV.but(quotas={})
 
@@ -432,6 +491,92 @@ def _product(account: Account, endpoint_region: str, args: dict):
     }
 
 
+def ecr_error(operation: str, code: str, message: str) -> str:
+    """The provider's text for a failed ECR call (the SDK's "operation error" form, as api_error)."""
+    return (
+        f"reading ECR Images: operation error ECR: {operation}, https response error StatusCode: 400, "
+        f"RequestID: 00000000-0000-0000-0000-000000000000, {code}: {message}"
+    )
+
+
+def _ecr_images(account: Account, token: str, args: dict, region: str):
+    registry_id = args.get("registryId") or account.account_id
+    name = args["repositoryName"]
+    repository = f"{registry_id}.dkr.ecr.{region}.amazonaws.com/{name}"
+    single = token == "aws:ecr/getImage:getImage"
+    operation = "DescribeImages" if single else "ListImages"
+    if f"ecr:{operation}" in account.denied:
+        return {}, [("", denied_message(account, f"ecr:{operation}"))]
+    if repository not in account.images:
+        return {}, [
+            (
+                "",
+                ecr_error(
+                    operation,
+                    "RepositoryNotFoundException",
+                    f"The repository with name '{name}' does not exist in the registry with id '{registry_id}'",
+                ),
+            )
+        ]
+    tags = account.images[repository]
+    if not single:
+        return {
+            "id": name,
+            "registryId": registry_id,
+            "repositoryName": name,
+            "region": region,
+            "imageIds": [{"imageDigest": image_digest(repository, t), "imageTag": t} for t in tags],
+        }
+    tag = args.get("imageTag")
+    if tag not in tags:
+        return {}, [
+            (
+                "",
+                ecr_error(
+                    operation,
+                    "ImageNotFoundException",
+                    f"The image with imageId {{imageDigest:'null', imageTag:'{tag}'}} does not exist within "
+                    f"the repository with name '{name}' in the registry with id '{registry_id}'",
+                ),
+            )
+        ]
+    digest = image_digest(repository, tag)
+    return {
+        "id": digest,
+        "imageDigest": digest,
+        "imageTag": tag,
+        "imageTags": [tag],
+        "imageUri": f"{repository}@{digest}",
+        "registryId": registry_id,
+        "repositoryName": name,
+        "region": region,
+        "imagePushedAt": 1790000000,
+        "imageSizeInBytes": 9_000_000_000,
+    }
+
+
+def _registry_image(account: Account, name: str):
+    """pulumi-docker's getRegistryImage: the registry and repository as the provider splits the
+    name (parseImageOptions: no host is Docker Hub), then the manifest by tag."""
+    head, _, rest = name.partition("/")
+    if rest and ("." in head or ":" in head or head == "localhost"):
+        host, path = head, rest
+    else:
+        host, path = "registry-1.docker.io", name if "/" in name else f"library/{name}"
+    path, _, tag = path.partition(":")
+    tags = account.images.get(f"{host}/{path}", ())
+    if tag not in tags:
+        return {}, [
+            (
+                "",
+                f"Got error when attempting to fetch image version {path}:{tag} from registry: "
+                "got bad response from registry: 404 Not Found",
+            )
+        ]
+    digest = image_digest(f"{host}/{path}", tag)
+    return {"id": digest, "name": name, "sha256Digest": digest, "insecureSkipVerify": False}
+
+
 def answer(account: Account, token: str, args: dict, provider_region: str | None = None):
     """The invoke's result dict, or (result, failures) as the provider fails it; None when the
     token is not one the account answers. `provider_region` is the region of the provider the
@@ -554,6 +699,10 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
         return _reservation(account, region, args["id"])
     if token == "aws:pricing/getProduct:getProduct":
         return _product(account, provider_region, args)
+    if token in ("aws:ecr/getImage:getImage", "aws:ecr/getImages:getImages"):
+        return _ecr_images(account, token, args, region)
+    if token == "docker:index/getRegistryImage:getRegistryImage":
+        return _registry_image(account, args["name"])
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {
             "accountId": account.account_id,

@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 
 from model.builders.scheduling import SchedulingPolicy
-from model.checks import config_schema, gpu_pools, preflight
+from model.checks import config_schema, gpu_pools, image_digests, preflight
 from model.checks.problems import Problem
 from model.checks.users import User
 from model.facts import cost
@@ -87,6 +87,9 @@ class StackConfig:
     reservations: dict[str, Reservation]
     # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
+    # dlcBaseImage, slurmdBaseImage and the Slinky images as their registries resolved them at
+    # preview: by digest (model/checks/image_digests.py).
+    images: image_digests.ResolvedImages
 
     @property
     def cost_per_hour(self) -> dict:
@@ -157,6 +160,28 @@ def _preflight(account: preflight.Account, checked: config_schema.Checked) -> pr
     )
 
 
+def _images(
+    registry: image_digests.Registry, checked: config_schema.Checked, out: list[Problem]
+) -> image_digests.ResolvedImages | None:
+    """Every image resolved to its digest (model/checks/image_digests.py); the images of a key
+    already refused are left out, and then no ResolvedImages is made (the stack is refused)."""
+    ok = checked.accepted
+    refused = {p.key for p in checked.problems if p.is_error}
+    keys = ("aws:region", "dlcBaseImage", "slurmdBaseImage", "slinkyChartVersion")
+    usable = {k for k in keys if k in ok and ok[k] and k not in refused}
+    if not usable >= {"slurmdBaseImage", "slinkyChartVersion"}:
+        return None
+    dlc = usable >= {"aws:region", "dlcBaseImage"}
+    images = image_digests.wanted(
+        ok["slurmdBaseImage"],
+        ok["slinkyChartVersion"],
+        ok["dlcBaseImage"] if dlc else None,
+        ok["aws:region"] if dlc else None,
+    )
+    resolved = image_digests.resolve(registry, images, out)
+    return image_digests.resolved_images(resolved) if "dlc" in resolved else None
+
+
 def _prices(
     account: preflight.Account, checked: config_schema.Checked, out: list[Problem]
 ) -> dict[str, cost.Price]:
@@ -175,6 +200,7 @@ def load(account: Account) -> StackConfig:
     checked = config_schema.check(_raw(keys), stack, day)
     found = _preflight(account, checked)
     problems = checked.problems + found.problems
+    images = _images(account, checked, problems)
     problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
@@ -190,11 +216,12 @@ def load(account: Account) -> StackConfig:
         users=tuple(checked.users),
         reservations=found.reservations,
         prices=prices,
+        images=images,
     )
 
 
 # StackConfig's fields no single key fills
-DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices")
+DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "images")
 
 
 def held(value: Any) -> Any:
