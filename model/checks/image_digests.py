@@ -19,7 +19,7 @@ from typing import Mapping, Protocol
 from model.checks.preflight import PermissionDenied
 from model.checks.problems import ERROR, WARNING, Problem, error, identify, warning
 from model.facts import versions
-from model.facts.image_references import by_digest, dlc_reference, parts, registry_host
+from model.facts.image_references import by_digest, dlc_reference, ecr_registry, parts, registry_host
 
 IMAGE_TAG_EXISTS = identify(
     "image-tag-exists",
@@ -158,22 +158,11 @@ def resolved_images(resolved: Mapping[str, str]) -> ResolvedImages:
 def _missing(registry: Registry, w: Wanted) -> Problem:
     name, tag, _ = parts(w.reference)
     tags = registry.image_tags(w.reference)
-    if tags is None:
-        # pulumi-docker 5.2.0 has no invoke that lists a repository's tags (its getRegistryImage
-        # and getRegistryImageManifests read one manifest), so the registry's own tags list is
-        # named: GET /v2/<name>/tags/list (OCI distribution-spec, "Content discovery", "Listing tags",
-        # https://github.com/opencontainers/distribution-spec/blob/v1.1.0/spec.md#listing-tags).
-        # Docker Hub's registry API is at registry-1.docker.io, its official images under library/
-        # (distribution/reference normalize.go).
-        host = registry_host(w.reference)
-        path = name.removeprefix(f"{host}/") if host else name
-        if host in (None, "docker.io", "index.docker.io"):
-            host, path = "registry-1.docker.io", path if "/" in path else f"library/{path}"
-        where = (
-            f"its tags are listed at https://{host}/v2/{path}/tags/list (OCI distribution-spec, Listing tags)"
-        )
-    else:
-        where = f"tags it holds: {_nearest(tag or 'latest', tags)}"
+    where = (
+        f"tags it holds: {_nearest(tag or 'latest', tags)}"
+        if tags is not None
+        else _tags_elsewhere(w.reference)
+    )
     return error(
         IMAGE_TAG_EXISTS,
         w.key,
@@ -181,6 +170,29 @@ def _missing(registry: Registry, w: Wanted) -> Problem:
         f"{'the tag of ' + name + ', ' if w.derived else ''}an image tag its registry holds; "
         f"{name} holds no tag {tag!r}; {where}",
     )
+
+
+def _tags_elsewhere(reference: str) -> str:
+    """Where to read a repository's tags when the registry did not list them here."""
+    name, _, _ = parts(reference)
+    host = registry_host(reference)
+    ecr = ecr_registry(host)
+    if ecr is not None:  # the deployer may not call ListImages
+        account, region = ecr
+        return (
+            f"its tags: aws ecr list-images --registry-id {account} --region {region} "
+            f"--repository-name {name.removeprefix(f'{host}/')}"
+        )
+    # pulumi-docker 5.2.0 has no invoke that lists a repository's tags (its getRegistryImage and
+    # getRegistryImageManifests read one manifest), so the registry's own tags list is named:
+    # GET /v2/<name>/tags/list (OCI distribution-spec v1.1.0, "Listing tags",
+    # https://github.com/opencontainers/distribution-spec/blob/v1.1.0/spec.md#listing-tags). Docker
+    # Hub's registry API is at registry-1.docker.io, its official images under library/
+    # (distribution/reference normalize.go).
+    path = name.removeprefix(f"{host}/") if host else name
+    if host in (None, "docker.io", "index.docker.io"):
+        host, path = "registry-1.docker.io", path if "/" in path else f"library/{path}"
+    return f"its tags are listed at https://{host}/v2/{path}/tags/list (OCI distribution-spec, Listing tags)"
 
 
 def _nearest(tag: str, tags: list[str]) -> str:

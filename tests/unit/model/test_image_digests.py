@@ -182,3 +182,13 @@ def test_the_resolved_images_name_each_slinky_image():
 
 def test_the_slinky_image_tag_is_the_base_images_tag_without_its_digest():
     assert slinky_image_tag(f"{BASE}@sha256:{'a' * 64}") == "26.05.5-ubuntu24.04"
+
+
+def test_an_ecr_repository_the_deployer_may_not_list_is_named_with_the_command_that_lists_it():
+    registry, out = Registry(HOLDS), []  # DLC not in `listed`: ListImages refused
+    resolve(registry, images(dlc="pytorch:9"), out)
+    (p,) = out
+    assert (
+        "aws ecr list-images --registry-id 763104351884 --region us-west-2 --repository-name pytorch"
+        in p.message
+    )
