@@ -164,12 +164,15 @@ def _images(
     registry: image_digests.Registry, checked: config_schema.Checked, out: list[Problem]
 ) -> image_digests.ResolvedImages | None:
     """Every image resolved to its digest (model/checks/image_digests.py); the images of a key
-    already refused are left out, and then no ResolvedImages is made (the stack is refused)."""
+    already refused (in `out`, the preflight's too) are left out, and then no ResolvedImages is
+    made (the stack is refused)."""
     ok = checked.accepted
-    refused = {p.key for p in checked.problems if p.is_error}
-    keys = ("aws:region", "dlcBaseImage", "slurmdBaseImage", "slinkyChartVersion")
+    refused = {p.key for p in out if p.is_error}
+    keys = ("aws:region", "dlcBaseImage", "slurmdBaseImage", "slurmVersion", "slinkyChartVersion")
     usable = {k for k in keys if k in ok and ok[k] and k not in refused}
-    if not usable >= {"slurmdBaseImage", "slinkyChartVersion"}:
+    # The Slinky images' tag is the slurmd base's, which is checked against slurmVersion
+    # (config_schema.slurmd_base_is_slurm): only then does the base surely have one.
+    if not usable >= {"slurmdBaseImage", "slurmVersion", "slinkyChartVersion"}:
         return None
     dlc = usable >= {"aws:region", "dlcBaseImage"}
     images = image_digests.wanted(

@@ -140,3 +140,9 @@ def test_without_describe_images_the_dlc_is_built_from_its_tag_with_a_warning():
     )
     (said,) = [w for w in graph.warnings if "image-lookup-skipped" in w]
     assert "ecr:DescribeImages" in said and said.startswith("dlcBaseImage")
+
+
+def test_no_image_is_asked_for_a_stack_whose_image_keys_are_already_refused():
+    graph = run_program("dev", {"slurmVersion": "x", "aws:region": "eu-north-9"}, expect_error=True)
+    assert [t for t, _ in graph.calls if t in (GET_IMAGE, REGISTRY_IMAGE)] == []
+    assert "[image-tag-exists]" not in str(graph.error)
