@@ -78,6 +78,7 @@ from dataclasses import dataclass, field, replace
 
 from model.facts.catalog import efa_gpu_types, lookup
 from model.facts.cost import LIST_PRICES, PRICE_LIST_REGIONS
+from model.facts.versions import SLINKY_IMAGES
 
 
 @dataclass(frozen=True)
@@ -235,7 +236,7 @@ def image_digest(repository: str, tag: str) -> str:
 # registries hold: the Slinky images of the 26.05 patches the tests use, on both flavours, and the
 # operator's of the 1.2 releases; the default DLC in the DLC registries of the three regions the
 # account has; the other images tests name.
-_SLINKY = "ghcr.io/slinkyproject"
+_SLINKY = SLINKY_IMAGES
 _DLC_TAGS = ("2.13.0-cu133-amzn2023", "2.13.0-cu130-amzn2023", "2.12.0-cu130-amzn2023")
 HELD_IMAGES = {
     **{
