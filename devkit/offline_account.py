@@ -57,13 +57,13 @@ github.com/hashicorp/terraform-provider-aws):
 - aws:ecr/getImages: ListImages of the repository (internal/service/ecr/images_data_source.go;
   https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ListImages.html): one
   {imageDigest, imageTag} per tag.
-- docker:index/getRegistryImage (pulumi-docker 5.2.0, bridging kreuzwerker/terraform-provider-docker
-  v4.5.0 internal/provider/data_source_docker_registry_image.go): HEAD /v2/<name>/manifests/<tag>
-  of the registry, the digest from Docker-Content-Digest (OCI distribution-spec v1.1.0, "Pulling
-  manifests"); a manifest the registry does not hold is its 404, which the provider reports as
-  "Got error when attempting to fetch image version <name>:<tag> from registry: got bad response
-  from registry: 404 Not Found". A name without a registry host is Docker Hub's
-  (registry-1.docker.io, library/ for a one-part name).
+- Any other registry (stack/registry.py) over its HTTP API, as ghcr.io answers it (OCI
+  distribution-spec v1.1.0, "Pulling manifests", "Listing tags", "Error Codes"; the token protocol
+  of distribution/distribution docs/spec/auth/token.md): a request without a token is 401 with a
+  Bearer challenge naming the realm, service and pull scope; the realm hands out an anonymous
+  token; with it, HEAD of a held tag's manifest is 200 with Docker-Content-Digest, of another tag
+  404 MANIFEST_UNKNOWN, of an unknown repository 404 NAME_UNKNOWN; the tags list is
+  {"name", "tags"}.
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -74,11 +74,14 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import re
+import urllib.parse
 from dataclasses import dataclass, field, replace
 
 from model.facts.catalog import efa_gpu_types, lookup
 from model.facts.cost import LIST_PRICES, PRICE_LIST_REGIONS
 from model.facts.versions import SLINKY_IMAGES
+from stack.registry import Response
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,7 @@ HELD_IMAGES = {
         "2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
     ),
     "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd": ("26.05.5-ubuntu24.04",),
-    "docker.io/myorg/pytorch-training": ("2.9.0-gpu",),
+    "registry-1.docker.io/myorg/pytorch-training": ("2.9.0-gpu",),
     "localhost:5000/slurmd": ("26.05.5-ubuntu24.04",),
 }
 DEV = DEV.but(images=HELD_IMAGES)
@@ -556,26 +559,47 @@ def _ecr_images(account: Account, token: str, args: dict, region: str):
     }
 
 
-def _registry_image(account: Account, name: str):
-    """pulumi-docker's getRegistryImage: the registry and repository as the provider splits the
-    name (parseImageOptions: no host is Docker Hub), then the manifest by tag."""
-    head, _, rest = name.partition("/")
-    if rest and ("." in head or ":" in head or head == "localhost"):
-        host, path = head, rest
-    else:
-        host, path = "registry-1.docker.io", name if "/" in name else f"library/{name}"
-    path, _, tag = path.partition(":")
-    tags = account.images.get(f"{host}/{path}", ())
-    if tag not in tags:
-        return {}, [
-            (
-                "",
-                f"Got error when attempting to fetch image version {path}:{tag} from registry: "
-                "got bad response from registry: 404 Not Found",
-            )
-        ]
-    digest = image_digest(f"{host}/{path}", tag)
-    return {"id": digest, "name": name, "sha256Digest": digest, "insecureSkipVerify": False}
+ANONYMOUS_TOKEN = "offline-anonymous-pull"
+
+
+def registry_answer(account: Account, method: str, url: str, headers: dict[str, str]) -> Response:
+    """What a registry of `account.images` answers to one request of stack/registry.py."""
+    parsed = urllib.parse.urlsplit(url)
+    host, path = parsed.netloc, parsed.path
+    if path == "/token":
+        query = urllib.parse.parse_qs(parsed.query)
+        assert query.get("service") == [host], query
+        return Response(
+            200, {"content-type": "application/json"}, json.dumps({"token": ANONYMOUS_TOKEN}).encode()
+        )
+    found = re.fullmatch(r"/v2/(.+)/(manifests|tags)/(.+)", path)
+    if found is None:
+        raise ValueError(f"the offline registry does not model {method} {url}")
+    name, kind, rest = found.groups()
+    if headers.get("Authorization") != f"Bearer {ANONYMOUS_TOKEN}":
+        challenge = f'Bearer realm="https://{host}/token",service="{host}",scope="repository:{name}:pull"'
+        return Response(401, {"www-authenticate": challenge}, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+    repository = f"{host}/{name}"
+    if repository not in account.images:
+        return Response(404, {}, _registry_error("NAME_UNKNOWN", "repository name not known to registry"))
+    tags = account.images[repository]
+    if kind == "tags":
+        body = json.dumps({"name": name, "tags": list(tags)}).encode()
+        return Response(200, {"content-type": "application/json"}, body)
+    if rest not in tags:
+        return Response(404, {}, _registry_error("MANIFEST_UNKNOWN", "manifest unknown"))
+    return Response(
+        200,
+        {
+            "content-type": "application/vnd.oci.image.index.v1+json",
+            "docker-content-digest": image_digest(repository, rest),
+        },
+        b"" if method == "HEAD" else b"{}",
+    )
+
+
+def _registry_error(code: str, message: str) -> bytes:
+    return json.dumps({"errors": [{"code": code, "message": message}]}).encode()
 
 
 def answer(account: Account, token: str, args: dict, provider_region: str | None = None):
@@ -702,8 +726,6 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
         return _product(account, provider_region, args)
     if token in ("aws:ecr/getImage:getImage", "aws:ecr/getImages:getImages"):
         return _ecr_images(account, token, args, region)
-    if token == "docker:index/getRegistryImage:getRegistryImage":
-        return _registry_image(account, args["name"])
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {
             "accountId": account.account_id,

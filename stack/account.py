@@ -13,13 +13,13 @@ from typing import Callable, Sequence, TypeVar
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_docker as docker
 
 from model.checks.preflight import PermissionDenied, Zone
 from model.facts import cost
 from model.facts.capacity import Reservation
 from model.facts.cost import PriceListUnanswered
 from model.facts.image_references import ecr_registry, parts, registry_host
+from stack.registry import Registry, RegistryError
 
 T = TypeVar("T")
 
@@ -91,21 +91,16 @@ _NO_RESERVATION = re.compile(
 # and the provider's own answer to an empty result (hashicorp/terraform-provider-aws
 # internal/service/ecr/image_data_source.go: "Your query returned no results").
 _NO_ECR_IMAGE = re.compile(r"ImageNotFoundException|RepositoryNotFoundException|returned no results")
-# A registry's answer for a manifest it does not hold: 404 with MANIFEST_UNKNOWN or NAME_UNKNOWN
-# (OCI distribution-spec v1.1.0, "Pulling manifests" and "Error Codes"); pulumi-docker's
-# getRegistryImage reports the status ("got bad response from registry: 404 Not Found":
-# kreuzwerker/terraform-provider-docker internal/provider/data_source_docker_registry_image.go at
-# v4.5.0, the provider pulumi-docker 5.2.0 bridges).
-_NO_MANIFEST = re.compile(r"404 Not Found|MANIFEST_UNKNOWN|NAME_UNKNOWN")
 
 
 class Account:
     """The deploying account, asked through pulumi-aws invokes (model.checks.preflight.Account),
-    and the image registries, through pulumi-aws's ECR invokes and pulumi-docker's
-    (model.checks.image_digests.Registry)."""
+    and the image registries (model.checks.image_digests.Registry): ECR through pulumi-aws's
+    invokes, any other registry through its own API (stack/registry.py)."""
 
     def __init__(self) -> None:
         self._price_list: aws.Provider | None = None
+        self._registries = Registry()
 
     def zones(self, region: str) -> list[Zone] | None:
         """The region's standard availability zones in every state, each marked with whether it
@@ -255,54 +250,47 @@ class Account:
         and tag: hashicorp/terraform-provider-aws internal/service/ecr/image_data_source.go; its
         imageDigest is the manifest's, ImageDetail.imageDigest,
         https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ImageDetail.html), with the
-        deployer's credentials. Any other registry through its own API: pulumi-docker's
-        getRegistryImage sends HEAD /v2/<name>/manifests/<tag> accepting the OCI index and Docker
-        manifest list types, so a multi-platform image answers its index's digest, read from
-        Docker-Content-Digest (OCI distribution-spec v1.1.0, "Pulling manifests"); it pulls
-        anonymously where the registry's 401 offers a token (ghcr.io does for public images), the
-        token scope from the registry's WWW-Authenticate (kreuzwerker/terraform-provider-docker
-        v4.5.0 internal/provider/data_source_docker_registry_image.go, authentication_helpers.go)."""
+        deployer's credentials. Any other registry through its own API, anonymously
+        (stack/registry.py)."""
         name, tag, _ = parts(reference)
         ecr = ecr_registry(registry_host(reference))
-        if ecr is not None:
-            account, region = ecr
+        if ecr is None:
             try:
-                found = _ask(
-                    "ecr:DescribeImages",
-                    lambda: aws.ecr.get_image(
-                        registry_id=account,
-                        repository_name=name.split("/", 1)[1],
-                        image_tag=tag or "latest",
-                        region=region,
-                    ),
-                )
-            except PermissionDenied:
-                raise
-            except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
-                if _NO_ECR_IMAGE.search(str(e)):
-                    return None
+                return self._registries.image_digest(reference)
+            except RegistryError as e:
                 raise _unreachable(f"the digest of {reference}", e) from e
-            return found.image_digest
+        account, region = ecr
         try:
-            # The default provider: the data source asks the registry over HTTPS and never makes
-            # a Docker client (ProviderConfig.MakeClient, which pings the daemon, serves the
-            # resources: internal/provider/config.go at v4.5.0), so no Docker is needed.
-            found = docker.get_registry_image(name=reference)
+            found = _ask(
+                "ecr:DescribeImages",
+                lambda: aws.ecr.get_image(
+                    registry_id=account,
+                    repository_name=name.split("/", 1)[1],
+                    image_tag=tag or "latest",
+                    region=region,
+                ),
+            )
+        except PermissionDenied:
+            raise
         except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
-            if _NO_MANIFEST.search(str(e)):
+            if _NO_ECR_IMAGE.search(str(e)):
                 return None
             raise _unreachable(f"the digest of {reference}", e) from e
-        return found.sha256_digest
+        return found.image_digest
 
     def image_tags(self, reference: str) -> list[str] | None:
-        """The tags an ECR repository holds (aws:ecr/getImages is ListImages:
+        """The tags the repository holds: on ECR through aws:ecr/getImages (ListImages:
         internal/service/ecr/images_data_source.go; ImageIdentifier.imageTag,
-        https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ListImages.html); None for
-        any other registry, where no invoke lists tags (pulumi-docker 5.2.0 has none)."""
+        https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ListImages.html), None
+        where the deployer may not list them; elsewhere the registry's tags list
+        (stack/registry.py)."""
         name, _, _ = parts(reference)
         ecr = ecr_registry(registry_host(reference))
         if ecr is None:
-            return None
+            try:
+                return self._registries.image_tags(reference)
+            except RegistryError as e:
+                raise _unreachable(f"the tags of {name}", e) from e
         account, region = ecr
         try:
             found = _ask(

@@ -7,8 +7,9 @@ it, instead of failing the build or a pod after the network and EKS are up; a ta
 later (AWS re-pushes a DLC tag with each patch) cannot change what runs without a new `up`.
 
 Pure: the registries are asked through the Registry protocol (stack/account.py answers it with
-pulumi-aws's aws:ecr/getImage and getImages and pulumi-docker's getRegistryImage; devkit's offline
-account answers those invokes). A reference given with @sha256: is used as given, unasked.
+pulumi-aws's aws:ecr/getImage and getImages for ECR, and through the registry's own API elsewhere:
+stack/registry.py; devkit's offline account answers both). A reference given with @sha256: is used
+as given, unasked.
 """
 
 from __future__ import annotations
@@ -183,9 +184,8 @@ def _tags_elsewhere(reference: str) -> str:
             f"its tags: aws ecr list-images --registry-id {account} --region {region} "
             f"--repository-name {name.removeprefix(f'{host}/')}"
         )
-    # pulumi-docker 5.2.0 has no invoke that lists a repository's tags (its getRegistryImage and
-    # getRegistryImageManifests read one manifest), so the registry's own tags list is named:
-    # GET /v2/<name>/tags/list (OCI distribution-spec v1.1.0, "Listing tags",
+    # A registry that did not list them (it refused the tags list) is named with the address of
+    # its list: GET /v2/<name>/tags/list (OCI distribution-spec v1.1.0, "Listing tags",
     # https://github.com/opencontainers/distribution-spec/blob/v1.1.0/spec.md#listing-tags). Docker
     # Hub's registry API is at registry-1.docker.io, its official images under library/
     # (distribution/reference normalize.go).

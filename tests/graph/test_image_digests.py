@@ -1,11 +1,12 @@
 """The program resolves every image to a digest before it registers anything (model/checks/image_digests.py
 through stack/account.py): the DLC through ECR's DescribeImages, the ghcr.io images through the
-registry's manifest (pulumi-docker's getRegistryImage), answered by the offline account as the
-providers answer; the image build and the charts then use the digests, and a tag no registry holds
-is refused with the stack's other problems, naming its key."""
+registry's own API (stack/registry.py), answered by the offline account as ECR and the registry
+answer; the image build and the charts then use the digests, and a tag no registry holds is
+refused with the stack's other problems, naming its key."""
 
 import pytest
 
+from devkit import offline_account
 from devkit.offline_account import DEV, image_digest
 from devkit.offline_run import run_program
 from model.facts import versions
@@ -14,13 +15,29 @@ from tests.support.program import rejected
 
 DLC_REPOSITORY = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch"
 GET_IMAGE = "aws:ecr/getImage:getImage"
-REGISTRY_IMAGE = "docker:index/getRegistryImage:getRegistryImage"
 SLINKY = versions.SLINKY_IMAGES
 TAG = versions.SLURMD_BASE_IMAGE.rsplit(":", 1)[1]
 
 
 def by_digest(repository: str, tag: str) -> str:
     return f"{repository}:{tag}@{image_digest(repository, tag)}"
+
+
+@pytest.fixture
+def manifests_asked(monkeypatch) -> list[str]:
+    """The references whose manifest the program asks a registry for (HEAD), in a run of a
+    configuration this process has not run before (an earlier run's graph is reused)."""
+    asked, answer = [], offline_account.registry_answer
+
+    def recording(account, method, url, headers):
+        if method == "HEAD" and "Authorization" in headers:
+            host, _, rest = url.removeprefix("https://").partition("/v2/")
+            name, _, tag = rest.partition("/manifests/")
+            asked.append(f"{host}/{name}:{tag}")
+        return answer(account, method, url, headers)
+
+    monkeypatch.setattr(offline_account, "registry_answer", recording)
+    return asked
 
 
 def test_the_dlc_is_resolved_through_ecr_in_the_dlc_account_of_the_region(dev):
@@ -35,9 +52,9 @@ def test_the_dlc_is_resolved_through_ecr_in_the_dlc_account_of_the_region(dev):
     ]
 
 
-def test_the_ghcr_images_are_resolved_through_the_registry(dev):
-    asked = sorted(a["name"] for t, a in dev.calls if t == REGISTRY_IMAGE)
-    assert asked == sorted(
+def test_the_ghcr_images_are_resolved_through_the_registry(manifests_asked):
+    run_program("dev", {"clusterName": "digests"})
+    assert sorted(manifests_asked) == sorted(
         [versions.SLURMD_BASE_IMAGE]
         + [f"{SLINKY}/{n}:{TAG}" for n in ("slurmctld", "slurmrestd", "slurmdbd", "login")]
         + [
@@ -53,13 +70,13 @@ def test_the_image_build_starts_from_the_bases_by_digest(dev):
     assert args["SLURMD_IMAGE"] == by_digest(f"{SLINKY}/slurmd", TAG)
 
 
-def test_a_base_pinned_by_digest_is_used_as_given_and_not_asked():
-    pinned = f"{versions.SLURMD_BASE_IMAGE}@sha256:{'cd' * 32}"
+def test_a_base_pinned_by_digest_is_used_as_given_and_not_asked(manifests_asked):
+    pinned = f"{versions.SLURMD_BASE_IMAGE}@sha256:{'ef' * 32}"
     graph = run_program("dev", {"slurmdBaseImage": pinned})
     assert graph.named("slurmd-build").inputs["buildArgs"]["SLURMD_IMAGE"] == pinned
-    assert pinned not in [a["name"] for t, a in graph.calls if t == REGISTRY_IMAGE]
+    assert versions.SLURMD_BASE_IMAGE not in manifests_asked
     # Its tag still names the Slinky images, which are asked.
-    assert f"{SLINKY}/slurmctld:{TAG}" in [a["name"] for t, a in graph.calls if t == REGISTRY_IMAGE]
+    assert f"{SLINKY}/slurmctld:{TAG}" in manifests_asked
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +132,7 @@ def test_a_slurm_release_slinky_has_not_published_is_refused_naming_slurmd_base_
     assert msg.startswith("invalid stack configuration (5 problems)")
     for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login"):
         assert f"{SLINKY}/{name} holds no tag '{release}-ubuntu24.04'" in msg
-    assert "https://ghcr.io/v2/slinkyproject/slurmctld/tags/list" in msg
+    assert "tags it holds: 26.05.2-ubuntu24.04, 26.05.2-ubuntu26.04, 26.05.3-ubuntu24.04" in msg
     assert msg.count(f"slinky-eks:slurmdBaseImage = '{base}'") == 5
 
 
@@ -142,7 +159,7 @@ def test_without_describe_images_the_dlc_is_built_from_its_tag_with_a_warning():
     assert "ecr:DescribeImages" in said and said.startswith("dlcBaseImage")
 
 
-def test_no_image_is_asked_for_a_stack_whose_image_keys_are_already_refused():
+def test_no_image_is_asked_for_a_stack_whose_image_keys_are_already_refused(manifests_asked):
     graph = run_program("dev", {"slurmVersion": "x", "aws:region": "eu-north-9"}, expect_error=True)
-    assert [t for t, _ in graph.calls if t in (GET_IMAGE, REGISTRY_IMAGE)] == []
+    assert [t for t, _ in graph.calls if t == GET_IMAGE] == [] and manifests_asked == []
     assert "[image-tag-exists]" not in str(graph.error)

@@ -179,7 +179,7 @@ def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
     assert build.inputs["buildArgs"][
         "DLC_IMAGE"
     ] == "docker.io/myorg/pytorch-training:2.9.0-gpu@" + image_digest(
-        "docker.io/myorg/pytorch-training", "2.9.0-gpu"
+        "registry-1.docker.io/myorg/pytorch-training", "2.9.0-gpu"
     )
     assert {r["address"] for r in build.inputs["registries"]} == {REPO_URL.split("/")[0]}
     tokens = [a for t, a in graph.calls if t.endswith("getAuthorizationToken")]
