@@ -4,7 +4,7 @@ in place, webhook ready, before it can be installed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -24,6 +24,8 @@ class SlinkyOperatorArgs:
     chart_version: str
     # The cert-manager chart's version (certManagerVersion).
     cert_manager_version: str
+    # The operator's and webhook's images by name, by digest (StackConfig.images.slinky).
+    images: Mapping[str, str]
     # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
     cluster: ClusterContext
     # What every release waits for: the core nodes they run on (NodeGroups.core_ready).
@@ -105,7 +107,7 @@ class SlinkyOperator(pulumi.ComponentResource):
             self._args.chart_version,
             versions.SLINKY_REPOSITORY,
             OPERATOR_NAMESPACE,
-            slinky_operator.operator_values(),
+            slinky_operator.operator_values(self._args.images),
             [*self._args.depends_on, self.cert_manager, self.crds],
             timeout=900,
         )

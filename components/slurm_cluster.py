@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -55,8 +55,8 @@ class SlurmClusterArgs:
     image_digest: pulumi.Input[str]
     # Its tag (slurmdImageTag), rendered beside the digest.
     image_tag: str
-    # The tag of the Slinky controller/restd/login images (slurm_values.slinky_image_tag).
-    slinky_image_tag: str
+    # The Slinky controller/restd/dbd/login images by name, by digest (StackConfig.images.slinky).
+    slinky_images: Mapping[str, str]
     # root's authorized key on the login pod (sshPublicKey); "" for no root login.
     ssh_public_key: str
     # The named users (StackConfig.users): their identities in the pods and their keys.
@@ -228,7 +228,7 @@ class SlurmCluster(pulumi.ComponentResource):
                     state_claim=STATE_CLAIM,
                     slurm_key_secret=SLURM_KEY_SECRET,
                     jwt_key_secret=JWT_KEY_SECRET,
-                    slinky_image_tag=args.slinky_image_tag,
+                    slinky_images=args.slinky_images,
                     accounting_host=known[2],
                     accounting_password_secret=args.accounting_password_secret,
                     scheduling=args.scheduling,

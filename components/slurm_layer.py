@@ -36,7 +36,6 @@ from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import metrics as metrics_model
-from model.builders.slurm_values import slinky_image_tag
 from model.facts.contract import CONTROLLER_CONTAINER, CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
 from stack.config import StackConfig
 
@@ -108,8 +107,9 @@ def declare_slurm_layer(
             region=config.region,
             tag=config.slurmd_image_tag,
             slurm_version=config.slurm_version,
-            dlc_image=config.dlc_base_image,
-            slurmd_base_image=config.slurmd_base_image,
+            # Both by the digest their registries hold for the configured tags (StackConfig.images).
+            dlc_image=config.images.dlc_base,
+            slurmd_base_image=config.images.slurmd_base,
             build_on_preview=config.build_image_on_preview,
         ),
         opts(),
@@ -209,6 +209,7 @@ def declare_slurm_layer(
             cluster=context,
             chart_version=config.slinky_chart_version,
             cert_manager_version=config.cert_manager_version,
+            images=config.images.slinky,
             depends_on=nodes.core_ready,
         ),
         opts(),
@@ -235,7 +236,7 @@ def declare_slurm_layer(
             image_repository=image.repository_url,
             image_digest=image.digest,
             image_tag=config.slurmd_image_tag,
-            slinky_image_tag=slinky_image_tag(config.slurmd_base_image),
+            slinky_images=config.images.slinky,
             ssh_public_key=config.ssh_public_key,
             users=config.users,
             ssh_allowed_cidrs=config.ssh_allowed_cidrs,

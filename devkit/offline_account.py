@@ -70,6 +70,22 @@ github.com/hashicorp/terraform-provider-aws):
 - aws:ec2/getInstanceType also answers maximum_ipv4_addresses_per_interface
   (NetworkInfo.Ipv4AddressesPerInterface) from the DescribeInstanceTypes records of the reference
   data (../shared/ref/aws/describe-instance-types.json) for GPU types, from _CPU_IPV4 for the CPU ones.
+- aws:ecr/getImage: DescribeImages by registry id, repository and tag
+  (hashicorp/terraform-provider-aws internal/service/ecr/image_data_source.go; ECR API Reference,
+  DescribeImages: https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html),
+  answering imageDigest, imageTags and imageUri <repository URI>@<digest>. A tag the repository
+  does not hold is DescribeImages' ImageNotFoundException, a repository it does not have
+  RepositoryNotFoundException, in the provider's "reading ECR Images" error.
+- aws:ecr/getImages: ListImages of the repository (internal/service/ecr/images_data_source.go;
+  https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ListImages.html): one
+  {imageDigest, imageTag} per tag.
+- Any other registry (stack/registry.py) over its HTTP API, as ghcr.io answers it (OCI
+  distribution-spec v1.1.0, "Pulling manifests", "Listing tags", "Error Codes"; the token protocol
+  of distribution/distribution docs/spec/auth/token.md): a request without a token is 401 with a
+  Bearer challenge naming the realm, service and pull scope; the realm hands out an anonymous
+  token; with it, HEAD of a held tag's manifest is 200 with Docker-Content-Digest, of another tag
+  404 MANIFEST_UNKNOWN, of an unknown repository 404 NAME_UNKNOWN; the tags list is
+  {"name", "tags"}.
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -80,10 +96,14 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import re
+import urllib.parse
 from dataclasses import dataclass, field, replace
 
 from model.facts.catalog import efa_gpu_types, lookup
 from model.facts.cost import LIST_PRICE_SOURCE, LIST_PRICES, PRICE_LIST_REGIONS
+from model.facts.versions import SLINKY_IMAGES
+from stack.registry import Response
 
 
 @dataclass(frozen=True)
@@ -183,6 +203,8 @@ class Account:
     vpcs: dict[str, VpcRecord] = field(default_factory=dict)
     subnets: dict[str, SubnetRecord] = field(default_factory=dict)
     route_tables: tuple[RouteTableRecord, ...] = ()
+    # The images the registries hold: repository (host/path) -> its tags (held_images()).
+    images: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
@@ -278,6 +300,47 @@ DEV = DEV.but(
         ("us-west-2", "g6.12xlarge"): 4.6016 + 0.1,
     }
 )
+
+
+def image_digest(repository: str, tag: str) -> str:
+    """The digest the offline registries answer for repository:tag: a fake, derived from the two
+    (sha256 of "offline/<repository>:<tag>"), the same every run; no registry holds it."""
+    return "sha256:" + hashlib.sha256(f"offline/{repository}:{tag}".encode()).hexdigest()
+
+
+# What the registries hold is this fixture's choice, not a record of what ghcr.io or the DLC
+# registries hold: the Slinky images of the 26.05 patches the tests use, on both flavours, and the
+# operator's of the 1.2 releases; the default DLC in the DLC registries of the three regions the
+# account has; the other images tests name.
+_SLINKY = SLINKY_IMAGES
+_DLC_TAGS = ("2.13.0-cu133-amzn2023", "2.13.0-cu130-amzn2023", "2.12.0-cu130-amzn2023")
+HELD_IMAGES = {
+    **{
+        f"{_SLINKY}/{name}": tuple(
+            f"26.05.{patch}-{flavour}" for patch in (2, 3, 4, 5) for flavour in ("ubuntu24.04", "ubuntu26.04")
+        )
+        for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login")
+    },
+    **{
+        f"{_SLINKY}/{name}": ("1.2.0", "1.2.1", "1.2.2")
+        for name in ("slurm-operator", "slurm-operator-webhook")
+    },
+    **{
+        f"{registry}/pytorch": _DLC_TAGS
+        for registry in (
+            "763104351884.dkr.ecr.us-west-2.amazonaws.com",
+            "763104351884.dkr.ecr.us-east-1.amazonaws.com",
+            "871362719292.dkr.ecr.ap-east-1.amazonaws.com",
+        )
+    },
+    "871362719292.dkr.ecr.ap-east-1.amazonaws.com/pytorch-training": (
+        "2.9.0-gpu-py312-cu130-ubuntu22.04-ec2",
+    ),
+    "210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd": ("26.05.5-ubuntu24.04",),
+    "registry-1.docker.io/myorg/pytorch-training": ("2.9.0-gpu",),
+    "localhost:5000/slurmd": ("26.05.5-ubuntu24.04",),
+}
+DEV = DEV.but(images=HELD_IMAGES)
 # A new account: default quotas only.
 NEW = DEV.but(quotas={})
 
@@ -737,6 +800,113 @@ def _ipv4_per_interface(instance_type: str) -> int | None:
     return None
 
 
+def ecr_error(operation: str, code: str, message: str) -> str:
+    """The provider's text for a failed ECR call (the SDK's "operation error" form, as api_error)."""
+    return (
+        f"reading ECR Images: operation error ECR: {operation}, https response error StatusCode: 400, "
+        f"RequestID: 00000000-0000-0000-0000-000000000000, {code}: {message}"
+    )
+
+
+def _ecr_images(account: Account, token: str, args: dict, region: str):
+    registry_id = args.get("registryId") or account.account_id
+    name = args["repositoryName"]
+    repository = f"{registry_id}.dkr.ecr.{region}.amazonaws.com/{name}"
+    single = token == "aws:ecr/getImage:getImage"
+    operation = "DescribeImages" if single else "ListImages"
+    if f"ecr:{operation}" in account.denied:
+        return {}, [("", denied_message(account, f"ecr:{operation}"))]
+    if repository not in account.images:
+        return {}, [
+            (
+                "",
+                ecr_error(
+                    operation,
+                    "RepositoryNotFoundException",
+                    f"The repository with name '{name}' does not exist in the registry with id '{registry_id}'",
+                ),
+            )
+        ]
+    tags = account.images[repository]
+    if not single:
+        return {
+            "id": name,
+            "registryId": registry_id,
+            "repositoryName": name,
+            "region": region,
+            "imageIds": [{"imageDigest": image_digest(repository, t), "imageTag": t} for t in tags],
+        }
+    tag = args.get("imageTag")
+    if tag not in tags:
+        return {}, [
+            (
+                "",
+                ecr_error(
+                    operation,
+                    "ImageNotFoundException",
+                    f"The image with imageId {{imageDigest:'null', imageTag:'{tag}'}} does not exist within "
+                    f"the repository with name '{name}' in the registry with id '{registry_id}'",
+                ),
+            )
+        ]
+    digest = image_digest(repository, tag)
+    return {
+        "id": digest,
+        "imageDigest": digest,
+        "imageTag": tag,
+        "imageTags": [tag],
+        "imageUri": f"{repository}@{digest}",
+        "registryId": registry_id,
+        "repositoryName": name,
+        "region": region,
+        "imagePushedAt": 1790000000,
+        "imageSizeInBytes": 9_000_000_000,
+    }
+
+
+ANONYMOUS_TOKEN = "offline-anonymous-pull"
+
+
+def registry_answer(account: Account, method: str, url: str, headers: dict[str, str]) -> Response:
+    """What a registry of `account.images` answers to one request of stack/registry.py."""
+    parsed = urllib.parse.urlsplit(url)
+    host, path = parsed.netloc, parsed.path
+    if path == "/token":
+        query = urllib.parse.parse_qs(parsed.query)
+        assert query.get("service") == [host], query
+        return Response(
+            200, {"content-type": "application/json"}, json.dumps({"token": ANONYMOUS_TOKEN}).encode()
+        )
+    found = re.fullmatch(r"/v2/(.+)/(manifests|tags)/(.+)", path)
+    if found is None:
+        raise ValueError(f"the offline registry does not model {method} {url}")
+    name, kind, rest = found.groups()
+    if headers.get("Authorization") != f"Bearer {ANONYMOUS_TOKEN}":
+        challenge = f'Bearer realm="https://{host}/token",service="{host}",scope="repository:{name}:pull"'
+        return Response(401, {"www-authenticate": challenge}, b'{"errors":[{"code":"UNAUTHORIZED"}]}')
+    repository = f"{host}/{name}"
+    if repository not in account.images:
+        return Response(404, {}, _registry_error("NAME_UNKNOWN", "repository name not known to registry"))
+    tags = account.images[repository]
+    if kind == "tags":
+        body = json.dumps({"name": name, "tags": list(tags)}).encode()
+        return Response(200, {"content-type": "application/json"}, body)
+    if rest not in tags:
+        return Response(404, {}, _registry_error("MANIFEST_UNKNOWN", "manifest unknown"))
+    return Response(
+        200,
+        {
+            "content-type": "application/vnd.oci.image.index.v1+json",
+            "docker-content-digest": image_digest(repository, rest),
+        },
+        b"" if method == "HEAD" else b"{}",
+    )
+
+
+def _registry_error(code: str, message: str) -> bytes:
+    return json.dumps({"errors": [{"code": code, "message": message}]}).encode()
+
+
 def answer(account: Account, token: str, args: dict, provider_region: str | None = None):
     """The invoke's result dict, or (result, failures) as the provider fails it; None when the
     token is not one the account answers. `provider_region` is the region of the provider the
@@ -881,6 +1051,8 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
         return read(account, region, args)
     if token == "aws:pricing/getProduct:getProduct":
         return _product(account, provider_region, args)
+    if token in ("aws:ecr/getImage:getImage", "aws:ecr/getImages:getImages"):
+        return _ecr_images(account, token, args, region)
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
         return {
             "accountId": account.account_id,

@@ -536,12 +536,19 @@ def _run_program(
     def _run():
         program()
 
-    # The one thing the program fetches outside Pulumi (the region's RDS CA bundle) answered by
-    # the account too: no run downloads anything.
+    # What the program fetches outside Pulumi (the region's RDS CA bundle) answered by the account
+    # too: no run downloads anything.
     from components import accounting_database
 
     fetch_ca_bundle = accounting_database.rds_ca_bundle
     accounting_database.rds_ca_bundle = lambda region: offline_account.rds_ca_bundle(region)
+    # And the registries the images are resolved from (stack/registry.py): the account's images.
+    from stack import registry
+
+    registry_http = registry.http
+    registry.http = lambda method, url, headers: offline_account.registry_answer(
+        account, method, url, headers
+    )
     error = None
     try:
         _run()
@@ -551,6 +558,7 @@ def _run_program(
         error = e
     finally:
         accounting_database.rds_ca_bundle = fetch_ca_bundle
+        registry.http = registry_http
     for r in monitor.recorded.values():
         raw = mocks.inputs.get((r.type, r.name), {})
         r.secret_inputs = {k for k, v in raw.items() if is_secret(v)}

@@ -19,6 +19,8 @@ from model.checks.vpc_subnets import EGRESS_TARGETS, RouteTable, Subnet, Vpc
 from model.facts import cost
 from model.facts.capacity import Reservation
 from model.facts.cost import PriceListUnanswered
+from model.facts.image_references import ecr_registry, parts, registry_host
+from stack.registry import Registry, RegistryError
 
 T = TypeVar("T")
 
@@ -90,11 +92,21 @@ _NO_RESERVATION = re.compile(
 _NOTHING_FOUND = re.compile(r"no matching EC2 (VPC|Subnet) found|query returned no results")
 
 
+# An ECR image or repository that is not there: DescribeImages' and ListImages' errors
+# (https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html#API_DescribeImages_Errors),
+# and the provider's own answer to an empty result (hashicorp/terraform-provider-aws
+# internal/service/ecr/image_data_source.go: "Your query returned no results").
+_NO_ECR_IMAGE = re.compile(r"ImageNotFoundException|RepositoryNotFoundException|returned no results")
+
+
 class Account:
-    """The deploying account, asked through pulumi-aws invokes (model.checks.preflight.Account)."""
+    """The deploying account, asked through pulumi-aws invokes (model.checks.preflight.Account),
+    and the image registries (model.checks.image_digests.Registry): ECR through pulumi-aws's
+    invokes, any other registry through its own API (stack/registry.py)."""
 
     def __init__(self) -> None:
         self._price_list: aws.Provider | None = None
+        self._registries = Registry()
 
     def zones(self, region: str) -> list[Zone] | None:
         """The region's standard availability zones in every state, each marked with whether it
@@ -310,6 +322,70 @@ class Account:
         except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
             raise PriceListUnanswered(" ".join(str(e).split())[:300]) from e
         return on_demand_usd(found.result)
+
+    def image_digest(self, reference: str) -> str | None:
+        """The digest the registry holds for the reference's tag, None where it holds none.
+
+        An ECR image through ECR's API (aws:ecr/getImage is DescribeImages by registry, repository
+        and tag: hashicorp/terraform-provider-aws internal/service/ecr/image_data_source.go; its
+        imageDigest is the manifest's, ImageDetail.imageDigest,
+        https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ImageDetail.html), with the
+        deployer's credentials. Any other registry through its own API, anonymously
+        (stack/registry.py)."""
+        name, tag, _ = parts(reference)
+        ecr = ecr_registry(registry_host(reference))
+        if ecr is None:
+            try:
+                return self._registries.image_digest(reference)
+            except RegistryError as e:
+                raise _unreachable(f"the digest of {reference}", e) from e
+        account, region = ecr
+        try:
+            found = _ask(
+                "ecr:DescribeImages",
+                lambda: aws.ecr.get_image(
+                    registry_id=account,
+                    repository_name=name.split("/", 1)[1],
+                    image_tag=tag or "latest",
+                    region=region,
+                ),
+            )
+        except PermissionDenied:
+            raise
+        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+            if _NO_ECR_IMAGE.search(str(e)):
+                return None
+            raise _unreachable(f"the digest of {reference}", e) from e
+        return found.image_digest
+
+    def image_tags(self, reference: str) -> list[str] | None:
+        """The tags the repository holds: on ECR through aws:ecr/getImages (ListImages:
+        internal/service/ecr/images_data_source.go; ImageIdentifier.imageTag,
+        https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_ListImages.html), None
+        where the deployer may not list them; elsewhere the registry's tags list
+        (stack/registry.py)."""
+        name, _, _ = parts(reference)
+        ecr = ecr_registry(registry_host(reference))
+        if ecr is None:
+            try:
+                return self._registries.image_tags(reference)
+            except RegistryError as e:
+                raise _unreachable(f"the tags of {name}", e) from e
+        account, region = ecr
+        try:
+            found = _ask(
+                "ecr:ListImages",
+                lambda: aws.ecr.get_images(
+                    registry_id=account, repository_name=name.split("/", 1)[1], region=region
+                ),
+            )
+        except PermissionDenied:
+            return None
+        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+            if _NO_ECR_IMAGE.search(str(e)):
+                return []
+            raise _unreachable(f"the tags of {name}", e) from e
+        return sorted({i.image_tag for i in found.image_ids if i.image_tag})
 
     def _price_list_provider(self) -> aws.Provider:
         # An explicit provider reads no `aws:` stack config, so the profile the default provider

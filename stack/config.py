@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import pulumi
 
 from model.builders.scheduling import SchedulingPolicy
-from model.checks import config_schema, gpu_pools, preflight, vpc_subnets
+from model.checks import config_schema, gpu_pools, image_digests, preflight, vpc_subnets
 from model.checks.problems import Problem
 from model.checks.users import User
 from model.facts import cost
@@ -93,6 +93,9 @@ class StackConfig:
     prices: dict[str, cost.Price]
     # The VPC vpcId names, its subnets as EC2 described them at preview; None for the stack's own VPC.
     existing_vpc: vpc_subnets.ExistingVpc | None
+    # dlcBaseImage, slurmdBaseImage and the Slinky images as their registries resolved them at
+    # preview: by digest (model/checks/image_digests.py).
+    images: image_digests.ResolvedImages
 
     @property
     def cost_per_hour(self) -> dict:
@@ -198,6 +201,31 @@ def _existing_vpc(
     )
 
 
+def _images(
+    registry: image_digests.Registry, checked: config_schema.Checked, out: list[Problem]
+) -> image_digests.ResolvedImages | None:
+    """Every image resolved to its digest (model/checks/image_digests.py); the images of a key
+    already refused (in `out`, the preflight's too) are left out, and then no ResolvedImages is
+    made (the stack is refused)."""
+    ok = checked.accepted
+    refused = {p.key for p in out if p.is_error}
+    keys = ("aws:region", "dlcBaseImage", "slurmdBaseImage", "slurmVersion", "slinkyChartVersion")
+    usable = {k for k in keys if k in ok and ok[k] and k not in refused}
+    # The Slinky images' tag is the slurmd base's, which is checked against slurmVersion
+    # (config_schema.slurmd_base_is_slurm): only then does the base surely have one.
+    if not usable >= {"slurmdBaseImage", "slurmVersion", "slinkyChartVersion"}:
+        return None
+    dlc = usable >= {"aws:region", "dlcBaseImage"}
+    images = image_digests.wanted(
+        ok["slurmdBaseImage"],
+        ok["slinkyChartVersion"],
+        ok["dlcBaseImage"] if dlc else None,
+        ok["aws:region"] if dlc else None,
+    )
+    resolved = image_digests.resolve(registry, images, out)
+    return image_digests.resolved_images(resolved) if "dlc" in resolved else None
+
+
 def _prices(
     account: preflight.Account, checked: config_schema.Checked, out: list[Problem]
 ) -> dict[str, cost.Price]:
@@ -245,6 +273,7 @@ def _settled(
     existing_vpc = _existing_vpc(account, checked, vpc_problems)
     found = _preflight(account, checked, existing_vpc)
     problems = checked.problems + found.problems + vpc_problems
+    images = _images(account, checked, problems)
     problems += config_schema.undeclared_keys(project, given, config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
@@ -261,11 +290,12 @@ def _settled(
         reservations=found.reservations,
         prices=prices,
         existing_vpc=existing_vpc,
+        images=images,
     )
 
 
 # StackConfig's fields no single key fills
-DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_vpc")
+DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_vpc", "images")
 
 
 def held(value: Any) -> Any:

@@ -5,6 +5,8 @@ them runs on the core nodes."""
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from model.facts.contract import CORE_LABELS
 
 
@@ -24,7 +26,13 @@ def crds_values() -> dict:
     return {}
 
 
-def operator_values() -> dict:
-    """The operator and its webhook on the core nodes."""
+def operator_values(images: Mapping[str, str]) -> dict:
+    """The operator and its webhook on the core nodes, each image by tag and digest as its registry
+    resolved it at preview (images: model/checks/image_digests.py ResolvedImages.slinky), as a
+    string: the chart uses a string as it is, and drops the tag of an object with a digest
+    (helm/slurm-operator templates/_helpers.tpl slurm.format-image at v1.2.1)."""
     core = dict(CORE_LABELS)
-    return {"operator": {"nodeSelector": core}, "webhook": {"nodeSelector": core}}
+    return {
+        "operator": {"nodeSelector": core, "image": images["slurm-operator"]},
+        "webhook": {"nodeSelector": core, "image": images["slurm-operator-webhook"]},
+    }

@@ -6,7 +6,7 @@ from them (tests/charts/test_rendered_charts.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from model.builders import identities, login_sshd, metrics, node_health
 from model.builders.scheduling import SchedulingPolicy
@@ -53,9 +53,11 @@ class SlurmValuesArgs:
     state_claim: str  # the controller's state claim (slurmctld's save-state directory)
     slurm_key_secret: str  # the Secret holding slurm.key (auth/slurm between daemons)
     jwt_key_secret: str  # the Secret holding jwt.key (auth/jwt: slurmrestd tokens)
-    # The tag of the Slinky images (slurmctld, slurmrestd, login) of the Slurm build the slurmd
-    # image is built on: the chart defaults to the floating <major.minor>-<flavour> tag.
-    slinky_image_tag: str
+    # The Slinky images (slurmctld, slurmrestd, slurmdbd, login) of the Slurm build the slurmd image
+    # is built on, by name, each by digest as its registry resolved it at preview
+    # (model/checks/image_digests.py ResolvedImages.slinky): the chart defaults to the floating
+    # <major.minor>-<flavour> tag.
+    slinky_images: Mapping[str, str]
     # The accounting database's address (AccountingDatabase.address) and the Secret holding its
     # password (AccountingDatabase.password_secret): slurmdbd's storage, by reference.
     accounting_host: str
@@ -64,12 +66,6 @@ class SlurmValuesArgs:
     scheduling: SchedulingPolicy
     # Metrics (docs/metrics.md): slurmctld's OpenMetrics endpoints and the DCGM job mapping (the `metrics` key).
     metrics: bool
-
-
-def slinky_image_tag(slurmd_base_image: str) -> str:
-    """The tag of the Slinky slurmd base image (e.g. 26.05.5-ubuntu24.04), which every Slinky image
-    of that Slurm release carries (SlinkyProject/containers docker-bake.hcl format_tag)."""
-    return slurmd_base_image.split("@", 1)[0].rsplit(":", 1)[-1]
 
 
 def gpu_resources(gpu: GpuInstanceType) -> dict:
@@ -170,12 +166,6 @@ def shared_mount_options_env() -> dict:
     return {"name": SHARED_MOUNT_OPTIONS_ENV, "value": ",".join(SHARED_MOUNT_OPTIONS)}
 
 
-def slinky_image(name: str, tag: str) -> str:
-    """A Slinky image of the chart (login, slurmctld) as the chart pulls it: its default repository
-    at the tag the release sets."""
-    return f"{versions.SLINKY_IMAGES}/{name}:{tag}"
-
-
 # The slurmdbd pod's volume with the RDS CA bundle (ACCOUNTING_CA_CONFIGMAP).
 ACCOUNTING_CA_VOLUME = "accounting-ca"
 
@@ -204,7 +194,7 @@ def accounting(a: SlurmValuesArgs) -> dict:
     return {
         "enabled": True,
         "slurmdbd": {
-            "image": {"tag": a.slinky_image_tag},
+            "image": a.slinky_images["slurmdbd"],
             "resources": RESOURCES["slurmdbd"],
             "securityContext": {
                 "allowPrivilegeEscalation": False,
@@ -283,7 +273,9 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             },
         }
 
-    slinky_image = {"tag": a.slinky_image_tag}  # over the chart's repository (ghcr.io/slinkyproject/...)
+    # Each Slinky image as a string, tag and digest: given an object with a digest the chart drops
+    # the tag (templates/_helpers.tpl slurm.format-image), and a string is used as it is.
+    slurmctld = a.slinky_images["slurmctld"]
     sidecar = {"image": versions.SIDECAR_IMAGE}  # a string: tag and digest (versions.py)
     values = {
         # Pinned references only (the slurmd image by digest), so a pod starts from the node's
@@ -300,14 +292,17 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "podSpec": _control_plane_pod({"nodeSelector": dict(CORE_LABELS)}),
             # slurmd runs the node health check (model/builders/node_health.py); merged over the base's lines.
             "extraConfMap": node_health.slurm_conf(),
-            "slurmctld": {"image": dict(slinky_image), "resources": RESOURCES["slurmctld"]},
-            "reconfigure": {"image": dict(slinky_image)},
+            "slurmctld": {"image": slurmctld, "resources": RESOURCES["slurmctld"]},
+            "reconfigure": {"image": slurmctld},
             "logfile": sidecar,
         },
         "accounting": accounting(a),
         "restapi": {
             "podSpec": _control_plane_pod({"nodeSelector": dict(CORE_LABELS)}),
-            "slurmrestd": {"image": dict(slinky_image), "resources": RESOURCES["slurmrestd"]},
+            "slurmrestd": {
+                "image": a.slinky_images["slurmrestd"],
+                "resources": RESOURCES["slurmrestd"],
+            },
         },
         # One NodeSet per GPU pool, named after it: Slurm nodes <pool>-0, <pool>-1, ... (slinky-0
         # for the default pool).
@@ -325,7 +320,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # sshd's own settings are a drop-in the operator's sshd_config includes first
                 # (model/builders/login_sshd.py); its hash rolls the pod when it changes.
                 "login": {
-                    "image": dict(slinky_image),
+                    "image": a.slinky_images["login"],
                     "env": [login_sshd.hash_env(), shared_mount_options_env()],
                     "resources": RESOURCES["login"],
                     "volumeMounts": [shared_mount, login_sshd.mount()],
@@ -390,7 +385,7 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
     login["extraSshdConfig"] = identities.sshd_config(root_login=bool(a.ssh_public_key))
     login["login"]["volumeMounts"] += [*identities.merged_mounts(), identities.keys_mount()]
     login["podSpec"]["initContainers"] = [
-        identities.init_container(slinky_image("login", a.slinky_image_tag), a.users, a.init_security)
+        identities.init_container(a.slinky_images["login"], a.users, a.init_security)
     ]
     login["podSpec"]["volumes"] += [
         entries,
@@ -405,7 +400,7 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
     controller = values["controller"]
     controller["slurmctld"]["volumeMounts"] = identities.merged_mounts()
     controller["podSpec"]["initContainers"] = [
-        identities.init_container(slinky_image("slurmctld", a.slinky_image_tag), a.users, a.init_security)
+        identities.init_container(a.slinky_images["slurmctld"], a.users, a.init_security)
     ]
     controller["podSpec"]["volumes"] = [entries, identities.merged_volume()]
     values["prologScripts"] = {identities.PROLOG_SCRIPT: identities.prolog_script()}

@@ -474,7 +474,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="Version of the Slinky charts (slurm-operator-crds, slurm-operator, slurm).",
             doc=f"Pairs with Slurm {versions.slurm_release_for_chart(versions.SLINKY_CHART_VERSION)}.x "
             "(`model/facts/versions.py`). A release with a known defect (`model/facts/support_calendar.py`: "
-            f"{_SLINKY_DEFECTS}) deploys with a warning naming it.",
+            f"{_SLINKY_DEFECTS}) deploys with a warning naming it. The operator's and webhook's images of "
+            "the version are resolved at preview to their digests and run by them; a version whose images "
+            "ghcr.io does not hold is refused (`model/checks/image_digests.py`).",
             on_change="in place: upgrades the three Helm releases (CRDs, operator, Slurm cluster); change "
             "slurmVersion with it in the same `up`, as they must pair",
         ),
@@ -594,7 +596,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "host it is pulled from the DLC registry of aws:region. The default is a tag AWS re-pushes "
             "with each patch: pin it as <tag>@sha256:<digest> (image/README.md says how to read it).",
             doc="One whose PyTorch version AWS no longer patches (each version's end of patch: "
-            "`model/facts/support_calendar.py`) deploys with a warning.",
+            "`model/facts/support_calendar.py`) deploys with a warning. Resolved at preview to the digest "
+            "ECR holds for its tag, and built from that digest; a tag ECR does not hold is refused with the "
+            "tags it does (`model/checks/image_digests.py`).",
             on_change=_REBUILDS,
         ),
         Key(
@@ -605,6 +609,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             attr="slurmd_base_image",
             description="Slinky slurmd image of slurmVersion on the flavour the Slurm release pairs with "
             "(model/facts/versions.py SLURMD_BASE_FLAVOUR), the base of the final stage.",
+            doc="Resolved at preview to the digest its registry holds, as are the Slinky slurmctld, slurmrestd, "
+            "slurmdbd and login images of its tag, which the cluster then runs by digest; a tag a registry does "
+            "not hold is refused (`model/checks/image_digests.py`).",
             on_change=f"{_REBUILDS}; its tag is also the tag of the Slinky controller, restapi and login images, "
             "whose pods restart when it changes",
         ),

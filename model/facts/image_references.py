@@ -128,3 +128,19 @@ def dlc_reference(image: str, region: str) -> str:
     if registry is None:
         raise ValueError(f"no Deep Learning Containers registry is known for {region}")
     return f"{registry}/{image}"
+
+
+def parts(reference: str) -> tuple[str, str | None, str | None]:
+    """(name, tag, digest) of a valid reference; tag and digest None where it has none."""
+    match = _REFERENCE.match(reference)
+    if not match:
+        raise ValueError(f"not an image reference: {reference!r}")
+    return match.group("name"), match.group("tag"), match.group("digest")
+
+
+def by_digest(reference: str, digest: str) -> str:
+    """The reference pinned to digest, its tag kept for the reader: name:tag@digest. A container
+    runtime pulls by the digest and ignores the tag beside it (distribution/reference: a
+    reference with both is Canonical, resolved by its digest)."""
+    name, tag, _ = parts(reference)
+    return f"{name}:{tag}@{digest}" if tag else f"{name}@{digest}"

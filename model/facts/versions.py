@@ -70,8 +70,9 @@ SLURM_RELEASE = "26.05.5"
 # registry host it is pulled from the DLC registry of the stack's region. AWS's PyTorch line on
 # Amazon Linux 2023, in patch until 2027-07-20 (aws/deep-learning-containers
 # docs/src/data/pytorch/2.13-cuda-ec2.yml; why this one: docs/decisions/dlc-base.md).
-# By tag, not yet by digest: no record that can be cited here gives the digest of this tag (the
-# stored release data names tags only, and AWS re-pushes a tag with each patch). Pin it with
+# By tag: no record that can be cited here gives the digest of this tag (the stored release data
+# names tags only, and AWS re-pushes a tag with each patch). Each preview resolves it to the digest
+# ECR holds for it (model/checks/image_digests.py); to hold one digest across patches, pin
 # dlcBaseImage = "pytorch:2.13.0-cu133-amzn2023@sha256:<digest>" (image/README.md says how to
 # read the digest).
 DLC_IMAGE = "pytorch:2.13.0-cu133-amzn2023"

@@ -15,7 +15,6 @@ import pytest
 from components.accounting_database import instance_identifier, rds_ca_bundle
 from devkit import offline_account
 from devkit.offline_run import run_program
-from model.builders.slurm_values import slinky_image_tag
 from model.facts import versions
 from model.facts.contract import (
     ACCOUNTING_ADMIN_SECRET,
@@ -299,7 +298,9 @@ def test_slurmdbd_stores_into_the_programs_database(dev, db, accounting):
 
 
 def test_slurmdbd_runs_the_slurm_release_image_on_the_core_nodes(accounting):
-    assert accounting["slurmdbd"]["image"] == {"tag": slinky_image_tag(versions.SLURMD_BASE_IMAGE)}
+    tag = versions.SLURMD_BASE_IMAGE.rsplit(":", 1)[1]
+    digest = offline_account.image_digest(f"{versions.SLINKY_IMAGES}/slurmdbd", tag)
+    assert accounting["slurmdbd"]["image"] == f"{versions.SLINKY_IMAGES}/slurmdbd:{tag}@{digest}"
     assert accounting["podSpec"]["nodeSelector"] == CORE_LABELS
 
 

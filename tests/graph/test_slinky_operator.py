@@ -4,8 +4,8 @@ other two."""
 
 import pytest
 
-from model.builders import slinky_operator
 from model.facts import versions
+from model.facts.contract import CORE_LABELS
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,5 @@ def test_the_operator_is_installed_after_cert_manager_and_the_crds(dev, releases
 
 
 def test_every_pod_of_the_three_runs_on_the_core_nodes(releases):
-    assert (
-        releases["operator"].inputs["values"]["operator"]["nodeSelector"]
-        == slinky_operator.operator_values()["operator"]["nodeSelector"]
-    )
+    assert releases["operator"].inputs["values"]["operator"]["nodeSelector"] == CORE_LABELS
     assert releases["cert-manager"].inputs["values"]["nodeSelector"] == {"role": "core"}

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from devkit.offline_account import image_digest
 from devkit.offline_run import IMAGE_DIGEST, run_program
 from model.facts import versions
 from tests.support.paths import REPO
@@ -17,6 +18,12 @@ R = versions.SLURM_RELEASE
 ROOT = REPO
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
 DLC_REGISTRY = "763104351884.dkr.ecr.us-west-2.amazonaws.com"
+
+
+def held(reference: str) -> str:
+    """The reference pinned to the digest the offline registries hold for its tag."""
+    name, tag = reference.rsplit(":", 1)
+    return f"{reference}@{image_digest(name, tag)}"
 
 
 @pytest.fixture(scope="module")
@@ -76,10 +83,10 @@ def test_tag_comes_from_config(build):
     assert build.inputs["tags"] == [f"{REPO_URL}:{versions.SLURMD_IMAGE_TAG}"]
 
 
-def test_build_args_carry_the_bases_and_slurm_version(build):
+def test_build_args_carry_the_bases_by_the_digests_their_registries_hold_and_slurm_version(build):
     args = build.inputs["buildArgs"]
-    assert args["DLC_IMAGE"] == f"{DLC_REGISTRY}/{versions.DLC_IMAGE}"
-    assert args["SLURMD_IMAGE"] == versions.SLURMD_BASE_IMAGE
+    assert args["DLC_IMAGE"] == held(f"{DLC_REGISTRY}/{versions.DLC_IMAGE}")
+    assert args["SLURMD_IMAGE"] == held(versions.SLURMD_BASE_IMAGE)
     assert args["SLURM_VERSION"] == versions.SLURM_RELEASE
 
 
@@ -89,7 +96,7 @@ def test_dlc_reference_with_a_registry_host_is_used_as_given():
     )
     graph = run_program("dev", {"dlcBaseImage": other})
     build = graph.named("slurmd-build")
-    assert build.inputs["buildArgs"]["DLC_IMAGE"] == other
+    assert build.inputs["buildArgs"]["DLC_IMAGE"] == held(other)
     assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {
         r["address"] for r in (build.inputs["registries"])
     }
@@ -151,7 +158,7 @@ def test_the_dlc_registry_is_the_regions_from_the_dlc_table():
     )
     build = graph.named("slurmd-build")
     host = "871362719292.dkr.ecr.ap-east-1.amazonaws.com"
-    assert build.inputs["buildArgs"]["DLC_IMAGE"] == f"{host}/{versions.DLC_IMAGE}"
+    assert build.inputs["buildArgs"]["DLC_IMAGE"] == held(f"{host}/{versions.DLC_IMAGE}")
     assert host in {r["address"] for r in build.inputs["registries"]}
     assert (
         "aws:ecr/getAuthorizationToken:getAuthorizationToken",
@@ -169,7 +176,11 @@ def test_a_region_without_a_dlc_registry_needs_a_full_dlc_reference():
 def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
     graph = run_program("dev", {"dlcBaseImage": "docker.io/myorg/pytorch-training:2.9.0-gpu"})
     build = graph.named("slurmd-build")
-    assert build.inputs["buildArgs"]["DLC_IMAGE"] == "docker.io/myorg/pytorch-training:2.9.0-gpu"
+    assert build.inputs["buildArgs"][
+        "DLC_IMAGE"
+    ] == "docker.io/myorg/pytorch-training:2.9.0-gpu@" + image_digest(
+        "registry-1.docker.io/myorg/pytorch-training", "2.9.0-gpu"
+    )
     assert {r["address"] for r in build.inputs["registries"]} == {REPO_URL.split("/")[0]}
     tokens = [a for t, a in graph.calls if t.endswith("getAuthorizationToken")]
     assert tokens == [{"registryId": "123456789012"}]

@@ -11,6 +11,7 @@ import pytest
 
 from components.user_identities import homes_script
 from devkit import chart_render
+from devkit.offline_account import image_digest
 from devkit.offline_run import run_program
 from model.builders import identities
 from model.checks.rules import EXAMPLE_SSH_KEY
@@ -74,7 +75,11 @@ def test_the_slurm_release_waits_for_the_configmaps_its_pods_mount(named):
 def test_the_login_pod_merges_the_entries_with_its_images_own_files(values):
     login = values["loginsets"]["slinky"]
     (init,) = login["podSpec"]["initContainers"]
-    assert init["image"] == f"ghcr.io/slinkyproject/login:{TAG}" and init["name"] == identities.INIT_CONTAINER
+    image = "ghcr.io/slinkyproject/login"
+    assert (
+        init["image"] == f"{image}:{TAG}@{image_digest(image, TAG)}"
+        and init["name"] == identities.INIT_CONTAINER
+    )
     mounts = {m["mountPath"]: m for m in login["login"]["volumeMounts"]}
     assert mounts["/etc/passwd"]["subPath"] == "passwd" and mounts["/etc/group"]["subPath"] == "group"
     volumes = {v["name"]: v for v in login["podSpec"]["volumes"]}
@@ -116,7 +121,8 @@ def test_a_changed_key_rolls_no_pod(values):
 def test_the_controller_merges_the_entries_too(values):
     controller = values["controller"]
     (init,) = controller["podSpec"]["initContainers"]
-    assert init["image"] == f"ghcr.io/slinkyproject/slurmctld:{TAG}"
+    slurmctld = "ghcr.io/slinkyproject/slurmctld"
+    assert init["image"] == f"{slurmctld}:{TAG}@{image_digest(slurmctld, TAG)}"
     assert [m["mountPath"] for m in controller["slurmctld"]["volumeMounts"]] == ["/etc/passwd", "/etc/group"]
 
 

@@ -17,6 +17,18 @@ def test_the_crds_chart_gets_nothing_computed():
     assert slinky_operator.crds_values() == {}
 
 
+IMAGES = {
+    name: f"ghcr.io/slinkyproject/{name}:1.2.2@sha256:{'2' * 64}"
+    for name in ("slurm-operator", "slurm-operator-webhook")
+}
+
+
 def test_the_operator_and_its_webhook_run_on_the_core_nodes():
-    values = slinky_operator.operator_values()
-    assert values == {"operator": {"nodeSelector": CORE_LABELS}, "webhook": {"nodeSelector": CORE_LABELS}}
+    values = slinky_operator.operator_values(IMAGES)
+    assert [values[part]["nodeSelector"] for part in ("operator", "webhook")] == [CORE_LABELS] * 2
+
+
+def test_the_operator_and_its_webhook_run_their_images_by_tag_and_digest():
+    values = slinky_operator.operator_values(IMAGES)
+    assert values["operator"]["image"] == IMAGES["slurm-operator"]
+    assert values["webhook"]["image"] == IMAGES["slurm-operator-webhook"]

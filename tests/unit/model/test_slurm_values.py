@@ -10,7 +10,6 @@ from model.builders.slurm_values import (
     SlurmValuesArgs,
     gpu_resources,
     partitions,
-    slinky_image_tag,
     slurm_values,
 )
 from model.checks.gpu_pools import GpuPool
@@ -38,19 +37,15 @@ ARGS = SlurmValuesArgs(
     state_claim="slurm-controller-state",
     slurm_key_secret="slurm-auth-slurm",
     jwt_key_secret="slurm-auth-jwt",
-    slinky_image_tag="26.05.5-ubuntu24.04",
+    slinky_images={
+        name: f"ghcr.io/slinkyproject/{name}:26.05.5-ubuntu24.04@sha256:{'1' * 64}"
+        for name in ("slurmctld", "slurmrestd", "slurmdbd", "login")
+    },
     accounting_host="db.example",
     accounting_password_secret="slurm-accounting-database",
     scheduling=DEFAULT,
     metrics=False,
 )
-
-
-def test_the_slinky_image_tag_is_the_base_images_tag_without_its_digest():
-    assert (
-        slinky_image_tag(f"ghcr.io/slinkyproject/slurmd:26.05.5-ubuntu24.04@sha256:{'a' * 64}")
-        == "26.05.5-ubuntu24.04"
-    )
 
 
 def test_a_slurmd_pod_requests_every_gpu_and_every_efa_interface_of_its_node():
