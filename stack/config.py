@@ -61,6 +61,7 @@ class StackConfig:
     slurmd_image_tag: str
     dlc_base_image: str
     slurmd_base_image: str
+    image_builder: str
     build_image_on_preview: bool
     retain_shared_data: bool
     retain_accounting_data: bool

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 from model.builders import scheduling
 from model.checks import gpu_pools, rules, users
 from model.checks.problems import ERROR, NOT_SET, WARNING, Problem, Rule, applies, error, identify, warning
-from model.facts import audit_logs, capacity, eks_versions, support_calendar, versions
+from model.facts import audit_logs, capacity, eks_versions, image_builder, support_calendar, versions
 from model.facts.contract import SHARED_MOUNT
 from model.facts.image_references import dlc_registry, reference_problem, registry_host
 
@@ -572,12 +572,28 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             on_change="nothing: only the preflight reads it",
         ),
         Key(
+            "imageBuilder",
+            "string",
+            image_builder.DEFAULT_IMAGE_BUILDER,
+            (rules.one_of(image_builder.IMAGE_BUILDERS),),
+            attr="image_builder",
+            description="Where the slurmd image is built: codebuild (AWS CodeBuild in aws:region; the deployer "
+            "needs no Docker) or local (the deployer's Docker builds and pushes it).",
+            doc="codebuild uploads image/ to a bucket of the stack's and builds it next to the DLC registry "
+            "and the repository; a build starts only when the build context (image/, the base images, "
+            "slurmVersion, the tag) changes ([decision](docs/decisions/image-builder.md)).",
+            on_change="builds the image once with the other builder: a new digest, so the NodeSet rolls every "
+            "slurmd pod (the GPU nodes stay); to codebuild it creates the build project, its role, bucket "
+            "and log group, to local it deletes them",
+        ),
+        Key(
             "buildImageOnPreview",
             "boolean",
             False,
             _boolean,
             attr="build_image_on_preview",
-            description="Build the slurmd image during pulumi preview too (needs Docker where preview runs).",
+            description="Build the slurmd image during pulumi preview too (local: needs Docker where preview "
+            "runs; codebuild: runs a build in the region once the stack's build project exists).",
             on_change="nothing on `up`: only `pulumi preview` builds differently",
         ),
         Key(
