@@ -1,0 +1,199 @@
+"""The CodeBuild buildspec that builds the slurmd image in the stack's region
+(docs/decisions/image-builder.md), and the content digest of everything that build reads.
+
+The buildspec is data with one home: the CodeBuild project carries BUILDSPEC inline
+(components/slurmd_image.py), and the digest covers its text, so a changed buildspec is a new
+build. Reference: AWS CodeBuild User Guide, "Build specification reference for CodeBuild",
+https://docs.aws.amazon.com/codebuild/latest/userguide/build-spec-ref.html (version 0.2; env
+`shell`, `exported-variables`; phases install, pre_build, build, post_build; `on-failure`).
+
+The build's environment variables, set by each run (components/_parts/image_build_run.py passes
+them as StartBuild's environmentVariablesOverride): DLC_IMAGE, SLURMD_IMAGE, SLURM_VERSION (the
+Dockerfile's build arguments), IMAGE_REPOSITORY (the stack's repository URL,
+<account>.dkr.ecr.<region>.amazonaws.com/<name>), IMAGE_TAG (slurmdImageTag) and CONTEXT_DIGEST
+(context_digest below, 64 hex digits). It exports IMAGE_DIGEST (sha256:<hex>), which
+BatchGetBuilds returns in the build's exportedEnvironmentVariables.
+
+Runs on CodeBuild's curated Amazon Linux 2023 x86_64 standard image with privileged mode on (the
+Docker daemon runs only in privileged mode: CodeBuild User Guide, "Docker in custom image sample",
+https://docs.aws.amazon.com/codebuild/latest/userguide/sample-docker-custom-image.html). That image
+ships Docker 26.1.4 with buildx 0.14.1 (aws/aws-codebuild-docker-images
+al/x86_64/standard/5.0/Dockerfile at 3d3a2c35, DOCKER_VERSION and DOCKER_BUILDX_VERSION).
+
+No registry cache, unlike the local build: buildx's default `docker` driver, which CodeBuild's
+Docker daemon gives, exports no registry cache ("This cache storage backend is not supported with
+the default docker driver": https://docs.docker.com/build/cache/backends/registry/), and the
+`docker-container` driver would pull moby/buildkit from Docker Hub, a registry the build's role
+has no business with. A build runs only when its inputs change (the content digest), so each one
+starts cold; in the region the DLC pull is ECR to CodeBuild, not the deployer's uplink.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+from typing import Any
+
+import yaml
+
+# The variables a run sets and the one the build exports (one home for the names).
+DLC_IMAGE = "DLC_IMAGE"
+SLURMD_IMAGE = "SLURMD_IMAGE"
+SLURM_VERSION = "SLURM_VERSION"
+IMAGE_REPOSITORY = "IMAGE_REPOSITORY"
+IMAGE_TAG = "IMAGE_TAG"
+CONTEXT_DIGEST = "CONTEXT_DIGEST"
+RUN_VARIABLES = (DLC_IMAGE, SLURMD_IMAGE, SLURM_VERSION, IMAGE_REPOSITORY, IMAGE_TAG, CONTEXT_DIGEST)
+IMAGE_DIGEST = "IMAGE_DIGEST"
+
+# The tag that names an image by the content digest of its build context. ECR tags are at most
+# 128 characters of [A-Za-z0-9_.-] (ECR API Reference, ImageIdentifier imageTag); "ctx-" and 64
+# hex digits are 68.
+CONTEXT_TAG_PREFIX = "ctx-"
+
+
+def context_tag(digest: str) -> str:
+    """The tag an image built from context `digest` (64 hex digits) carries."""
+    return f"{CONTEXT_TAG_PREFIX}{digest}"
+
+
+# Logs in to each ECR registry among the bases and the stack's repository (ECR tokens are per
+# registry and region: ECR User Guide, "Private registry authentication",
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html); any other registry
+# (ghcr.io's slurmd base) is pulled anonymously. The host pattern is model/facts/image_references.py's.
+_LOGIN = r"""for ref in "$DLC_IMAGE" "$SLURMD_IMAGE" "$IMAGE_REPOSITORY"; do
+  host=${ref%%/*}
+  if [[ $host =~ ^[0-9]{12}\.dkr\.ecr(-fips)?\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$ ]]; then
+    password=$(aws ecr get-login-password --region "${BASH_REMATCH[2]}") || exit 1
+    docker login --username AWS --password-stdin "$host" <<<"$password" || exit 1
+  fi
+done"""
+
+_CHECK_DIGEST = r"""if [[ ! $CONTEXT_DIGEST =~ ^[0-9a-f]{64}$ ]]; then
+  echo "CONTEXT_DIGEST must be 64 lower-case hex digits, got '$CONTEXT_DIGEST'"
+  exit 1
+fi"""
+
+# The image/ context (the source zip's root) with today's Dockerfile. Its last RUN runs
+# image/assert-image.sh and image/assert-toolchain.sh, so a failed assertion fails this command,
+# and so the build phase, before anything is pushed (the pushes are post_build's).
+_BUILD = "\\\n  ".join(
+    (
+        "docker buildx build --platform linux/amd64 --load ",
+        '--build-arg DLC_IMAGE="$DLC_IMAGE" ',
+        '--build-arg SLURMD_IMAGE="$SLURMD_IMAGE" ',
+        '--build-arg SLURM_VERSION="$SLURM_VERSION" ',
+        '--tag "$IMAGE_REPOSITORY:$IMAGE_TAG" ',
+        f'--tag "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST" ',
+        "--file Dockerfile .",
+    )
+)
+
+# post_build runs after a failed build phase unless that phase aborts (the reference's
+# `on-failure`); the build phase aborts, and this guard keeps the push behind a successful build
+# even so (CODEBUILD_BUILD_SUCCEEDING: CodeBuild User Guide, "Environment variables in build
+# environments", https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-env-vars.html).
+_ONLY_AFTER_SUCCESS = r"""if [ "${CODEBUILD_BUILD_SUCCEEDING:-0}" != 1 ]; then
+  echo "the build phase failed: nothing is pushed"
+  exit 1
+fi"""
+
+# The ctx- tag last: its presence in the repository means the image is wholly pushed, which is
+# what the runner's reuse of an earlier build relies on.
+_PUSH = (
+    'docker push "$IMAGE_REPOSITORY:$IMAGE_TAG"',
+    f'docker push "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST"',
+)
+
+# The pushed manifest's digest as the registry holds it (ECR API Reference, DescribeImages,
+# imageDetails[].imageDigest), in the build's own region and account (the repository's).
+_EXPORT_DIGEST = (
+    "IMAGE_DIGEST=$(aws ecr describe-images"
+    ' --repository-name "${IMAGE_REPOSITORY#*/}"'
+    f' --image-ids imageTag="{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST"'
+    " --query 'imageDetails[0].imageDigest' --output text) || exit 1\n"
+    "if [[ ! $IMAGE_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]]; then\n"
+    "  echo \"ECR gave no digest for the pushed image: '$IMAGE_DIGEST'\"\n"
+    "  exit 1\n"
+    "fi\n"
+    "export IMAGE_DIGEST\n"
+    'echo "pushed $IMAGE_REPOSITORY@$IMAGE_DIGEST"'
+)
+
+
+def buildspec_document() -> dict[str, Any]:
+    """The buildspec as data (the reference's keys)."""
+    return {
+        "version": 0.2,
+        "env": {
+            # bash for [[ =~ ]] and <<< (the reference's env/shell).
+            "shell": "bash",
+            "exported-variables": [IMAGE_DIGEST],
+        },
+        "phases": {
+            # The tools' versions head the log: what a failure report is read against.
+            "install": {"commands": ["docker version", "docker buildx version"]},
+            "pre_build": {"commands": [_CHECK_DIGEST, _LOGIN]},
+            "build": {"on-failure": "ABORT", "commands": [_BUILD]},
+            "post_build": {"commands": [_ONLY_AFTER_SUCCESS, *_PUSH, _EXPORT_DIGEST]},
+        },
+    }
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line commands as YAML literal blocks, so the buildspec reads as shell."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _represent_str)
+
+
+def buildspec() -> str:
+    """The buildspec text the CodeBuild project carries inline (source.buildspec)."""
+    return yaml.dump(buildspec_document(), Dumper=_BlockDumper, sort_keys=False, width=120)
+
+
+BUILDSPEC = buildspec()
+
+
+def _context_files(context: pathlib.Path) -> list[list[str]]:
+    """[relative path, "x" if executable else "-", sha256 of the bytes] of every file under
+    `context`, sorted by path. Everything: image/ has no .dockerignore, so the build sees all."""
+    entries = []
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        executable = "x" if os.access(path, os.X_OK) else "-"
+        entries.append(
+            [path.relative_to(context).as_posix(), executable, hashlib.sha256(path.read_bytes()).hexdigest()]
+        )
+    return entries
+
+
+def context_digest(
+    context: pathlib.Path,
+    *,
+    dlc_image: str,
+    slurmd_image: str,
+    slurm_version: str,
+    image_tag: str,
+    buildspec_text: str = BUILDSPEC,
+) -> str:
+    """The sha256 (64 hex digits) of a build's inputs: the context's files (relative paths, the
+    executable bit that COPY keeps, bytes; no times, no absolute path), the build arguments, the
+    tag and the buildspec. Equal digests build equal images; the runner builds only on a new one."""
+    inputs = {
+        "files": _context_files(context),
+        "args": {
+            DLC_IMAGE: dlc_image,
+            SLURMD_IMAGE: slurmd_image,
+            SLURM_VERSION: slurm_version,
+            IMAGE_TAG: image_tag,
+        },
+        "buildspec": buildspec_text,
+    }
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
