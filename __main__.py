@@ -52,6 +52,7 @@ image = SlurmdImage(
         dlc_image=config.dlc_base_image,
         slurmd_base_image=config.slurmd_base_image,
         build_on_preview=config.build_image_on_preview,
+        builder=config.image_builder,
     ),
 )
 network = Network(

@@ -84,6 +84,13 @@ OVERRIDDEN_BY_GPU_POOLS = identify(
     "gpuMaxNodes",
     "gpuCapacityReservationId",
 )
+PREVIEW_BUILDS_LOCALLY = identify(
+    "preview-builds-locally",
+    WARNING,
+    "buildImageOnPreview only where imageBuilder is local",
+    "buildImageOnPreview",
+    "imageBuilder",
+)
 UNDECLARED_KEY = identify("undeclared-key", ERROR, "a key Pulumi.yaml declares", "slinky-eks:*")
 
 
@@ -592,8 +599,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             False,
             _boolean,
             attr="build_image_on_preview",
-            description="Build the slurmd image during pulumi preview too (local: needs Docker where preview "
-            "runs; codebuild: runs a build in the region once the stack's build project exists).",
+            description="Build the slurmd image during pulumi preview too, with imageBuilder=local (needs Docker "
+            "where preview runs); with codebuild a preview never builds, and true warns so.",
             on_change="nothing on `up`: only `pulumi preview` builds differently",
         ),
         Key(
@@ -1030,6 +1037,27 @@ def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
     ]
 
 
+def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
+    """With the in-region builder a preview never builds: the build runs in a Pulumi dynamic
+    resource, and the engine sends a provider that does not support previews no Create or Update
+    during a preview (pulumi/pulumi pkg/resource/plugin/provider_plugin.go at v3.272.0, Create and
+    Update with req.Preview; the Python dynamic provider answers Configure without
+    supportsPreview: sdk/python/lib/pulumi/dynamic/__main__.py). Nor could it: the build reads its
+    context from the stack's bucket, which only `up` uploads."""
+    if not ok.get("buildImageOnPreview") or ok.get("imageBuilder") != image_builder.CODEBUILD:
+        return []
+    return [
+        warning(
+            PREVIEW_BUILDS_LOCALLY,
+            "buildImageOnPreview",
+            True,
+            "buildImageOnPreview = true builds at preview only with imageBuilder = local: with "
+            "codebuild a preview starts no build and `up` builds in the region when the image's inputs "
+            "change; set imageBuilder to local to build at preview, or remove buildImageOnPreview",
+        )
+    ]
+
+
 CROSS_RULES: tuple[CrossRule, ...] = (
     ssh_cidrs,
     api_cidrs,
@@ -1039,6 +1067,7 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     dlc_registry_known,
     slurmd_base_is_slurm,
     kubernetes_for_slinky,
+    preview_builds_locally,
 )
 
 
