@@ -53,6 +53,8 @@ image = SlurmdImage(
         slurmd_base_image=config.slurmd_base_image,
         build_on_preview=config.build_image_on_preview,
         builder=config.image_builder,
+        # Read as the AWS provider reads it: the build run calls CodeBuild with the same profile.
+        aws_profile=pulumi.Config("aws").get("profile"),
     ),
 )
 network = Network(

@@ -48,6 +48,9 @@ class SlurmdImageArgs:
     build_on_preview: bool
     # Where the image is built: image_builder.CODEBUILD or image_builder.LOCAL (imageBuilder).
     builder: str
+    # The stack's aws:profile (None without one): the in-region build run starts and watches the
+    # build with the same credentials the provider uses.
+    aws_profile: Optional[str]
 
 
 class SlurmdImage(pulumi.ComponentResource):
@@ -216,6 +219,7 @@ class SlurmdImage(pulumi.ComponentResource):
                 image_buildspec.CONTEXT_DIGEST: digest,
             },
             log_group_name=logs.name,
+            profile=args.aws_profile,
             # The project exists when CodeBuild can assume its role; a build needs the role's policy.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[project, policy]),
         )

@@ -506,3 +506,9 @@ def test_a_preview_with_the_in_region_builder_warns_that_it_does_not_build():
 @pytest.mark.parametrize("overrides", [{}, {**LOCAL, "buildImageOnPreview": True}])
 def test_no_preview_warning_where_the_preview_builds_as_asked(overrides):
     assert not [w for w in run_program("dev", overrides).warnings if "[preview-builds-locally]" in w]
+
+
+def test_the_run_calls_codebuild_with_the_stacks_aws_profile(dev):
+    assert dev.named("slurmd-build").inputs.get("profile") is None
+    graph = run_program("dev", {"aws:profile": "team-admin"})
+    assert graph.named("slurmd-build").inputs["profile"] == "team-admin"
