@@ -18,7 +18,9 @@ Runs on CodeBuild's curated Amazon Linux 2023 x86_64 standard image with privile
 Docker daemon runs only in privileged mode: CodeBuild User Guide, "Docker in custom image sample",
 https://docs.aws.amazon.com/codebuild/latest/userguide/sample-docker-custom-image.html). That image
 ships Docker 26.1.4 with buildx 0.14.1 (aws/aws-codebuild-docker-images
-al/x86_64/standard/5.0/Dockerfile at 3d3a2c35, DOCKER_VERSION and DOCKER_BUILDX_VERSION).
+al/x86_64/standard/5.0/Dockerfile at 3d3a2c35, DOCKER_VERSION and DOCKER_BUILDX_VERSION), and runs on EC2
+compute, where a phase's `on-failure` is honoured (not on Lambda compute or reserved capacity:
+https://docs.aws.amazon.com/codebuild/latest/userguide/lambda-compute-images.html).
 
 No registry cache, unlike the local build: buildx's default `docker` driver, which CodeBuild's
 Docker daemon gives, exports no registry cache ("This cache storage backend is not supported with
@@ -52,6 +54,20 @@ IMAGE_DIGEST = "IMAGE_DIGEST"
 # 128 characters of [A-Za-z0-9_.-] (ECR API Reference, ImageIdentifier imageTag); "ctx-" and 64
 # hex digits are 68.
 CONTEXT_TAG_PREFIX = "ctx-"
+
+
+def build_variables(
+    *, dlc_image: Any, slurmd_image: Any, slurm_version: Any, image_tag: Any, repository_url: Any
+) -> dict[str, Any]:
+    """A run's variables but CONTEXT_DIGEST (which the run sets from its context digest), each
+    value a str or the Output of one; pass context_digest the same four build inputs."""
+    return {
+        DLC_IMAGE: dlc_image,
+        SLURMD_IMAGE: slurmd_image,
+        SLURM_VERSION: slurm_version,
+        IMAGE_REPOSITORY: repository_url,
+        IMAGE_TAG: image_tag,
+    }
 
 
 def context_tag(digest: str) -> str:

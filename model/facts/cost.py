@@ -14,6 +14,7 @@ so its pool costs at least the reservation's size.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -227,3 +228,29 @@ def cost_per_hour(
         "clusterAtMaxNodes": round(sum(p["atMaxNodes"] for p in parts if p["atMaxNodes"] is not None), 4),
         "unpriced": unpriced,
     }
+
+
+# One in-region build of the slurmd image (docs/decisions/image-builder.md): not an hourly cost, a
+# cost each time the image's inputs change. CodeBuild bills on-demand EC2 builds by the minute of
+# the project's compute type, a build's time rounded up to the whole minute: Linux
+# BUILD_GENERAL1_LARGE (15 GB memory, 8 vCPUs, 128 GB disk: CodeBuild User Guide, "Build
+# environment compute modes and types",
+# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html) at USD
+# 0.02 a minute in US East (AWS CodeBuild pricing, https://aws.amazon.com/codebuild/pricing/; the
+# page itself was not readable from here, and the figure is the one every reproduction of it
+# gives: verify before quoting). Keyed by compute type: the project's is chosen with its other
+# settings, and a type without a price here has no estimate.
+CODEBUILD_USD_PER_MINUTE: Mapping[str, float] = {"BUILD_GENERAL1_LARGE": 0.02}
+CODEBUILD_PRICE_SOURCE = "AWS CodeBuild pricing, on-demand Linux, US East"
+# An estimate, not a measurement: about 2 min PROVISIONING, the DLC's 15-21 GB pulled from ECR in
+# the region and extracted (~5 min), the Dockerfile's apt-get and pip steps (~10 min, as a local
+# build takes), the ~5 GB result exported and pushed within the region (~5 min), rounded up to
+# 30 for queueing and layer overhead. A build's real minutes are in its log (its phases' times).
+IMAGE_BUILD_MINUTES = 30
+
+
+def image_build_cost_usd(compute_type: str, minutes: float = IMAGE_BUILD_MINUTES) -> float | None:
+    """What one in-region image build of `minutes` on `compute_type` costs, in USD; None for a
+    compute type without a price here."""
+    price = CODEBUILD_USD_PER_MINUTE.get(compute_type)
+    return None if price is None else round(math.ceil(minutes) * price, 4)

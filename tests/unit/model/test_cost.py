@@ -4,7 +4,15 @@ stack's costPerHour output is specified in tests/graph/test_capacity_and_cost.py
 from model.checks.gpu_pools import GpuPool
 from model.facts import catalog
 from model.facts.capacity import CAPACITY_BLOCK, ON_DEMAND_RESERVATION, Reservation
-from model.facts.cost import PRICE_LIST, TABLE, Price, cost_per_hour, fallback_warning, price_from_table
+from model.facts.cost import (
+    PRICE_LIST,
+    TABLE,
+    Price,
+    cost_per_hour,
+    fallback_warning,
+    image_build_cost_usd,
+    price_from_table,
+)
 
 RESERVATION = "cr-0123456789abcdef0"
 PRICES = {
@@ -66,3 +74,16 @@ def test_a_fallback_warning_says_why_and_that_the_price_is_another_regions():
     )
     assert problem.level == "warning"
     assert "(AccessDenied)" in problem.message and "$0.4032/h (not eu-west-1's" in problem.message
+
+
+def test_an_image_build_costs_its_estimated_minutes_at_codebuilds_price_per_minute():
+    # 30 minutes of Linux general1.large at USD 0.02 a minute.
+    assert image_build_cost_usd("BUILD_GENERAL1_LARGE") == 0.6
+
+
+def test_a_started_minute_of_an_image_build_is_billed_whole():
+    assert image_build_cost_usd("BUILD_GENERAL1_LARGE", 20.1) == 0.42
+
+
+def test_a_compute_type_without_a_price_has_no_estimate():
+    assert image_build_cost_usd("BUILD_GENERAL1_2XLARGE") is None

@@ -302,3 +302,15 @@ def test_another_checkout_path_and_other_file_times_give_the_same_digest(context
     for path in other.rglob("*"):
         os.utime(path, (0, 0))
     assert context_digest(other, **ARGS) == context_digest(context, **ARGS)
+
+
+def test_the_build_variables_are_the_runs_but_the_context_digest_which_the_run_sets():
+    variables = image_buildspec.build_variables(
+        dlc_image=DLC,
+        slurmd_image=SLURMD,
+        slurm_version="26.05.5",
+        image_tag="26.05.5-1",
+        repository_url=REPOSITORY,
+    )
+    assert set(variables) == set(image_buildspec.RUN_VARIABLES) - {"CONTEXT_DIGEST"}
+    assert (variables["DLC_IMAGE"], variables["IMAGE_REPOSITORY"]) == (DLC, REPOSITORY)
