@@ -210,14 +210,13 @@ class SlurmdImage(pulumi.ComponentResource):
             region=args.region,
             source_location=pulumi.Output.concat(source.bucket, "/", source.key),
             context_digest=digest,
-            environment={
-                image_buildspec.DLC_IMAGE: dlc_image,
-                image_buildspec.SLURMD_IMAGE: args.slurmd_base_image,
-                image_buildspec.SLURM_VERSION: args.slurm_version,
-                image_buildspec.IMAGE_REPOSITORY: repo.repository_url,
-                image_buildspec.IMAGE_TAG: args.tag,
-                image_buildspec.CONTEXT_DIGEST: digest,
-            },
+            environment=image_buildspec.build_variables(
+                dlc_image=dlc_image,
+                slurmd_image=args.slurmd_base_image,
+                slurm_version=args.slurm_version,
+                image_tag=args.tag,
+                repository_url=repo.repository_url,
+            ),
             log_group_name=logs.name,
             profile=args.aws_profile,
             # The project exists when CodeBuild can assume its role; a build needs the role's policy.
