@@ -437,12 +437,16 @@ def _builder_policy(repository_arn: str, bases: list[str], logs_arn: str, source
             "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
             "Resource": [logs_arn, f"{logs_arn}:log-stream:*"],
         },
-        # Its own sources.
+        # Its own sources, and where and whose its bucket is (the service role policy of CodeBuild
+        # User Guide, "Allow CodeBuild to interact with other AWS services", grants the two bucket
+        # reads with the object reads:
+        # https://docs.aws.amazon.com/codebuild/latest/userguide/setting-up-service-role.html).
         {
             "Effect": "Allow",
             "Action": ["s3:GetObject", "s3:GetObjectVersion"],
             "Resource": f"{sources_arn}/{image_builder.SOURCE_PREFIX}*",
         },
+        {"Effect": "Allow", "Action": ["s3:GetBucketAcl", "s3:GetBucketLocation"], "Resource": sources_arn},
     ]
     if bases:
         statements.insert(2, {"Effect": "Allow", "Action": list(ECR_PULL), "Resource": bases})

@@ -346,8 +346,10 @@ def test_the_builder_writes_only_its_own_log_group(policy):
 
 def test_the_builder_reads_only_its_own_sources(policy):
     assert _granted(policy, "s3:GetObject") == {"arn:aws:s3:::slurmd-sources/image-context/*"}
+    assert _granted(policy, "s3:GetBucketLocation") == {"arn:aws:s3:::slurmd-sources"}
     assert all(
-        not a.startswith("s3:") or a in ("s3:GetObject", "s3:GetObjectVersion")
+        not a.startswith("s3:")
+        or a in ("s3:GetObject", "s3:GetObjectVersion", "s3:GetBucketAcl", "s3:GetBucketLocation")
         for s in policy
         for a in _actions(s)
     )
