@@ -18,6 +18,7 @@ import yaml
 
 from model.builders import image_buildspec
 from model.builders.image_buildspec import BUILDSPEC, context_digest, context_tag
+from model.facts.image_references import ecr_registry
 from tests.support.paths import REPO
 
 DIGEST = "ab" * 32
@@ -183,6 +184,34 @@ def test_a_dlc_registry_in_another_region_gets_that_regions_token(tmp_path):
         "aws ecr get-login-password --region ap-east-1",
         "docker login --username AWS --password-stdin 871362719292.dkr.ecr.ap-east-1.amazonaws.com",
     ]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "871362719292.dkr.ecr.ap-east-1.amazonaws.com",
+        "123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com",
+        "123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn",
+        "public.ecr.aws",
+        "ghcr.io",
+        "12345.dkr.ecr.us-west-2.amazonaws.com",
+    ],
+)
+def test_the_build_logs_in_to_exactly_the_hosts_the_program_counts_as_ecr(tmp_path, host):
+    # The shell's host pattern and model/facts/image_references.py's agree: one rule, two languages.
+    status, calls, output = _run(tmp_path, ("pre_build",), SLURMD_IMAGE=f"{host}/slurmd:26.05.5")
+    assert status == 0, output
+    registry = ecr_registry(host)
+    expected = (
+        [
+            f"aws ecr get-login-password --region {registry[1]}",
+            f"docker login --username AWS --password-stdin {host}",
+        ]
+        if registry
+        else []
+    )
+    # Between the DLC's login and the repository's (the order of the loop), with no token lines.
+    assert [c for c in calls if not c.startswith("stdin ")][2:-2] == expected
 
 
 def test_a_context_digest_that_is_not_64_hex_digits_stops_the_build_before_any_login(tmp_path):
