@@ -111,6 +111,9 @@ def declare_slurm_layer(
             dlc_image=config.images.dlc_base,
             slurmd_base_image=config.images.slurmd_base,
             build_on_preview=config.build_image_on_preview,
+            builder=config.image_builder,
+            # Read as the AWS provider reads it: the build run calls CodeBuild with the same profile.
+            aws_profile=pulumi.Config("aws").get("profile"),
         ),
         opts(),
     )

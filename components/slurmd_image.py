@@ -1,5 +1,7 @@
 """The custom slurmd image: an ECR repository and the two-stage build of image/, pushed and
-referenced by digest so every node runs exactly what was built."""
+referenced by digest so every node runs exactly what was built. The build runs in the region on
+AWS CodeBuild (imageBuilder=codebuild: a bucket for the build context, the project, its role and
+log group, and the run that waits for the digest) or on the deployer's Docker (imageBuilder=local)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from model.facts.image_references import dlc_reference, ecr_registry, registry_host
+from components._parts.image_build_run import ImageBuildRun
+from model.builders import image_buildspec
+from model.facts import image_builder
+from model.facts.image_references import dlc_reference, ecr_registry, ecr_repository_arn, registry_host
 
 CACHE_TAG = "buildcache"
 # image/ beside the packages (in a checkout, or where the slinky-eks package installed it),
@@ -21,6 +26,9 @@ CACHE_TAG = "buildcache"
 # path would differ per checkout and show a diff on every machine. "image" for this project,
 # "../../image" for examples/own-cluster.
 CONTEXT = os.path.relpath(pathlib.Path(__file__).resolve().parents[1] / "image")
+# The same directory for the content digest, which reads its files wherever the checkout is (the
+# digest covers their paths relative to it, never this path).
+CONTEXT_DIR = pathlib.Path(__file__).resolve().parents[1] / "image"
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,11 @@ class SlurmdImageArgs:
     slurmd_base_image: str
     # Build (and push) during `pulumi preview` too (buildImageOnPreview).
     build_on_preview: bool
+    # Where the image is built: image_builder.CODEBUILD or image_builder.LOCAL (imageBuilder).
+    builder: str
+    # The stack's aws:profile (None without one): the in-region build run starts and watches the
+    # build with the same credentials the provider uses.
+    aws_profile: Optional[str]
 
 
 class SlurmdImage(pulumi.ComponentResource):
@@ -55,11 +68,13 @@ class SlurmdImage(pulumi.ComponentResource):
         repo = self._repository()
         self._lifecycle(repo)
         dlc_image = dlc_reference(args.dlc_image, args.region)
-        image = self._build(repo, dlc_image, self._registries(repo, dlc_image))
+        if args.builder == image_builder.LOCAL:
+            self.digest = self._build(repo, dlc_image, self._registries(repo, dlc_image)).digest
+        else:
+            self.digest = self._build_in_region(repo, dlc_image)
         self.repository_url = repo.repository_url
         self.repository_arn = repo.arn
-        self.digest = image.digest
-        self.reference = pulumi.Output.concat(repo.repository_url, "@", image.digest)
+        self.reference = pulumi.Output.concat(repo.repository_url, "@", self.digest)
         self.register_outputs({"reference": self.reference})
 
     def _repository(self) -> aws.ecr.Repository:
@@ -175,3 +190,267 @@ class SlurmdImage(pulumi.ComponentResource):
             build_on_preview=args.build_on_preview,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[repo]),
         )
+
+    # The in-region build (imageBuilder=codebuild). It needs nothing of the network or the cluster:
+    # the project runs outside any VPC, so it comes up and builds while they do.
+
+    def _build_in_region(self, repo: aws.ecr.Repository, dlc_image: str) -> pulumi.Output[str]:
+        args = self._args
+        digest = image_buildspec.context_digest(
+            CONTEXT_DIR,
+            dlc_image=dlc_image,
+            slurmd_image=args.slurmd_base_image,
+            slurm_version=args.slurm_version,
+            image_tag=args.tag,
+        )
+        sources, source = self._sources(digest)
+        logs = self._build_logs()
+        role, policy = self._builder_role(repo, dlc_image, sources, logs)
+        project = self._project(role, source, logs)
+        run = ImageBuildRun(
+            f"{self._name}-build",
+            project_name=project.name,
+            region=args.region,
+            source_location=pulumi.Output.concat(source.bucket, "/", source.key),
+            context_digest=digest,
+            environment=image_buildspec.build_variables(
+                dlc_image=dlc_image,
+                slurmd_image=args.slurmd_base_image,
+                slurm_version=args.slurm_version,
+                image_tag=args.tag,
+                repository_url=repo.repository_url,
+            ),
+            log_group_name=logs.name,
+            profile=args.aws_profile,
+            # The project exists when CodeBuild can assume its role; a build needs the role's policy.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[project, policy]),
+        )
+        return run.digest
+
+    def _sources(self, digest: str) -> tuple[aws.s3.Bucket, aws.s3.BucketObjectv2]:
+        """A private, encrypted bucket the build reads its context from, TLS only, emptied and
+        deleted on destroy; each context is one object named by its digest, so `up` uploads one
+        only when the context changes, and old ones expire."""
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
+        bucket = aws.s3.Bucket(f"{name}-sources", force_destroy=True, opts=child)
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-sources-private",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        # SSE-S3, as the repository (AES256): the sources are the image's, no more secret than it.
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-sources-encryption",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    )
+                )
+            ],
+            opts=child,
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-sources-expiry",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-build-sources",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
+                        days=image_builder.SOURCE_EXPIRATION_DAYS
+                    ),
+                    # An upload `up` gave up on leaves no parts behind.
+                    abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                        days_after_initiation=1
+                    ),
+                )
+            ],
+            opts=child,
+        )
+        # Refuses every request not over TLS (Amazon S3 User Guide, "Security best practices for
+        # Amazon S3", Enforce encryption of data in transit:
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/security-best-practices.html).
+        aws.s3.BucketPolicy(
+            f"{name}-sources-tls-only",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(
+                lambda arn: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Sid": "DenyInsecureTransport",
+                                "Effect": "Deny",
+                                "Principal": "*",
+                                "Action": "s3:*",
+                                "Resource": [arn, f"{arn}/*"],
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
+        # The zip of image/ (relative paths: the same object from every checkout), the Dockerfile
+        # at its root, where the buildspec builds.
+        source = aws.s3.BucketObjectv2(
+            f"{name}-context",
+            bucket=bucket.id,
+            key=image_builder.source_key(digest),
+            source=pulumi.FileArchive(CONTEXT),
+            opts=child,
+        )
+        return bucket, source
+
+    def _build_logs(self) -> aws.cloudwatch.LogGroup:
+        """The builds' log group, the stack's own: with a retention, deleted on destroy."""
+        return aws.cloudwatch.LogGroup(
+            f"{self._name}-build-logs",
+            name=image_builder.build_log_group(image_builder.project_name(self._args.repository_name)),
+            retention_in_days=image_builder.BUILD_LOG_RETENTION_DAYS,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _builder_role(
+        self,
+        repo: aws.ecr.Repository,
+        dlc_image: str,
+        sources: aws.s3.Bucket,
+        logs: aws.cloudwatch.LogGroup,
+    ) -> tuple[aws.iam.Role, aws.iam.RolePolicy]:
+        """The project's service role: assumed by CodeBuild for this project only, allowed to push
+        to and pull from the stack's repository, pull the ECR bases, write its own log group and
+        read its own sources."""
+        name, child, region = self._name, pulumi.ResourceOptions(parent=self), self._args.region
+        project = image_builder.project_name(self._args.repository_name)
+        # CodeBuild's confused-deputy guidance: the service may assume the role only for this
+        # account's project (CodeBuild User Guide, "Cross-service confused deputy prevention":
+        # https://docs.aws.amazon.com/codebuild/latest/userguide/cross-service-confused-deputy-prevention.html).
+        role = aws.iam.Role(
+            f"{name}-builder-role",
+            assume_role_policy=repo.registry_id.apply(
+                lambda account: json.dumps(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "codebuild.amazonaws.com"},
+                                "Action": "sts:AssumeRole",
+                                "Condition": {
+                                    "StringEquals": {"aws:SourceAccount": account},
+                                    "ArnLike": {
+                                        "aws:SourceArn": f"arn:aws:codebuild:{region}:{account}:project/{project}"
+                                    },
+                                },
+                            }
+                        ],
+                    }
+                )
+            ),
+            opts=child,
+        )
+        # The bases the build pulls from ECR (the DLC, and the slurmd base where it is on ECR).
+        bases = sorted({a for a in map(ecr_repository_arn, (dlc_image, self._args.slurmd_base_image)) if a})
+        policy = aws.iam.RolePolicy(
+            f"{name}-builder-policy",
+            role=role.id,
+            policy=pulumi.Output.all(repo.arn, logs.arn, sources.arn).apply(
+                lambda a: json.dumps(_builder_policy(a[0], bases, a[1], a[2]))
+            ),
+            opts=child,
+        )
+        return role, policy
+
+    def _project(
+        self,
+        role: aws.iam.Role,
+        source: aws.s3.BucketObjectv2,
+        logs: aws.cloudwatch.LogGroup,
+    ) -> aws.codebuild.Project:
+        return aws.codebuild.Project(
+            f"{self._name}-builder",
+            name=image_builder.project_name(self._args.repository_name),
+            description="Builds the slurmd image of the stack from image/ (slinky-eks)",
+            service_role=role.arn,
+            source=aws.codebuild.ProjectSourceArgs(
+                type="S3",
+                location=pulumi.Output.concat(source.bucket, "/", source.key),
+                buildspec=image_buildspec.BUILDSPEC,
+            ),
+            artifacts=aws.codebuild.ProjectArtifactsArgs(type="NO_ARTIFACTS"),
+            environment=aws.codebuild.ProjectEnvironmentArgs(
+                type=image_builder.ENVIRONMENT_TYPE,
+                compute_type=image_builder.COMPUTE_TYPE,
+                image=image_builder.BUILD_IMAGE,
+                image_pull_credentials_type="CODEBUILD",
+                # Docker in the build container needs it (CodeBuild User Guide, "Docker in custom
+                # image sample" and ProjectEnvironment privilegedMode:
+                # https://docs.aws.amazon.com/codebuild/latest/APIReference/API_ProjectEnvironment.html).
+                privileged_mode=True,
+            ),
+            build_timeout=image_builder.BUILD_TIMEOUT_MINUTES,
+            queued_timeout=image_builder.QUEUED_TIMEOUT_MINUTES,
+            logs_config=aws.codebuild.ProjectLogsConfigArgs(
+                cloudwatch_logs=aws.codebuild.ProjectLogsConfigCloudwatchLogsArgs(
+                    status="ENABLED", group_name=logs.name
+                ),
+                s3_logs=aws.codebuild.ProjectLogsConfigS3LogsArgs(status="DISABLED"),
+            ),
+            # No vpc_config: the build reaches only public endpoints (ECR, S3, CloudWatch Logs,
+            # the slurmd base's registry), which CodeBuild's own network reaches without one; in
+            # the stack's VPC it would wait for the subnets and the NAT gateway and pay for the
+            # DLC's gigabytes through it.
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+# ECR's push and pull actions on a repository (ECR User Guide, "Private repository policy
+# examples" and the Service Authorization Reference's actions with resource type repository:
+# https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html).
+ECR_PULL = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+ECR_PUSH = ("ecr:CompleteLayerUpload", "ecr:InitiateLayerUpload", "ecr:PutImage", "ecr:UploadLayerPart")
+
+
+def _builder_policy(repository_arn: str, bases: list[str], logs_arn: str, sources_arn: str) -> dict:
+    statements = [
+        # GetAuthorizationToken names no resource: the Service Authorization Reference lists it
+        # with no resource type, so "*" is the only resource it takes (ECR User Guide, "Private
+        # registry authentication":
+        # https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html).
+        {"Effect": "Allow", "Action": ["ecr:GetAuthorizationToken"], "Resource": "*"},
+        # The stack's repository: push the image and the registry cache, pull the cache, read
+        # the pushed digest.
+        {
+            "Effect": "Allow",
+            "Action": [*ECR_PULL, *ECR_PUSH, "ecr:DescribeImages"],
+            "Resource": repository_arn,
+        },
+        # Its own log group and streams (arn:...:log-group:<name>:log-stream:<stream>).
+        {
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": [logs_arn, f"{logs_arn}:log-stream:*"],
+        },
+        # Its own sources, and where and whose its bucket is (the service role policy of CodeBuild
+        # User Guide, "Allow CodeBuild to interact with other AWS services", grants the two bucket
+        # reads with the object reads:
+        # https://docs.aws.amazon.com/codebuild/latest/userguide/setting-up-service-role.html).
+        {
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+            "Resource": f"{sources_arn}/{image_builder.SOURCE_PREFIX}*",
+        },
+        {"Effect": "Allow", "Action": ["s3:GetBucketAcl", "s3:GetBucketLocation"], "Resource": sources_arn},
+    ]
+    if bases:
+        statements.insert(2, {"Effect": "Allow", "Action": list(ECR_PULL), "Resource": bases})
+    return {"Version": "2012-10-17", "Statement": statements}

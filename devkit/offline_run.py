@@ -46,6 +46,28 @@ LOGIN_HOSTNAME = "k8s-slurm-slurmlog-0a1b2c3d4e-0123456789abcdef.elb.us-west-2.a
 IMAGE_DIGEST = "sha256:" + "ab" * 32
 
 
+def built_image_digest(context_digest: str) -> str:
+    """The digest the mocks' in-region build (ImageBuildRun, components/_parts/image_build_run.py)
+    answers for a build context: the mock's own, derived from the context's digest so that another
+    context gives another image, as a real build would; no registry computed it."""
+    return "sha256:" + hashlib.sha256(f"mock-build:{context_digest}".encode()).hexdigest()
+
+
+def _build_run(args: pulumi.runtime.MockResourceArgs) -> dict:
+    """What a finished ImageBuildRun holds: the pushed digest, CodeBuild's build id
+    (<project>:<uuid>, CodeBuild API Reference, Build.id:
+    https://docs.aws.amazon.com/codebuild/latest/APIReference/API_Build.html) and the console link
+    to its log (LogsLocation.deepLink)."""
+    context = args.inputs.get("context_digest", "")
+    build = f"{args.inputs.get('project_name')}:{uuid.uuid5(uuid.NAMESPACE_URL, context)}"
+    return {
+        "digest": built_image_digest(context),
+        "build_id": build,
+        "log_url": "https://console.aws.amazon.com/cloudwatch/home?region=us-west-2#logsV2:log-groups/"
+        f"log-group/{args.inputs.get('log_group_name')}",
+    }
+
+
 def _yaml(path: pathlib.Path) -> Any:
     # libyaml where PyYAML has it: the CLI reads these files in Go, so their parsing should not
     # weigh on the evaluation the benchmark measures.
@@ -306,6 +328,8 @@ class Mocks(pulumi.runtime.Mocks):
                 "result": (args.name * 8)[: int(args.inputs.get("length", 16))]
             },
             "docker-build:index:Image": {"digest": IMAGE_DIGEST},
+            # A dynamic resource's type, whatever its provider: the program has one, the image build.
+            "pulumi-python:dynamic:Resource": _build_run(args) if "context_digest" in args.inputs else {},
             "random:index/randomBytes:RandomBytes": {
                 "base64": base64.b64encode(
                     args.name.encode().ljust(int(args.inputs.get("length", 32)), b"k")
@@ -431,9 +455,12 @@ def is_secret(value: Any) -> bool:
 
 
 def unwrap(value: Any) -> Any:
-    """The plain value of a (possibly nested) secret-wrapped input."""
+    """The plain value of a (possibly nested) secret-wrapped input; an archive of files as the
+    path it was made from (what the engine hashes and uploads), not as the Python object."""
     if is_secret(value):
         return unwrap(value["value"])
+    if isinstance(value, pulumi.FileArchive):
+        return {"fileArchive": value.path}
     if isinstance(value, dict):
         return {k: unwrap(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -84,12 +84,24 @@ TERRAFORM_TYPES = {
     "aws:rds/parameterGroup:ParameterGroup": "aws_db_parameter_group",
     "aws:rds/subnetGroup:SubnetGroup": "aws_db_subnet_group",
     "aws:s3/bucket:Bucket": "aws_s3_bucket",
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": "aws_s3_bucket_lifecycle_configuration",
+    "aws:s3/bucketPolicy:BucketPolicy": "aws_s3_bucket_policy",
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": "aws_s3_bucket_public_access_block",
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": (
+        "aws_s3_bucket_server_side_encryption_configuration"
+    ),
+    # pulumi-aws's BucketObjectv2 is Terraform's aws_s3_object (the v2 names the successor of BucketObject).
+    "aws:s3/bucketObjectv2:BucketObjectv2": "aws_s3_object",
+    # The in-region image build (components/slurmd_image.py).
+    "aws:codebuild/project:Project": "aws_codebuild_project",
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": "aws_vpc_security_group_ingress_rule",
 }
 # Repeated blocks pulumi-aws names in the plural where Terraform's block is singular
 # (aws_route_table `route`, aws_eks_node_group `taint`, aws_eks_addon `pod_identity_association`,
-# aws_db_parameter_group `parameter`).
+# aws_db_parameter_group `parameter`, the S3 bucket configurations' `rule`).
 SINGULAR_BLOCKS = {
+    ("aws_s3_bucket_lifecycle_configuration", "rules"): "rule",
+    ("aws_s3_bucket_server_side_encryption_configuration", "rules"): "rule",
     ("aws_route_table", "routes"): "route",
     ("aws_eks_node_group", "taints"): "taint",
     ("aws_eks_addon", "pod_identity_associations"): "pod_identity_association",

@@ -110,6 +110,60 @@ TRIAGE: tuple[Triage, ...] = (
         "The slurmd repository is encrypted with AES256 (S3-managed keys), not a customer-managed KMS key.",
         "encryption-at-rest",
     ),
+    # The in-region image build (imageBuilder codebuild, components/slurmd_image.py).
+    Triage(
+        "checkov",
+        "CKV_AWS_316",
+        ("aws_codebuild_project.slurmd_builder",),
+        ACCEPTED,
+        "Docker in a CodeBuild build runs only in privileged mode; the build runs the stack's own buildspec "
+        "and image/ on a host CodeBuild discards, with a role scoped to the stack's repository, sources and logs.",
+        "the-in-region-build",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_145",
+        ("aws_s3_bucket.slurmd_sources",),
+        ACCEPTED,
+        "The build sources (image/, as public as the image built from it) are encrypted with SSE-S3, as the "
+        "repository is with AES256, not a customer-managed KMS key.",
+        "encryption-at-rest",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_21",
+        ("aws_s3_bucket.slurmd_sources",),
+        ACCEPTED,
+        "No object is ever overwritten: each build context is a new object named by its content digest, "
+        "expired after a week; versions would keep nothing more.",
+        "the-in-region-build",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_144",
+        ("aws_s3_bucket.slurmd_sources",),
+        ACCEPTED,
+        "The sources are a copy of image/ in the repository, read once by the build in the same region; "
+        "a replica in another region would serve no build.",
+        "the-in-region-build",
+    ),
+    Triage(
+        "checkov",
+        "CKV_AWS_18",
+        ("aws_s3_bucket.slurmd_sources",),
+        ACCEPTED,
+        "Only the deployer writes the sources and only the build role reads them; access logs would need "
+        "a second bucket and record no more than who ran `up` and which build ran.",
+        "the-in-region-build",
+    ),
+    Triage(
+        "checkov",
+        "CKV2_AWS_62",
+        ("aws_s3_bucket.slurmd_sources",),
+        NOT_APPLICABLE,
+        "Nothing acts on a new source object: the build run starts its build itself (StartBuild).",
+        "the-in-region-build",
+    ),
     Triage(
         "checkov",
         "CKV_AWS_184",

@@ -65,6 +65,7 @@ class StackConfig:
     slurmd_image_tag: str
     dlc_base_image: str
     slurmd_base_image: str
+    image_builder: str
     build_image_on_preview: bool
     retain_shared_data: bool
     retain_accounting_data: bool
@@ -99,10 +100,13 @@ class StackConfig:
 
     @property
     def cost_per_hour(self) -> dict:
-        """The costPerHour output (model/facts/cost.py)."""
-        return cost.cost_per_hour(
-            self.gpu_pools, self.core_instance_type, self.core_node_count, self.prices, self.reservations
-        )
+        """The costPerHour output (model/facts/cost.py), with what a build of the image costs."""
+        return {
+            **cost.cost_per_hour(
+                self.gpu_pools, self.core_instance_type, self.core_node_count, self.prices, self.reservations
+            ),
+            "imageBuild": cost.image_build(self.image_builder),
+        }
 
     @property
     def scheduling(self) -> SchedulingPolicy:

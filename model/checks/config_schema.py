@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping
 from model.builders import scheduling
 from model.checks import gpu_pools, rules, users, vpc_subnets
 from model.checks.problems import ERROR, NOT_SET, WARNING, Problem, Rule, applies, error, identify, warning
-from model.facts import audit_logs, capacity, eks_versions, support_calendar, versions
+from model.facts import audit_logs, capacity, eks_versions, image_builder, support_calendar, versions
 from model.facts.contract import SHARED_MOUNT
 from model.facts.image_references import dlc_registry, reference_problem, registry_host
 
@@ -83,6 +83,13 @@ OVERRIDDEN_BY_GPU_POOLS = identify(
     "gpuMinNodes",
     "gpuMaxNodes",
     "gpuCapacityReservationId",
+)
+PREVIEW_BUILDS_LOCALLY = identify(
+    "preview-builds-locally",
+    WARNING,
+    "buildImageOnPreview only where imageBuilder is local",
+    "buildImageOnPreview",
+    "imageBuilder",
 )
 UNDECLARED_KEY = identify("undeclared-key", ERROR, "a key Pulumi.yaml declares", "slinky-eks:*")
 
@@ -626,12 +633,28 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             on_change="nothing: only the preflight reads it",
         ),
         Key(
+            "imageBuilder",
+            "string",
+            image_builder.DEFAULT_IMAGE_BUILDER,
+            (rules.one_of(image_builder.IMAGE_BUILDERS),),
+            attr="image_builder",
+            description="Where the slurmd image is built: codebuild (AWS CodeBuild in aws:region; the deployer "
+            "needs no Docker) or local (the deployer's Docker builds and pushes it).",
+            doc="codebuild uploads image/ to a bucket of the stack's and builds it next to the DLC registry "
+            "and the repository; a build starts only when the build context (image/, the base images, "
+            "slurmVersion, the tag) changes ([decision](docs/decisions/image-builder.md)).",
+            on_change="builds the image once with the other builder: a new digest, so the NodeSet rolls every "
+            "slurmd pod (the GPU nodes stay); to codebuild it creates the build project, its role, bucket "
+            "and log group, to local it deletes them",
+        ),
+        Key(
             "buildImageOnPreview",
             "boolean",
             False,
             _boolean,
             attr="build_image_on_preview",
-            description="Build the slurmd image during pulumi preview too (needs Docker where preview runs).",
+            description="Build the slurmd image during pulumi preview too, with imageBuilder=local (needs Docker "
+            "where preview runs); with codebuild a preview never builds, and true warns so.",
             on_change="nothing on `up`: only `pulumi preview` builds differently",
         ),
         Key(
@@ -1068,6 +1091,27 @@ def kubernetes_for_slinky(ok: Mapping[str, Any]) -> list[Problem]:
     ]
 
 
+def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
+    """With the in-region builder a preview never builds: the build runs in a Pulumi dynamic
+    resource, and the engine sends a provider that does not support previews no Create or Update
+    during a preview (pulumi/pulumi pkg/resource/plugin/provider_plugin.go at v3.272.0, Create and
+    Update with req.Preview; the Python dynamic provider answers Configure without
+    supportsPreview: sdk/python/lib/pulumi/dynamic/__main__.py). Nor could it: the build reads its
+    context from the stack's bucket, which only `up` uploads."""
+    if not ok.get("buildImageOnPreview") or ok.get("imageBuilder") != image_builder.CODEBUILD:
+        return []
+    return [
+        warning(
+            PREVIEW_BUILDS_LOCALLY,
+            "buildImageOnPreview",
+            True,
+            "buildImageOnPreview = true builds at preview only with imageBuilder = local: with "
+            "codebuild a preview starts no build and `up` builds in the region when the image's inputs "
+            "change; set imageBuilder to local to build at preview, or remove buildImageOnPreview",
+        )
+    ]
+
+
 CROSS_RULES: tuple[CrossRule, ...] = (
     ssh_cidrs,
     api_cidrs,
@@ -1078,6 +1122,7 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     slurmd_base_is_slurm,
     kubernetes_for_slinky,
     vpc_subnets.keys_fit,
+    preview_builds_locally,
 )
 
 

@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 
 from model.checks.gpu_pools import GpuPool
 from model.checks.problems import WARNING, Problem, identify, warning
+from model.facts import image_builder
 from model.facts.capacity import Reservation
 
 PRICE_LIST_FALLBACK = identify(
@@ -258,3 +259,30 @@ def image_build_cost_usd(compute_type: str, minutes: float = IMAGE_BUILD_MINUTES
     compute type without a price here."""
     price = CODEBUILD_USD_PER_MINUTE.get(compute_type)
     return None if price is None else round(math.ceil(minutes) * price, 4)
+
+
+def image_build(builder: str) -> dict:
+    """The costPerHour output's `imageBuild`: what one build of the slurmd image costs and when one
+    runs. In the region it is CodeBuild's minutes (above); with the local builder the deployer's
+    machine builds, which AWS does not bill (the push into the region is free: ECR bills no data
+    transfer in, https://aws.amazon.com/ecr/pricing/)."""
+    when = "once for each new build context (image/, the base images, slurmVersion, the tag); never on an up that changes none"
+    if builder == image_builder.LOCAL:
+        return {
+            "builder": builder,
+            "usdPerBuild": 0.0,
+            "when": when,
+            "basis": "built on the deployer's machine",
+        }
+    compute_type = image_builder.COMPUTE_TYPE
+    return {
+        "builder": builder,
+        "computeType": compute_type,
+        "usdPerMinute": CODEBUILD_USD_PER_MINUTE.get(compute_type),
+        "estimatedMinutes": IMAGE_BUILD_MINUTES,
+        "usdPerBuild": image_build_cost_usd(compute_type),
+        "priceSource": CODEBUILD_PRICE_SOURCE,
+        "when": when,
+        "basis": "CodeBuild's on-demand price per minute times an estimated build length (a build's real "
+        "length is in its log)",
+    }

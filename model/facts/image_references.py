@@ -144,3 +144,20 @@ def by_digest(reference: str, digest: str) -> str:
     reference with both is Canonical, resolved by its digest)."""
     name, tag, _ = parts(reference)
     return f"{name}:{tag}@{digest}" if tag else f"{name}@{digest}"
+
+
+def ecr_repository_arn(reference: str) -> str | None:
+    """The ARN of the ECR repository a reference names, None for a reference on any other
+    registry: arn:<partition>:ecr:<region>:<account>:repository/<name> (Service Authorization
+    Reference, Amazon Elastic Container Registry, resource type repository:
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html),
+    the name without the registry host, tag or digest."""
+    host = registry_host(reference)
+    found = ecr_registry(host)
+    match = _REFERENCE.match(reference)
+    if found is None or match is None:
+        return None
+    account, region = found
+    partition = "aws-cn" if host.endswith(".cn") else "aws"
+    name = match.group("name").split("/", 1)[1]
+    return f"arn:{partition}:ecr:{region}:{account}:repository/{name}"

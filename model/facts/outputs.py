@@ -68,7 +68,8 @@ OUTPUTS: tuple[Output, ...] = (
         "USD per hour at the on-demand list price (the AWS Price List, asked at preview, or a "
         "cited table when it cannot be asked): each pool's price per node and cost at its "
         "`minNodes` and `maxNodes`, the core group's, and the cluster's nodes at both sizes "
-        "(`clusterAtMinNodes`, `clusterAtMaxNodes`); EC2 instances only (see "
+        "(`clusterAtMinNodes`, `clusterAtMaxNodes`); EC2 instances only; beside them `imageBuild`, what "
+        "one build of the slurmd image costs and when one runs (see "
         "[Capacity and cost](docs/capacity-and-cost.md))",
     ),
     # The metrics store (absent with `metrics: false`; docs/metrics.md)

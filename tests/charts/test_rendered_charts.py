@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from devkit import chart_render, offline_account, reference_data
-from devkit.offline_run import IMAGE_DIGEST, PROJECT_DIR, run_program
+from devkit.offline_run import PROJECT_DIR, built_image_digest, run_program
 from model.builders.slurm_values import gpu_resources
 from model.facts import versions
 from model.facts.catalog import lookup
@@ -378,7 +378,8 @@ def test_the_nodeset_carries_the_gres_resources_and_image_digest(dev, rendered):
     spec = by_name(rendered["slurm"], "NodeSet", "slurm-worker-slinky")["spec"]
     assert f"Gres={gpu.gres}" in spec["extraConf"].splitlines()
     assert spec["slurmd"]["resources"] == gpu_resources(gpu)
-    assert spec["slurmd"]["image"].endswith(f"/slinky-eks-dev/slurmd@{IMAGE_DIGEST}")
+    digest = built_image_digest(dev.named("slurmd-build").inputs["context_digest"])
+    assert spec["slurmd"]["image"].endswith(f"/slinky-eks-dev/slurmd@{digest}")
     controller = by_name(rendered["slurm"], "Controller", "slurm")["spec"]
     assert "GresTypes=gpu" in controller["extraConf"].splitlines()
 

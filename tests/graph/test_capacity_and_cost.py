@@ -432,3 +432,10 @@ def test_a_reservation_is_measured_against_the_pools_maximum():
     )
     (said,) = [w for w in graph.warnings if w.startswith("capacity:")]
     assert "fewer than the 3 nodes its pools may run (slinky: 3)" in said
+
+
+def test_the_cost_of_an_image_build_appears_with_the_other_costs():
+    in_region = run_program("dev").output("costPerHour")["imageBuild"]
+    assert in_region["builder"] == "codebuild" and in_region["usdPerBuild"] == 0.6
+    local = run_program("dev", {"imageBuilder": "local"}).output("costPerHour")["imageBuild"]
+    assert local["builder"] == "local" and local["usdPerBuild"] == 0.0

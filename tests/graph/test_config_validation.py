@@ -252,6 +252,12 @@ def test_flow_logs_destination_must_be_one_this_program_makes(value):
     assert "one of cloud-watch-logs, s3, off" in msg
 
 
+@pytest.mark.parametrize("value", ["docker", "CodeBuild", "image-builder"])
+def test_image_builder_must_be_codebuild_or_local(value):
+    msg = rejected(imageBuilder=value)
+    assert f"slinky-eks:imageBuilder = '{value}': one of codebuild, local [one-of]" in msg
+
+
 def test_every_logging_problem_comes_back_in_one_error():
     msg = rejected(
         controlPlaneLogTypes=["kubelet"],

@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from devkit.offline_run import IMAGE_DIGEST, LOGIN_HOSTNAME, run_program
+from devkit.offline_run import LOGIN_HOSTNAME, built_image_digest, run_program
 from model.facts import catalog, versions
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
@@ -84,9 +84,10 @@ def test_nodeset_replicas_follow_gpu_node_count(values):
     assert graph.named("slurm-release").inputs["values"]["nodesets"]["slinky"]["replicas"] == 4
 
 
-def test_slurmd_image_is_the_built_image_by_digest(values):
+def test_slurmd_image_is_the_built_image_by_digest(dev, values):
     image = values["nodesets"]["slinky"]["slurmd"]["image"]
-    assert image == {"repository": REPO_URL, "tag": versions.SLURMD_IMAGE_TAG, "digest": IMAGE_DIGEST}
+    digest = built_image_digest(dev.named("slurmd-build").inputs["context_digest"])
+    assert image == {"repository": REPO_URL, "tag": versions.SLURMD_IMAGE_TAG, "digest": digest}
 
 
 @pytest.mark.parametrize(

@@ -26,9 +26,18 @@ def held(reference: str) -> str:
     return f"{reference}@{image_digest(name, tag)}"
 
 
+# The deployer's Docker builds the image (imageBuilder=local): the build these tests read.
+LOCAL = {"imageBuilder": "local"}
+
+
 @pytest.fixture(scope="module")
-def build(dev):
-    return dev.named("slurmd-build")
+def local():
+    return run_program("dev", LOCAL)
+
+
+@pytest.fixture(scope="module")
+def build(local):
+    return local.named("slurmd-build")
 
 
 def test_repository_scans_on_push(dev):
@@ -94,7 +103,7 @@ def test_dlc_reference_with_a_registry_host_is_used_as_given():
     other = (
         "871362719292.dkr.ecr.ap-east-1.amazonaws.com/pytorch-training:2.9.0-gpu-py312-cu130-ubuntu22.04-ec2"
     )
-    graph = run_program("dev", {"dlcBaseImage": other})
+    graph = run_program("dev", {**LOCAL, "dlcBaseImage": other})
     build = graph.named("slurmd-build")
     assert build.inputs["buildArgs"]["DLC_IMAGE"] == held(other)
     assert "871362719292.dkr.ecr.ap-east-1.amazonaws.com" in {
@@ -109,17 +118,17 @@ def test_context_is_relative_so_every_checkout_agrees(build):
 
 def test_preview_does_not_build_unless_asked(build):
     assert build.inputs["buildOnPreview"] is False
-    graph = run_program("dev", {"buildImageOnPreview": True})
+    graph = run_program("dev", {**LOCAL, "buildImageOnPreview": True})
     assert graph.named("slurmd-build").inputs["buildOnPreview"] is True
 
 
-def test_output_is_the_pushed_reference_pinned_by_digest(dev):
-    assert dev.output("slurmdImage") == f"{REPO_URL}@{IMAGE_DIGEST}"
+def test_output_is_the_pushed_reference_pinned_by_digest(local):
+    assert local.output("slurmdImage") == f"{REPO_URL}@{IMAGE_DIGEST}"
 
 
-def test_image_builds_while_eks_is_created(dev, build):
+def test_image_builds_while_eks_is_created(local, build):
     for other in ("cluster-eks", "network-vpc", "nodes-gpu"):
-        assert not dev.depends_on(build, dev.named(other))
+        assert not local.depends_on(build, local.named(other))
 
 
 def test_dockerfile_passes_hadolint():
@@ -146,7 +155,7 @@ def test_bases_can_be_pinned_by_digest():
     digest = "sha256:" + "cd" * 32
     slurmd = f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@{digest}"
     dlc = f"{DLC_REGISTRY}/pytorch:2.13.0-cu133-amzn2023@{digest}"
-    graph = run_program("dev", {"slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
+    graph = run_program("dev", {**LOCAL, "slurmdBaseImage": slurmd, "dlcBaseImage": dlc})
     args = graph.named("slurmd-build").inputs["buildArgs"]
     assert args["SLURMD_IMAGE"] == slurmd and args["DLC_IMAGE"] == dlc
 
@@ -154,7 +163,13 @@ def test_bases_can_be_pinned_by_digest():
 def test_the_dlc_registry_is_the_regions_from_the_dlc_table():
     # ap-east-1's DLC registry is 871362719292, not the 763104351884 of most regions.
     graph = run_program(
-        "dev", {"aws:region": "ap-east-1", "availabilityZone": "ap-east-1a", "gpuInstanceType": "g5.12xlarge"}
+        "dev",
+        {
+            **LOCAL,
+            "aws:region": "ap-east-1",
+            "availabilityZone": "ap-east-1a",
+            "gpuInstanceType": "g5.12xlarge",
+        },
     )
     build = graph.named("slurmd-build")
     host = "871362719292.dkr.ecr.ap-east-1.amazonaws.com"
@@ -174,7 +189,7 @@ def test_a_region_without_a_dlc_registry_needs_a_full_dlc_reference():
 
 
 def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
-    graph = run_program("dev", {"dlcBaseImage": "docker.io/myorg/pytorch-training:2.9.0-gpu"})
+    graph = run_program("dev", {**LOCAL, "dlcBaseImage": "docker.io/myorg/pytorch-training:2.9.0-gpu"})
     build = graph.named("slurmd-build")
     assert build.inputs["buildArgs"][
         "DLC_IMAGE"
@@ -188,7 +203,7 @@ def test_a_base_image_on_another_registry_gets_no_ecr_credentials():
 
 def test_a_base_image_on_ecr_gets_credentials_from_its_own_region():
     base = f"210987654321.dkr.ecr.eu-west-1.amazonaws.com/slinky/slurmd:{R}-ubuntu24.04"
-    graph = run_program("dev", {"slurmdBaseImage": base})
+    graph = run_program("dev", {**LOCAL, "slurmdBaseImage": base})
     registries = {r["address"]: r for r in graph.named("slurmd-build").inputs["registries"]}
     assert registries["210987654321.dkr.ecr.eu-west-1.amazonaws.com"]["password"] == "token-for-210987654321"
     assert (
@@ -230,16 +245,16 @@ def _pushes(build: dict) -> list[str]:
         {"slurmdBaseImage": f"ghcr.io/slinkyproject/slurmd:{R}-ubuntu24.04@sha256:" + "cd" * 32},
     ],
 )
-def test_a_second_up_never_fails_on_a_tag(dev, second):
-    first = dev.named("slurmd-build").inputs
+def test_a_second_up_never_fails_on_a_tag(local, second):
+    first = local.named("slurmd-build").inputs
     existing = {ref.rsplit(":", 1)[1] for ref in _pushes(first)}
-    graph = run_program("dev", second)
+    graph = run_program("dev", {**LOCAL, **second})
     again = graph.named("slurmd-build").inputs
     assert _ecr_accepts_push(graph.named("slurmd-repo").inputs, existing, _pushes(again))
 
 
-def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(dev):
-    build = dev.named("slurmd-build").inputs
+def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(build):
+    build = build.inputs
     existing = {ref.rsplit(":", 1)[1] for ref in _pushes(build)}
     immutable = {
         "imageTagMutability": "IMMUTABLE_WITH_EXCLUSION",
@@ -263,3 +278,250 @@ def test_dockerfile_copies_from_the_dlc_only_what_its_layout_documents():
     # The copy that broke the first `pulumi up`: a libpython the DLC of then did not have.
     broken = "COPY --from=dlc /usr/local/lib/libpython3.12.so.1.0 /usr/local/lib/libpython3.12.so.1.0\n"
     assert _undocumented_dlc_copies(broken, readme) == ["/usr/local/lib/libpython3.12.so.1.0"]
+
+
+# --- the in-region build (imageBuilder=codebuild, the default) ---------------------------------
+
+ACCOUNT = "123456789012"
+PROJECT = "slinky-eks-dev-slurmd"
+# Actions whose Service Authorization Reference entry names no resource type: "*" is the only
+# resource they take. Any other action on "*" is a grant wider than the stack's own resources.
+RESOURCELESS = {"ecr:GetAuthorizationToken"}
+
+
+def _statements(resource) -> list[dict]:
+    return json.loads(resource.inputs["policy"])["Statement"]
+
+
+def _actions(statement: dict) -> list[str]:
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else action
+
+
+def _resources(statement: dict) -> list[str]:
+    resource = statement["Resource"]
+    return [resource] if isinstance(resource, str) else resource
+
+
+def wider_than_its_resources(statements: list[dict]) -> list[str]:
+    """Each action an Allow grants on "*" although it takes a resource."""
+    return sorted(
+        action
+        for s in statements
+        if s["Effect"] == "Allow" and "*" in _resources(s)
+        for action in _actions(s)
+        if action not in RESOURCELESS
+    )
+
+
+def _granted(statements: list[dict], action: str) -> set[str]:
+    return {r for s in statements if s["Effect"] == "Allow" and action in _actions(s) for r in _resources(s)}
+
+
+@pytest.fixture(scope="module")
+def policy(dev):
+    return _statements(dev.named("slurmd-builder-policy"))
+
+
+def test_the_builder_role_grants_nothing_on_star_that_takes_a_resource(policy):
+    assert wider_than_its_resources(policy) == []
+
+
+def test_the_scope_check_finds_a_push_action_on_star(policy):
+    broken = [*policy, {"Effect": "Allow", "Action": ["ecr:PutImage"], "Resource": "*"}]
+    assert wider_than_its_resources(broken) == ["ecr:PutImage"]
+
+
+def test_the_builder_pushes_only_to_the_stacks_repository(policy):
+    repo = f"arn:aws:ecr:us-west-2:{ACCOUNT}:repository/slinky-eks-dev/slurmd"
+    for action in (
+        "ecr:PutImage",
+        "ecr:InitiateLayerUpload",
+        "ecr:UploadLayerPart",
+        "ecr:CompleteLayerUpload",
+    ):
+        assert _granted(policy, action) == {repo}
+
+
+def test_the_builder_pulls_the_dlc_from_its_regions_dlc_repository_and_no_other(policy):
+    repo = f"arn:aws:ecr:us-west-2:{ACCOUNT}:repository/slinky-eks-dev/slurmd"
+    dlc = "arn:aws:ecr:us-west-2:763104351884:repository/" + versions.DLC_IMAGE.split(":")[0]
+    assert _granted(policy, "ecr:BatchGetImage") == {repo, dlc}
+    assert _granted(policy, "ecr:GetDownloadUrlForLayer") == {repo, dlc}
+
+
+def test_the_builder_writes_only_its_own_log_group(policy):
+    group = f"arn:aws:logs:us-west-2:{ACCOUNT}:log-group:/aws/codebuild/{PROJECT}"
+    assert _granted(policy, "logs:PutLogEvents") == {group, f"{group}:log-stream:*"}
+
+
+def test_the_builder_reads_only_its_own_sources(policy):
+    assert _granted(policy, "s3:GetObject") == {"arn:aws:s3:::slurmd-sources/image-context/*"}
+    assert _granted(policy, "s3:GetBucketLocation") == {"arn:aws:s3:::slurmd-sources"}
+    assert all(
+        not a.startswith("s3:")
+        or a in ("s3:GetObject", "s3:GetObjectVersion", "s3:GetBucketAcl", "s3:GetBucketLocation")
+        for s in policy
+        for a in _actions(s)
+    )
+
+
+def test_only_codebuild_may_assume_the_builder_role_and_only_for_this_project(dev):
+    (trust,) = json.loads(dev.named("slurmd-builder-role").inputs["assumeRolePolicy"])["Statement"]
+    assert trust["Principal"] == {"Service": "codebuild.amazonaws.com"}
+    assert trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": ACCOUNT},
+        "ArnLike": {"aws:SourceArn": f"arn:aws:codebuild:us-west-2:{ACCOUNT}:project/{PROJECT}"},
+    }
+
+
+def test_the_project_builds_in_a_privileged_amazon_linux_container_with_room_for_the_dlc(dev):
+    from model.facts import image_builder
+
+    project = dev.named("slurmd-builder").inputs
+    assert project["name"] == PROJECT
+    assert project["environment"] == {
+        "type": "LINUX_CONTAINER",
+        "computeType": "BUILD_GENERAL1_LARGE",
+        "image": "aws/codebuild/amazonlinux-x86_64-standard:5.0",
+        "imagePullCredentialsType": "CODEBUILD",
+        "privilegedMode": True,
+    }
+    assert project["buildTimeout"] == image_builder.BUILD_TIMEOUT_MINUTES
+    assert project["artifacts"] == {"type": "NO_ARTIFACTS"}
+
+
+def test_the_project_runs_the_buildspec_on_the_context_from_its_bucket(dev):
+    from model.builders.image_buildspec import BUILDSPEC
+
+    source = dev.named("slurmd-builder").inputs["source"]
+    context = dev.named("slurmd-context").inputs
+    assert source == {
+        "type": "S3",
+        "location": f"{context['bucket']}/{context['key']}",
+        "buildspec": BUILDSPEC,
+    }
+
+
+def test_the_project_runs_outside_any_vpc(dev):
+    assert "vpcConfig" not in dev.named("slurmd-builder").inputs
+
+
+def test_the_builds_log_to_the_stacks_group_with_a_retention_and_nowhere_else(dev):
+    group = dev.named("slurmd-build-logs").inputs
+    assert group == {"name": f"/aws/codebuild/{PROJECT}", "retentionInDays": 30}
+    assert dev.named("slurmd-builder").inputs["logsConfig"] == {
+        "cloudwatchLogs": {"status": "ENABLED", "groupName": group["name"]},
+        "s3Logs": {"status": "DISABLED"},
+    }
+
+
+def test_the_sources_bucket_is_private_encrypted_and_emptied_on_destroy(dev):
+    assert dev.named("slurmd-sources").inputs["forceDestroy"] is True
+    private = dev.named("slurmd-sources-private").inputs
+    assert all(
+        private[k] is True
+        for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
+    (rule,) = dev.named("slurmd-sources-encryption").inputs["rules"]
+    assert rule["applyServerSideEncryptionByDefault"] == {"sseAlgorithm": "AES256"}
+
+
+def test_the_sources_bucket_refuses_every_request_without_tls(dev):
+    (deny,) = _statements(dev.named("slurmd-sources-tls-only"))
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*" and deny["Action"] == "s3:*"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert set(deny["Resource"]) == {"arn:aws:s3:::slurmd-sources", "arn:aws:s3:::slurmd-sources/*"}
+
+
+def test_old_sources_expire(dev):
+    (rule,) = dev.named("slurmd-sources-expiry").inputs["rules"]
+    assert rule["status"] == "Enabled" and rule["expiration"] == {"days": 7}
+
+
+def test_the_source_is_the_image_directory_named_by_its_content_digest(dev):
+    context = dev.named("slurmd-context").inputs
+    digest = dev.named("slurmd-build").inputs["context_digest"]
+    assert context["source"] == {"fileArchive": "image"}
+    assert context["key"] == f"image-context/{digest}.zip"
+
+
+def test_a_new_build_context_is_a_new_source_object_and_the_same_one_is_not(dev):
+    same = run_program("dev", {"buildImageOnPreview": False})
+    other = run_program("dev", {"slurmdImageTag": f"{R}-other"})
+    key = dev.named("slurmd-context").inputs["key"]
+    assert same.named("slurmd-context").inputs["key"] == key
+    assert other.named("slurmd-context").inputs["key"] != key
+
+
+def test_the_run_builds_this_context_with_the_projects_environment(dev):
+    run = dev.named("slurmd-build")
+    context = dev.named("slurmd-context").inputs
+    assert run.type == "pulumi-python:dynamic:Resource"
+    assert run.inputs["project_name"] == PROJECT
+    assert run.inputs["region"] == "us-west-2"
+    assert run.inputs["source_location"] == f"{context['bucket']}/{context['key']}"
+    assert run.inputs["log_group_name"] == f"/aws/codebuild/{PROJECT}"
+    assert run.inputs["environment"] == {
+        "DLC_IMAGE": f"{DLC_REGISTRY}/{versions.DLC_IMAGE}",
+        "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
+        "SLURM_VERSION": versions.SLURM_RELEASE,
+        "IMAGE_REPOSITORY": REPO_URL,
+        "IMAGE_TAG": versions.SLURMD_IMAGE_TAG,
+        "CONTEXT_DIGEST": run.inputs["context_digest"],
+    }
+
+
+def test_the_run_waits_for_the_project_and_its_permissions(dev):
+    run = dev.named("slurmd-build")
+    assert dev.depends_on(run, dev.named("slurmd-builder"))
+    assert dev.depends_on(run, dev.named("slurmd-builder-policy"))
+
+
+def test_the_nodes_run_the_image_the_region_built(dev):
+    from devkit.offline_run import built_image_digest
+
+    digest = built_image_digest(dev.named("slurmd-build").inputs["context_digest"])
+    assert dev.output("slurmdImage") == f"{REPO_URL}@{digest}"
+
+
+def test_the_in_region_build_waits_for_nothing_of_the_network_or_the_cluster(dev):
+    built = [r for r in dev.resources if r.parent == dev.named("slurmd").urn]
+    assert {r.name for r in built} >= {
+        "slurmd-build",
+        "slurmd-builder",
+        "slurmd-context",
+        "slurmd-builder-role",
+    }
+    for r in built:
+        for other in ("cluster-eks", "network-vpc", "nodes-gpu"):
+            assert not dev.depends_on(r, dev.named(other)), (r.name, other)
+
+
+def test_the_local_builder_makes_none_of_the_in_region_resources(local):
+    assert {r.name for r in local.resources if r.name.startswith("slurmd-")} == {
+        "slurmd-repo",
+        "slurmd-lifecycle",
+        "slurmd-build",
+    }
+    assert local.named("slurmd-build").type == "docker-build:index:Image"
+
+
+def test_a_preview_with_the_in_region_builder_warns_that_it_does_not_build():
+    warned = [
+        w
+        for w in run_program("dev", {"buildImageOnPreview": True}).warnings
+        if "[preview-builds-locally]" in w
+    ]
+    assert warned and "imageBuilder = local" in warned[0]
+
+
+@pytest.mark.parametrize("overrides", [{}, {**LOCAL, "buildImageOnPreview": True}])
+def test_no_preview_warning_where_the_preview_builds_as_asked(overrides):
+    assert not [w for w in run_program("dev", overrides).warnings if "[preview-builds-locally]" in w]
+
+
+def test_the_run_calls_codebuild_with_the_stacks_aws_profile(dev):
+    assert dev.named("slurmd-build").inputs.get("profile") is None
+    graph = run_program("dev", {"aws:profile": "team-admin"})
+    assert graph.named("slurmd-build").inputs["profile"] == "team-admin"

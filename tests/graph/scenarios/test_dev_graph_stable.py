@@ -8,7 +8,8 @@ commit), and checked in. A change meant to alter the dev graph regenerates it on
 import copy
 import json
 
-from tests.support.dev_graph_snapshot import SNAPSHOT, snapshot
+from devkit.offline_run import run_program
+from tests.support.dev_graph_snapshot import LOCAL, LOCAL_SNAPSHOT, SNAPSHOT, snapshot
 
 
 def _differences(before: dict, now: dict) -> list[str]:
@@ -20,6 +21,11 @@ def _differences(before: dict, now: dict) -> list[str]:
 
 def test_the_dev_stack_keeps_every_urn_and_input(dev):
     assert _differences(json.loads(SNAPSHOT.read_text()), snapshot(dev)) == []
+
+
+def test_the_local_image_builder_keeps_the_graph_from_before_the_in_region_build():
+    # tests/data/dev-graph-local.json is the dev graph as it was before imageBuilder existed.
+    assert _differences(json.loads(LOCAL_SNAPSHOT.read_text()), snapshot(run_program("dev", LOCAL))) == []
 
 
 def test_a_renamed_or_changed_resource_is_reported(dev):

@@ -174,6 +174,7 @@ def test_every_iam_document_is_exported(graph):
         "grafana_policy",
         "nodes_node_images",
         "storage_efs_client",
+        "slurmd_builder_policy",
     }
     assert set(iam.trust) == {
         "cluster_vpc_cni_role",
@@ -183,6 +184,7 @@ def test_every_iam_document_is_exported(graph):
         "cluster_eks_eksRole",
         "network_flow_log_role",
         "grafana_role",
+        "slurmd_builder_role",
     }
     assert (
         iam.managed["aws_iam_role.nodes_node_role"][0] == "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"

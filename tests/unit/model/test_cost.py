@@ -87,3 +87,18 @@ def test_a_started_minute_of_an_image_build_is_billed_whole():
 
 def test_a_compute_type_without_a_price_has_no_estimate():
     assert image_build_cost_usd("BUILD_GENERAL1_2XLARGE") is None
+
+
+def test_an_in_region_build_costs_codebuilds_minutes_of_the_projects_compute_type():
+    from model.facts import cost, image_builder
+
+    build = cost.image_build(image_builder.CODEBUILD)
+    assert build["computeType"] == image_builder.COMPUTE_TYPE
+    assert build["usdPerBuild"] == cost.image_build_cost_usd(image_builder.COMPUTE_TYPE) == 0.6
+    assert build["estimatedMinutes"] == cost.IMAGE_BUILD_MINUTES
+
+
+def test_a_local_build_costs_aws_nothing():
+    from model.facts import cost, image_builder
+
+    assert cost.image_build(image_builder.LOCAL)["usdPerBuild"] == 0.0

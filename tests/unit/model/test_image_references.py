@@ -6,6 +6,7 @@ from model.facts.image_references import (
     dlc_reference,
     dlc_registry,
     ecr_registry,
+    ecr_repository_arn,
     reference_problem,
     registry_host,
 )
@@ -59,3 +60,18 @@ def test_a_region_without_a_known_dlc_registry_is_refused_by_name():
     assert dlc_registry("xx-nowhere-1") is None
     with pytest.raises(ValueError, match="xx-nowhere-1"):
         dlc_reference("pytorch-training:2.8", "xx-nowhere-1")
+
+
+def test_an_ecr_reference_names_its_repository_arn_without_tag_or_digest():
+    digest = "sha256:" + "cd" * 32
+    reference = f"763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.9.0-gpu@{digest}"
+    assert ecr_repository_arn(reference) == "arn:aws:ecr:us-west-2:763104351884:repository/pytorch-training"
+
+
+def test_a_china_regions_repository_arn_is_in_the_aws_cn_partition():
+    reference = "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/team/pytorch:1"
+    assert ecr_repository_arn(reference) == "arn:aws-cn:ecr:cn-north-1:727897471807:repository/team/pytorch"
+
+
+def test_a_reference_on_another_registry_names_no_ecr_repository():
+    assert ecr_repository_arn("ghcr.io/slinkyproject/slurmd:26.05.5-ubuntu24.04") is None

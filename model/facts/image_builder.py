@@ -1,0 +1,70 @@
+"""Where the slurmd image is built (the `imageBuilder` key) and the in-region builder's settings:
+the AWS CodeBuild environment, its time limits, and how long its sources and logs are kept. The
+key (model/checks/config_schema.py) and the component (components/slurmd_image.py) read them here;
+docs/decisions/image-builder.md says why CodeBuild."""
+
+from __future__ import annotations
+
+# `codebuild`: AWS CodeBuild builds image/ in the stack's region, next to the DLC registry and the
+# stack's repository; `local`: the deployer's Docker builds it and pushes it (the path from before,
+# for iterating on the image).
+CODEBUILD = "codebuild"
+LOCAL = "local"
+IMAGE_BUILDERS = (CODEBUILD, LOCAL)
+DEFAULT_IMAGE_BUILDER = CODEBUILD
+
+# The on-demand EC2 compute CodeBuild runs the build on (CodeBuild User Guide, "Build environment
+# compute modes and types", About environment types:
+# https://docs.aws.amazon.com/codebuild/latest/userguide/build-env-ref-compute-types.html):
+# LINUX_CONTAINER BUILD_GENERAL1_LARGE has 15 GB of memory, 8 vCPUs and 128 GB of disk. The DLC
+# alone is 15-21 GB unpacked (aws/deep-learning-containers PR #3270: 20575 MB; PR #3337: 15.5 GB),
+# held twice while it is pulled (compressed layers, then unpacked), beside the slurmd base, both
+# build stages and the result: an estimated 40-60 GB, within LARGE's disk with room for the
+# registry cache. MEDIUM has the same disk but 7 GB of memory and 4 vCPUs for the compile and the
+# layer compression; XLARGE's 36 vCPUs would mostly wait on the pull and the push.
+ENVIRONMENT_TYPE = "LINUX_CONTAINER"
+COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
+# The curated Amazon Linux 2023 x86_64 standard image, version 5.0, with Docker and buildx, named
+# without `2` since 2024-11-22 (CodeBuild User Guide, "Docker images provided by CodeBuild", EC2
+# compute images: https://docs.aws.amazon.com/codebuild/latest/userguide/ec2-compute-images.html).
+# Naming the major version, not a patch version, lets CodeBuild start it from the image cached on
+# its hosts (same guide, "Docker images provided by CodeBuild").
+BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
+# A build that has not finished in this long has hung (a local build is modelled at 10 minutes,
+# devkit/bench_timeline.py; the DLC pull inside the region takes minutes): CodeBuild stops it and
+# `up` fails with its phase and log. CodeBuild accepts 5 to 2160 minutes (CodeBuild API Reference,
+# CreateProject timeoutInMinutes and queuedTimeoutInMinutes:
+# https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html).
+BUILD_TIMEOUT_MINUTES = 90
+QUEUED_TIMEOUT_MINUTES = 60
+
+# A source archive is read once, by the build its content digest starts; a new context uploads a
+# new object. A week covers a build that is retried by hand (StartBuild with the same source).
+SOURCE_EXPIRATION_DAYS = 7
+# A build log answers "why did this build fail" or "what went into this image": read within days
+# of the build. A month, one of the retentions CloudWatch Logs accepts (audit_logs.RETENTION_DAYS).
+BUILD_LOG_RETENTION_DAYS = 30
+
+
+# Where the source objects lie in the stack's bucket: what the build's role may read.
+SOURCE_PREFIX = "image-context/"
+
+
+def source_key(context_digest: str) -> str:
+    """The source object's key: named by the build context's digest, so the object changes only
+    when the context does."""
+    return f"{SOURCE_PREFIX}{context_digest}.zip"
+
+
+def project_name(repository_name: str) -> str:
+    """The CodeBuild project of the stack's image, named after its repository (<clusterName>/slurmd
+    gives <clusterName>-slurmd): fixed before the project exists, so the role's trust policy can
+    name the project's ARN. CodeBuild allows letters, digits, '-' and '_' (CodeBuild API Reference,
+    CreateProject name: [A-Za-z0-9][A-Za-z0-9\\-_]{1,254}), which a cluster name always is."""
+    return repository_name.replace("/", "-")
+
+
+def build_log_group(project: str) -> str:
+    """The log group the project's builds write to, under /aws/codebuild/ beside other projects'
+    groups; the stack makes it, with a retention, and the project names it (logsConfig)."""
+    return f"/aws/codebuild/{project}"
