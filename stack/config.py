@@ -14,10 +14,10 @@ from typing import Any
 import pulumi
 
 from model.builders.scheduling import SchedulingPolicy
-from model.checks import config_schema, gpu_pools, preflight
+from model.checks import config_schema, existing_cluster, gpu_pools, preflight
 from model.checks.problems import Problem
 from model.checks.users import User
-from model.facts import cost
+from model.facts import cost, shared_addons
 from model.facts.capacity import Reservation
 from model.facts.node_zones import NodeZone
 from stack.account import Account
@@ -44,6 +44,10 @@ class StackConfig:
     availability_zone: str
     kubernetes_version: str
     cluster_name: str
+    # An EKS cluster to deploy into ("": the stack creates its own) and the shared add-ons the
+    # stack installs there (model/facts/shared_addons.py).
+    existing_cluster_name: str
+    install_shared_addons: tuple[str, ...]
     core_instance_type: str
     core_node_count: int
     ssh_public_key: str
@@ -87,6 +91,14 @@ class StackConfig:
     reservations: dict[str, Reservation]
     # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
+    # existingClusterName's cluster as DescribeCluster read it at preview; None for a stack that
+    # creates its own.
+    existing_cluster: existing_cluster.EksCluster | None = None
+
+    def installs(self, addon: shared_addons.SharedAddon) -> bool:
+        """Whether the stack installs the shared add-on: always in its own cluster, in an
+        existing one only where installSharedAddons lists it."""
+        return addon.key in shared_addons.installed(self.existing_cluster_name, self.install_shared_addons)
 
     @property
     def cost_per_hour(self) -> dict:
@@ -166,6 +178,19 @@ def _prices(
     return preflight.prices(account, ok["aws:region"], checked.pools, ok["coreInstanceType"], out)
 
 
+def _existing_cluster(
+    account: Account, checked: config_schema.Checked, day: datetime.date, out: list[Problem]
+) -> existing_cluster.EksCluster | None:
+    """existingClusterName's cluster, read and checked (model/checks/existing_cluster.py); None
+    for a stack that creates its own, or one whose region or name is refused."""
+    ok = checked.accepted
+    name, region = ok.get(existing_cluster.KEY, ""), ok.get("aws:region")
+    if not name or region is None:
+        return None
+    vpc_id = ok.get("vpcId", "")
+    return existing_cluster.check(account, region, name, vpc_id if isinstance(vpc_id, str) else "", day, out)
+
+
 def load(account: Account) -> StackConfig:
     """Read the stack's configuration, apply the schema's rules, then ask the account what it
     must allow. Every warning is logged; any error refuses the stack, all of them at once."""
@@ -175,6 +200,7 @@ def load(account: Account) -> StackConfig:
     checked = config_schema.check(_raw(keys), stack, day)
     found = _preflight(account, checked)
     problems = checked.problems + found.problems
+    cluster = _existing_cluster(account, checked, day, problems)
     problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
@@ -190,11 +216,12 @@ def load(account: Account) -> StackConfig:
         users=tuple(checked.users),
         reservations=found.reservations,
         prices=prices,
+        existing_cluster=cluster,
     )
 
 
 # StackConfig's fields no single key fills
-DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices")
+DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_cluster")
 
 
 def held(value: Any) -> Any:
