@@ -48,6 +48,28 @@ github.com/hashicorp/terraform-provider-aws):
   with unit Hrs and pricePerUnit.USD as a decimal string, beside the Reserved terms (AWS Billing
   User Guide, "Reading the price list":
   https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-an-offer.html).
+- aws:ec2/getVpc, aws:ec2/getSubnet, aws:ec2/getRouteTable (the landing zone, `LANDING_ZONE`):
+  vpc_data_source.go and vpc_subnet_data_source.go find one VPC or subnet by id (DescribeVpcs,
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeVpcs.html; DescribeSubnets,
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeSubnets.html) and fail an id
+  EC2 does not know (InvalidVpcID.NotFound, InvalidSubnetID.NotFound) as "no matching EC2 VPC found"
+  / "no matching EC2 Subnet found" (tfresource.SingularDataSourceFindError). A subnet answers EC2's
+  Subnet fields (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Subnet.html):
+  VpcId, AvailabilityZone, AvailabilityZoneId, AvailableIpAddressCount, CidrBlock, Tags.
+  vpc_route_table_data_source.go sends DescribeRouteTables
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeRouteTables.html) with
+  subnet_id as the filter association.subnet-id, vpc_id as vpc-id, plus the custom filters
+  (association.main); no table is the error "query returned no results", more than one "multiple
+  Route Tables matched". Each route keeps EC2's Route targets
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html: NatGatewayId,
+  TransitGatewayId, GatewayId, InstanceId, NetworkInterfaceId, VpcPeeringConnectionId,
+  CoreNetworkArn) under their snake-case names, every other one empty; the `local` route is
+  left out. A subnet with no explicit association uses the VPC's main table, which no
+  association.subnet-id filter finds (Amazon VPC user guide, "Subnet route tables":
+  https://docs.aws.amazon.com/vpc/latest/userguide/subnet-route-tables.html).
+- aws:ec2/getInstanceType also answers maximum_ipv4_addresses_per_interface
+  (NetworkInfo.Ipv4AddressesPerInterface) from the DescribeInstanceTypes records of the reference
+  data (../shared/ref/aws/describe-instance-types.json) for GPU types, from _CPU_IPV4 for the CPU ones.
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -102,6 +124,42 @@ class ReservationRecord:
 
 
 @dataclass(frozen=True)
+class VpcRecord:
+    """One VPC as EC2 holds it (Amazon EC2 API Reference, Vpc:
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Vpc.html)."""
+
+    vpc_id: str
+    region: str
+    cidr_block: str
+    owner_id: str = ""  # "" for the deploying account's own
+
+
+@dataclass(frozen=True)
+class SubnetRecord:
+    """One subnet as EC2 holds it (Amazon EC2 API Reference, Subnet)."""
+
+    subnet_id: str
+    vpc_id: str
+    availability_zone: str
+    cidr_block: str
+    available_ip_address_count: int
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RouteTableRecord:
+    """One route table as EC2 holds it (Amazon EC2 API Reference, RouteTable): its routes other than
+    `local`, each EC2's Route as {target field: id} plus DestinationCidrBlock, and the subnets
+    explicitly associated with it; `main` for the VPC's main table."""
+
+    route_table_id: str
+    vpc_id: str
+    routes: tuple[tuple[tuple[str, str], ...], ...] = ()
+    subnet_ids: tuple[str, ...] = ()
+    main: bool = False
+
+
+@dataclass(frozen=True)
 class Account:
     account_id: str
     caller_arn: str
@@ -119,6 +177,10 @@ class Account:
     # The Price List's on-demand Linux price in USD per hour, by (regionCode, instance type).
     prices: dict[tuple[str, str], float] = field(default_factory=dict)
     price_list_failure: str | None = None  # every GetProducts call fails with this text
+    # Its VPCs, subnets and route tables, by id (the table's own order for route tables).
+    vpcs: dict[str, VpcRecord] = field(default_factory=dict)
+    subnets: dict[str, SubnetRecord] = field(default_factory=dict)
+    route_tables: tuple[RouteTableRecord, ...] = ()
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
@@ -129,6 +191,8 @@ _ALL_GPU = frozenset(efa_gpu_types())
 # https://docs.aws.amazon.com/ec2/latest/instancetypes/gp.html).
 _CPU_VCPUS = {"m6i.2xlarge": 8, "m6i.4xlarge": 16, "m7i.2xlarge": 8}
 _CPU = frozenset(_CPU_VCPUS)
+# Their NetworkInfo.Ipv4AddressesPerInterface (the same specifications page, networking).
+_CPU_IPV4 = {"m6i.2xlarge": 15, "m6i.4xlarge": 30, "m7i.2xlarge": 15}
 
 # us-west-2 as one account sees it: zone names map to ids per account
 # (https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html); an opted-in Local
@@ -207,6 +271,78 @@ DEV = DEV.but(
 )
 # A new account: default quotas only.
 NEW = DEV.but(quotas={})
+
+
+# A landing zone in us-west-2, as a network team hands it out: the VPC and its routes are theirs.
+# Private subnets in three AZs routed to a NAT gateway (us-west-2a, b, c), one in us-west-2d routed
+# to a Transit Gateway, one tiny subnet with few free addresses, one isolated subnet with no
+# explicit association (so the VPC's main table, which routes nothing out), public subnets in
+# three AZs routed to an internet gateway, none tagged for load balancer discovery; and a second
+# VPC with a subnet of its own. The ids and counts are this fixture's choice.
+LANDING_ZONE_VPC = "vpc-0a1b2c3d4e5f60718"
+OTHER_VPC = "vpc-0f1e2d3c4b5a69788"
+LANDING_ZONE_PRIVATE = {
+    "us-west-2a": "subnet-0a00000000000000a",
+    "us-west-2b": "subnet-0a00000000000000b",
+    "us-west-2c": "subnet-0a00000000000000c",
+}
+TRANSIT_SUBNET = "subnet-0a00000000000000d"  # us-west-2d, out through the Transit Gateway
+TINY_SUBNET = "subnet-0a000000000000001"  # us-west-2a, a /28 with 5 addresses free
+ISOLATED_SUBNET = "subnet-0a000000000000002"  # us-west-2b, no explicit association
+LANDING_ZONE_PUBLIC = {
+    "us-west-2a": "subnet-0b00000000000000a",
+    "us-west-2b": "subnet-0b00000000000000b",
+    "us-west-2c": "subnet-0b00000000000000c",
+}
+OTHER_VPC_SUBNET = "subnet-0c00000000000000a"  # us-west-2a, in OTHER_VPC
+NAT_GATEWAY = "nat-0a1b2c3d4e5f60718"
+TRANSIT_GATEWAY = "tgw-0a1b2c3d4e5f60718"
+
+
+def _subnets() -> dict[str, SubnetRecord]:
+    lz, found = LANDING_ZONE_VPC, []
+    for i, (zone, sid) in enumerate(LANDING_ZONE_PRIVATE.items()):
+        found.append(SubnetRecord(sid, lz, zone, f"10.64.{i * 32}.0/19", 8170))
+    found += [
+        SubnetRecord(TRANSIT_SUBNET, lz, "us-west-2d", "10.64.96.0/19", 8187),
+        SubnetRecord(TINY_SUBNET, lz, "us-west-2a", "10.64.128.0/28", 5),
+        SubnetRecord(ISOLATED_SUBNET, lz, "us-west-2b", "10.64.129.0/24", 251),
+    ]
+    for i, (zone, sid) in enumerate(LANDING_ZONE_PUBLIC.items()):
+        found.append(SubnetRecord(sid, lz, zone, f"10.64.{192 + i * 16}.0/20", 4091))
+    found.append(SubnetRecord(OTHER_VPC_SUBNET, OTHER_VPC, "us-west-2a", "10.80.0.0/20", 4091))
+    return {s.subnet_id: s for s in found}
+
+
+LANDING_ZONE = DEV.but(
+    vpcs={
+        LANDING_ZONE_VPC: VpcRecord(LANDING_ZONE_VPC, "us-west-2", "10.64.0.0/16"),
+        OTHER_VPC: VpcRecord(OTHER_VPC, "us-west-2", "10.80.0.0/16"),
+    },
+    subnets=_subnets(),
+    route_tables=(
+        RouteTableRecord("rtb-0a0000000000000f0", LANDING_ZONE_VPC, main=True),
+        RouteTableRecord(
+            "rtb-0a0000000000000a1",
+            LANDING_ZONE_VPC,
+            ((("cidr_block", "0.0.0.0/0"), ("nat_gateway_id", NAT_GATEWAY)),),
+            (*LANDING_ZONE_PRIVATE.values(), TINY_SUBNET),
+        ),
+        RouteTableRecord(
+            "rtb-0a0000000000000a2",
+            LANDING_ZONE_VPC,
+            ((("cidr_block", "0.0.0.0/0"), ("transit_gateway_id", TRANSIT_GATEWAY)),),
+            (TRANSIT_SUBNET,),
+        ),
+        RouteTableRecord(
+            "rtb-0a0000000000000b1",
+            LANDING_ZONE_VPC,
+            ((("cidr_block", "0.0.0.0/0"), ("gateway_id", "igw-0a1b2c3d4e5f60718")),),
+            tuple(LANDING_ZONE_PUBLIC.values()),
+        ),
+        RouteTableRecord("rtb-0f0000000000000f0", OTHER_VPC, main=True),
+    ),
+)
 
 
 # What https://truststore.pki.rds.amazonaws.com/<region>/<region>-bundle.pem serves, offline: a
@@ -432,6 +568,166 @@ def _product(account: Account, endpoint_region: str, args: dict):
     }
 
 
+def _not_found(what: str) -> tuple[dict, list[tuple[str, str]]]:
+    """tfresource.SingularDataSourceFindError's text for an id EC2 does not know."""
+    return {}, [("", f"no matching {what} found")]
+
+
+# Every target field of a route as the data source sets it (EC2 Route), "" where EC2 gives none.
+_ROUTE_FIELDS = (
+    "carrier_gateway_id",
+    "cidr_block",
+    "core_network_arn",
+    "destination_prefix_list_id",
+    "egress_only_gateway_id",
+    "gateway_id",
+    "instance_id",
+    "ipv6_cidr_block",
+    "local_gateway_id",
+    "nat_gateway_id",
+    "network_interface_id",
+    "odb_network_arn",
+    "transit_gateway_id",
+    "vpc_endpoint_id",
+    "vpc_peering_connection_id",
+)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+def _vpc(account: Account, region: str, args: dict):
+    v = account.vpcs.get(args.get("id") or "")
+    if v is None or v.region != region:  # VPCs are regional
+        return _not_found("EC2 VPC")
+    owner = v.owner_id or account.account_id
+    main = next((t.route_table_id for t in account.route_tables if t.vpc_id == v.vpc_id and t.main), "")
+    return {
+        "id": v.vpc_id,
+        "arn": f"arn:aws:ec2:{region}:{owner}:vpc/{v.vpc_id}",
+        "cidrBlock": v.cidr_block,
+        "ownerId": owner,
+        "state": "available",
+        "default": False,
+        "mainRouteTableId": main,
+        "enableDnsHostnames": True,
+        "enableDnsSupport": True,
+        "instanceTenancy": "default",
+        "tags": {},
+        "region": region,
+    }
+
+
+def _subnet(account: Account, region: str, args: dict):
+    s = account.subnets.get(args.get("id") or "")
+    vpc = account.vpcs.get(s.vpc_id) if s else None
+    if s is None or vpc is None or vpc.region != region:
+        return _not_found("EC2 Subnet")
+    zone_ids = {z.name: z.zone_id for z in account.zones.get(region, [])}
+    owner = vpc.owner_id or account.account_id
+    return {
+        "id": s.subnet_id,
+        "arn": f"arn:aws:ec2:{region}:{owner}:subnet/{s.subnet_id}",
+        "vpcId": s.vpc_id,
+        "availabilityZone": s.availability_zone,
+        "availabilityZoneId": zone_ids.get(s.availability_zone, ""),
+        "availableIpAddressCount": s.available_ip_address_count,
+        "cidrBlock": s.cidr_block,
+        "mapPublicIpOnLaunch": False,
+        "defaultForAz": False,
+        "ownerId": owner,
+        "state": "available",
+        "tags": dict(s.tags),
+        "region": region,
+    }
+
+
+def _route_table(account: Account, region: str, args: dict):
+    def matches(t: RouteTableRecord, name: str, values: list[str]) -> bool:
+        attr = {
+            "route-table-id": [t.route_table_id],
+            "vpc-id": [t.vpc_id],
+            "association.subnet-id": list(t.subnet_ids),
+            "association.main": ["true" if t.main else "false"],
+        }
+        if name not in attr:
+            raise ValueError(f"the mock does not model the route table filter {name!r}")
+        return any(a in values for a in attr[name])
+
+    filters = [
+        (name, [args[arg]])
+        for name, arg in (
+            ("route-table-id", "routeTableId"),
+            ("vpc-id", "vpcId"),
+            ("association.subnet-id", "subnetId"),
+        )
+        if args.get(arg)
+    ]
+    filters += [(f["name"], f["values"]) for f in args.get("filters") or []]
+    regional = [t for t in account.route_tables if account.vpcs[t.vpc_id].region == region]
+    found = [t for t in regional if all(matches(t, n, v) for n, v in filters)]
+    if not found:
+        return {}, [("", "query returned no results. Please change your search criteria and try again")]
+    if len(found) > 1:
+        return {}, [
+            (
+                "",
+                "multiple Route Tables matched; use additional constraints to reduce matches to a "
+                "single Route Table",
+            )
+        ]
+    (t,) = found
+    owner = account.vpcs[t.vpc_id].owner_id or account.account_id
+    associations = [
+        {
+            "routeTableId": t.route_table_id,
+            "routeTableAssociationId": f"rtbassoc-{hashlib.sha256(sid.encode()).hexdigest()[:17]}",
+            "subnetId": sid,
+            "gatewayId": "",
+            "main": False,
+        }
+        for sid in t.subnet_ids
+    ]
+    if t.main:
+        associations.append(
+            {
+                "routeTableId": t.route_table_id,
+                "routeTableAssociationId": f"rtbassoc-{hashlib.sha256(t.route_table_id.encode()).hexdigest()[:17]}",
+                "subnetId": "",
+                "gatewayId": "",
+                "main": True,
+            }
+        )
+    return {
+        "id": t.route_table_id,
+        "routeTableId": t.route_table_id,
+        "vpcId": t.vpc_id,
+        "subnetId": args.get("subnetId") or "",
+        "gatewayId": "",
+        "ownerId": owner,
+        "arn": f"arn:aws:ec2:{region}:{owner}:route-table/{t.route_table_id}",
+        "routes": [{_camel(f): dict(r).get(f, "") for f in _ROUTE_FIELDS} for r in t.routes],
+        "associations": associations,
+        "tags": {},
+        "region": region,
+    }
+
+
+def _ipv4_per_interface(instance_type: str) -> int | None:
+    """NetworkInfo.Ipv4AddressesPerInterface of a GPU type, from the reference data's records."""
+    if instance_type in _CPU_IPV4:
+        return _CPU_IPV4[instance_type]
+    from devkit import reference_data
+
+    records = json.loads(reference_data.path("aws", "describe-instance-types.json").read_text())
+    for r in records["InstanceTypes"]:
+        if r["InstanceType"] == instance_type:
+            return r["NetworkInfo"]["Ipv4AddressesPerInterface"]
+    return None
+
+
 def answer(account: Account, token: str, args: dict, provider_region: str | None = None):
     """The invoke's result dict, or (result, failures) as the provider fails it; None when the
     token is not one the account answers. `provider_region` is the region of the provider the
@@ -529,7 +825,13 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
                     ),
                 )
             ]
-        return {"instanceType": name, "defaultVcpus": vcpus, "id": name, "region": region}
+        return {
+            "instanceType": name,
+            "defaultVcpus": vcpus,
+            "maximumIpv4AddressesPerInterface": _ipv4_per_interface(name),
+            "id": name,
+            "region": region,
+        }
     if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
         for action in ("servicequotas:GetAWSDefaultServiceQuota", "servicequotas:GetServiceQuota"):
             if action in account.denied:
@@ -552,6 +854,22 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
         if "ec2:DescribeCapacityReservations" in account.denied:
             return refuse("ec2:DescribeCapacityReservations")
         return _reservation(account, region, args["id"])
+    network = {
+        "aws:ec2/getVpc:getVpc": ("ec2:DescribeVpcs", "DescribeVpcs", _vpc),
+        "aws:ec2/getSubnet:getSubnet": ("ec2:DescribeSubnets", "DescribeSubnets", _subnet),
+        "aws:ec2/getRouteTable:getRouteTable": (
+            "ec2:DescribeRouteTables",
+            "DescribeRouteTables",
+            _route_table,
+        ),
+    }.get(token)
+    if network:
+        action, operation, read = network
+        if account.failure:
+            return {}, [("", api_error(operation, *account.failure))]
+        if action in account.denied:
+            return refuse(action)
+        return read(account, region, args)
     if token == "aws:pricing/getProduct:getProduct":
         return _product(account, provider_region, args)
     if token == "aws:index/getCallerIdentity:getCallerIdentity":
