@@ -8,6 +8,7 @@ from components.cluster import Cluster, ClusterArgs, ClusterContext
 from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
+from components.existing_cluster import ExistingCluster, ExistingClusterArgs
 from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
@@ -25,7 +26,7 @@ from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import dashboards
 from model.builders import metrics as metrics_model
 from model.builders.slurm_values import pool_partition, slinky_image_tag
-from model.facts import release
+from model.facts import release, shared_addons
 from model.facts.contract import (
     CONTROLLER_CONTAINER,
     CONTROLLER_POD,
@@ -65,25 +66,31 @@ network = Network(
         flow_logs_retention_days=config.flow_logs_retention_days,
     ),
 )
-cluster = Cluster(
-    "cluster",
-    ClusterArgs(
-        cluster_name=config.cluster_name,
-        region=config.region,
-        account_id=network.account_id,
-        kubernetes_version=config.kubernetes_version,
-        vpc_id=network.vpc_id,
-        private_subnet_ids=network.private_subnet_ids,
-        public_subnet_ids=network.public_subnet_ids,
-        admin_role_arns=config.admin_role_arns,
-        api_allowed_cidrs=config.api_allowed_cidrs,
-        log_types=config.control_plane_log_types,
-        log_retention_days=config.control_plane_log_retention_days,
-    ),
+# Into an existing EKS cluster (existingClusterName), read and checked before any resource; else
+# the stack's own.
+cluster = (
+    ExistingCluster("cluster", ExistingClusterArgs(config.existing_cluster, config.region))
+    if config.existing_cluster
+    else Cluster(
+        "cluster",
+        ClusterArgs(
+            cluster_name=config.cluster_name,
+            region=config.region,
+            account_id=network.account_id,
+            kubernetes_version=config.kubernetes_version,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids,
+            admin_role_arns=config.admin_role_arns,
+            api_allowed_cidrs=config.api_allowed_cidrs,
+            log_types=config.control_plane_log_types,
+            log_retention_days=config.control_plane_log_retention_days,
+        ),
+    )
 )
 # The cluster as every component that runs in it or beside it sees it: one bundle, passed as `cluster`.
 context = ClusterContext(
-    name=config.cluster_name,
+    name=cluster.name,
     region=config.region,
     account_id=network.account_id,
     arn=cluster.arn,
@@ -103,6 +110,8 @@ nodes = NodeGroups(
         core_instance_type=config.core_instance_type,
         core_node_count=config.core_node_count,
         reservations=config.reservations,
+        owns_cluster_addons=config.existing_cluster is None,
+        node_role_runs_cni=config.existing_cluster is not None and not config.existing_cluster.cni_role_arn,
     ),
 )
 # The EC2 capacity under the autoscaling pools (docs/scaling.md); nothing for a stack whose pools
@@ -117,16 +126,26 @@ if autoscaling_pools:
             depends_on=[*nodes.core_ready, *nodes.gpu_ready],
         ),
     )
-# Independent add-ons install side by side; each waits only for the nodes it runs on.
-devices = DevicePlugins("devices", DevicePluginsArgs(cluster=context, depends_on=nodes.gpu_ready))
-lbc = LoadBalancerController(
-    "lbc",
-    LoadBalancerControllerArgs(
-        cluster=context,
-        vpc_id=network.vpc_id,
-        vpc_arn=network.vpc_arn,
-        depends_on=nodes.core_ready,
-    ),
+# Independent add-ons install side by side; each waits only for the nodes it runs on. In an
+# existing cluster the shared ones are the cluster's own unless installSharedAddons lists them
+# (model/facts/shared_addons.py).
+devices = (
+    DevicePlugins("devices", DevicePluginsArgs(cluster=context, depends_on=nodes.gpu_ready))
+    if config.installs(shared_addons.NVIDIA_DEVICE_PLUGIN)
+    else None
+)
+lbc = (
+    LoadBalancerController(
+        "lbc",
+        LoadBalancerControllerArgs(
+            cluster=context,
+            vpc_id=network.vpc_id,
+            vpc_arn=network.vpc_arn,
+            depends_on=nodes.core_ready,
+        ),
+    )
+    if config.installs(shared_addons.LOAD_BALANCER_CONTROLLER)
+    else None
 )
 storage = SharedStorage(
     "storage",
@@ -177,6 +196,7 @@ slinky = SlinkyOperator(
         cluster=context,
         chart_version=config.slinky_chart_version,
         cert_manager_version=config.cert_manager_version,
+        install_cert_manager=config.installs(shared_addons.CERT_MANAGER),
         depends_on=nodes.core_ready,
     ),
 )
@@ -212,8 +232,14 @@ slurm = SlurmCluster(
         metrics=config.metrics,
         depends_on=storage.namespace_ready,
         state_depends_on=storage.gp3_ready,
-        release_depends_on=[*slinky.ready, *storage.ready, *devices.ready, *users.ready, *accounting.ready],
-        login_depends_on=lbc.ready,
+        release_depends_on=[
+            *slinky.ready,
+            *storage.ready,
+            *(devices.ready if devices else []),
+            *users.ready,
+            *accounting.ready,
+        ],
+        login_depends_on=lbc.ready if lbc else [],
     ),
 )
 # After the first install and every change to a pool's NodeSet: the operator's rollout finished and
@@ -270,7 +296,7 @@ if config.metrics:
         DcgmExporterArgs(
             cluster=context,
             counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
-            depends_on=[*nodes.gpu_ready, *devices.ready],
+            depends_on=[*nodes.gpu_ready, *(devices.ready if devices else [])],
         ),
     )
 # The metrics store needs only the cluster (AMP makes the scraper's access entry as it creates it) and
@@ -330,7 +356,7 @@ if autoscaling_pools and metrics is not None:
 # (the README's outputs table is written from it; tests/graph/test_outputs.py holds these exports
 # to it).
 pulumi.export("projectVersion", release.VERSION)
-pulumi.export("clusterName", config.cluster_name)
+pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("region", config.region)
 pulumi.export("vpcId", network.vpc_id)

@@ -14,7 +14,7 @@ from typing import Callable, Sequence, TypeVar
 import pulumi
 import pulumi_aws as aws
 
-from model.checks.existing_cluster import AccessEntry, EksCluster
+from model.checks.existing_cluster import AccessEntry, EksAddon, EksCluster
 from model.checks.preflight import PermissionDenied, Zone
 from model.facts import cost
 from model.facts.capacity import Reservation
@@ -221,8 +221,8 @@ class Account:
             authentication_mode=access,
         )
 
-    def eks_addon_version(self, region: str, cluster: str, addon: str) -> str | None:
-        """The add-on's version as aws.eks.get_addon reads it (DescribeAddon:
+    def eks_addon(self, region: str, cluster: str, addon: str) -> EksAddon | None:
+        """The add-on as aws.eks.get_addon reads it (DescribeAddon:
         https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddon.html;
         terraform-provider-aws internal/service/eks/addon_data_source.go)."""
         found = _or_none(
@@ -230,7 +230,10 @@ class Account:
             f"the {addon} add-on of {cluster}",
             lambda: aws.eks.get_addon(addon_name=addon, cluster_name=cluster, region=region),
         )
-        return None if found is None else found.addon_version
+        if found is None:
+            return None
+        roles = [a.role_arn for a in found.pod_identity_associations or []]
+        return EksAddon(found.addon_version, found.service_account_role_arn or (roles[0] if roles else ""))
 
     def access_entry(self, region: str, cluster: str, principal_arn: str) -> AccessEntry | None:
         """The principal's access entry as aws.eks.get_access_entry reads it (DescribeAccessEntry:
@@ -239,7 +242,9 @@ class Account:
         found = _or_none(
             "eks:DescribeAccessEntry",
             f"the access entries of {cluster}",
-            lambda: aws.eks.get_access_entry(cluster_name=cluster, principal_arn=principal_arn, region=region),
+            lambda: aws.eks.get_access_entry(
+                cluster_name=cluster, principal_arn=principal_arn, region=region
+            ),
         )
         return None if found is None else AccessEntry(found.principal_arn, found.type)
 

@@ -12,6 +12,7 @@ every finding is a Problem filed under the key it is about.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from dataclasses import dataclass
 from typing import Any, Mapping, Protocol, Sequence
@@ -35,9 +36,7 @@ CLUSTER_VPC = identify("existing-cluster-vpc", ERROR, "a cluster in vpcId", KEY,
 CLUSTER_ADDONS = identify(
     "existing-cluster-addons", ERROR, "a cluster running the EKS add-ons the nodes and pods need", KEY
 )
-CLUSTER_READABLE = identify(
-    "existing-cluster-readable", ERROR, "a cluster the deployer can describe", KEY
-)
+CLUSTER_READABLE = identify("existing-cluster-readable", ERROR, "a cluster the deployer can describe", KEY)
 DEPLOYER_ADMIN = identify(
     "deployer-cluster-admin", ERROR, "a deployer with an access entry in the existing cluster", KEY
 )
@@ -107,6 +106,22 @@ class EksCluster:
     vpc_id: str  # resourcesVpcConfig.vpcId
     subnet_ids: tuple[str, ...]  # resourcesVpcConfig.subnetIds: the control plane's
     authentication_mode: str  # accessConfig.authenticationMode
+    # The VPC CNI add-on's own role (DescribeAddon serviceAccountRoleArn, or its Pod Identity
+    # association's), "" where aws-node runs on the node role's permissions (EKS user guide,
+    # "Configure Amazon VPC CNI plugin to use IRSA":
+    # https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html): then the stack's node
+    # role needs the CNI policy for its nodes to get pod addresses.
+    cni_role_arn: str = ""
+
+
+@dataclass(frozen=True)
+class EksAddon:
+    """An EKS add-on as DescribeAddon describes it (EKS API Reference, Addon:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_Addon.html)."""
+
+    version: str  # addonVersion
+    # serviceAccountRoleArn (IRSA), else the role of its Pod Identity association; "" for neither.
+    role_arn: str
 
 
 @dataclass(frozen=True)
@@ -125,8 +140,8 @@ class ClusterAccount(Protocol):
     def eks_cluster(self, region: str, name: str) -> EksCluster | None:
         """The cluster, or None when EKS knows no cluster of that name in the region."""
 
-    def eks_addon_version(self, region: str, cluster: str, addon: str) -> str | None:
-        """The version of the cluster's EKS add-on, or None when the cluster has no such add-on."""
+    def eks_addon(self, region: str, cluster: str, addon: str) -> EksAddon | None:
+        """The cluster's EKS add-on, or None when the cluster has no such add-on."""
 
     def access_entry(self, region: str, cluster: str, principal_arn: str) -> AccessEntry | None:
         """The cluster's access entry for the principal, or None when it has none."""
@@ -204,10 +219,11 @@ def check(
                 "the control plane's interfaces and share the cluster security group",
             )
         )
-    missing = []
+    missing, addons = [], {}
     for addon in REQUIRED_ADDONS:
         try:
-            if account.eks_addon_version(region, name, addon) is None:
+            addons[addon] = account.eks_addon(region, name, addon)
+            if addons[addon] is None:
                 missing.append(addon)
         except PermissionDenied as denied:
             out.append(
@@ -232,7 +248,9 @@ def check(
             )
         )
     deployer_is_admin(account, region, cluster, out)
-    return cluster if not any(p.is_error for p in out[found:]) else None
+    if any(p.is_error for p in out[found:]):
+        return None
+    return dataclasses.replace(cluster, cni_role_arn=addons["vpc-cni"].role_arn)
 
 
 def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster, out: list[Problem]) -> None:
@@ -317,7 +335,10 @@ def mode_rules(
             f"required beside existingClusterName: the node groups go into the given private "
             f"subnets of the cluster's VPC (set {key} to the {what})",
         )
-        for key, what in (("vpcId", "cluster's VPC id"), ("privateSubnetIds", "private subnet ids for the nodes"))
+        for key, what in (
+            ("vpcId", "cluster's VPC id"),
+            ("privateSubnetIds", "private subnet ids for the nodes"),
+        )
         if not values.get(key)
     ]
     for key, why in (
