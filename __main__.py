@@ -9,6 +9,7 @@ from components.cluster_autoscaler import ClusterAutoscaler, ClusterAutoscalerAr
 from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
 from components.device_plugins import DevicePlugins, DevicePluginsArgs
 from components.existing_cluster import ExistingCluster, ExistingClusterArgs
+from components.existing_network import ExistingNetwork, ExistingNetworkArgs
 from components.grafana import Grafana, GrafanaArgs
 from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
@@ -55,16 +56,21 @@ image = SlurmdImage(
         build_on_preview=config.build_image_on_preview,
     ),
 )
-network = Network(
-    "network",
-    NetworkArgs(
-        cidr=config.vpc_cidr,
-        zones=zones,
-        cluster_name=config.cluster_name,
-        region=config.region,
-        flow_logs_destination=config.flow_logs_destination,
-        flow_logs_retention_days=config.flow_logs_retention_days,
-    ),
+# The stack's own VPC, or the one vpcId names, read and left as it is (README, "Into an existing VPC").
+network = (
+    ExistingNetwork("network", ExistingNetworkArgs(vpc=config.existing_vpc))
+    if config.existing_vpc
+    else Network(
+        "network",
+        NetworkArgs(
+            cidr=config.vpc_cidr,
+            zones=zones,
+            cluster_name=config.cluster_name,
+            region=config.region,
+            flow_logs_destination=config.flow_logs_destination,
+            flow_logs_retention_days=config.flow_logs_retention_days,
+        ),
+    )
 )
 # Into an existing EKS cluster (existingClusterName), read and checked before any resource; else
 # the stack's own.
@@ -240,6 +246,8 @@ slurm = SlurmCluster(
             *accounting.ready,
         ],
         login_depends_on=lbc.ready if lbc else [],
+        login_subnet_ids=config.existing_vpc.login_subnet_ids if config.existing_vpc else (),
+        login_internal=config.existing_vpc is not None and config.existing_vpc.login_internal,
     ),
 )
 # After the first install and every change to a pool's NodeSet: the operator's rollout finished and

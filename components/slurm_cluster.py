@@ -16,7 +16,7 @@ from components._parts import jobs_await
 from components._parts.helm import chart_release
 from components.cluster import ClusterContext
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
-from model.builders import node_health
+from model.builders import login_endpoint, node_health
 from model.builders.pod_security import container_security
 from model.builders.scheduling import SchedulingPolicy
 from model.builders.slurm_values import SlurmValuesArgs, control_plane_priority_class, slurm_values
@@ -89,6 +89,11 @@ class SlurmClusterArgs:
     # What the login Service waits for: the load balancer controller (LoadBalancerController.ready),
     # so the Service is deleted while the controller still runs to delete the NLB.
     login_depends_on: Sequence[pulumi.Resource]
+    # The login NLB's subnets, one per AZ, where the stack is given its VPC (ExistingVpc.
+    # login_subnet_ids); () to let the controller discover the stack's own tagged subnets.
+    login_subnet_ids: Sequence[str]
+    # An internal NLB: a given VPC with no public subnet (ExistingVpc.login_internal).
+    login_internal: bool
 
 
 # The identities' init containers (model/builders/identities.py): they read the image's files and write an
@@ -257,10 +262,7 @@ class SlurmCluster(pulumi.ComponentResource):
                 "name": LOGIN_SERVICE,
                 "namespace": SLURM_NAMESPACE,
                 "annotations": {
-                    "service.beta.kubernetes.io/aws-load-balancer-type": "external",
-                    "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing",
-                    # Targets are the login pod's IP: no NodePort on every node.
-                    "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+                    **login_endpoint.annotations(args.login_subnet_ids, args.login_internal),
                     # Pulumi waits for the NLB's hostname and a Ready login pod behind it
                     # (pulumi-kubernetes provider/pkg/await/service.go): the NLB is provisioned while
                     # the release installs, so the wait covers the release's own timeout.

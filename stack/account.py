@@ -16,6 +16,7 @@ import pulumi_aws as aws
 
 from model.checks.existing_cluster import AccessEntry, EksAddon, EksCluster
 from model.checks.preflight import PermissionDenied, Zone
+from model.checks.vpc_subnets import EGRESS_TARGETS, RouteTable, Subnet, Vpc
 from model.facts import cost
 from model.facts.capacity import Reservation
 from model.facts.cost import PriceListUnanswered
@@ -83,6 +84,11 @@ _NO_RESERVATION = re.compile(
     r"InvalidCapacityReservationId\.NotFound|InvalidCapacityReservationId\.Malformed|"
     r"couldn't find resource|empty result"
 )
+
+# What the data sources say when nothing matched (terraform-provider-aws internal/service/ec2:
+# tfresource.SingularDataSourceFindError's "no matching EC2 VPC/Subnet found" for an id EC2 does
+# not know, vpc_route_table_data_source.go's "query returned no results").
+_NOTHING_FOUND = re.compile(r"no matching EC2 (VPC|Subnet) found|query returned no results")
 
 
 # EKS's answer for a cluster, add-on or access entry it does not know (EKS API Reference, errors of
@@ -166,6 +172,70 @@ class Account:
             "ec2:DescribeInstanceTypes",
             lambda: aws.ec2.get_instance_type(instance_type=instance_type, region=region),
         ).default_vcpus
+
+    def ipv4_per_interface(self, region: str, instance_type: str) -> int:
+        """How many IPv4 addresses one network interface of the type holds
+        (DescribeInstanceTypes NetworkInfo.Ipv4AddressesPerInterface)."""
+        return _ask(
+            "ec2:DescribeInstanceTypes",
+            lambda: aws.ec2.get_instance_type(instance_type=instance_type, region=region),
+        ).maximum_ipv4_addresses_per_interface
+
+    def vpc(self, region: str, vpc_id: str) -> Vpc | None:
+        """The VPC as DescribeVpcs describes it, or None for an id EC2 does not know in the region
+        (the data source's "no matching EC2 VPC found")."""
+        found = self._find(
+            "ec2:DescribeVpcs", f"VPC {vpc_id}", lambda: aws.ec2.get_vpc(id=vpc_id, region=region)
+        )
+        return found and Vpc(found.id, found.arn, found.owner_id, found.cidr_block)
+
+    def subnet(self, region: str, subnet_id: str) -> Subnet | None:
+        """The subnet as DescribeSubnets describes it, or None for an id EC2 does not know there."""
+        found = self._find(
+            "ec2:DescribeSubnets",
+            f"subnet {subnet_id}",
+            lambda: aws.ec2.get_subnet(id=subnet_id, region=region),
+        )
+        return found and Subnet(
+            found.id,
+            found.vpc_id,
+            found.availability_zone,
+            found.availability_zone_id,
+            int(found.available_ip_address_count),
+            tuple(sorted((found.tags or {}).items())),
+        )
+
+    def route_table(self, region: str, vpc_id: str, subnet_id: str) -> RouteTable:
+        """The table explicitly associated with the subnet (DescribeRouteTables filter
+        association.subnet-id); where none is, the VPC's main table (association.main), which the
+        subnet then uses (Amazon VPC user guide, "Subnet route tables":
+        https://docs.aws.amazon.com/vpc/latest/userguide/subnet-route-tables.html)."""
+        own = self._find(
+            "ec2:DescribeRouteTables",
+            f"the route table of {subnet_id}",
+            lambda: aws.ec2.get_route_table(subnet_id=subnet_id, region=region),
+        )
+        table = own or _ask(
+            "ec2:DescribeRouteTables",
+            lambda: aws.ec2.get_route_table(
+                vpc_id=vpc_id, region=region, filters=[{"name": "association.main", "values": ["true"]}]
+            ),
+        )
+        fields = ("cidr_block", "gateway_id", *EGRESS_TARGETS)
+        routes = tuple({f: getattr(r, f) for f in fields if getattr(r, f, None)} for r in table.routes)
+        return RouteTable(table.route_table_id, routes, own is None)
+
+    @staticmethod
+    def _find(action: str, what: str, call: Callable[[], T]) -> T | None:
+        """The data source's answer, or None where it found nothing."""
+        try:
+            return _ask(action, call)
+        except PermissionDenied:
+            raise
+        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+            if _NOTHING_FOUND.search(str(e)):
+                return None
+            raise _unreachable(what, e) from e
 
     def ec2_quota(self, region: str, quota_code: str) -> float:
         """The applied value of an EC2 quota (the AWS default where none was requested)."""

@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 
 from model.builders.scheduling import SchedulingPolicy
-from model.checks import config_schema, existing_cluster, gpu_pools, preflight
+from model.checks import config_schema, existing_cluster, gpu_pools, preflight, vpc_subnets
 from model.checks.problems import Problem
 from model.checks.users import User
 from model.facts import cost, shared_addons
@@ -62,6 +62,10 @@ class StackConfig:
     slurm_version: str
     cert_manager_version: str
     vpc_cidr: str
+    # An existing VPC to deploy into ("" for the stack's own) and its subnets (model/checks/vpc_subnets.py).
+    vpc_id: str
+    private_subnet_ids: tuple[str, ...]
+    public_subnet_ids: tuple[str, ...]
     slurmd_image_tag: str
     dlc_base_image: str
     slurmd_base_image: str
@@ -91,6 +95,8 @@ class StackConfig:
     reservations: dict[str, Reservation]
     # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
+    # The VPC vpcId names, its subnets as EC2 described them at preview; None for the stack's own VPC.
+    existing_vpc: vpc_subnets.ExistingVpc | None = None
     # existingClusterName's cluster as DescribeCluster read it at preview; None for a stack that
     # creates its own.
     existing_cluster: existing_cluster.EksCluster | None = None
@@ -169,6 +175,28 @@ def _preflight(account: preflight.Account, checked: config_schema.Checked) -> pr
     )
 
 
+def _existing_vpc(
+    account: vpc_subnets.NetworkAccount, checked: config_schema.Checked, out: list[Problem]
+) -> vpc_subnets.ExistingVpc | None:
+    """The VPC vpcId names, checked against the account (model/checks/vpc_subnets.py); None for
+    the stack's own VPC, or where a key it needs was refused."""
+    ok = checked.accepted
+    needed = ("aws:region", "vpcId", "privateSubnetIds", "publicSubnetIds")
+    if not ok.get("vpcId") or any(k not in ok for k in needed) or not ok["privateSubnetIds"]:
+        return None
+    return vpc_subnets.check(
+        account,
+        ok["aws:region"],
+        ok["vpcId"],
+        ok["privateSubnetIds"],
+        ok["publicSubnetIds"],
+        checked.pools,
+        ok.get("coreInstanceType", ""),
+        ok.get("coreNodeCount", 0),
+        out,
+    )
+
+
 def _prices(
     account: preflight.Account, checked: config_schema.Checked, out: list[Problem]
 ) -> dict[str, cost.Price]:
@@ -200,6 +228,7 @@ def load(account: Account) -> StackConfig:
     checked = config_schema.check(_raw(keys), stack, day)
     found = _preflight(account, checked)
     problems = checked.problems + found.problems
+    existing_vpc = _existing_vpc(account, checked, problems)
     cluster = _existing_cluster(account, checked, day, problems)
     problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
@@ -216,12 +245,13 @@ def load(account: Account) -> StackConfig:
         users=tuple(checked.users),
         reservations=found.reservations,
         prices=prices,
+        existing_vpc=existing_vpc,
         existing_cluster=cluster,
     )
 
 
 # StackConfig's fields no single key fills
-DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_cluster")
+DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_vpc", "existing_cluster")
 
 
 def held(value: Any) -> Any:

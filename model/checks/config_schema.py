@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from model.builders import scheduling
-from model.checks import existing_cluster, gpu_pools, rules, users
+from model.checks import existing_cluster, gpu_pools, rules, users, vpc_subnets
 from model.checks.problems import ERROR, NOT_SET, WARNING, Problem, Rule, applies, error, identify, warning
 from model.facts import audit_logs, capacity, eks_versions, shared_addons, support_calendar, versions
 from model.facts.contract import SHARED_MOUNT
@@ -572,6 +572,52 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             "stay); deploy a new stack instead",
         ),
         Key(
+            "vpcId",
+            "string",
+            "",
+            (
+                rules.unless_blank(
+                    rules.matches(r"vpc-([0-9a-f]{8}|[0-9a-f]{17})", "a VPC id: vpc- and 8 or 17 hex digits")
+                ),
+            ),
+            attr="vpc_id",
+            unset_means="the stack creates its own VPC (vpcCidr)",
+            description="An existing VPC to deploy into instead of creating one; needs privateSubnetIds, and "
+            "vpcCidr is ignored.",
+            doc="The stack creates nothing of the network there (no subnet, route, NAT gateway, endpoint or flow "
+            "log) and `destroy` leaves it as it was; checked at preview: the VPC and subnets exist, every private "
+            "subnet routes 0.0.0.0/0 out, has the free addresses its nodes take, and every GPU pool's AZ has one "
+            '(README, "Into an existing VPC").',
+            on_change=f"{_REPLACES} the EKS cluster with its node groups and everything on it, the EFS mount "
+            "targets and the accounting database's subnet group; deploy a new stack instead",
+        ),
+        Key(
+            "privateSubnetIds",
+            "array",
+            [],
+            (vpc_subnets.subnet_ids,),
+            items="string",
+            attr="private_subnet_ids",
+            unset_means="the stack's own private subnets",
+            description="With vpcId: its private subnets (at least two AZs, every GPU pool's AZ among them) for "
+            "the nodes, the EFS mount targets and the accounting database.",
+            doc="A GPU pool's nodes and its AZ's mount target go in the first subnet given in that AZ.",
+            on_change=f"{_REPLACES} the EKS cluster and every node group on it, the accounting database's subnet "
+            "group and the mount targets of the AZs whose first subnet changes",
+        ),
+        Key(
+            "publicSubnetIds",
+            "array",
+            [],
+            (vpc_subnets.subnet_ids,),
+            items="string",
+            attr="public_subnet_ids",
+            unset_means="with vpcId: an internal login load balancer in the private subnets",
+            description="With vpcId: its public subnets for the login load balancer; empty makes that load "
+            "balancer internal, reached from inside the VPC or networks routed to it.",
+            on_change=f"{_REPLACES} the EKS cluster (its subnets) and the login load balancer (a new address)",
+        ),
+        Key(
             "slurmdImageTag",
             "string",
             _PIN["slurmdImageTag"],
@@ -1067,6 +1113,7 @@ CROSS_RULES: tuple[CrossRule, ...] = (
     dlc_registry_known,
     slurmd_base_is_slurm,
     kubernetes_for_slinky,
+    vpc_subnets.keys_fit,
 )
 
 
@@ -1222,6 +1269,9 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     pool_problems += autoscaling_fits(ok, found_pools)
     pool_problems += overridden_by_pools(values, {k.name: k.default for k in keys}, raw)
     pool_problems += existing_cluster.mode_rules(values, raw, {k.name: k.default for k in keys}, found_pools)
+    pool_problems += vpc_subnets.vpc_cidr_ignored(
+        values, next(k.default for k in keys if k.name == "vpcCidr")
+    )
     found_users, user_problems = named_users(values)
     return Checked(values, ok, found_pools, problems + pool_problems + user_problems, found_users)
 

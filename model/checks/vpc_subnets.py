@@ -1,0 +1,442 @@
+"""A VPC the stack is given instead of creating one (vpcId, privateSubnetIds, publicSubnetIds):
+what the keys must say, and what must hold in the account before the first resource. Pure: the
+account is asked through the NetworkAccount protocol (stack/account.py answers it with pulumi-aws
+invokes, devkit's mocks answer those), every finding is a Problem under the key it is about, and
+they go into the same list as the preflight's (model/checks/preflight.py), all at once.
+
+What must hold, each a rule:
+- the VPC exists, every subnet exists and is in it;
+- every private subnet has a route out: its route table (or the VPC's main table, where the subnet
+  has no explicit association) sends 0.0.0.0/0 to a NAT gateway, a Transit Gateway, a virtual
+  private gateway, an instance or network interface, a VPC peering connection or a Cloud WAN core
+  network (EC2 API Reference, Route: NatGatewayId, TransitGatewayId, GatewayId, InstanceId,
+  NetworkInterfaceId, VpcPeeringConnectionId, CoreNetworkArn,
+  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
+  no way out for nodes, which have no public address;
+- the private subnets span two AZs (EKS: "subnets in at least two different Availability Zones",
+  EKS user guide, https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), and every
+  GPU pool's AZ has one;
+- every subnet has as many free addresses (Subnet.AvailableIpAddressCount) as its nodes take
+  (node_addresses below).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence
+
+from model.checks.gpu_pools import GpuPool
+from model.checks.preflight import PREFLIGHT_SKIPPED, PermissionDenied
+from model.checks.problems import ERROR, WARNING, Problem, applies, error, identify, warning
+
+SUBNET_IDS = identify("subnet-ids", ERROR, "a list of distinct subnet ids (subnet-...)")
+SUBNETS_NEED_VPC = identify(
+    "subnets-need-vpc", ERROR, "subnet ids only with vpcId", "privateSubnetIds", "publicSubnetIds"
+)
+VPC_NEEDS_PRIVATE_SUBNETS = identify(
+    "vpc-needs-private-subnets", ERROR, "privateSubnetIds with vpcId", "privateSubnetIds"
+)
+SUBNET_PRIVATE_AND_PUBLIC = identify(
+    "subnet-private-and-public", ERROR, "no subnet both private and public", "publicSubnetIds"
+)
+VPC_CIDR_IGNORED = identify(
+    "vpc-cidr-ignored", WARNING, "no vpcCidr beside vpcId, which overrides it", "vpcCidr"
+)
+VPC_DESCRIBABLE = identify("vpc-describable", ERROR, "a VPC the deployer can describe", "vpcId")
+VPC_EXISTS = identify("vpc-exists", ERROR, "a VPC EC2 knows in the region", "vpcId")
+SUBNET_EXISTS = identify(
+    "subnet-exists", ERROR, "a subnet EC2 knows in the region", "privateSubnetIds", "publicSubnetIds"
+)
+SUBNET_IN_VPC = identify(
+    "subnet-in-vpc", ERROR, "a subnet of the VPC vpcId names", "privateSubnetIds", "publicSubnetIds"
+)
+SUBNET_ROUTE_OUT = identify(
+    "subnet-route-out", ERROR, "a private subnet with a default route out", "privateSubnetIds"
+)
+SUBNET_ADDRESSES = identify(
+    "subnet-addresses", ERROR, "a subnet with free addresses for its nodes", "privateSubnetIds"
+)
+SUBNETS_TWO_ZONES = identify(
+    "subnets-two-zones", ERROR, "private subnets in at least two AZs", "privateSubnetIds"
+)
+POOL_ZONE_SUBNET = identify(
+    "pool-zone-subnet",
+    ERROR,
+    "a given private subnet in every GPU pool's AZ",
+    "availabilityZone",
+    "gpuPools[].availabilityZone",
+)
+
+PRIVATE, PUBLIC = "privateSubnetIds", "publicSubnetIds"
+_SUBNET_ID_CHARS = frozenset("0123456789abcdef")
+
+# The route targets that take a node's traffic out of the VPC without a public address of its own,
+# as the route table data source names EC2's Route fields (Route: the table above).
+EGRESS_TARGETS = (
+    "nat_gateway_id",
+    "transit_gateway_id",
+    "instance_id",
+    "network_interface_id",
+    "vpc_peering_connection_id",
+    "core_network_arn",
+)
+# GatewayId holds an internet gateway (igw-) or a virtual private gateway (vgw-): only the second
+# is a way out for a node with no public address.
+_VPN_GATEWAY = "vgw-"
+
+# Addresses EKS takes in each cluster subnet for its network interfaces: "at least six IP
+# addresses for use by Amazon EKS" (EKS user guide, network-reqs, subnet requirements).
+EKS_ADDRESSES_PER_SUBNET = 6
+# The VPC CNI (its EKS add-on's defaults: WARM_ENI_TARGET=1) fills the node's primary network
+# interface with addresses and keeps one more interface attached with all of its addresses free
+# (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md): two interfaces' worth per node.
+CNI_INTERFACES_PER_NODE = 2
+
+
+def node_addresses(ipv4_per_interface: int) -> int:
+    """The addresses one node takes from its subnet: the VPC CNI's two interfaces with every
+    address each can hold (DescribeInstanceTypes NetworkInfo.Ipv4AddressesPerInterface). A GPU
+    node's EFA interfaces add none: the launch template puts the one interface that carries
+    addresses on card 0, and every other card's is EFA-only, which has no IP address (EC2 user
+    guide, "Elastic Fabric Adapter": EFA-only interfaces,
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html; model/facts/catalog.py
+    network_interfaces)."""
+    return CNI_INTERFACES_PER_NODE * ipv4_per_interface
+
+
+@applies(SUBNET_IDS)
+def subnet_ids(key: str, value: Any) -> list[Problem]:
+    """A list of distinct subnet-<hex> ids."""
+    if not isinstance(value, list):
+        return [error(SUBNET_IDS, key, value, 'a list of subnet ids, e.g. ["subnet-0a1b2c3d4e5f60718"]')]
+    found = []
+    for sid in value:
+        hexpart = sid[len("subnet-") :] if isinstance(sid, str) and sid.startswith("subnet-") else ""
+        if len(hexpart) not in (8, 17) or not set(hexpart) <= _SUBNET_ID_CHARS:
+            found.append(error(SUBNET_IDS, key, sid, "a subnet id: subnet- and 8 or 17 hex digits"))
+    repeated = sorted({s for s in value if isinstance(s, str) and value.count(s) > 1})
+    found += [error(SUBNET_IDS, key, s, "each subnet once in the list") for s in repeated]
+    return found
+
+
+def keys_fit(ok: dict[str, Any]) -> list[Problem]:
+    """The three keys together: subnets only with a VPC, private subnets with one, no subnet in
+    both lists."""
+    vpc, private, public = ok.get("vpcId"), ok.get(PRIVATE), ok.get(PUBLIC)
+    if vpc is None:
+        return []
+    if not vpc:
+        return [
+            error(SUBNETS_NEED_VPC, key, ids, "empty unless vpcId names the VPC they are in")
+            for key, ids in ((PRIVATE, private), (PUBLIC, public))
+            if ids
+        ]
+    found = []
+    if private == []:
+        found.append(
+            error(
+                VPC_NEEDS_PRIVATE_SUBNETS,
+                PRIVATE,
+                private,
+                "the private subnets of vpcId for the nodes, the EFS mount targets and the accounting "
+                "database, in at least two AZs",
+            )
+        )
+    for sid in sorted(set(private or []) & set(public or [])):
+        found.append(
+            error(
+                SUBNET_PRIVATE_AND_PUBLIC,
+                PUBLIC,
+                sid,
+                f"a subnet for the login load balancer only; {sid} is in privateSubnetIds too",
+            )
+        )
+    return found
+
+
+def vpc_cidr_ignored(values: dict[str, Any], default_cidr: str) -> list[Problem]:
+    """A warning where vpcCidr is other than its default beside vpcId: the stack creates no VPC,
+    so it is ignored. (The CLI hands the program Pulumi.yaml's default for an unset key, so only a
+    value other than the default can be the stack's own.)"""
+    if not values.get("vpcId") or values.get("vpcCidr") in (None, default_cidr):
+        return []
+    return [
+        warning(
+            VPC_CIDR_IGNORED,
+            "vpcCidr",
+            values["vpcCidr"],
+            f"vpcCidr = {values['vpcCidr']!r} is ignored: vpcId names an existing VPC, which keeps its own "
+            "blocks; remove it with `pulumi config rm vpcCidr`",
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class Vpc:
+    vpc_id: str
+    arn: str
+    owner_id: str
+    cidr_block: str
+
+
+@dataclass(frozen=True)
+class Subnet:
+    subnet_id: str
+    vpc_id: str
+    zone: str  # its availability zone's name in this account
+    zone_id: str
+    available_addresses: int  # AvailableIpAddressCount
+    tags: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RouteTable:
+    route_table_id: str
+    # Each route as {field: value} with the data source's field names, empty fields left out.
+    routes: tuple[dict[str, str], ...]
+    main: bool  # the VPC's main table, which the subnet uses for want of an explicit association
+
+    def route_out(self) -> str | None:
+        """The target of its default route when it leads out of the VPC, else None."""
+        for route in self.routes:
+            if route.get("cidr_block") != "0.0.0.0/0":
+                continue
+            for target in EGRESS_TARGETS:
+                if route.get(target):
+                    return route[target]
+            if route.get("gateway_id", "").startswith(_VPN_GATEWAY):
+                return route["gateway_id"]
+        return None
+
+
+class NetworkAccount(Protocol):
+    """The questions asked of the account about a given VPC; a refused call raises
+    PermissionDenied naming the IAM action."""
+
+    def vpc(self, region: str, vpc_id: str) -> Vpc | None:
+        """The VPC, or None where EC2 knows no such id in the region."""
+
+    def subnet(self, region: str, subnet_id: str) -> Subnet | None:
+        """The subnet, or None where EC2 knows no such id in the region."""
+
+    def route_table(self, region: str, vpc_id: str, subnet_id: str) -> RouteTable:
+        """The subnet's route table: the one explicitly associated with it, else the VPC's main one."""
+
+    def ipv4_per_interface(self, region: str, instance_type: str) -> int:
+        """NetworkInfo.Ipv4AddressesPerInterface of the instance type."""
+
+
+@dataclass(frozen=True)
+class ExistingVpc:
+    """The given VPC as the account described it: what the stack puts where."""
+
+    vpc: Vpc
+    private: tuple[Subnet, ...]  # privateSubnetIds, in the order given
+    public: tuple[Subnet, ...] = field(default=())  # publicSubnetIds, in the order given
+
+    @property
+    def private_by_zone(self) -> dict[str, Subnet]:
+        """The first given private subnet of each AZ: a GPU pool's node group and that AZ's EFS
+        mount target go there (EFS takes one mount target per AZ)."""
+        found: dict[str, Subnet] = {}
+        for s in self.private:
+            found.setdefault(s.zone, s)
+        return found
+
+    @property
+    def login_internal(self) -> bool:
+        """No public subnet given: the login load balancer is internal, in the private subnets."""
+        return not self.public
+
+    @property
+    def login_subnet_ids(self) -> tuple[str, ...]:
+        """The login load balancer's subnets, the first given of each AZ (the controller takes at
+        most one subnet per AZ: aws-load-balancer-controller v3.5.0
+        pkg/networking/subnet_resolver.go, validateSubnetsAZExclusivity)."""
+        found: dict[str, str] = {}
+        for s in self.public or self.private:
+            found.setdefault(s.zone, s.subnet_id)
+        return tuple(found.values())
+
+
+def check(
+    account: NetworkAccount,
+    region: str,
+    vpc_id: str,
+    private_ids: Sequence[str],
+    public_ids: Sequence[str],
+    pools: Sequence[GpuPool],
+    core_type: str,
+    core_count: int,
+    out: list[Problem],
+) -> ExistingVpc | None:
+    """Every rule of the module docstring; the VPC as found, or None where any refused it."""
+    before = len([p for p in out if p.is_error])
+    try:
+        vpc = account.vpc(region, vpc_id)
+    except PermissionDenied as denied:
+        out.append(
+            error(
+                VPC_DESCRIBABLE,
+                "vpcId",
+                vpc_id,
+                f"a VPC the deployer can describe (it lacks {denied.action}, which the program needs to "
+                "check the VPC and its subnets before creating anything in them)",
+            )
+        )
+        return None
+    if vpc is None:
+        out.append(
+            error(VPC_EXISTS, "vpcId", vpc_id, f"the id of a VPC in {region}: EC2 knows no {vpc_id} there")
+        )
+        return None
+    private = _subnets(account, region, vpc, PRIVATE, private_ids, out)
+    public = _subnets(account, region, vpc, PUBLIC, public_ids, out)
+    for s in private:
+        _route_out(account, region, vpc, s, out)
+    _zones(private, pools, out)
+    found = ExistingVpc(vpc, tuple(private), tuple(public))
+    _addresses(account, region, found, pools, core_type, core_count, out)
+    return found if len([p for p in out if p.is_error]) == before else None
+
+
+def _subnets(
+    account: NetworkAccount, region: str, vpc: Vpc, key: str, ids: Sequence[str], out: list[Problem]
+) -> list[Subnet]:
+    found = []
+    for sid in ids:
+        s = account.subnet(region, sid)
+        if s is None:
+            out.append(
+                error(SUBNET_EXISTS, key, sid, f"the id of a subnet in {region}: EC2 knows no {sid} there")
+            )
+        elif s.vpc_id != vpc.vpc_id:
+            out.append(
+                error(
+                    SUBNET_IN_VPC,
+                    key,
+                    sid,
+                    f"a subnet of {vpc.vpc_id} (vpcId); {sid} is in {s.vpc_id}",
+                )
+            )
+        else:
+            found.append(s)
+    return found
+
+
+def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: list[Problem]) -> None:
+    table = account.route_table(region, vpc.vpc_id, s.subnet_id)
+    if table.route_out() is not None:
+        return
+    which = (
+        f"the VPC's main route table {table.route_table_id} (it has no table of its own)"
+        if table.main
+        else (f"its route table {table.route_table_id}")
+    )
+    out.append(
+        error(
+            SUBNET_ROUTE_OUT,
+            PRIVATE,
+            s.subnet_id,
+            f"a private subnet with a way out: {which} sends 0.0.0.0/0 to no NAT gateway, Transit Gateway, "
+            "virtual private gateway, instance, network interface, peering connection or core network, so "
+            "nodes there could not reach EKS, ECR or S3 (an internet gateway serves only addresses that "
+            "are public)",
+        )
+    )
+
+
+def _zones(private: list[Subnet], pools: Sequence[GpuPool], out: list[Problem]) -> None:
+    zones = {s.zone for s in private}
+    if private and len(zones) < 2:
+        out.append(
+            error(
+                SUBNETS_TWO_ZONES,
+                PRIVATE,
+                [s.subnet_id for s in private],
+                f"private subnets in at least two AZs (EKS and the accounting database need two); all "
+                f"are in {', '.join(sorted(zones))}",
+            )
+        )
+    seen: set[str] = set()
+    for pool in pools:
+        if not private or pool.availability_zone in zones or pool.availability_zone in seen:
+            continue
+        seen.add(pool.availability_zone)
+        out.append(
+            error(
+                POOL_ZONE_SUBNET,
+                pool.key("availabilityZone"),
+                pool.availability_zone,
+                f"an AZ with a subnet in privateSubnetIds ({', '.join(sorted(zones))}): pool {pool.name}'s "
+                "nodes launch in a given private subnet of their AZ; add one there or move the pool",
+            )
+        )
+
+
+def _addresses(
+    account: NetworkAccount,
+    region: str,
+    found: ExistingVpc,
+    pools: Sequence[GpuPool],
+    core_type: str,
+    core_count: int,
+    out: list[Problem],
+) -> None:
+    """Each private subnet's need: EKS's six, its share of the core nodes (coreNodeCount plus the
+    one a rolling update adds, spread over the private subnets), and every node of each GPU pool
+    whose AZ's first subnet it is (maxNodes), each node_addresses(its type)."""
+    if not found.private:
+        return
+    try:
+        _count(account, region, found, pools, core_type, core_count, out)
+    except PermissionDenied as denied:
+        out.append(
+            warning(
+                PREFLIGHT_SKIPPED,
+                PRIVATE,
+                [s.subnet_id for s in found.private],
+                f"preflight: could not check the subnets' free addresses: the deployer lacks {denied.action}; "
+                "the check is skipped",
+            )
+        )
+
+
+def _count(
+    account: NetworkAccount,
+    region: str,
+    found: ExistingVpc,
+    pools: Sequence[GpuPool],
+    core_type: str,
+    core_count: int,
+    out: list[Problem],
+) -> None:
+    need = {s.subnet_id: EKS_ADDRESSES_PER_SUBNET for s in found.private}
+    parts: dict[str, list[str]] = {s.subnet_id: [f"EKS {EKS_ADDRESSES_PER_SUBNET}"] for s in found.private}
+    if core_type and core_count >= 1:
+        share = math.ceil((core_count + 1) / len(found.private))
+        each = node_addresses(account.ipv4_per_interface(region, core_type))
+        for s in found.private:
+            need[s.subnet_id] += share * each
+            parts[s.subnet_id].append(f"core {share} x {each}")
+    by_zone = found.private_by_zone
+    for pool in pools:
+        s = by_zone.get(pool.availability_zone)
+        if s is None:
+            continue
+        each = node_addresses(account.ipv4_per_interface(region, pool.gpu.name))
+        need[s.subnet_id] += pool.max_nodes * each
+        parts[s.subnet_id].append(f"pool {pool.name} {pool.max_nodes} x {each}")
+    for s in found.private:
+        if s.available_addresses < need[s.subnet_id]:
+            out.append(
+                error(
+                    SUBNET_ADDRESSES,
+                    PRIVATE,
+                    s.subnet_id,
+                    f"a subnet with {need[s.subnet_id]} free addresses ({' + '.join(parts[s.subnet_id])}: "
+                    f"each node takes {CNI_INTERFACES_PER_NODE} network interfaces' worth, as the README's "
+                    f"'Into an existing VPC' says); it has {s.available_addresses}",
+                )
+            )
