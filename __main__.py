@@ -165,6 +165,8 @@ storage = SharedStorage(
         node_subnet_by_key=network.private_subnet_by_key,
         depends_on=[*nodes.core_ready, *context.pod_identity_ready],
         retain_data=config.retain_shared_data,
+        cluster_addons=config.cluster_addons,
+        default_storage_class=config.existing_cluster is None,
     ),
 )
 # Slurm's accounting database needs only the VPC: RDS creates it while EKS comes up. Only its

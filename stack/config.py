@@ -101,6 +101,12 @@ class StackConfig:
     # creates its own.
     existing_cluster: existing_cluster.EksCluster | None = None
 
+    @property
+    def cluster_addons(self) -> frozenset[str]:
+        """The EKS add-ons the stack would install that the cluster runs already: none in the
+        stack's own cluster (model/checks/existing_cluster.py DETECTED_ADDONS)."""
+        return self.existing_cluster.addons if self.existing_cluster else frozenset()
+
     def installs(self, addon: shared_addons.SharedAddon) -> bool:
         """Whether the stack installs the shared add-on: always in its own cluster, in an
         existing one only where installSharedAddons lists it."""

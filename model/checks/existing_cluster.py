@@ -88,6 +88,11 @@ CONFIG_MAP = "CONFIG_MAP"
 # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html). The stack changes
 # neither: they are the cluster's.
 REQUIRED_ADDONS = ("vpc-cni", "eks-pod-identity-agent")
+# The EKS add-ons the stack installs in its own cluster that an existing one may run already
+# (components/shared_storage.py): where the cluster has one, the stack uses it and installs none,
+# since an add-on the stack adopted (resolve_conflicts_on_create OVERWRITE) would be deleted by its
+# `destroy`, taking the owner's volumes' driver with it.
+DETECTED_ADDONS = ("aws-ebs-csi-driver", "aws-efs-csi-driver")
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,8 @@ class EksCluster:
     # https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html): then the stack's node
     # role needs the CNI policy for its nodes to get pod addresses.
     cni_role_arn: str = ""
+    # The DETECTED_ADDONS the cluster runs (DescribeAddon found them).
+    addons: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -220,10 +227,10 @@ def check(
             )
         )
     missing, addons = [], {}
-    for addon in REQUIRED_ADDONS:
+    for addon in REQUIRED_ADDONS + DETECTED_ADDONS:
         try:
             addons[addon] = account.eks_addon(region, name, addon)
-            if addons[addon] is None:
+            if addons[addon] is None and addon in REQUIRED_ADDONS:
                 missing.append(addon)
         except PermissionDenied as denied:
             out.append(
@@ -250,7 +257,11 @@ def check(
     deployer_is_admin(account, region, cluster, out)
     if any(p.is_error for p in out[found:]):
         return None
-    return dataclasses.replace(cluster, cni_role_arn=addons["vpc-cni"].role_arn)
+    return dataclasses.replace(
+        cluster,
+        cni_role_arn=addons["vpc-cni"].role_arn,
+        addons=frozenset(a for a in DETECTED_ADDONS if addons.get(a) is not None),
+    )
 
 
 def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster, out: list[Problem]) -> None:
