@@ -56,9 +56,12 @@ class ExistingCluster(pulumi.ComponentResource):
         self.security_group_id = pulumi.Output.from_input(cluster.security_group_id)
         document = exec_kubeconfig(cluster.name, args.region, cluster.endpoint, cluster.certificate_authority)
         self.kubeconfig = pulumi.Output.secret(document)
-        self.provider = k8s.Provider(
-            f"{name}-k8s", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self)
-        )
+        self.provider = self._kubernetes_provider(name)
         self.ready = []
         self.pod_identity_ready = []
         self.register_outputs({"kubeconfig": self.kubeconfig, "security_group_id": self.security_group_id})
+
+    def _kubernetes_provider(self, name: str) -> k8s.Provider:
+        return k8s.Provider(
+            f"{name}-k8s", kubeconfig=self.kubeconfig, opts=pulumi.ResourceOptions(parent=self)
+        )

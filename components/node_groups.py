@@ -13,7 +13,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
-from components.cluster import CNI_POLICY, ClusterContext
+from components.cluster import ClusterContext
 from model.builders import node_repair
 from model.builders.node_repair import RepairPolicy
 from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
@@ -21,11 +21,11 @@ from model.checks.gpu_pools import GpuPool, pool_labels
 from model.facts import versions
 from model.facts.capacity import Reservation
 from model.facts.catalog import GPU_AMI_TYPE
-from model.facts.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
+from model.facts.contract import CNI_POLICY, CORE_LABELS, GPU_LABELS, GPU_TAINT
 
 # What the node role carries: what the kubelet needs to join and the Pod Identity agent to hand
 # out credentials (eks-auth:AssumeRoleForPodIdentity), and image pulls (image_pull_policy). The
-# VPC CNI's permissions are its own role's (components/cluster.py, CNI_POLICY); no SSM: a shell on
+# VPC CNI's permissions are its own role's (components/cluster.py, model/facts/contract.py CNI_POLICY); no SSM: a shell on
 # a node is `kubectl debug node/...`, for cluster admins only (docs/security.md).
 _NODE_POLICIES = ("arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",)
 # The pull actions of the AWS-managed AmazonEC2ContainerRegistryPullOnly policy, what the kubelet's
@@ -97,7 +97,7 @@ class NodeGroupsArgs:
     # Whether aws-node runs on the node role's permissions: in an existing cluster whose vpc-cni
     # add-on has no role of its own (ExistingCluster's EksCluster.cni_role_arn), the node role needs
     # the CNI policy, or the stack's nodes get no pod addresses; in the stack's own cluster the CNI
-    # has its own role (components/cluster.py CNI_POLICY).
+    # has its own role (components/cluster.py).
     node_role_runs_cni: bool
 
 

@@ -96,10 +96,10 @@ class StackConfig:
     # The on-demand price of every pool's type and the core type (model/facts/cost.py), by type.
     prices: dict[str, cost.Price]
     # The VPC vpcId names, its subnets as EC2 described them at preview; None for the stack's own VPC.
-    existing_vpc: vpc_subnets.ExistingVpc | None = None
+    existing_vpc: vpc_subnets.ExistingVpc | None
     # existingClusterName's cluster as DescribeCluster read it at preview; None for a stack that
     # creates its own.
-    existing_cluster: existing_cluster.EksCluster | None = None
+    existing_cluster: existing_cluster.EksCluster | None
 
     @property
     def cluster_addons(self) -> frozenset[str]:

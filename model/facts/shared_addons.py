@@ -45,8 +45,9 @@ LOAD_BALANCER_CONTROLLER = SharedAddon(
 NVIDIA_DEVICE_PLUGIN = SharedAddon(
     "devicePlugins",
     "the NVIDIA and EFA device plugins",
-    "DaemonSets that advertise nvidia.com/gpu and vpc.amazonaws.com/efa on the GPU nodes (the NVIDIA "
-    "GPU Operator does the first) tolerating the GPU nodes' taint",
+    "DaemonSets that advertise the GPUs and EFA interfaces as the extended resources the NodeSet "
+    "requests (model/facts/contract.py) on the GPU nodes, tolerating their taint (the NVIDIA GPU "
+    "Operator does the GPUs')",
     "the slurmd pods: they stay Pending on resources no node advertises, the Slurm readiness Job "
     "fails `up` naming the pool, and `tools/verify.py` fails its device plugin check",
 )

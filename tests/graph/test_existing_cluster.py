@@ -21,7 +21,7 @@ from devkit.offline_account import (
     existing_cluster,
 )
 from devkit.offline_run import run_program
-from model.facts.contract import GP3
+from model.facts.contract import CNI_POLICY, GP3
 
 PRIVATE = list(LANDING_ZONE_PRIVATE.values())
 INTO_CLUSTER = {
@@ -30,7 +30,6 @@ INTO_CLUSTER = {
     "privateSubnetIds": PRIVATE,
     "publicSubnetIds": list(LANDING_ZONE_PUBLIC.values()),
 }
-CNI_POLICY = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"
 
 
 def deployed(account=EXISTING_CLUSTER, **overrides):

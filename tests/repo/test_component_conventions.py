@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 import components
+from devkit import offline_account
 from devkit.offline_run import run_program
 from tests.support.paths import REPO
 
@@ -160,7 +161,7 @@ CLUSTER_FIELDS = frozenset(
     {"provider", "cluster_name", "region", "account_id", "cluster_security_group_id", "identity_depends_on"}
 )
 # The components the context is built from or that come up before the cluster exists.
-BEFORE_THE_CONTEXT = frozenset({"NetworkArgs", "ClusterArgs", "SlurmdImageArgs"})
+BEFORE_THE_CONTEXT = frozenset({"NetworkArgs", "ClusterArgs", "ExistingClusterArgs", "SlurmdImageArgs"})
 
 
 def context_problems(cls: type) -> list[str]:
@@ -202,6 +203,9 @@ def wiring_problems(source: str) -> list[str]:
             items = value.elts if isinstance(value, ast.List) else [value]
             for item in items:
                 item = item.value if isinstance(item, ast.Starred) else item
+                # An optional component's list, or nothing where the stack does not install it.
+                if isinstance(item, ast.IfExp) and isinstance(item.orelse, ast.List) and not item.orelse.elts:
+                    item = item.body
                 if not (
                     isinstance(item, ast.Attribute) and (item.attr == "ready" or item.attr.endswith("_ready"))
                 ):
@@ -296,8 +300,22 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     # The scaling components exist only where a pool autoscales (docs/scaling.md).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
+    # The existing network and cluster exist only where the stack deploys into them.
+    existing = run_program(
+        "dev",
+        {
+            "existingClusterName": offline_account.EXISTING_CLUSTER_NAME,
+            "vpcId": offline_account.LANDING_ZONE_VPC,
+            "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+            "publicSubnetIds": list(offline_account.LANDING_ZONE_PUBLIC.values()),
+        },
+        account=offline_account.EXISTING_CLUSTER,
+    )
     registered = {
-        r.type for graph in (dev, scaling) for r in graph.resources if r.type.startswith("slinky-eks:")
+        r.type
+        for graph in (dev, scaling, existing)
+        for r in graph.resources
+        if r.type.startswith("slinky-eks:")
     }
     assert registered == set(component_tokens().values())
 
