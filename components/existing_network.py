@@ -45,11 +45,7 @@ class ExistingNetwork(pulumi.ComponentResource):
         given = args.vpc
         self.vpc_id = pulumi.Output.from_input(given.vpc.vpc_id)
         self.vpc_arn = pulumi.Output.from_input(given.vpc.arn)
-        # The deploying account (STS GetCallerIdentity), not the VPC's owner: a VPC shared through
-        # AWS RAM belongs to another account, and the stack's own resources are named in the deployer's.
-        self.account_id = aws.get_caller_identity_output(
-            opts=pulumi.InvokeOutputOptions(parent=self)
-        ).account_id
+        self.account_id = self._deployer_account()
         self.private_subnet_ids = [pulumi.Output.from_input(s.subnet_id) for s in given.private]
         self.public_subnet_ids = [pulumi.Output.from_input(s.subnet_id) for s in given.public]
         self.private_subnet_by_zone = {
@@ -65,3 +61,8 @@ class ExistingNetwork(pulumi.ComponentResource):
                 "private_subnet_by_key": self.private_subnet_by_key,
             }
         )
+
+    def _deployer_account(self) -> pulumi.Output[str]:
+        # The deploying account (STS GetCallerIdentity), not the VPC's owner: a VPC shared through
+        # AWS RAM belongs to another account, and the stack's own resources are named in the deployer's.
+        return aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id

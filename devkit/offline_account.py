@@ -146,6 +146,8 @@ class VpcRecord:
     region: str
     cidr_block: str
     owner_id: str = ""  # "" for the deploying account's own
+    # EnableDnsSupport and EnableDnsHostnames (DescribeVpcAttribute), both on as a landing zone has them.
+    dns: bool = True
 
 
 @dataclass(frozen=True)
@@ -677,8 +679,8 @@ def _vpc(account: Account, region: str, args: dict):
         "state": "available",
         "default": False,
         "mainRouteTableId": main,
-        "enableDnsHostnames": True,
-        "enableDnsSupport": True,
+        "enableDnsHostnames": v.dns,
+        "enableDnsSupport": v.dns,
         "instanceTenancy": "default",
         "tags": {},
         "region": region,

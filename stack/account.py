@@ -187,7 +187,13 @@ class Account:
         found = self._find(
             "ec2:DescribeVpcs", f"VPC {vpc_id}", lambda: aws.ec2.get_vpc(id=vpc_id, region=region)
         )
-        return found and Vpc(found.id, found.arn, found.owner_id, found.cidr_block)
+        return found and Vpc(
+            found.id,
+            found.arn,
+            found.owner_id,
+            found.cidr_block,
+            bool(found.enable_dns_support and found.enable_dns_hostnames),
+        )
 
     def subnet(self, region: str, subnet_id: str) -> Subnet | None:
         """The subnet as DescribeSubnets describes it, or None for an id EC2 does not know there."""

@@ -5,7 +5,9 @@ invokes, devkit's mocks answer those), every finding is a Problem under the key 
 they go into the same list as the preflight's (model/checks/preflight.py), all at once.
 
 What must hold, each a rule:
-- the VPC exists, every subnet exists and is in it;
+- the VPC exists, with DNS support and DNS hostnames on (EKS: "Your VPC must have DNS hostname and
+  DNS resolution support, or nodes can't register to your cluster", EKS user guide, network-reqs);
+- every subnet exists and is in the VPC;
 - every private subnet has a route out: its route table (or the VPC's main table, where the subnet
   has no explicit association) sends 0.0.0.0/0 to a NAT gateway, a Transit Gateway, a virtual
   private gateway, an instance or network interface, a VPC peering connection or a Cloud WAN core
@@ -45,6 +47,7 @@ VPC_CIDR_IGNORED = identify(
 )
 VPC_DESCRIBABLE = identify("vpc-describable", ERROR, "a VPC the deployer can describe", "vpcId")
 VPC_EXISTS = identify("vpc-exists", ERROR, "a VPC EC2 knows in the region", "vpcId")
+VPC_DNS = identify("vpc-dns", ERROR, "a VPC with DNS support and DNS hostnames on", "vpcId")
 SUBNET_EXISTS = identify(
     "subnet-exists", ERROR, "a subnet EC2 knows in the region", "privateSubnetIds", "publicSubnetIds"
 )
@@ -178,6 +181,7 @@ class Vpc:
     arn: str
     owner_id: str
     cidr_block: str
+    dns: bool = True  # enable_dns_support and enable_dns_hostnames both on
 
 
 @dataclass(frozen=True)
@@ -291,6 +295,17 @@ def check(
             error(VPC_EXISTS, "vpcId", vpc_id, f"the id of a VPC in {region}: EC2 knows no {vpc_id} there")
         )
         return None
+    if not vpc.dns:
+        out.append(
+            error(
+                VPC_DNS,
+                "vpcId",
+                vpc_id,
+                "a VPC with DNS support and DNS hostnames on, without which nodes cannot register with EKS "
+                f"(aws ec2 modify-vpc-attribute --vpc-id {vpc_id} --enable-dns-hostnames, and "
+                "--enable-dns-support, each in its own call)",
+            )
+        )
     private = _subnets(account, region, vpc, PRIVATE, private_ids, out)
     public = _subnets(account, region, vpc, PUBLIC, public_ids, out)
     for s in private:

@@ -428,8 +428,8 @@ def test_the_docs_name_every_permission_the_preflight_asks_for():
     import re
 
     source = (REPO / "stack/account.py").read_text()
-    actions = set(re.findall(r'_ask\(\s*"([a-z0-9-]+:[A-Za-z]+)"', source))
-    assert len(actions) == 7
+    actions = set(re.findall(r'(?:_ask|_find)\(\s*"([a-z0-9-]+:[A-Za-z]+)"', source))
+    assert len(actions) == 10
     section = _account_needs_section()
     assert [a for a in sorted(actions) if f"`{a}`" not in section] == []
 

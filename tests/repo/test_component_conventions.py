@@ -300,7 +300,17 @@ def test_every_component_token_is_slinky_eks_group_and_class_name():
 def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     # The scaling components exist only where a pool autoscales (docs/scaling.md).
     scaling = run_program("dev", {"gpuMinNodes": "0", "gpuMaxNodes": "4"})
-    # The existing network and cluster exist only where the stack deploys into them.
+    # The network component of a VPC the stack is given (README, "Into an existing VPC").
+    existing_vpc = run_program(
+        "dev",
+        {
+            "vpcId": offline_account.LANDING_ZONE_VPC,
+            "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+        },
+        account=offline_account.LANDING_ZONE,
+    )
+    # The cluster component of an EKS cluster the stack is given (README, "Into an existing EKS
+    # cluster").
     existing = run_program(
         "dev",
         {
@@ -313,7 +323,7 @@ def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
     )
     registered = {
         r.type
-        for graph in (dev, scaling, existing)
+        for graph in (dev, scaling, existing_vpc, existing)
         for r in graph.resources
         if r.type.startswith("slinky-eks:")
     }
