@@ -102,6 +102,13 @@ class StackConfig:
     existing_cluster: existing_cluster.EksCluster | None
 
     @property
+    def cluster_kubernetes_version(self) -> str:
+        """The Kubernetes minor the cluster runs: kubernetesVersion for the stack's own, the read
+        version of an existing one (whose every offered version has a pinned cluster-autoscaler:
+        model/facts/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES)."""
+        return self.existing_cluster.version if self.existing_cluster else self.kubernetes_version
+
+    @property
     def cluster_addons(self) -> frozenset[str]:
         """The EKS add-ons the stack would install that the cluster runs already: none in the
         stack's own cluster (model/checks/existing_cluster.py DETECTED_ADDONS)."""

@@ -253,3 +253,16 @@ def test_every_refusal_comes_at_once():
 
 def test_the_own_cluster_reads_no_existing_one(dev):
     assert not [t for t, _ in dev.calls if t.startswith("aws:eks/")]
+
+
+def test_the_autoscaler_matches_the_existing_clusters_version():
+    graph = deployed(
+        existing_cluster(version="1.35"),
+        gpuMinNodes=0,
+        gpuMaxNodes=2,
+        installSharedAddons=["keda", "clusterAutoscaler"],
+    )
+    (autoscaler,) = [
+        r for r in graph.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "cluster-autoscaler"
+    ]
+    assert autoscaler.inputs["values"]["image"]["tag"] == "v1.35.2"
