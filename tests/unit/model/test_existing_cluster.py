@@ -141,3 +141,17 @@ def test_an_autoscaling_pool_names_the_scaler_it_lacks():
 
 def test_nothing_is_checked_for_the_stacks_own_cluster():
     assert existing_cluster.mode_rules(mode(existingClusterName="", vpcId=""), {}, {}, []) == []
+
+
+def test_a_role_with_a_path_is_found_under_its_pathless_entry_too():
+    sso = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0123"
+    pathless = "arn:aws:iam::123456789012:role/AWSReservedSSO_Admin_0123"
+    account = Account(entries={pathless: AccessEntry(pathless, "STANDARD")})
+    account.deployer_principal_arn = lambda: sso
+    found, out = checked(account)
+    assert found is not None and out == []
+
+
+def test_a_users_arn_has_no_path_to_drop():
+    user = "arn:aws:iam::123456789012:user/ci"
+    assert existing_cluster.without_path(user) == user
