@@ -29,8 +29,10 @@ class SharedAddon:
 CERT_MANAGER = SharedAddon(
     "certManager",
     "cert-manager",
-    "its cert-manager.io/v1 CRDs and a running webhook: the Slinky operator's chart creates an Issuer "
-    "and a Certificate for its webhook",
+    "its cert-manager.io/v1 CRDs, webhook and CA injector: the Slinky operator's chart creates an "
+    "Issuer and a Certificate for its webhook, whose configurations carry "
+    "cert-manager.io/inject-ca-from (slurm-operator chart templates/cert-manager/pki.yaml, "
+    "templates/webhook/webhook.yaml)",
     "the Slinky operator's Helm release: without the CRDs the chart's Certificate is refused "
     "(no matches for kind Certificate) and `up` fails there",
 )
