@@ -3,7 +3,7 @@ components/network.py's Network, read from the account, and nothing created. The
 routes, NAT or Transit Gateway, endpoints and flow logs stay their owner's: the stack adds none
 (not even the S3 gateway endpoint or flow logs Network adds to its own VPC, which would change
 another team's route tables and logging) and tags none of their subnets, so `destroy` leaves the
-VPC exactly as it found it."""
+VPC exactly as it found it (docs/decisions/existing-vpc.md)."""
 
 from __future__ import annotations
 

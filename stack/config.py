@@ -169,7 +169,11 @@ def _raw(keys: list[config_schema.Key]) -> dict[str, str | None]:
     return raw
 
 
-def _preflight(account: preflight.Account, checked: config_schema.Checked) -> preflight.Findings:
+def _preflight(
+    account: preflight.Account,
+    checked: config_schema.Checked,
+    existing_vpc: vpc_subnets.ExistingVpc | None,
+) -> preflight.Findings:
     """Ask the account what it must allow (model/checks/preflight.py): zones, instance type
     offerings, the GPU quotas, the deployer, the pools' capacity reservations. Values already
     refused are left out ("", 0 and [] skip a check)."""
@@ -185,7 +189,16 @@ def _preflight(account: preflight.Account, checked: config_schema.Checked) -> pr
         ok.get("adminRoleArns", []),
         ok.get("skipGpuQuotaCheck", False),
         core_count=ok.get("coreNodeCount", 0),
+        given_zones=_given_zones(ok, existing_vpc),
     )
+
+
+def _given_zones(ok: dict, existing_vpc: vpc_subnets.ExistingVpc | None) -> tuple[str, ...] | None:
+    """The AZs of a given VPC's private subnets for the preflight: () where they were refused,
+    None where the stack lays out its own VPC."""
+    if not ok.get("vpcId"):
+        return None
+    return existing_vpc.zones if existing_vpc else ()
 
 
 def _existing_vpc(
@@ -239,9 +252,10 @@ def load(account: Account) -> StackConfig:
     day = today()
     keys = list(config_schema.schema(day))
     checked = config_schema.check(_raw(keys), stack, day)
-    found = _preflight(account, checked)
-    problems = checked.problems + found.problems
-    existing_vpc = _existing_vpc(account, checked, problems)
+    vpc_problems: list[Problem] = []
+    existing_vpc = _existing_vpc(account, checked, vpc_problems)
+    found = _preflight(account, checked, existing_vpc)
+    problems = checked.problems + found.problems + vpc_problems
     cluster = _existing_cluster(account, checked, day, problems)
     problems += config_schema.undeclared_keys(project, _given_keys(), config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]

@@ -12,7 +12,8 @@ drops subnets tagged kubernetes.io/cluster/<another cluster> only
 carry those tags (components/network.py). In a VPC it is given, the subnets are another team's:
 the stack tags none of them, and discovery would range over every subnet of the VPC, the other
 teams' included. So there the Service names its subnets, one per AZ (the annotation's subnets are
-validated to be one per AZ: validateSubnetsAZExclusivity), and the controller discovers nothing.
+validated to be one per AZ: validateSubnetsAZExclusivity), and the controller discovers nothing
+(docs/decisions/existing-vpc.md).
 """
 
 from __future__ import annotations

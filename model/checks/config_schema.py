@@ -583,7 +583,7 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             attr="vpc_id",
             unset_means="the stack creates its own VPC (vpcCidr)",
             description="An existing VPC to deploy into instead of creating one; needs privateSubnetIds, and "
-            "vpcCidr is ignored.",
+            "vpcCidr and the flow log keys are ignored.",
             doc="The stack creates nothing of the network there (no subnet, route, NAT gateway, endpoint or flow "
             "log) and `destroy` leaves it as it was; checked at preview: the VPC and subnets exist, every private "
             "subnet routes 0.0.0.0/0 out, has the free addresses its nodes take, and every GPU pool's AZ has one "
@@ -602,8 +602,9 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="With vpcId: its private subnets (at least two AZs, every GPU pool's AZ among them) for "
             "the nodes, the EFS mount targets and the accounting database.",
             doc="A GPU pool's nodes and its AZ's mount target go in the first subnet given in that AZ.",
-            on_change=f"{_REPLACES} the EKS cluster and every node group on it, the accounting database's subnet "
-            "group and the mount targets of the AZs whose first subnet changes",
+            on_change=f"{_REPLACES} each node group whose subnets change (a node group's subnets force a new one) "
+            "and the mount target of each AZ whose first subnet changes; the EKS cluster's, the accounting "
+            "database's and the metrics scraper's subnets change with the list",
         ),
         Key(
             "publicSubnetIds",
@@ -1269,9 +1270,7 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     pool_problems += autoscaling_fits(ok, found_pools)
     pool_problems += overridden_by_pools(values, {k.name: k.default for k in keys}, raw)
     pool_problems += existing_cluster.mode_rules(values, raw, {k.name: k.default for k in keys}, found_pools)
-    pool_problems += vpc_subnets.vpc_cidr_ignored(
-        values, next(k.default for k in keys if k.name == "vpcCidr")
-    )
+    pool_problems += vpc_subnets.own_network_keys_ignored(values, {k.name: k.default for k in keys})
     found_users, user_problems = named_users(values)
     return Checked(values, ok, found_pools, problems + pool_problems + user_problems, found_users)
 

@@ -77,7 +77,10 @@ GPU_TYPE_OFFERED = identify(
     "gpuPools[].instanceType",
 )
 CORE_TYPE_OFFERED = identify(
-    "core-type-offered", ERROR, "a CPU type offered in both cluster zones", "coreInstanceType"
+    "core-type-offered",
+    ERROR,
+    "a CPU type offered in both cluster zones (in a given VPC: its private subnets' zones)",
+    "coreInstanceType",
 )
 GPU_VCPU_QUOTA = identify(
     "gpu-vcpu-quota",
@@ -283,7 +286,12 @@ def cluster_zones(gpu_zone: Zone, eligible: list[Zone]) -> tuple[Zone, Zone] | N
 
 
 def zones(
-    account: Account, region: str, gpu_zone_name: str, pools: list[GpuPool], out: list[Problem]
+    account: Account,
+    region: str,
+    gpu_zone_name: str,
+    pools: list[GpuPool],
+    out: list[Problem],
+    lays_out_subnets: bool = True,
 ) -> tuple[tuple[NodeZone, ...], list[Zone]]:
     """Checks availabilityZone and every pool's AZ against the region's zones; returns the node
     zones (node_zones.order), or () when they are refused, and the region's standard zones as the
@@ -304,13 +312,19 @@ def zones(
     if found is None:
         out.append(error(REGION_USABLE, "aws:region", region, "an AWS region this account can use"))
         return (), []
-    return _node_zones(region, gpu_zone_name, pools, found, out), found
+    return _node_zones(region, gpu_zone_name, pools, found, out, lays_out_subnets), found
 
 
 def _node_zones(
-    region: str, gpu_zone_name: str, pools: list[GpuPool], found: list[Zone], out: list[Problem]
+    region: str,
+    gpu_zone_name: str,
+    pools: list[GpuPool],
+    found: list[Zone],
+    out: list[Problem],
+    lays_out_subnets: bool,
 ) -> tuple[NodeZone, ...]:
-    """The node zones out of the region's zones, or () when a key's zone is refused."""
+    """The node zones out of the region's zones, or () when a key's zone is refused. A pool zone
+    needs a subnet slot only where the stack lays out its own VPC's subnets."""
     eligible = eligible_zones(region, found)
     allowed = ", ".join(f"{z.name} ({z.zone_id})" for z in eligible)
     by_name = {z.name: z for z in found}
@@ -372,7 +386,7 @@ def _node_zones(
                 "may fail to launch until it is",
             )
         )
-    unplaced = [z for z in chosen if z.cluster_position is None and z.pool_slot is None]
+    unplaced = [z for z in chosen if z.cluster_position is None and z.pool_slot is None and lays_out_subnets]
     for zone in unplaced:
         out.append(
             error(
@@ -407,8 +421,10 @@ def offerings(
     core_type: str,
     out: list[Problem],
     region_zones: Sequence[Zone],
+    given_zones: Sequence[str] | None = None,
 ) -> None:
-    """Each pool's type in its AZ and the core type in the cluster's two. Offerings are asked for
+    """Each pool's type in its AZ and the core type in the cluster's two, or, in a VPC the stack
+    is given, in every AZ of its private subnets (given_zones; none checked when they are unknown). Offerings are asked for
     every standard AZ of the region (region_zones: the account's zone list, which holds no Local
     or Wavelength Zone), not only the node zones, and for every catalog type too, so a refusal
     can say where the type is offered, or, where the region offers it nowhere, which catalog
@@ -418,6 +434,10 @@ def offerings(
     eligible = {z.name for z in eligible_zones(region, list(region_zones))}
     # The core group runs in the cluster's two zones only (components/node_groups.py).
     core_zones = [z for z in chosen if z.cluster_position is not None]
+    core_where = "both of the cluster's AZs"
+    if given_zones is not None:
+        core_zones = [NodeZone(n, zone_ids.get(n, "")) for n in given_zones]
+        core_where = "every AZ of privateSubnetIds"
     pool_types = [*dict.fromkeys(p.gpu.name for p in pools)]
     asked = [*dict.fromkeys([*pool_types, core_type, *catalog.efa_gpu_types()])]
     try:
@@ -490,7 +510,7 @@ def offerings(
                 "coreInstanceType",
                 core_type,
                 f"is not offered in node AZ {', '.join(missing)}; allowed: a CPU "
-                f"type offered in both of the cluster's AZs "
+                f"type offered in {core_where} "
                 f"({', '.join(z.name for z in core_zones)})",
             )
         )
@@ -827,13 +847,16 @@ def check(
     admin_role_arns: list[str],
     skip_quota: bool,
     core_count: int = 0,
+    given_zones: Sequence[str] | None = None,
 ) -> Findings:
     """Every finding at once; `pools` holds only pools whose own values are valid, and a check
-    whose inputs are already invalid is left out ("" for core_type, 0 for core_count)."""
+    whose inputs are already invalid is left out ("" for core_type, 0 for core_count).
+    given_zones: the AZs of privateSubnetIds in a VPC the stack is given (model/checks/vpc_subnets.py;
+    () where they are refused), None where the stack lays out its own."""
     out: list[Problem] = []
-    chosen, region_zones = zones(account, region, gpu_zone, pools, out)
+    chosen, region_zones = zones(account, region, gpu_zone, pools, out, given_zones is None)
     if chosen and pools and core_type:
-        offerings(account, region, chosen, pools, core_type, out, region_zones)
+        offerings(account, region, chosen, pools, core_type, out, region_zones, given_zones)
     if chosen and pools and not skip_quota:
         quota(account, region, pools, out)
     if chosen and core_type and core_count >= 1:

@@ -15,6 +15,11 @@ What must hold, each a rule:
   NetworkInterfaceId, VpcPeeringConnectionId, CoreNetworkArn,
   https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
   no way out for nodes, which have no public address;
+- every public subnet sends 0.0.0.0/0 to an internet gateway: an internet-facing load balancer's
+  subnets must be public (Elastic Load Balancing, "Subnets for your Network Load Balancer":
+  https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#subnets),
+  and the load balancer controller calls a subnet public by the same route
+  (aws-load-balancer-controller v3.5.0 pkg/networking/subnet_resolver.go, isSubnetContainsRouteToIGW);
 - the private subnets span two AZs (EKS: "subnets in at least two different Availability Zones",
   EKS user guide, https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), and every
   GPU pool's AZ has one;
@@ -42,9 +47,20 @@ VPC_NEEDS_PRIVATE_SUBNETS = identify(
 SUBNET_PRIVATE_AND_PUBLIC = identify(
     "subnet-private-and-public", ERROR, "no subnet both private and public", "publicSubnetIds"
 )
-VPC_CIDR_IGNORED = identify(
-    "vpc-cidr-ignored", WARNING, "no vpcCidr beside vpcId, which overrides it", "vpcCidr"
+OWN_NETWORK_KEY_IGNORED = identify(
+    "own-network-key-ignored",
+    WARNING,
+    "no key of the stack's own VPC beside vpcId, which overrides it",
+    "vpcCidr",
+    "flowLogsDestination",
+    "flowLogsRetentionDays",
 )
+# The keys of the VPC the stack creates, and why a given VPC ignores each.
+OWN_NETWORK_KEYS = {
+    "vpcCidr": "which keeps its own blocks",
+    "flowLogsDestination": "whose flow logs are its owner's",
+    "flowLogsRetentionDays": "whose flow logs are its owner's",
+}
 VPC_DESCRIBABLE = identify("vpc-describable", ERROR, "a VPC the deployer can describe", "vpcId")
 VPC_EXISTS = identify("vpc-exists", ERROR, "a VPC EC2 knows in the region", "vpcId")
 VPC_DNS = identify("vpc-dns", ERROR, "a VPC with DNS support and DNS hostnames on", "vpcId")
@@ -56,6 +72,9 @@ SUBNET_IN_VPC = identify(
 )
 SUBNET_ROUTE_OUT = identify(
     "subnet-route-out", ERROR, "a private subnet with a default route out", "privateSubnetIds"
+)
+PUBLIC_SUBNET_INTERNET_ROUTE = identify(
+    "public-subnet-internet-route", ERROR, "a public subnet routed to an internet gateway", "publicSubnetIds"
 )
 SUBNET_ADDRESSES = identify(
     "subnet-addresses", ERROR, "a subnet with free addresses for its nodes", "privateSubnetIds"
@@ -86,19 +105,22 @@ EGRESS_TARGETS = (
 )
 # GatewayId holds an internet gateway (igw-) or a virtual private gateway (vgw-): only the second
 # is a way out for a node with no public address.
-_VPN_GATEWAY = "vgw-"
+_VPN_GATEWAY, _INTERNET_GATEWAY = "vgw-", "igw-"
 
 # Addresses EKS takes in each cluster subnet for its network interfaces: "at least six IP
 # addresses for use by Amazon EKS" (EKS user guide, network-reqs, subnet requirements).
 EKS_ADDRESSES_PER_SUBNET = 6
-# The VPC CNI (its EKS add-on's defaults: WARM_ENI_TARGET=1) fills the node's primary network
-# interface with addresses and keeps one more interface attached with all of its addresses free
-# (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md): two interfaces' worth per node.
+# The VPC CNI's default WARM_ENI_TARGET=1 keeps "a full ENI" of addresses free beside those its
+# pods use: a node running fewer pods than one interface holds has two interfaces attached, every
+# address of both taken from the subnet (aws/amazon-vpc-cni-k8s docs/eni-and-ip-target.md, its
+# table: a p3dn.24xlarge with 3 pods holds 2 ENIs and 98 secondary addresses). A node with more
+# pods takes a third interface, and so on: two is the least a node takes, so a subnet refused for
+# less than it is one that surely cannot hold its nodes.
 CNI_INTERFACES_PER_NODE = 2
 
 
 def node_addresses(ipv4_per_interface: int) -> int:
-    """The addresses one node takes from its subnet: the VPC CNI's two interfaces with every
+    """The least addresses one node takes from its subnet: the VPC CNI's two interfaces with every
     address each can hold (DescribeInstanceTypes NetworkInfo.Ipv4AddressesPerInterface). A GPU
     node's EFA interfaces add none: the launch template puts the one interface that carries
     addresses on card 0, and every other card's is EFA-only, which has no IP address (EC2 user
@@ -158,20 +180,22 @@ def keys_fit(ok: dict[str, Any]) -> list[Problem]:
     return found
 
 
-def vpc_cidr_ignored(values: dict[str, Any], default_cidr: str) -> list[Problem]:
-    """A warning where vpcCidr is other than its default beside vpcId: the stack creates no VPC,
-    so it is ignored. (The CLI hands the program Pulumi.yaml's default for an unset key, so only a
-    value other than the default can be the stack's own.)"""
-    if not values.get("vpcId") or values.get("vpcCidr") in (None, default_cidr):
+def own_network_keys_ignored(values: dict[str, Any], defaults: dict[str, Any]) -> list[Problem]:
+    """A warning for each key of OWN_NETWORK_KEYS other than its default beside vpcId: the stack
+    creates no VPC, so it is ignored. (The CLI hands the program Pulumi.yaml's default for an unset
+    key, so only a value other than the default can be the stack's own.)"""
+    if not values.get("vpcId"):
         return []
     return [
         warning(
-            VPC_CIDR_IGNORED,
-            "vpcCidr",
-            values["vpcCidr"],
-            f"vpcCidr = {values['vpcCidr']!r} is ignored: vpcId names an existing VPC, which keeps its own "
-            "blocks; remove it with `pulumi config rm vpcCidr`",
+            OWN_NETWORK_KEY_IGNORED,
+            key,
+            values[key],
+            f"{key} = {values[key]!r} is ignored: vpcId names an existing VPC, {why}; remove it with "
+            f"`pulumi config rm {key}`",
         )
+        for key, why in OWN_NETWORK_KEYS.items()
+        if values.get(key) not in (None, defaults[key])
     ]
 
 
@@ -213,6 +237,15 @@ class RouteTable:
                 return route["gateway_id"]
         return None
 
+    def internet_gateway(self) -> str | None:
+        """The internet gateway its default route goes to, else None."""
+        for route in self.routes:
+            if route.get("cidr_block") == "0.0.0.0/0" and route.get("gateway_id", "").startswith(
+                _INTERNET_GATEWAY
+            ):
+                return route["gateway_id"]
+        return None
+
 
 class NetworkAccount(Protocol):
     """The questions asked of the account about a given VPC; a refused call raises
@@ -247,6 +280,11 @@ class ExistingVpc:
         for s in self.private:
             found.setdefault(s.zone, s)
         return found
+
+    @property
+    def zones(self) -> tuple[str, ...]:
+        """The AZs of the private subnets, in the order given: where the core nodes may run."""
+        return tuple(self.private_by_zone)
 
     @property
     def login_internal(self) -> bool:
@@ -310,6 +348,8 @@ def check(
     public = _subnets(account, region, vpc, PUBLIC, public_ids, out)
     for s in private:
         _route_out(account, region, vpc, s, out)
+    for s in public:
+        _route_in(account, region, vpc, s, out)
     _zones(private, pools, out)
     found = ExistingVpc(vpc, tuple(private), tuple(public))
     _addresses(account, region, found, pools, core_type, core_count, out)
@@ -358,6 +398,27 @@ def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: l
             "virtual private gateway, instance, network interface, peering connection or core network, so "
             "nodes there could not reach EKS, ECR or S3 (an internet gateway serves only addresses that "
             "are public)",
+        )
+    )
+
+
+def _route_in(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: list[Problem]) -> None:
+    table = account.route_table(region, vpc.vpc_id, s.subnet_id)
+    if table.internet_gateway() is not None:
+        return
+    which = (
+        f"the VPC's main route table {table.route_table_id}"
+        if table.main
+        else f"its route table {table.route_table_id}"
+    )
+    out.append(
+        error(
+            PUBLIC_SUBNET_INTERNET_ROUTE,
+            PUBLIC,
+            s.subnet_id,
+            f"a public subnet: {which} sends 0.0.0.0/0 to no internet gateway, so the internet-facing login "
+            "load balancer could not be reached there; allowed: subnets routed to an internet gateway, or [] "
+            "for an internal login load balancer",
         )
     )
 

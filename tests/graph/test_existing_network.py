@@ -174,6 +174,18 @@ def test_a_private_subnet_routed_to_an_internet_gateway_is_refused():
     assert f"slinky-eks:privateSubnetIds = '{PUBLIC[0]}'" in said and "[subnet-route-out]" in said
 
 
+def test_a_public_subnet_without_a_route_to_an_internet_gateway_is_refused():
+    said = refused(publicSubnetIds=[*PUBLIC, lz.TRANSIT_SUBNET])
+    assert f"slinky-eks:publicSubnetIds = '{lz.TRANSIT_SUBNET}'" in said
+    assert "[public-subnet-internet-route]" in said
+
+
+def test_the_login_service_goes_before_the_controller_that_deletes_its_nlb(landing):
+    # The NLB sits in the given subnets; on destroy the controller must still run to delete it,
+    # or it would be left in the VPC (tests/graph/scenarios/test_teardown.py for the dev stack).
+    assert landing.depends_on(landing.named("slurm-login"), landing.named("lbc-release"))
+
+
 def test_a_subnet_with_too_few_free_addresses_for_its_nodes_is_refused():
     # The tiny subnet first in us-west-2a: the dev pool's 2 x g6.12xlarge (2 x 30 addresses each)
     # would launch there.
@@ -224,5 +236,29 @@ def test_every_refusal_is_reported_at_once():
 
 def test_vpc_cidr_beside_vpc_id_is_a_warning_that_it_is_ignored():
     graph = given(vpcCidr="10.1.0.0/16")
-    assert any("[vpc-cidr-ignored]" in w for w in graph.warnings)
+    assert any(
+        w.startswith("vpcCidr = '10.1.0.0/16' is ignored") and "[own-network-key-ignored]" in w
+        for w in graph.warnings
+    )
     assert graph.output("vpcId") == lz.LANDING_ZONE_VPC
+
+
+# The preflight in a given VPC: the core type where the core nodes run, no subnet slots
+
+
+def test_the_core_type_is_checked_in_the_azs_of_the_given_subnets():
+    # m7i.2xlarge is offered in us-west-2a and us-west-2d only (the offline account), so not in
+    # us-west-2b and us-west-2c, where the core nodes of these subnets could run.
+    said = refused(coreInstanceType="m7i.2xlarge")
+    assert "slinky-eks:coreInstanceType = 'm7i.2xlarge'" in said and "[core-type-offered]" in said
+    assert "every AZ of privateSubnetIds (us-west-2a, us-west-2b, us-west-2c)" in said
+
+
+def test_a_core_type_offered_in_every_given_subnets_az_is_accepted():
+    # The cluster's own second AZ would be us-west-2b (usw2-az1), which does not offer m7i.2xlarge;
+    # the given subnets are in us-west-2a and us-west-2d, which do.
+    graph = given(
+        coreInstanceType="m7i.2xlarge",
+        privateSubnetIds=[lz.LANDING_ZONE_PRIVATE["us-west-2a"], lz.TRANSIT_SUBNET],
+    )
+    assert graph.named("nodes-core").inputs["instanceTypes"] == ["m7i.2xlarge"]

@@ -318,3 +318,38 @@ def test_a_region_the_account_cannot_use_is_the_regions():
 def test_the_deployers_own_role_is_the_admin_role_arn_that_names_it():
     found = run(admins=("arn:aws:iam::123456789012:role/platform-deployer",))
     assert addresses(found, ERROR) == [("adminRoleArns", "arn:aws:iam::123456789012:role/platform-deployer")]
+
+
+# A VPC the stack is given (model/checks/vpc_subnets.py): its subnets are not laid out in slots
+
+
+def _with_zone_past_the_slots() -> HeldAccount:
+    account = HeldAccount()
+    account.zones_by_region[REGION].append(Zone("us-west-2e", "usw2-az9"))
+    account.offered_in["g6.12xlarge"].add("us-west-2e")
+    account.offered_in[CORE].add("us-west-2e")
+    return account
+
+
+def _far_pools() -> list[GpuPool]:
+    return [GpuPool("train", G6, 2, "us-west-2a", 200, 0), GpuPool("far", G6, 1, "us-west-2e", 200, 1)]
+
+
+def test_a_pool_zone_past_the_subnet_slots_is_refused_where_the_stack_lays_out_its_vpc():
+    found = run(account=_with_zone_past_the_slots(), pools=_far_pools())
+    assert [p.rule.id for p in found.problems] == ["zone-subnet-slot"]
+
+
+def test_a_pool_zone_past_the_subnet_slots_is_accepted_in_a_given_vpc():
+    found = preflight.check(
+        _with_zone_past_the_slots(),
+        REGION,
+        "us-west-2a",
+        _far_pools(),
+        CORE,
+        [],
+        False,
+        core_count=2,
+        given_zones=("us-west-2a", "us-west-2e"),
+    )
+    assert found.problems == [] and [z.name for z in found.node_zones][-1] == "us-west-2e"

@@ -60,13 +60,26 @@ def test_a_subnet_both_private_and_public_is_refused():
     assert [(p.rule.id, p.key) for p in found] == [("subnet-private-and-public", "publicSubnetIds")]
 
 
-def test_vpc_cidr_other_than_its_default_beside_a_vpc_is_a_warning():
-    found = vpc_subnets.vpc_cidr_ignored({"vpcId": VPC.vpc_id, "vpcCidr": "10.1.0.0/16"}, "10.0.0.0/16")
-    assert ids(found) == ["vpc-cidr-ignored"] and not found[0].is_error
+DEFAULTS = {"vpcCidr": "10.0.0.0/16", "flowLogsDestination": "cloud-watch-logs", "flowLogsRetentionDays": 90}
 
 
-def test_vpc_cidr_at_its_default_beside_a_vpc_says_nothing():
-    assert vpc_subnets.vpc_cidr_ignored({"vpcId": VPC.vpc_id, "vpcCidr": "10.0.0.0/16"}, "10.0.0.0/16") == []
+@pytest.mark.parametrize(
+    "key, value", [("vpcCidr", "10.1.0.0/16"), ("flowLogsDestination", "s3"), ("flowLogsRetentionDays", 30)]
+)
+def test_a_key_of_the_stacks_own_vpc_other_than_its_default_beside_a_vpc_is_a_warning(key, value):
+    found = vpc_subnets.own_network_keys_ignored({"vpcId": VPC.vpc_id, **DEFAULTS, key: value}, DEFAULTS)
+    assert [(p.rule.id, p.key) for p in found] == [("own-network-key-ignored", key)] and not found[0].is_error
+
+
+def test_the_own_vpc_keys_at_their_defaults_beside_a_vpc_say_nothing():
+    assert vpc_subnets.own_network_keys_ignored({"vpcId": VPC.vpc_id, **DEFAULTS}, DEFAULTS) == []
+
+
+def test_the_own_vpc_keys_without_a_vpc_say_nothing():
+    assert (
+        vpc_subnets.own_network_keys_ignored({"vpcId": "", **DEFAULTS, "vpcCidr": "10.1.0.0/16"}, DEFAULTS)
+        == []
+    )
 
 
 @pytest.mark.parametrize(
@@ -127,3 +140,21 @@ def test_without_public_subnets_the_login_is_internal_in_the_private_ones():
     a, b = subnet("subnet-0000000a", "us-west-2a"), subnet("subnet-0000000c", "us-west-2b")
     given = ExistingVpc(VPC, (a, b))
     assert given.login_internal and given.login_subnet_ids == ("subnet-0000000a", "subnet-0000000c")
+
+
+def test_a_default_route_to_an_internet_gateway_is_a_way_in():
+    table = RouteTable("rtb-0a1b", ({"cidr_block": "0.0.0.0/0", "gateway_id": "igw-0a1b"},), main=False)
+    assert table.internet_gateway() == "igw-0a1b" and table.route_out() is None
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        {"cidr_block": "0.0.0.0/0", "nat_gateway_id": "nat-0a1b"},
+        {"cidr_block": "0.0.0.0/0", "gateway_id": "vgw-0a1b"},
+        {"cidr_block": "10.0.0.0/8", "gateway_id": "igw-0a1b"},
+    ],
+    ids=["nat", "vpn-gateway", "not-default"],
+)
+def test_anything_else_is_no_internet_gateway(route):
+    assert RouteTable("rtb-0a1b", (route,), main=False).internet_gateway() is None
