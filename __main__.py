@@ -128,7 +128,7 @@ if autoscaling_pools:
         "autoscaler",
         ClusterAutoscalerArgs(
             cluster=context,
-            kubernetes_version=config.kubernetes_version,
+            kubernetes_version=config.cluster_kubernetes_version,
             depends_on=[*nodes.core_ready, *nodes.gpu_ready],
         ),
     )

@@ -287,7 +287,9 @@ def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster,
         return
     try:
         principal = account.deployer_principal_arn()
-        entry = account.access_entry(region, cluster.name, principal)
+        entry = None
+        for arn in dict.fromkeys((principal, without_path(principal))):
+            entry = entry or account.access_entry(region, cluster.name, arn)
     except PermissionDenied as denied:
         out.append(
             warning(
@@ -311,6 +313,15 @@ def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster,
                 "`aws eks associate-access-policy ... --access-scope type=cluster`)",
             )
         )
+
+
+def without_path(principal_arn: str) -> str:
+    """A role's ARN without its path: an access entry may name a role either way (EKS user guide,
+    "Create access entries": "If the ARN is for an IAM role, it can include a path",
+    https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html), so the
+    deployer's is looked up under both; any other ARN as it is."""
+    head, _, resource = principal_arn.partition(":role/")
+    return f"{head}:role/{resource.rsplit('/', 1)[-1]}" if resource else principal_arn
 
 
 def mode_rules(
