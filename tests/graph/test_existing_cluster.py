@@ -121,6 +121,13 @@ def test_the_provider_reads_the_clusters_endpoint_and_ca_and_asks_aws_for_a_toke
     ]
 
 
+def test_the_provider_never_adopts_an_object_the_cluster_holds(into):
+    # pulumi-kubernetes answers AlreadyExists for an object of the same name unless upsert is on
+    # (docs/existing-cluster.md).
+    (provider,) = into.of_type("pulumi:providers:kubernetes")
+    assert not provider.inputs.get("upsertExistingObjects")
+
+
 def test_the_clusters_eks_addons_are_left_alone(into):
     # CoreDNS and the node monitoring agent are the owner's; the CSI drivers the cluster lacks are
     # the only add-ons the stack installs.
