@@ -262,3 +262,11 @@ def test_a_core_type_offered_in_every_given_subnets_az_is_accepted():
         privateSubnetIds=[lz.LANDING_ZONE_PRIVATE["us-west-2a"], lz.TRANSIT_SUBNET],
     )
     assert graph.named("nodes-core").inputs["instanceTypes"] == ["m7i.2xlarge"]
+
+
+def test_existing_network_exposes_exactly_what_network_does():
+    # __main__.py uses either in the same place: the same attributes, of the same types.
+    from components.existing_network import ExistingNetwork
+    from components.network import Network
+
+    assert ExistingNetwork.__annotations__ == Network.__annotations__
