@@ -5,6 +5,7 @@ resource and all at once, a cluster that is missing, not ACTIVE, on a version ou
 range, in another VPC than vpcId, without the add-ons its nodes need, or not administered by the
 deployer."""
 
+import ast
 import json
 
 import pytest
@@ -22,6 +23,7 @@ from devkit.offline_account import (
 )
 from devkit.offline_run import run_program
 from model.facts.contract import CNI_POLICY, GP3
+from tests.support.paths import REPO
 
 PRIVATE = list(LANDING_ZONE_PRIVATE.values())
 INTO_CLUSTER = {
@@ -61,6 +63,23 @@ def releases(graph) -> set[str]:
 def test_no_cluster_is_created(into):
     assert not {"eks:index:Cluster", "aws:eks/cluster:Cluster", "slinky-eks:cluster:Cluster"} & types(into)
     assert "slinky-eks:cluster:ExistingCluster" in types(into)
+
+
+def test_existing_cluster_exposes_what_the_program_reads_of_cluster_with_clusters_types():
+    # __main__.py uses either in the same place: every `cluster.<attribute>` it reads is on both.
+    from components.cluster import Cluster
+    from components.existing_cluster import ExistingCluster
+
+    tree = ast.parse((REPO / "__main__.py").read_text())
+    read = {
+        n.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "cluster"
+    }
+    assert read and read <= set(ExistingCluster.__annotations__)
+    assert {a: ExistingCluster.__annotations__[a] for a in read} == {
+        a: Cluster.__annotations__[a] for a in read
+    }
 
 
 def test_no_cluster_role_is_created(into):
