@@ -41,8 +41,9 @@ LOAD_BALANCER_CONTROLLER = SharedAddon(
     "the AWS Load Balancer Controller",
     "a controller that reconciles Services of `loadBalancerClass: service.k8s.aws/nlb` (v2.4 or "
     "later) with the IAM to create NLBs in the cluster's VPC: the login Service's load balancer",
-    'the login Service: it gets no load balancer, and `tools/verify.py` fails its check "login '
-    'endpoint accepts SSH"',
+    "the login Service: Pulumi waits for its NLB's hostname (components/slurm_cluster.py, 1500 s) and "
+    '`up` fails there naming the Service; `tools/verify.py` fails its check "login endpoint accepts '
+    'SSH"',
 )
 NVIDIA_DEVICE_PLUGIN = SharedAddon(
     "devicePlugins",
