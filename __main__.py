@@ -3,6 +3,7 @@
 import pulumi
 
 from components.cluster import Cluster, ClusterArgs, ClusterContext
+from components.existing_cluster import ExistingCluster, ExistingClusterArgs
 from components.existing_network import ExistingNetwork, ExistingNetworkArgs
 from components.network import Network, NetworkArgs
 from components.slurm_cluster import login_user
@@ -35,25 +36,31 @@ network = (
         ),
     )
 )
-cluster = Cluster(
-    "cluster",
-    ClusterArgs(
-        cluster_name=config.cluster_name,
-        region=config.region,
-        account_id=network.account_id,
-        kubernetes_version=config.kubernetes_version,
-        vpc_id=network.vpc_id,
-        private_subnet_ids=network.private_subnet_ids,
-        public_subnet_ids=network.public_subnet_ids,
-        admin_role_arns=config.admin_role_arns,
-        api_allowed_cidrs=config.api_allowed_cidrs,
-        log_types=config.control_plane_log_types,
-        log_retention_days=config.control_plane_log_retention_days,
-    ),
+# Into an existing EKS cluster (existingClusterName), read and checked before any resource; else
+# the stack's own.
+cluster = (
+    ExistingCluster("cluster", ExistingClusterArgs(config.existing_cluster, config.region))
+    if config.existing_cluster
+    else Cluster(
+        "cluster",
+        ClusterArgs(
+            cluster_name=config.cluster_name,
+            region=config.region,
+            account_id=network.account_id,
+            kubernetes_version=config.kubernetes_version,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids,
+            admin_role_arns=config.admin_role_arns,
+            api_allowed_cidrs=config.api_allowed_cidrs,
+            log_types=config.control_plane_log_types,
+            log_retention_days=config.control_plane_log_retention_days,
+        ),
+    )
 )
 # The cluster as every component that runs in it or beside it sees it: one bundle, passed as `cluster`.
 context = ClusterContext(
-    name=config.cluster_name,
+    name=cluster.name,
     region=config.region,
     account_id=network.account_id,
     arn=cluster.arn,
@@ -85,7 +92,7 @@ layer = declare_slurm_layer(
 # (the README's outputs table is written from it; tests/graph/test_outputs.py holds these exports
 # to it).
 pulumi.export("projectVersion", release.VERSION)
-pulumi.export("clusterName", config.cluster_name)
+pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("region", config.region)
 pulumi.export("vpcId", network.vpc_id)

@@ -13,15 +13,12 @@ import pulumi_kubernetes as k8s
 
 from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from model.facts import audit_logs
-from model.facts.contract import SYSTEM_NAMESPACE
+from model.facts.contract import CNI_POLICY, SYSTEM_NAMESPACE
 
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-# The VPC CNI's permissions (any network interface of the account), on a role of its own rather
-# than the node role, as the EKS user guide recommends ("Configure Amazon VPC CNI plugin to use
-# IRSA": "We recommend that you assign it to a separate role"; the plugin "also supports Amazon EKS
-# Pod Identities": https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html). Its
-# DaemonSet, aws-node, runs as the service account aws-node in kube-system (the same page).
-CNI_POLICY = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"
+# The VPC CNI's DaemonSet, aws-node, runs as the service account aws-node in kube-system (EKS user
+# guide, "Configure Amazon VPC CNI plugin to use IRSA", as for model/facts/contract.py CNI_POLICY);
+# its role here is a role of its own.
 CNI_SERVICE_ACCOUNT = "aws-node"
 
 

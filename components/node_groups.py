@@ -21,11 +21,11 @@ from model.checks.gpu_pools import GpuPool, pool_labels
 from model.facts import versions
 from model.facts.capacity import Reservation
 from model.facts.catalog import GPU_AMI_TYPE
-from model.facts.contract import CORE_LABELS, GPU_LABELS, GPU_TAINT
+from model.facts.contract import CNI_POLICY, CORE_LABELS, GPU_LABELS, GPU_TAINT
 
 # What the node role carries: what the kubelet needs to join and the Pod Identity agent to hand
 # out credentials (eks-auth:AssumeRoleForPodIdentity), and image pulls (image_pull_policy). The
-# VPC CNI's permissions are its own role's (components/cluster.py, CNI_POLICY); no SSM: a shell on
+# VPC CNI's permissions are its own role's (components/cluster.py, model/facts/contract.py CNI_POLICY); no SSM: a shell on
 # a node is `kubectl debug node/...`, for cluster admins only (docs/security.md).
 _NODE_POLICIES = ("arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",)
 # The pull actions of the AWS-managed AmazonEC2ContainerRegistryPullOnly policy, what the kubelet's
@@ -90,6 +90,15 @@ class NodeGroupsArgs:
     # The pools' capacity reservations as EC2 described them at preview, by id
     # (StackConfig.reservations): whether a pool's is a Capacity Block decides its capacity type.
     reservations: Mapping[str, Reservation]
+    # Whether the cluster is the stack's own, so it adopts CoreDNS and installs the node monitoring
+    # agent as EKS add-ons; an existing cluster's add-ons are its owner's, which the stack's
+    # `destroy` must not delete (components/existing_cluster.py).
+    owns_cluster_addons: bool
+    # Whether aws-node runs on the node role's permissions: in an existing cluster whose vpc-cni
+    # add-on has no role of its own (ExistingCluster's EksCluster.cni_role_arn), the node role needs
+    # the CNI policy, or the stack's nodes get no pod addresses; in the stack's own cluster the CNI
+    # has its own role (components/cluster.py).
+    node_role_runs_cni: bool
 
 
 # IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
@@ -155,9 +164,9 @@ class NodeGroups(pulumi.ComponentResource):
     role_name: pulumi.Output[str]  # the role every node runs as (its id is its name)
     role_arn: pulumi.Output[str]  # the same role's ARN, known before any node group exists
     gpu: dict[str, aws.eks.NodeGroup]  # by pool name
-    coredns: aws.eks.Addon  # CoreDNS adopted as a managed add-on
+    coredns: aws.eks.Addon | None  # CoreDNS adopted as a managed add-on, in the stack's own cluster
     # The node monitoring agent add-on: the node conditions auto repair acts on
-    monitoring_agent: aws.eks.Addon
+    monitoring_agent: aws.eks.Addon | None
     # What in-cluster installs wait for (depending on nodes also deletes the installs first):
     # system pods need the core nodes,
     core_ready: list[pulumi.Resource]
@@ -172,8 +181,8 @@ class NodeGroups(pulumi.ComponentResource):
         self.role_arn = role.arn
         self.core = self._core_group(role)
         self.gpu = {pool.name: self._gpu_pool_group(pool, role) for pool in args.gpu_pools}
-        self.coredns = self._coredns()
-        self.monitoring_agent = self._monitoring_agent()
+        self.coredns = self._coredns() if args.owns_cluster_addons else None
+        self.monitoring_agent = self._monitoring_agent() if args.owns_cluster_addons else None
         self.core_ready = [self.core]
         self.gpu_ready = list(self.gpu.values())
         self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})
@@ -202,7 +211,7 @@ class NodeGroups(pulumi.ComponentResource):
             aws.iam.RolePolicyAttachment(
                 f"{self._name}-node-policy-{i}", role=role.id, policy_arn=arn, opts=child
             )
-            for i, arn in enumerate(_NODE_POLICIES)
+            for i, arn in enumerate(_NODE_POLICIES + ((CNI_POLICY,) if self._args.node_role_runs_cni else ()))
         ]
         self._attachments.append(
             aws.iam.RolePolicy(

@@ -111,6 +111,13 @@ class SharedStorageArgs:
     depends_on: Sequence[pulumi.Resource]
     # Keep the EFS file system (and /shared's data) when the stack is destroyed (retainSharedData).
     retain_data: bool
+    # The CSI driver add-ons the cluster runs already (an existing cluster's: EksCluster.addons):
+    # the stack installs only the others, and never adopts one it would delete on destroy.
+    cluster_addons: frozenset[str]
+    # Whether the gp3 class is the cluster's default StorageClass: in the stack's own cluster; an
+    # existing cluster's default is its owner's (two defaults make Kubernetes pick the newest for
+    # every claim that names none: https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/).
+    default_storage_class: bool
 
 
 class SharedStorage(pulumi.ComponentResource):
@@ -126,7 +133,7 @@ class SharedStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: SharedStorageArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:storage:SharedStorage", name, None, opts)
         self._name, self._args = name, args
-        ebs_driver = self._csi_driver(
+        ebs_driver = self._csi_driver_unless_present(
             "ebs-csi",
             "aws-ebs-csi-driver",
             ("ebs-csi-controller-sa", "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"),
@@ -137,19 +144,25 @@ class SharedStorage(pulumi.ComponentResource):
         # "Dynamic Provisioning"; what AmazonEFSCSIDriverPolicy is for, with the describes around
         # them), and /shared is a static volume on the file system's root, provisioned by no one.
         # Mounts are the node plugin's (_client_access).
-        efs_driver = self._csi_driver("efs-csi", "aws-efs-csi-driver", None)
+        efs_driver = self._csi_driver_unless_present("efs-csi", "aws-efs-csi-driver", None)
         storage_class = self._gp3_class()
         fs, mount_targets = self._file_system()
         policy = self._file_system_policy(fs)
         client_access = self._client_access(fs)
         namespace = self._slurm_namespace()
-        claim = self._shared_claim(fs, [*mount_targets, policy, efs_driver, client_access], namespace)
+        claim = self._shared_claim(fs, [*mount_targets, policy, *efs_driver, client_access], namespace)
         self.file_system_id = fs.id
         self.claim_name = SHARED_PVC
         self.ready = [claim]
         self.namespace_ready = [namespace]
-        self.gp3_ready = [storage_class, ebs_driver]
+        self.gp3_ready = [storage_class, *ebs_driver]
         self.register_outputs({"file_system_id": self.file_system_id})
+
+    def _csi_driver_unless_present(
+        self, short: str, addon: str, identity: tuple[str, str] | None
+    ) -> list[aws.eks.Addon]:
+        """The add-on as _csi_driver makes it, or nothing where the cluster runs it already."""
+        return [] if addon in self._args.cluster_addons else [self._csi_driver(short, addon, identity)]
 
     def _csi_driver(self, short: str, addon: str, identity: tuple[str, str] | None) -> aws.eks.Addon:
         """The add-on, and with `identity` (service account, managed policy) a Pod Identity role
@@ -219,7 +232,14 @@ class SharedStorage(pulumi.ComponentResource):
     def _gp3_class(self) -> k8s.storage.v1.StorageClass:
         return k8s.storage.v1.StorageClass(
             f"{self._name}-gp3",
-            metadata={"name": GP3, "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+            metadata={
+                "name": GP3,
+                **(
+                    {"annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}
+                    if self._args.default_storage_class
+                    else {}
+                ),
+            },
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "fsType": "ext4"},
             # Bind where the pod lands: an EBS volume lives in one AZ.

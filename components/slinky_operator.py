@@ -26,6 +26,9 @@ class SlinkyOperatorArgs:
     cert_manager_version: str
     # The operator's and webhook's images by name, by digest (StackConfig.images.slinky).
     images: Mapping[str, str]
+    # Whether the stack installs cert-manager: false in an existing cluster whose own cert-manager
+    # serves the operator's Issuer and Certificate (model/facts/shared_addons.py CERT_MANAGER).
+    install_cert_manager: bool
     # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
     cluster: ClusterContext
     # What every release waits for: the core nodes they run on (NodeGroups.core_ready).
@@ -33,7 +36,8 @@ class SlinkyOperatorArgs:
 
 
 class SlinkyOperator(pulumi.ComponentResource):
-    cert_manager: k8s.helm.v3.Release  # issues the operator webhook's certificate
+    # issues the operator webhook's certificate; None where the cluster's own does
+    cert_manager: k8s.helm.v3.Release | None
     crds: k8s.helm.v3.Release  # the Slinky custom resource definitions
     operator: k8s.helm.v3.Release  # the operator and its webhook, in the slinky namespace
     # What the Slurm release waits for: the operator with its webhook Ready.
@@ -42,7 +46,7 @@ class SlinkyOperator(pulumi.ComponentResource):
     def __init__(self, name: str, args: SlinkyOperatorArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slinky:SlinkyOperator", name, None, opts)
         self._name, self._args = name, args
-        self.cert_manager = self._cert_manager()
+        self.cert_manager = self._cert_manager() if args.install_cert_manager else None
         self.crds = self._crds()
         self.operator = self._operator()
         self.ready = [self.operator]
@@ -108,6 +112,6 @@ class SlinkyOperator(pulumi.ComponentResource):
             versions.SLINKY_REPOSITORY,
             OPERATOR_NAMESPACE,
             slinky_operator.operator_values(self._args.images),
-            [*self._args.depends_on, self.cert_manager, self.crds],
+            [*self._args.depends_on, *([self.cert_manager] if self.cert_manager else []), self.crds],
             timeout=900,
         )

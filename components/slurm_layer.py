@@ -36,6 +36,7 @@ from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import metrics as metrics_model
+from model.facts import shared_addons
 from model.facts.contract import CONTROLLER_CONTAINER, CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
 from stack.config import StackConfig
 
@@ -129,6 +130,9 @@ def declare_slurm_layer(
             core_instance_type=config.core_instance_type,
             core_node_count=config.core_node_count,
             reservations=config.reservations,
+            owns_cluster_addons=config.existing_cluster is None,
+            node_role_runs_cni=config.existing_cluster is not None
+            and not config.existing_cluster.cni_role_arn,
         ),
         opts(),
     )
@@ -140,24 +144,34 @@ def declare_slurm_layer(
             f"{prefix}autoscaler",
             ClusterAutoscalerArgs(
                 cluster=context,
-                kubernetes_version=config.kubernetes_version,
+                kubernetes_version=config.cluster_kubernetes_version,
                 depends_on=[*nodes.core_ready, *nodes.gpu_ready],
             ),
             opts(),
         )
-    # Independent add-ons install side by side; each waits only for the nodes it runs on.
-    devices = DevicePlugins(
-        f"{prefix}devices", DevicePluginsArgs(cluster=context, depends_on=nodes.gpu_ready), opts()
+    # Independent add-ons install side by side; each waits only for the nodes it runs on. In an
+    # existing cluster the shared ones are the cluster's own unless installSharedAddons lists them
+    # (model/facts/shared_addons.py).
+    devices = (
+        DevicePlugins(
+            f"{prefix}devices", DevicePluginsArgs(cluster=context, depends_on=nodes.gpu_ready), opts()
+        )
+        if config.installs(shared_addons.NVIDIA_DEVICE_PLUGIN)
+        else None
     )
-    lbc = LoadBalancerController(
-        f"{prefix}lbc",
-        LoadBalancerControllerArgs(
-            cluster=context,
-            vpc_id=network.vpc_id,
-            vpc_arn=network.vpc_arn,
-            depends_on=nodes.core_ready,
-        ),
-        opts(),
+    lbc = (
+        LoadBalancerController(
+            f"{prefix}lbc",
+            LoadBalancerControllerArgs(
+                cluster=context,
+                vpc_id=network.vpc_id,
+                vpc_arn=network.vpc_arn,
+                depends_on=nodes.core_ready,
+            ),
+            opts(),
+        )
+        if config.installs(shared_addons.LOAD_BALANCER_CONTROLLER)
+        else None
     )
     storage = SharedStorage(
         f"{prefix}storage",
@@ -171,6 +185,8 @@ def declare_slurm_layer(
             node_subnet_by_key=network.private_subnet_by_key,
             depends_on=[*nodes.core_ready, *context.pod_identity_ready],
             retain_data=config.retain_shared_data,
+            cluster_addons=config.cluster_addons,
+            default_storage_class=config.existing_cluster is None,
         ),
         opts(),
     )
@@ -213,6 +229,7 @@ def declare_slurm_layer(
             chart_version=config.slinky_chart_version,
             cert_manager_version=config.cert_manager_version,
             images=config.images.slinky,
+            install_cert_manager=config.installs(shared_addons.CERT_MANAGER),
             depends_on=nodes.core_ready,
         ),
         opts(),
@@ -253,11 +270,11 @@ def declare_slurm_layer(
             release_depends_on=[
                 *slinky.ready,
                 *storage.ready,
-                *devices.ready,
+                *(devices.ready if devices else []),
                 *users.ready,
                 *accounting.ready,
             ],
-            login_depends_on=lbc.ready,
+            login_depends_on=lbc.ready if lbc else [],
             login_subnet_ids=config.existing_vpc.login_subnet_ids if config.existing_vpc else (),
             login_internal=config.existing_vpc is not None and config.existing_vpc.login_internal,
         ),
@@ -317,7 +334,7 @@ def declare_slurm_layer(
             DcgmExporterArgs(
                 cluster=context,
                 counters=metrics_model.DCGM_COUNTERS_FILE.read_text(),
-                depends_on=[*nodes.gpu_ready, *devices.ready],
+                depends_on=[*nodes.gpu_ready, *(devices.ready if devices else [])],
             ),
             opts(),
         )

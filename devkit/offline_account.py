@@ -86,6 +86,19 @@ github.com/hashicorp/terraform-provider-aws):
   token; with it, HEAD of a held tag's manifest is 200 with Docker-Content-Digest, of another tag
   404 MANIFEST_UNKNOWN, of an unknown repository 404 NAME_UNKNOWN; the tags list is
   {"name", "tags"}.
+- aws:eks/getCluster, aws:eks/getAddon, aws:eks/getAccessEntry (the landing zone's cluster,
+  `EXISTING_CLUSTER`): internal/service/eks/cluster_data_source.go (dataSourceClusterRead) sends
+  DescribeCluster (https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html)
+  and flattens EKS's Cluster (https://docs.aws.amazon.com/eks/latest/APIReference/API_Cluster.html)
+  under its own names, each nested block a list of one: status, version, endpoint,
+  certificate_authority[0].data, identity[0].oidc[0].issuer, vpc_config[0] (cluster_security_group_id,
+  vpc_id, subnet_ids, ...), access_config[0].authentication_mode. addon_data_source.go sends
+  DescribeAddon (https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddon.html:
+  addonVersion, addonArn, serviceAccountRoleArn; its status is not among the data source's
+  attributes), access_entry_datasource.go DescribeAccessEntry
+  (https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAccessEntry.html: type,
+  principalArn, kubernetesGroups, username). A name EKS does not know is its
+  ResourceNotFoundException, which the provider reports as a resource it couldn't find.
 - A refused call: the provider's error carries the AWS message, which names the action
   ("... is not authorized to perform: <action> ...", the IAM "access denied" format,
   https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html).
@@ -93,6 +106,7 @@ github.com/hashicorp/terraform-provider-aws):
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import hashlib
 import json
@@ -182,6 +196,25 @@ class RouteTableRecord:
 
 
 @dataclass(frozen=True)
+class EksClusterRecord:
+    """One EKS cluster as EKS holds it (EKS API Reference, Cluster:
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_Cluster.html), with its add-ons and
+    access entries."""
+
+    name: str
+    region: str
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+    version: str = "1.34"
+    status: str = "ACTIVE"  # CREATING | ACTIVE | DELETING | FAILED | UPDATING | PENDING
+    authentication_mode: str = "API_AND_CONFIG_MAP"  # API | API_AND_CONFIG_MAP | CONFIG_MAP
+    addons: dict[str, str] = field(default_factory=dict)  # add-on name -> addonVersion
+    # add-on name -> its serviceAccountRoleArn (IRSA); an add-on not here has none
+    addon_roles: dict[str, str] = field(default_factory=dict)
+    access_entries: dict[str, str] = field(default_factory=dict)  # principal ARN -> type
+
+
+@dataclass(frozen=True)
 class Account:
     account_id: str
     caller_arn: str
@@ -205,6 +238,8 @@ class Account:
     route_tables: tuple[RouteTableRecord, ...] = ()
     # The images the registries hold: repository (host/path) -> its tags (held_images()).
     images: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Its EKS clusters, by name.
+    eks_clusters: dict[str, "EksClusterRecord"] = field(default_factory=dict)
 
     def but(self, **changes) -> "Account":
         return replace(self, **changes)
@@ -415,6 +450,36 @@ LANDING_ZONE = DEV.but(
         RouteTableRecord("rtb-0f0000000000000f0", OTHER_VPC, main=True),
     ),
 )
+
+
+# A platform team's EKS cluster in the landing zone, its control plane in the three NAT-routed
+# private subnets: ACTIVE, on a version EKS offers, access entries beside aws-auth, the add-ons a
+# cluster created with the console has, and the deployer's role (DEV's caller) an admin. The
+# variants are the refusals' cases. The ids and versions are this fixture's choice.
+EXISTING_CLUSTER_NAME = "platform"
+DEPLOYER_ROLE = "arn:aws:iam::123456789012:role/platform-deployer"
+EXISTING_CLUSTER_RECORD = EksClusterRecord(
+    EXISTING_CLUSTER_NAME,
+    "us-west-2",
+    LANDING_ZONE_VPC,
+    tuple(LANDING_ZONE_PRIVATE.values()),
+    addons={
+        "vpc-cni": "v1.20.4-eksbuild.1",
+        "kube-proxy": "v1.34.1-eksbuild.2",
+        "coredns": "v1.12.4-eksbuild.1",
+        "eks-pod-identity-agent": "v1.3.9-eksbuild.3",
+    },
+    addon_roles={"vpc-cni": "arn:aws:iam::123456789012:role/platform-vpc-cni"},
+    access_entries={DEPLOYER_ROLE: "STANDARD"},
+)
+EXISTING_CLUSTER = LANDING_ZONE.but(eks_clusters={EXISTING_CLUSTER_NAME: EXISTING_CLUSTER_RECORD})
+
+
+def existing_cluster(**changes) -> Account:
+    """EXISTING_CLUSTER with its cluster changed (status, version, vpc_id, addons, ...)."""
+    return EXISTING_CLUSTER.but(
+        eks_clusters={EXISTING_CLUSTER_NAME: replace(EXISTING_CLUSTER_RECORD, **changes)}
+    )
 
 
 # What https://truststore.pki.rds.amazonaws.com/<region>/<region>-bundle.pem serves, offline: a
@@ -1060,6 +1125,10 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
             "userId": "AROAEXAMPLEROLEID:ci-session",
             "id": account.account_id,
         }
+    if token in _EKS_ACTIONS:
+        if _EKS_ACTIONS[token] in account.denied:
+            return refuse(_EKS_ACTIONS[token])
+        return _eks(account, token, args, region)
     if token == "aws:iam/getSessionContext:getSessionContext":
         arn = args["arn"]
         resource = arn.split(":", 5)[5]
@@ -1086,3 +1155,103 @@ def answer(account: Account, token: str, args: dict, provider_region: str | None
             "id": arn,
         }
     return None
+
+
+_EKS_ACTIONS = {
+    "aws:eks/getCluster:getCluster": "eks:DescribeCluster",
+    "aws:eks/getAddon:getAddon": "eks:DescribeAddon",
+    "aws:eks/getAccessEntry:getAccessEntry": "eks:DescribeAccessEntry",
+}
+
+
+def _eks_not_found(what: str, ident: str, message: str) -> tuple[dict, list]:
+    return {}, [
+        (
+            "",
+            f"reading {what} ({ident}): couldn't find resource: operation error EKS, https response "
+            "error StatusCode: 404, RequestID: 00000000-0000-0000-0000-000000000000, "
+            f"ResourceNotFoundException: {message}",
+        )
+    ]
+
+
+def _eks(account: Account, token: str, args: dict, region: str):
+    """An EKS data source's answer for the account's clusters (clusters are regional)."""
+    name = args.get("name") or args.get("clusterName")
+    c = account.eks_clusters.get(name)
+    if c is None or c.region != region:
+        return _eks_not_found("EKS Cluster", name, f"No cluster found for name: {name}.")
+    arn = f"arn:aws:eks:{region}:{account.account_id}:cluster/{name}"
+    suffix = hashlib.sha256(arn.encode()).hexdigest()[:32].upper()
+    if token == "aws:eks/getCluster:getCluster":
+        return {
+            "id": name,
+            "name": name,
+            "arn": arn,
+            "region": region,
+            "status": c.status,
+            "version": c.version,
+            "platformVersion": "eks.9",
+            "endpoint": f"https://{suffix}.gr7.{region}.eks.amazonaws.com",
+            "certificateAuthorities": [{"data": base64.b64encode(f"offline CA of {name}".encode()).decode()}],
+            "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{region}.amazonaws.com/id/{suffix}"}]}],
+            "vpcConfig": {
+                "clusterSecurityGroupId": "sg-0e" + suffix[:15].lower(),
+                "vpcId": c.vpc_id,
+                "subnetIds": list(c.subnet_ids),
+                "securityGroupIds": [],
+                "endpointPrivateAccess": True,
+                "endpointPublicAccess": True,
+                "publicAccessCidrs": ["0.0.0.0/0"],
+                "controlPlaneEgressMode": "AWS_MANAGED",
+            },
+            "accessConfigs": [
+                {"authenticationMode": c.authentication_mode, "bootstrapClusterCreatorAdminPermissions": True}
+            ],
+            "roleArn": f"arn:aws:iam::{account.account_id}:role/{name}-cluster",
+            "createdAt": "2026-06-01T00:00:00Z",
+            "tags": {},
+        }
+    if token == "aws:eks/getAddon:getAddon":
+        addon = args["addonName"]
+        if addon not in c.addons:
+            return _eks_not_found(
+                "EKS Add-On", f"{name}:{addon}", f"No addon: {addon} found in cluster: {name}"
+            )
+        return {
+            "id": f"{name}:{addon}",
+            "addonName": addon,
+            "clusterName": name,
+            "addonVersion": c.addons[addon],
+            "arn": f"arn:aws:eks:{region}:{account.account_id}:addon/{name}/{addon}/{suffix[:8].lower()}",
+            "configurationValues": "",
+            "serviceAccountRoleArn": c.addon_roles.get(addon, ""),
+            "podIdentityAssociations": [],
+            "createdAt": "2026-06-01T00:00:00Z",
+            "modifiedAt": "2026-06-01T00:00:00Z",
+            "region": region,
+            "tags": {},
+        }
+    principal = args["principalArn"]
+    if principal not in c.access_entries:
+        return _eks_not_found(
+            "EKS Access Entry",
+            f"{name}:{principal}",
+            "The specified principalArn could not be found. You can view your available access entries "
+            "with 'list-access-entries'.",
+        )
+    return {
+        "id": f"{name}:{principal}",
+        "clusterName": name,
+        "principalArn": principal,
+        "type": c.access_entries[principal],
+        "accessEntryArn": f"arn:aws:eks:{region}:{account.account_id}:access-entry/{name}/role/"
+        f"{account.account_id}/{principal.rsplit('/', 1)[-1]}/{suffix[:8].lower()}",
+        "kubernetesGroups": [],
+        "userName": principal,
+        "createdAt": "2026-06-01T00:00:00Z",
+        "modifiedAt": "2026-06-01T00:00:00Z",
+        "region": region,
+        "tags": {},
+        "tagsAll": {},
+    }

@@ -14,6 +14,7 @@ from typing import Callable, Sequence, TypeVar
 import pulumi
 import pulumi_aws as aws
 
+from model.checks.existing_cluster import AccessEntry, EksAddon, EksCluster
 from model.checks.preflight import PermissionDenied, Zone
 from model.checks.vpc_subnets import EGRESS_TARGETS, RouteTable, Subnet, Vpc
 from model.facts import cost
@@ -99,10 +100,29 @@ _NOTHING_FOUND = re.compile(r"no matching EC2 (VPC|Subnet) found|query returned 
 _NO_ECR_IMAGE = re.compile(r"ImageNotFoundException|RepositoryNotFoundException|returned no results")
 
 
+# EKS's answer for a cluster, add-on or access entry it does not know (EKS API Reference, errors of
+# DescribeCluster, DescribeAddon, DescribeAccessEntry: ResourceNotFoundException), which the
+# provider reports as a resource it couldn't find (terraform-provider-aws internal/tfresource).
+_NO_EKS_RESOURCE = re.compile(r"ResourceNotFoundException|couldn't find resource|empty result")
+
+
+def _or_none(action: str, what: str, call: Callable[[], T]) -> T | None:
+    """The answer, None where EKS knows no such thing; a refusal as PermissionDenied."""
+    try:
+        return _ask(action, call)
+    except PermissionDenied:
+        raise
+    except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
+        if _NO_EKS_RESOURCE.search(str(e)):
+            return None
+        raise _unreachable(what, e) from e
+
+
 class Account:
-    """The deploying account, asked through pulumi-aws invokes (model.checks.preflight.Account),
-    and the image registries (model.checks.image_digests.Registry): ECR through pulumi-aws's
-    invokes, any other registry through its own API (stack/registry.py)."""
+    """The deploying account, asked through pulumi-aws invokes (model.checks.preflight.Account,
+    model.checks.existing_cluster.ClusterAccount), and the image registries
+    (model.checks.image_digests.Registry): ECR through pulumi-aws's invokes, any other registry
+    through its own API (stack/registry.py)."""
 
     def __init__(self) -> None:
         self._price_list: aws.Provider | None = None
@@ -258,6 +278,67 @@ class Account:
 
     def account_id(self) -> str:
         return aws.get_caller_identity().account_id
+
+    def deployer_principal_arn(self) -> str:
+        """The principal an access entry names for the deployer: an assumed role's role (with its
+        path), else the caller's own ARN."""
+        return self.deployer_role_arn() or aws.get_caller_identity().arn
+
+    def eks_cluster(self, region: str, name: str) -> EksCluster | None:
+        """The cluster as aws.eks.get_cluster reads it: the provider's DescribeCluster, each field
+        flattened under its own name (terraform-provider-aws internal/service/eks/
+        cluster_data_source.go, dataSourceClusterRead; EKS API Reference, Cluster:
+        https://docs.aws.amazon.com/eks/latest/APIReference/API_Cluster.html)."""
+        found = _or_none(
+            "eks:DescribeCluster",
+            f"the EKS cluster {name}",
+            lambda: aws.eks.get_cluster(name=name, region=region),
+        )
+        if found is None:
+            return None
+        vpc = found.vpc_config
+        oidc = found.identities[0].oidcs[0].issuer if found.identities and found.identities[0].oidcs else ""
+        access = found.access_configs[0].authentication_mode if found.access_configs else "CONFIG_MAP"
+        return EksCluster(
+            name=found.name,
+            arn=found.arn,
+            status=found.status,
+            version=found.version,
+            endpoint=found.endpoint,
+            certificate_authority=found.certificate_authorities[0].data,
+            oidc_issuer=oidc,
+            security_group_id=vpc.cluster_security_group_id,
+            vpc_id=vpc.vpc_id,
+            subnet_ids=tuple(sorted(vpc.subnet_ids)),
+            authentication_mode=access,
+        )
+
+    def eks_addon(self, region: str, cluster: str, addon: str) -> EksAddon | None:
+        """The add-on as aws.eks.get_addon reads it (DescribeAddon:
+        https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAddon.html;
+        terraform-provider-aws internal/service/eks/addon_data_source.go)."""
+        found = _or_none(
+            "eks:DescribeAddon",
+            f"the {addon} add-on of {cluster}",
+            lambda: aws.eks.get_addon(addon_name=addon, cluster_name=cluster, region=region),
+        )
+        if found is None:
+            return None
+        roles = [a.role_arn for a in found.pod_identity_associations or []]
+        return EksAddon(found.addon_version, found.service_account_role_arn or (roles[0] if roles else ""))
+
+    def access_entry(self, region: str, cluster: str, principal_arn: str) -> AccessEntry | None:
+        """The principal's access entry as aws.eks.get_access_entry reads it (DescribeAccessEntry:
+        https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeAccessEntry.html;
+        terraform-provider-aws internal/service/eks/access_entry_datasource.go)."""
+        found = _or_none(
+            "eks:DescribeAccessEntry",
+            f"the access entries of {cluster}",
+            lambda: aws.eks.get_access_entry(
+                cluster_name=cluster, principal_arn=principal_arn, region=region
+            ),
+        )
+        return None if found is None else AccessEntry(found.principal_arn, found.type)
 
     def capacity_reservation(self, region: str, reservation_id: str) -> Reservation | None:
         """The reservation as EC2's DescribeCapacityReservations describes it, in any state.

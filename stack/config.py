@@ -14,10 +14,10 @@ from typing import Any, Mapping
 import pulumi
 
 from model.builders.scheduling import SchedulingPolicy
-from model.checks import config_schema, gpu_pools, image_digests, preflight, vpc_subnets
+from model.checks import config_schema, existing_cluster, gpu_pools, image_digests, preflight, vpc_subnets
 from model.checks.problems import Problem
 from model.checks.users import User
-from model.facts import cost
+from model.facts import cost, shared_addons
 from model.facts.capacity import Reservation
 from model.facts.node_zones import NodeZone
 from stack.account import Account
@@ -44,6 +44,10 @@ class StackConfig:
     availability_zone: str
     kubernetes_version: str
     cluster_name: str
+    # An EKS cluster to deploy into ("": the stack creates its own) and the shared add-ons the
+    # stack installs there (model/facts/shared_addons.py).
+    existing_cluster_name: str
+    install_shared_addons: tuple[str, ...]
     core_instance_type: str
     core_node_count: int
     ssh_public_key: str
@@ -97,6 +101,27 @@ class StackConfig:
     # dlcBaseImage, slurmdBaseImage and the Slinky images as their registries resolved them at
     # preview: by digest (model/checks/image_digests.py).
     images: image_digests.ResolvedImages
+    # existingClusterName's cluster as DescribeCluster read it at preview; None for a stack that
+    # creates its own.
+    existing_cluster: existing_cluster.EksCluster | None
+
+    @property
+    def cluster_kubernetes_version(self) -> str:
+        """The Kubernetes minor the cluster runs: kubernetesVersion for the stack's own, the read
+        version of an existing one (whose every offered version has a pinned cluster-autoscaler:
+        model/facts/versions.py CLUSTER_AUTOSCALER_FOR_KUBERNETES)."""
+        return self.existing_cluster.version if self.existing_cluster else self.kubernetes_version
+
+    @property
+    def cluster_addons(self) -> frozenset[str]:
+        """The EKS add-ons the stack would install that the cluster runs already: none in the
+        stack's own cluster (model/checks/existing_cluster.py DETECTED_ADDONS)."""
+        return self.existing_cluster.addons if self.existing_cluster else frozenset()
+
+    def installs(self, addon: shared_addons.SharedAddon) -> bool:
+        """Whether the stack installs the shared add-on: always in its own cluster, in an
+        existing one only where installSharedAddons lists it."""
+        return addon.key in shared_addons.installed(self.existing_cluster_name, self.install_shared_addons)
 
     @property
     def cost_per_hour(self) -> dict:
@@ -239,6 +264,19 @@ def _prices(
     return preflight.prices(account, ok["aws:region"], checked.pools, ok["coreInstanceType"], out)
 
 
+def _existing_cluster(
+    account: Account, checked: config_schema.Checked, day: datetime.date, out: list[Problem]
+) -> existing_cluster.EksCluster | None:
+    """existingClusterName's cluster, read and checked (model/checks/existing_cluster.py); None
+    for a stack that creates its own, or one whose region or name is refused."""
+    ok = checked.accepted
+    name, region = ok.get(existing_cluster.KEY, ""), ok.get("aws:region")
+    if not name or region is None:
+        return None
+    vpc_id = ok.get("vpcId", "")
+    return existing_cluster.check(account, region, name, vpc_id if isinstance(vpc_id, str) else "", day, out)
+
+
 def load(account: Account) -> StackConfig:
     """Read the stack's configuration, apply the schema's rules, then ask the account what it
     must allow. Every warning is logged; any error refuses the stack, all of them at once."""
@@ -278,6 +316,7 @@ def _settled(
     found = _preflight(account, checked, existing_vpc)
     problems = checked.problems + found.problems + vpc_problems
     images = _images(account, checked, problems)
+    cluster = _existing_cluster(account, checked, day, problems)
     problems += config_schema.undeclared_keys(project, given, config_schema.project_keys(day))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
@@ -295,11 +334,21 @@ def _settled(
         prices=prices,
         existing_vpc=existing_vpc,
         images=images,
+        existing_cluster=cluster,
     )
 
 
 # StackConfig's fields no single key fills
-DERIVED = ("node_zones", "gpu_pools", "users", "reservations", "prices", "existing_vpc", "images")
+DERIVED = (
+    "node_zones",
+    "gpu_pools",
+    "users",
+    "reservations",
+    "prices",
+    "existing_vpc",
+    "images",
+    "existing_cluster",
+)
 
 
 def held(value: Any) -> Any:

@@ -15,9 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from model.builders import scheduling
-from model.checks import gpu_pools, rules, users, vpc_subnets
+from model.checks import existing_cluster, gpu_pools, rules, users, vpc_subnets
 from model.checks.problems import ERROR, NOT_SET, WARNING, Problem, Rule, applies, error, identify, warning
-from model.facts import audit_logs, capacity, eks_versions, image_builder, support_calendar, versions
+from model.facts import (
+    audit_logs,
+    capacity,
+    eks_versions,
+    image_builder,
+    shared_addons,
+    support_calendar,
+    versions,
+)
 from model.facts.contract import SHARED_MOUNT
 from model.facts.image_references import dlc_registry, reference_problem, registry_host
 
@@ -241,6 +249,50 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="EKS cluster name; empty means slinky-eks-<stack>.",
             on_change=f"{_REPLACES} the EKS cluster and everything on it (node groups, add-ons, Helm releases) "
             "and the ECR repository `<clusterName>/slurmd`, whose image is built again",
+        ),
+        # Into an existing EKS cluster (model/checks/existing_cluster.py; README "Into an existing
+        # EKS cluster"). EKS's form of a cluster name (EKS API Reference, CreateCluster, name:
+        # 1-100 characters, "^[0-9A-Za-z][A-Za-z0-9\-_]*$",
+        # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html).
+        Key(
+            "existingClusterName",
+            "string",
+            "",
+            (
+                rules.unless_blank(
+                    rules.matches(
+                        r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
+                        "an EKS cluster name: letters, digits, '-' and '_', starting with a letter or "
+                        "digit, at most 100 characters",
+                    )
+                ),
+            ),
+            attr="existing_cluster_name",
+            unset_means="the stack creates its own EKS cluster",
+            description="The name of an EKS cluster in aws:region to deploy into instead of creating one "
+            "(needs vpcId and privateSubnetIds); empty means the stack creates its own.",
+            doc="The stack reads the cluster and creates no cluster, never deletes one; it must be ACTIVE, "
+            "in vpcId, on a Kubernetes version Slinky supports, run the vpc-cni and "
+            "eks-pod-identity-agent add-ons, and the deployer must be its admin. clusterName still "
+            "names the stack's own resources (IAM roles, ECR repository, tags).",
+            on_change=f"{_REPLACES} every node group and everything in the cluster (a move between clusters or "
+            "to or from a cluster of the stack's own); deploy a new stack instead",
+        ),
+        Key(
+            "installSharedAddons",
+            "array",
+            [],
+            (rules.each_one_of(shared_addons.KEYS),),
+            items="string",
+            attr="install_shared_addons",
+            unset_means="the existing cluster's own add-ons",
+            description="Beside existingClusterName: the shared add-ons the stack installs into the cluster "
+            f"(any of {', '.join(shared_addons.KEYS)}); the others must be the cluster's own. Ignored "
+            "without existingClusterName (the stack installs all of them).",
+            doc="List one only where the cluster runs none: two cert-managers or load balancer controllers "
+            "fight over the same objects. An autoscaling pool needs keda and clusterAutoscaler listed.",
+            on_change="in place: a listed add-on is installed, an unlisted one deleted (the cluster's own "
+            "must then serve the stack)",
         ),
         Key(
             "gpuInstanceType",
@@ -1277,6 +1329,7 @@ def check(raw: Mapping[str, str | None], stack: str, day: datetime.date) -> Chec
     found_pools, pool_problems = pools(ok, values)
     pool_problems += autoscaling_fits(ok, found_pools)
     pool_problems += overridden_by_pools(values, {k.name: k.default for k in keys}, raw)
+    pool_problems += existing_cluster.mode_rules(values, raw, {k.name: k.default for k in keys}, found_pools)
     pool_problems += vpc_subnets.own_network_keys_ignored(values, {k.name: k.default for k in keys})
     found_users, user_problems = named_users(values)
     return Checked(values, ok, found_pools, problems + pool_problems + user_problems, found_users)

@@ -13,6 +13,13 @@ OPERATOR_NAMESPACE = "slinky"
 # program installs the cluster-wide services: the device plugins, the load balancer controller.
 SYSTEM_NAMESPACE = "kube-system"
 
+# The VPC CNI's permissions (any network interface of the account), on a role of its own rather
+# than the node role, as the EKS user guide recommends ("Configure Amazon VPC CNI plugin to use
+# IRSA": "We recommend that you assign it to a separate role"; the plugin "also supports Amazon EKS
+# Pod Identities": https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html). Its
+# DaemonSet, aws-node, runs as the service account aws-node in kube-system (the same page).
+CNI_POLICY = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"
+
 # The extended resources a GPU node advertises and slurmd requests: NVIDIA's device plugin
 # advertises the GPUs (Kubernetes docs, "Schedule GPUs":
 # https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/), the EFA device plugin the EFA

@@ -163,7 +163,7 @@ CLUSTER_FIELDS = frozenset(
     {"provider", "cluster_name", "region", "account_id", "cluster_security_group_id", "identity_depends_on"}
 )
 # The components the context is built from or that come up before the cluster exists.
-BEFORE_THE_CONTEXT = frozenset({"NetworkArgs", "ClusterArgs", "SlurmdImageArgs"})
+BEFORE_THE_CONTEXT = frozenset({"NetworkArgs", "ClusterArgs", "ExistingClusterArgs", "SlurmdImageArgs"})
 
 
 def context_problems(cls: type) -> list[str]:
@@ -207,6 +207,9 @@ def wiring_problems(source: str) -> list[str]:
             items = value.elts if isinstance(value, ast.List) else [value]
             for item in items:
                 item = item.value if isinstance(item, ast.Starred) else item
+                # An optional component's list, or nothing where the stack does not install it.
+                if isinstance(item, ast.IfExp) and isinstance(item.orelse, ast.List) and not item.orelse.elts:
+                    item = item.body
                 if not (
                     isinstance(item, ast.Attribute)
                     and (
@@ -319,9 +322,21 @@ def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
         },
         account=offline_account.LANDING_ZONE,
     )
+    # The cluster component of an EKS cluster the stack is given (README, "Into an existing EKS
+    # cluster").
+    existing = run_program(
+        "dev",
+        {
+            "existingClusterName": offline_account.EXISTING_CLUSTER_NAME,
+            "vpcId": offline_account.LANDING_ZONE_VPC,
+            "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+            "publicSubnetIds": list(offline_account.LANDING_ZONE_PUBLIC.values()),
+        },
+        account=offline_account.EXISTING_CLUSTER,
+    )
     registered = {
         r.type
-        for graph in (dev, scaling, example, published, existing_vpc)
+        for graph in (dev, scaling, example, published, existing_vpc, existing)
         for r in graph.resources
         if r.type.startswith("slinky-eks:")
     }
