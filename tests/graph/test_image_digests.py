@@ -65,7 +65,7 @@ def test_the_ghcr_images_are_resolved_through_the_registry(manifests_asked):
 
 
 def test_the_image_build_starts_from_the_bases_by_digest(dev):
-    args = dev.named("slurmd-build").inputs["buildArgs"]
+    args = dev.named("slurmd-build").inputs["environment"]
     assert args["DLC_IMAGE"] == by_digest(DLC_REPOSITORY, versions.DLC_IMAGE.split(":")[1])
     assert args["SLURMD_IMAGE"] == by_digest(f"{SLINKY}/slurmd", TAG)
 
@@ -73,7 +73,7 @@ def test_the_image_build_starts_from_the_bases_by_digest(dev):
 def test_a_base_pinned_by_digest_is_used_as_given_and_not_asked(manifests_asked):
     pinned = f"{versions.SLURMD_BASE_IMAGE}@sha256:{'ef' * 32}"
     graph = run_program("dev", {"slurmdBaseImage": pinned})
-    assert graph.named("slurmd-build").inputs["buildArgs"]["SLURMD_IMAGE"] == pinned
+    assert graph.named("slurmd-build").inputs["environment"]["SLURMD_IMAGE"] == pinned
     assert versions.SLURMD_BASE_IMAGE not in manifests_asked
     # Its tag still names the Slinky images, which are asked.
     assert f"{SLINKY}/slurmctld:{TAG}" in manifests_asked
@@ -152,7 +152,7 @@ def test_missing_tags_are_refused_with_the_stacks_other_problems_at_once():
 def test_without_describe_images_the_dlc_is_built_from_its_tag_with_a_warning():
     graph = run_program("dev", account=DEV.but(denied=frozenset({"ecr:DescribeImages"})))
     assert (
-        graph.named("slurmd-build").inputs["buildArgs"]["DLC_IMAGE"]
+        graph.named("slurmd-build").inputs["environment"]["DLC_IMAGE"]
         == f"{DLC_REPOSITORY}:{versions.DLC_IMAGE.split(':')[1]}"
     )
     (said,) = [w for w in graph.warnings if "image-lookup-skipped" in w]

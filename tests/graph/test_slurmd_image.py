@@ -463,8 +463,9 @@ def test_the_run_builds_this_context_with_the_projects_environment(dev):
     assert run.inputs["source_location"] == f"{context['bucket']}/{context['key']}"
     assert run.inputs["log_group_name"] == f"/aws/codebuild/{PROJECT}"
     assert run.inputs["environment"] == {
-        "DLC_IMAGE": f"{DLC_REGISTRY}/{versions.DLC_IMAGE}",
-        "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
+        # The bases by the digests the offline registries hold for their tags (StackConfig.images).
+        "DLC_IMAGE": held(f"{DLC_REGISTRY}/{versions.DLC_IMAGE}"),
+        "SLURMD_IMAGE": held(versions.SLURMD_BASE_IMAGE),
         "SLURM_VERSION": versions.SLURM_RELEASE,
         "IMAGE_REPOSITORY": REPO_URL,
         "IMAGE_TAG": versions.SLURMD_IMAGE_TAG,

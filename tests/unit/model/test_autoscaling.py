@@ -177,6 +177,7 @@ def test_a_series_scraped_twice_is_counted_once(promtool, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_the_trigger_queries_of_the_first_of_several_pools_are_valid_promql(promtool, tmp_path):
     rules = {
         "groups": [
@@ -208,6 +209,7 @@ DEFAULT_QUEUE = {
 }
 
 
+@pytest.mark.slurm_root
 def test_the_first_of_several_pools_wakes_for_the_default_partitions_pending_jobs(promtool, tmp_path):
     done = _answers(
         promtool,
@@ -226,6 +228,7 @@ def test_the_first_of_several_pools_wakes_for_the_default_partitions_pending_job
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slurm_root
 def test_the_other_pools_do_not_wake_for_the_default_partition(promtool, tmp_path):
     done = _answers(
         promtool,
