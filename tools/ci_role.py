@@ -8,7 +8,7 @@ writes DIR/{preview,deploy}-{trust,policy}.json and prints the commands (docs/ci
 why a tool and not a Pulumi program: docs/decisions/ci-roles.md).
 
 - preview: assumed by pull-request runs (`sub` repo:OWNER/NAME:pull_request); reads only: what the
-  program's account checks ask (docs/operations.md, "What your account needs") and the state.
+  program asks AWS before any resource (read from stack/account.py: ACCOUNT_CHECKS) and the state.
 - deploy: assumed only by jobs of the GitHub environment (`sub`
   repo:OWNER/NAME:environment:ENVIRONMENT), which has required reviewers; what the stack creates,
   updates and deletes, service by service, and the state. The stack's resources carry no common
@@ -23,6 +23,7 @@ security-harden-deployments/oidc-in-aws). Exit status: 0 written; 2 bad input (o
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import pathlib
 import re
@@ -34,20 +35,42 @@ AUDIENCE = "sts.amazonaws.com"
 # up to 28 minutes: docs/operations.md); the workflows ask for this many seconds, the roles allow it.
 SESSION_SECONDS = 3 * 3600
 
-# What the account checks before any resource (model/checks/preflight.py), and the kubeconfig's
-# `aws eks get-token` against an existing cluster: all a preview asks of AWS.
-ACCOUNT_CHECKS = (
-    "ec2:DescribeAvailabilityZones",
-    "ec2:DescribeInstanceTypeOfferings",
-    "ec2:DescribeInstanceTypes",
-    "ec2:DescribeCapacityReservations",
-    "servicequotas:GetServiceQuota",
-    "servicequotas:GetAWSDefaultServiceQuota",
+PROJECT_DIR = pathlib.Path(__file__).resolve().parent.parent
+# The one module through which the program asks AWS before any resource (the preflight, the
+# existing VPC and cluster, the prices, the images on ECR): each ask names the IAM action it needs
+# as the first argument of one of these calls, so the preview role grants what the code asks,
+# read from the code, not from a list kept beside it.
+ASKING_MODULE = PROJECT_DIR / "stack" / "account.py"
+ASKING_CALLS = ("_ask", "_find", "_or_none")
+# What the program asks without naming an action in those calls: the caller's identity
+# (aws.get_caller_identity: the deployer, an existing network's account; and the provider's own
+# credential check), the AWS default of a quota the account never raised (the provider's
+# getServiceQuota falls back to GetAWSDefaultServiceQuota: hashicorp/terraform-provider-aws
+# internal/service/servicequotas/service_quota_data_source.go), and with imageBuilder=local the
+# ECR tokens of the base images' registries (components/slurmd_image.py, at preview too).
+UNNAMED_ASKS = (
     "sts:GetCallerIdentity",
-    "iam:GetRole",
-    "pricing:GetProducts",
-    "eks:DescribeCluster",
+    "servicequotas:GetAWSDefaultServiceQuota",
+    "ecr:GetAuthorizationToken",
 )
+
+
+def asked_actions(module: pathlib.Path = ASKING_MODULE) -> tuple[str, ...]:
+    """The IAM actions named as the first argument of every ASKING_CALLS call of the module."""
+    found = set()
+    for node in ast.walk(ast.parse(module.read_text(), str(module))):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        first = node.args[0]
+        if callee in ASKING_CALLS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found.add(first.value)
+    return tuple(sorted(found))
+
+
+# All a preview asks of AWS (the kubeconfig's `aws eks get-token` against an existing cluster
+# presigns sts:GetCallerIdentity: no action of its own).
+ACCOUNT_CHECKS = tuple(sorted({*asked_actions(), *UNNAMED_ASKS}))
 
 # What the stack creates, updates and deletes, by service (its resource types: tests/data/dev-graph.json).
 STACK_ACTIONS: dict[str, tuple[str, ...]] = {

@@ -78,6 +78,25 @@ def test_the_preview_role_may_do_what_the_account_checks_ask():
     assert sorted(a for a in named_actions(checks) if not granted(ci_role.preview_policy(), a)) == []
 
 
+def actions_in_code() -> set[str]:
+    """Every IAM action literal of the module that asks AWS before any resource, and of the model's
+    checks, read as text (independently of the tool's own reading)."""
+    files = [PROJECT_DIR / "stack/account.py", *sorted((PROJECT_DIR / "model/checks").glob("*.py"))]
+    literal = re.compile(
+        r"[\"']((?:ec2|ecr|eks|iam|pricing|servicequotas|sts|s3|logs|kms):[A-Z][A-Za-z]+)[\"']"
+    )
+    return {a for f in files for a in literal.findall(f.read_text())}
+
+
+@pytest.mark.parametrize("role", ["preview", "deploy"])
+def test_every_action_the_program_asks_before_any_resource_is_granted(role):
+    asked = actions_in_code()
+    # The existing-VPC, existing-cluster and image checks are read, not an empty match.
+    assert {"ec2:DescribeRouteTables", "eks:DescribeAccessEntry", "ecr:ListImages"} <= asked
+    policy = ci_role.preview_policy() if role == "preview" else ci_role.deploy_policy()
+    assert sorted(a for a in asked if not granted(policy, a)) == []
+
+
 # The service prefix of each AWS module of the Pulumi providers the program uses (aws:<module>/...,
 # eks:index:Cluster), and how docs/operations.md names the service.
 SERVICE_OF_MODULE = {
