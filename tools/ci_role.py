@@ -2,12 +2,15 @@
 policy documents and the `aws` commands that create them: no long-lived keys.
 
     python -m tools.ci_role --repository OWNER/NAME --account 123456789012 \\
-        [--environment slinky-eks] [--state-bucket BUCKET] [--role-prefix slinky-eks-ci] --out DIR
+        [--environment slinky-eks] [--preview-environment slinky-eks-preview] \\
+        [--state-bucket BUCKET] [--role-prefix slinky-eks-ci] --out DIR
 
 writes DIR/{preview,deploy}-{trust,policy}.json and prints the commands (docs/ci.md, "The roles";
 why a tool and not a Pulumi program: docs/decisions/ci-roles.md).
 
-- preview: assumed by pull-request runs (`sub` repo:OWNER/NAME:pull_request); reads only: what the
+- preview: assumed only by jobs of the preview environment (`sub`
+  repo:OWNER/NAME:environment:PREVIEW_ENVIRONMENT), where pull requests are previewed once a
+  reviewer approves (the job holds the state's secrets); reads only: what the
   program asks AWS before any resource (read from stack/account.py: ACCOUNT_CHECKS) and the state.
 - deploy: assumed only by jobs of the GitHub environment (`sub`
   repo:OWNER/NAME:environment:ENVIRONMENT), which has required reviewers; what the stack creates,
@@ -366,8 +369,11 @@ def trust_policy(account: str, subject: str) -> dict:
     }
 
 
-def preview_subject(repository: str) -> str:
-    return f"repo:{repository}:pull_request"
+def preview_subject(repository: str, environment: str) -> str:
+    """A job that names an environment gets a token whose `sub` is the environment's, not the
+    pull request's (GitHub docs, "OpenID Connect reference", Filtering for a specific environment:
+    https://docs.github.com/en/actions/reference/security/oidc)."""
+    return f"repo:{repository}:environment:{environment}"
 
 
 def deploy_subject(repository: str, environment: str) -> str:
@@ -433,6 +439,7 @@ def _checked(args: argparse.Namespace) -> list[str]:
         ("--repository", args.repository, _REPOSITORY, "OWNER/NAME as GitHub spells it"),
         ("--account", args.account, _ACCOUNT, "a 12-digit AWS account id"),
         ("--environment", args.environment, _ENVIRONMENT, "a GitHub environment name"),
+        ("--preview-environment", args.preview_environment, _ENVIRONMENT, "a GitHub environment name"),
         ("--role-prefix", args.role_prefix, _ROLE, "up to 56 of letters, digits and +=,.@_-"),
     ):
         if not pattern.fullmatch(value):
@@ -469,6 +476,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repository", required=True, help="the GitHub repository, OWNER/NAME")
     p.add_argument("--account", required=True, help="the AWS account id")
     p.add_argument("--environment", default="slinky-eks", help="the GitHub environment of up and destroy")
+    p.add_argument(
+        "--preview-environment",
+        default="slinky-eks-preview",
+        help="the GitHub environment of preview (required reviewers: it runs a branch's code with the secrets)",
+    )
     p.add_argument("--state-bucket", help="the S3 bucket of the state backend (none for Pulumi Cloud)")
     p.add_argument(
         "--role-prefix", default="slinky-eks-ci", help="the roles are PREFIX-preview, PREFIX-deploy"
@@ -480,7 +492,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ci_role: {'; '.join(problems)}", file=sys.stderr)
         return 2
     documents = {
-        "preview-trust.json": trust_policy(args.account, preview_subject(args.repository)),
+        "preview-trust.json": trust_policy(
+            args.account, preview_subject(args.repository, args.preview_environment)
+        ),
         "preview-policy.json": preview_policy(args.state_bucket),
         "deploy-trust.json": trust_policy(args.account, deploy_subject(args.repository, args.environment)),
         "deploy-policy.json": deploy_policy(args.state_bucket),

@@ -54,13 +54,12 @@ def test_the_deploy_role_trusts_only_the_environment_of_this_repository():
     }
 
 
-def test_the_preview_role_trusts_only_pull_requests_of_this_repository():
-    condition = ci_role.trust_policy(ACCOUNT, ci_role.preview_subject(REPOSITORY))["Statement"][0][
-        "Condition"
-    ]
+def test_the_preview_role_trusts_only_the_preview_environment_of_this_repository(tmp_path):
+    assert ci_role.main(["--repository", REPOSITORY, "--account", ACCOUNT, "--out", str(tmp_path)]) == 0
+    condition = json.loads((tmp_path / "preview-trust.json").read_text())["Statement"][0]["Condition"]
     assert (
         condition["StringEquals"]["token.actions.githubusercontent.com:sub"]
-        == "repo:acme/slinky-eks:pull_request"
+        == "repo:acme/slinky-eks:environment:slinky-eks-preview"
     )
 
 
