@@ -196,7 +196,6 @@ STACK_ACTIONS: dict[str, tuple[str, ...]] = {
         "iam:PutRolePolicy",
         "iam:GetRolePolicy",
         "iam:DeleteRolePolicy",
-        "iam:AttachRolePolicy",
         "iam:DetachRolePolicy",
         "iam:GetPolicy",
         "iam:GetPolicyVersion",
@@ -328,6 +327,24 @@ PASSED_TO = (
     "vpc-flow-logs.amazonaws.com",
     "codebuild.amazonaws.com",
 )
+# The AWS managed policies the stack attaches to its roles, the only ones the deploy role may attach
+# (the iam:PolicyARN condition key of AttachRolePolicy: IAM User Guide, "IAM and AWS STS condition
+# context keys", https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_iam-condition-keys.html):
+# an AdministratorAccess attached to a role it then passes to EC2 or CodeBuild would make it admin.
+# The node role's and the VPC CNI's (components/node_groups.py, components/cluster.py), the EBS CSI
+# driver's (components/shared_storage.py), and the EKS cluster role that pulumi-eks creates for
+# eks.Cluster (its ServiceRole: AmazonEKSClusterPolicy, and AmazonEKSServicePolicy in its older
+# releases).
+STACK_MANAGED_POLICIES = tuple(
+    f"arn:aws:iam::aws:policy/{name}"
+    for name in (
+        "AmazonEKSClusterPolicy",
+        "AmazonEKSServicePolicy",
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+        "service-role/AmazonEBSCSIDriverPolicy",
+    )
+)
 SERVICE_LINKED = (
     "eks.amazonaws.com",
     "eks-nodegroup.amazonaws.com",
@@ -420,6 +437,13 @@ def deploy_policy(state_bucket: str | None = None) -> dict:
                 "Action": "iam:PassRole",
                 "Resource": "*",
                 "Condition": {"StringEquals": {"iam:PassedToService": list(PASSED_TO)}},
+            },
+            {
+                "Sid": "AttachStackManagedPolicies",
+                "Effect": "Allow",
+                "Action": "iam:AttachRolePolicy",
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"iam:PolicyARN": list(STACK_MANAGED_POLICIES)}},
             },
             {
                 "Sid": "ServiceLinkedRoles",

@@ -233,3 +233,29 @@ def test_bad_input_is_one_line_naming_each_option_and_exit_2(tmp_path, capsys, a
     assert ci_role.main([*argv, "--out", str(tmp_path / "role")]) == 2
     assert capsys.readouterr().err.splitlines() == [line]
     assert not (tmp_path / "role").exists()
+
+
+def attached_policies_in(graph_file: str) -> set[str]:
+    graph = json.loads((PROJECT_DIR / graph_file).read_text())
+    return {
+        v["policyArn"]
+        for urn, v in graph.items()
+        if urn.split("::")[-2].endswith("iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
+
+
+def test_the_deploy_role_may_attach_every_managed_policy_the_stack_attaches():
+    attached = attached_policies_in("tests/data/dev-graph.json")
+    assert "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy" in attached  # the graph is read
+    assert sorted(attached - set(ci_role.STACK_MANAGED_POLICIES)) == []
+
+
+def test_the_deploy_role_may_attach_no_other_managed_policy():
+    # AdministratorAccess on a role it then passes to EC2 or CodeBuild would make the deploy role admin.
+    (statement,) = [
+        s for s in ci_role.deploy_policy()["Statement"] if "iam:AttachRolePolicy" in str(s["Action"])
+    ]
+    assert statement["Action"] == "iam:AttachRolePolicy"
+    assert statement["Condition"] == {"ArnEquals": {"iam:PolicyARN": list(ci_role.STACK_MANAGED_POLICIES)}}
+    assert "arn:aws:iam::aws:policy/AdministratorAccess" not in ci_role.STACK_MANAGED_POLICIES
+    assert all(p.startswith("arn:aws:iam::aws:policy/") for p in ci_role.STACK_MANAGED_POLICIES)
