@@ -119,7 +119,14 @@ inside() {  # inside ADDRESS CIDR
 }
 
 warnings=()
-if [[ -f $stack_file ]]; then
+notes=()
+# With existingClusterName the program leaves the cluster's endpoint as its owner set it and ignores
+# apiAllowedCidrs (components/existing_cluster.py): its blocks are the cluster's, which only AWS can
+# say; tools/api_reach.py reads them with eks:DescribeCluster.
+existing_cluster=$(config_value existingClusterName)
+if [[ -n $existing_cluster ]]; then
+  notes+=("the address check is left to \`.venv/bin/python -m tools.api_reach $stack_file\`: with existingClusterName ($existing_cluster) the API endpoint answers the blocks its owner set, not apiAllowedCidrs")
+elif [[ -f $stack_file ]]; then
   mapfile -t api_cidrs < <(config_list apiAllowedCidrs)
   api_key=apiAllowedCidrs
   if (( ${#api_cidrs[@]} == 0 )); then
@@ -190,7 +197,6 @@ case "${backend_url%/}" in
     fi
     ;;
 esac
-notes=()
 local_only="state on this machine only; a team shares one backend instead, docs/ci.md#state-a-team-shares"
 if [[ $backend_url == file://* ]]; then
   notes+=("the state backend is $backend_url, $local_only")

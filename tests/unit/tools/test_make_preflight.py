@@ -493,3 +493,19 @@ def test_another_stack_in_the_local_backend_does_not_hold_this_one(bin_dir):
     logged_in(bin_dir, "https://api.pulumi.com")
     state_left_in_the_local_backend(bin_dir, stack="prod")
     assert preflight(bin_dir, **PASSPHRASE) == (0, [])
+
+
+def test_with_an_existing_cluster_the_api_blocks_of_the_stack_file_are_not_held_against_the_deployer(
+    bin_dir, tmp_path
+):
+    all_tools(bin_dir)
+    checkip(bin_dir, "198.51.100.7")  # outside sshAllowedCidrs, which the existing cluster's endpoint ignores
+    project = stack_dir(tmp_path, SSH_ONLY + "  slinky-eks:existingClusterName: shared-gpu\n")
+    assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (
+        0,
+        [
+            "make up: note: the address check is left to `.venv/bin/python -m tools.api_reach "
+            "Pulumi.dev.yaml`: with existingClusterName (shared-gpu) the API endpoint answers the blocks "
+            "its owner set, not apiAllowedCidrs"
+        ],
+    )
