@@ -21,7 +21,7 @@ from model.facts import cost
 from model.facts.capacity import Reservation
 from model.facts.cost import PriceListUnanswered
 from model.facts.image_references import ecr_registry, parts, registry_host
-from stack.registry import Registry, RegistryError
+from stack.registry import Registry
 
 T = TypeVar("T")
 
@@ -415,11 +415,8 @@ class Account:
         (stack/registry.py)."""
         name, tag, _ = parts(reference)
         ecr = ecr_registry(registry_host(reference))
-        if ecr is None:
-            try:
-                return self._registries.image_digest(reference)
-            except RegistryError as e:
-                raise _unreachable(f"the digest of {reference}", e) from e
+        if ecr is None:  # a RegistryError is the model's LookupFailed: the image stays by tag
+            return self._registries.image_digest(reference)
         account, region = ecr
         try:
             found = _ask(
@@ -448,10 +445,7 @@ class Account:
         name, _, _ = parts(reference)
         ecr = ecr_registry(registry_host(reference))
         if ecr is None:
-            try:
-                return self._registries.image_tags(reference)
-            except RegistryError as e:
-                raise _unreachable(f"the tags of {name}", e) from e
+            return self._registries.image_tags(reference)
         account, region = ecr
         try:
             found = _ask(

@@ -240,19 +240,18 @@ def _images(
     refused = {p.key for p in out if p.is_error}
     keys = ("aws:region", "dlcBaseImage", "slurmdBaseImage", "slurmVersion", "slinkyChartVersion")
     usable = {k for k in keys if k in ok and ok[k] and k not in refused}
-    # The Slinky images' tag is the slurmd base's, which is checked against slurmVersion
-    # (config_schema.slurmd_base_is_slurm): only then does the base surely have one.
-    if not usable >= {"slurmdBaseImage", "slurmVersion", "slinkyChartVersion"}:
-        return None
+    # Each key's images are resolved whatever became of the others. The Slinky images' tag is
+    # the slurmd base's, which is checked against slurmVersion (config_schema.slurmd_base_is_slurm):
+    # only then does the base surely have one.
+    slurmd = usable >= {"slurmdBaseImage", "slurmVersion"}
     dlc = usable >= {"aws:region", "dlcBaseImage"}
     images = image_digests.wanted(
-        ok["slurmdBaseImage"],
-        ok["slinkyChartVersion"],
+        ok["slurmdBaseImage"] if slurmd else None,
+        ok["slinkyChartVersion"] if "slinkyChartVersion" in usable else None,
         ok["dlcBaseImage"] if dlc else None,
         ok["aws:region"] if dlc else None,
     )
-    resolved = image_digests.resolve(registry, images, out)
-    return image_digests.resolved_images(resolved) if "dlc" in resolved else None
+    return image_digests.resolved_images(image_digests.resolve(registry, images, out))
 
 
 def _prices(

@@ -2,13 +2,16 @@
 policy documents and the `aws` commands that create them: no long-lived keys.
 
     python -m tools.ci_role --repository OWNER/NAME --account 123456789012 \\
-        [--environment slinky-eks] [--state-bucket BUCKET] [--role-prefix slinky-eks-ci] --out DIR
+        [--environment slinky-eks] [--preview-environment slinky-eks-preview] \\
+        [--state-bucket BUCKET] [--role-prefix slinky-eks-ci] --out DIR
 
 writes DIR/{preview,deploy}-{trust,policy}.json and prints the commands (docs/ci.md, "The roles";
 why a tool and not a Pulumi program: docs/decisions/ci-roles.md).
 
-- preview: assumed by pull-request runs (`sub` repo:OWNER/NAME:pull_request); reads only: what the
-  program's account checks ask (docs/operations.md, "What your account needs") and the state.
+- preview: assumed only by jobs of the preview environment (`sub`
+  repo:OWNER/NAME:environment:PREVIEW_ENVIRONMENT), where pull requests are previewed once a
+  reviewer approves (the job holds the state's secrets); reads only: what the
+  program asks AWS before any resource (read from stack/account.py: ACCOUNT_CHECKS) and the state.
 - deploy: assumed only by jobs of the GitHub environment (`sub`
   repo:OWNER/NAME:environment:ENVIRONMENT), which has required reviewers; what the stack creates,
   updates and deletes, service by service, and the state. The stack's resources carry no common
@@ -23,6 +26,7 @@ security-harden-deployments/oidc-in-aws). Exit status: 0 written; 2 bad input (o
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import pathlib
 import re
@@ -34,20 +38,42 @@ AUDIENCE = "sts.amazonaws.com"
 # up to 28 minutes: docs/operations.md); the workflows ask for this many seconds, the roles allow it.
 SESSION_SECONDS = 3 * 3600
 
-# What the account checks before any resource (model/checks/preflight.py), and the kubeconfig's
-# `aws eks get-token` against an existing cluster: all a preview asks of AWS.
-ACCOUNT_CHECKS = (
-    "ec2:DescribeAvailabilityZones",
-    "ec2:DescribeInstanceTypeOfferings",
-    "ec2:DescribeInstanceTypes",
-    "ec2:DescribeCapacityReservations",
-    "servicequotas:GetServiceQuota",
-    "servicequotas:GetAWSDefaultServiceQuota",
+PROJECT_DIR = pathlib.Path(__file__).resolve().parent.parent
+# The one module through which the program asks AWS before any resource (the preflight, the
+# existing VPC and cluster, the prices, the images on ECR): each ask names the IAM action it needs
+# as the first argument of one of these calls, so the preview role grants what the code asks,
+# read from the code, not from a list kept beside it.
+ASKING_MODULE = PROJECT_DIR / "stack" / "account.py"
+ASKING_CALLS = ("_ask", "_find", "_or_none")
+# What the program asks without naming an action in those calls: the caller's identity
+# (aws.get_caller_identity: the deployer, an existing network's account; and the provider's own
+# credential check), the AWS default of a quota the account never raised (the provider's
+# getServiceQuota falls back to GetAWSDefaultServiceQuota: hashicorp/terraform-provider-aws
+# internal/service/servicequotas/service_quota_data_source.go), and with imageBuilder=local the
+# ECR tokens of the base images' registries (components/slurmd_image.py, at preview too).
+UNNAMED_ASKS = (
     "sts:GetCallerIdentity",
-    "iam:GetRole",
-    "pricing:GetProducts",
-    "eks:DescribeCluster",
+    "servicequotas:GetAWSDefaultServiceQuota",
+    "ecr:GetAuthorizationToken",
 )
+
+
+def asked_actions(module: pathlib.Path = ASKING_MODULE) -> tuple[str, ...]:
+    """The IAM actions named as the first argument of every ASKING_CALLS call of the module."""
+    found = set()
+    for node in ast.walk(ast.parse(module.read_text(), str(module))):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        first = node.args[0]
+        if callee in ASKING_CALLS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            found.add(first.value)
+    return tuple(sorted(found))
+
+
+# All a preview asks of AWS (the kubeconfig's `aws eks get-token` against an existing cluster
+# presigns sts:GetCallerIdentity: no action of its own).
+ACCOUNT_CHECKS = tuple(sorted({*asked_actions(), *UNNAMED_ASKS}))
 
 # What the stack creates, updates and deletes, by service (its resource types: tests/data/dev-graph.json).
 STACK_ACTIONS: dict[str, tuple[str, ...]] = {
@@ -170,7 +196,6 @@ STACK_ACTIONS: dict[str, tuple[str, ...]] = {
         "iam:PutRolePolicy",
         "iam:GetRolePolicy",
         "iam:DeleteRolePolicy",
-        "iam:AttachRolePolicy",
         "iam:DetachRolePolicy",
         "iam:GetPolicy",
         "iam:GetPolicyVersion",
@@ -302,6 +327,24 @@ PASSED_TO = (
     "vpc-flow-logs.amazonaws.com",
     "codebuild.amazonaws.com",
 )
+# The AWS managed policies the stack attaches to its roles, the only ones the deploy role may attach
+# (the iam:PolicyARN condition key of AttachRolePolicy: IAM User Guide, "IAM and AWS STS condition
+# context keys", https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_iam-condition-keys.html):
+# an AdministratorAccess attached to a role it then passes to EC2 or CodeBuild would make it admin.
+# The node role's and the VPC CNI's (components/node_groups.py, components/cluster.py), the EBS CSI
+# driver's (components/shared_storage.py), and the EKS cluster role that pulumi-eks creates for
+# eks.Cluster (its ServiceRole: AmazonEKSClusterPolicy, and AmazonEKSServicePolicy in its older
+# releases).
+STACK_MANAGED_POLICIES = tuple(
+    f"arn:aws:iam::aws:policy/{name}"
+    for name in (
+        "AmazonEKSClusterPolicy",
+        "AmazonEKSServicePolicy",
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+        "service-role/AmazonEBSCSIDriverPolicy",
+    )
+)
 SERVICE_LINKED = (
     "eks.amazonaws.com",
     "eks-nodegroup.amazonaws.com",
@@ -343,8 +386,11 @@ def trust_policy(account: str, subject: str) -> dict:
     }
 
 
-def preview_subject(repository: str) -> str:
-    return f"repo:{repository}:pull_request"
+def preview_subject(repository: str, environment: str) -> str:
+    """A job that names an environment gets a token whose `sub` is the environment's, not the
+    pull request's (GitHub docs, "OpenID Connect reference", Filtering for a specific environment:
+    https://docs.github.com/en/actions/reference/security/oidc)."""
+    return f"repo:{repository}:environment:{environment}"
 
 
 def deploy_subject(repository: str, environment: str) -> str:
@@ -393,6 +439,13 @@ def deploy_policy(state_bucket: str | None = None) -> dict:
                 "Condition": {"StringEquals": {"iam:PassedToService": list(PASSED_TO)}},
             },
             {
+                "Sid": "AttachStackManagedPolicies",
+                "Effect": "Allow",
+                "Action": "iam:AttachRolePolicy",
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"iam:PolicyARN": list(STACK_MANAGED_POLICIES)}},
+            },
+            {
                 "Sid": "ServiceLinkedRoles",
                 "Effect": "Allow",
                 "Action": "iam:CreateServiceLinkedRole",
@@ -410,6 +463,7 @@ def _checked(args: argparse.Namespace) -> list[str]:
         ("--repository", args.repository, _REPOSITORY, "OWNER/NAME as GitHub spells it"),
         ("--account", args.account, _ACCOUNT, "a 12-digit AWS account id"),
         ("--environment", args.environment, _ENVIRONMENT, "a GitHub environment name"),
+        ("--preview-environment", args.preview_environment, _ENVIRONMENT, "a GitHub environment name"),
         ("--role-prefix", args.role_prefix, _ROLE, "up to 56 of letters, digits and +=,.@_-"),
     ):
         if not pattern.fullmatch(value):
@@ -446,6 +500,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repository", required=True, help="the GitHub repository, OWNER/NAME")
     p.add_argument("--account", required=True, help="the AWS account id")
     p.add_argument("--environment", default="slinky-eks", help="the GitHub environment of up and destroy")
+    p.add_argument(
+        "--preview-environment",
+        default="slinky-eks-preview",
+        help="the GitHub environment of preview (required reviewers: it runs a branch's code with the secrets)",
+    )
     p.add_argument("--state-bucket", help="the S3 bucket of the state backend (none for Pulumi Cloud)")
     p.add_argument(
         "--role-prefix", default="slinky-eks-ci", help="the roles are PREFIX-preview, PREFIX-deploy"
@@ -457,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ci_role: {'; '.join(problems)}", file=sys.stderr)
         return 2
     documents = {
-        "preview-trust.json": trust_policy(args.account, preview_subject(args.repository)),
+        "preview-trust.json": trust_policy(
+            args.account, preview_subject(args.repository, args.preview_environment)
+        ),
         "preview-policy.json": preview_policy(args.state_bucket),
         "deploy-trust.json": trust_policy(args.account, deploy_subject(args.repository, args.environment)),
         "deploy-policy.json": deploy_policy(args.state_bucket),

@@ -8,8 +8,10 @@
 #   this machine's public IPv4 address is inside the API endpoint's allowed blocks, since outside
 #   them the EKS change succeeds and every later Kubernetes call times out. Both keys are read from
 #   Pulumi.$STACK.yaml in the working directory, where `pulumi config set` writes them.
-# Then, with nothing missing, the state backend: when none is chosen at all, it logs this machine
-# in to the one-person local backend and says so (the one thing it changes).
+# Then the state backend: a stack whose state is still in the one-person local backend while
+# another backend is chosen is refused (it would start empty there); with nothing missing and no
+# backend chosen at all, it logs this machine in to the local backend and says so (the one thing
+# it changes).
 # Exit status: 0 ready; 1 something is missing (one line each on stderr); 2 bad usage.
 # Only bash builtins besides the tools it checks (and curl, and mkdir for the local backend), so a
 # test can run it with a PATH of its choosing.
@@ -117,7 +119,14 @@ inside() {  # inside ADDRESS CIDR
 }
 
 warnings=()
-if [[ -f $stack_file ]]; then
+notes=()
+# With existingClusterName the program leaves the cluster's endpoint as its owner set it and ignores
+# apiAllowedCidrs (components/existing_cluster.py): its blocks are the cluster's, which only AWS can
+# say; tools/api_reach.py reads them with eks:DescribeCluster.
+existing_cluster=$(config_value existingClusterName)
+if [[ -n $existing_cluster ]]; then
+  notes+=("the address check is left to \`.venv/bin/python -m tools.api_reach $stack_file\`: with existingClusterName ($existing_cluster) the API endpoint answers the blocks its owner set, not apiAllowedCidrs")
+elif [[ -f $stack_file ]]; then
   mapfile -t api_cidrs < <(config_list apiAllowedCidrs)
   api_key=apiAllowedCidrs
   if (( ${#api_cidrs[@]} == 0 )); then
@@ -167,7 +176,27 @@ elif [[ -f $credentials ]] && [[ $(<"$credentials") =~ $current_re ]]; then
 elif [[ -n ${PULUMI_ACCESS_TOKEN:-} ]]; then
   backend_url=https://api.pulumi.com
 fi
-notes=()
+# A stack whose state is still in the one-person backend (where Pulumi.yaml's backend.url put it
+# before it named none) while another backend is chosen: `make` would select --create an empty
+# stack of that name there and `up` would create everything again beside the running cluster.
+# The file backend keeps a stack at .pulumi/stacks/<project>/<stack>.json, gzipped with
+# PULUMI_DIY_BACKEND_GZIP (pulumi/pulumi v3.259.0, pkg/backend/diy/store.go and backend.go).
+project=slinky-eks
+if [[ -f Pulumi.yaml ]] && [[ $(<Pulumi.yaml) =~ (^|$'\n')name:[[:space:]]*([^[:space:]#]+) ]]; then
+  project=${BASH_REMATCH[2]}
+fi
+local_state=
+for f in "$HOME/.pulumi-slinky-eks/.pulumi/stacks/$project/$stack".json{,.gz}; do
+  [[ -f $f ]] && local_state=$f
+done
+case "${backend_url%/}" in
+  "" | "$local_backend_url" | "file://$HOME/.pulumi-slinky-eks") ;;
+  *)
+    if [[ -n $local_state ]]; then
+      missing "the state backend is $backend_url, but stack $stack's state is in $local_backend_url ($local_state): \`pulumi $command_name\` there would start an empty stack and create everything again; keep it with \`pulumi login $local_backend_url\`, or move it (\`PULUMI_BACKEND_URL=$local_backend_url pulumi stack export --stack $stack --file $stack.state.json\`, then \`pulumi stack init $stack && pulumi stack import --stack $stack --file $stack.state.json\` on $backend_url) and remove $local_state"
+    fi
+    ;;
+esac
 local_only="state on this machine only; a team shares one backend instead, docs/ci.md#state-a-team-shares"
 if [[ $backend_url == file://* ]]; then
   notes+=("the state backend is $backend_url, $local_only")

@@ -9,11 +9,16 @@ later (AWS re-pushes a DLC tag with each patch) cannot change what runs without 
 Pure: the registries are asked through the Registry protocol (stack/account.py answers it with
 pulumi-aws's aws:ecr/getImage and getImages for ECR, and through the registry's own API elsewhere:
 stack/registry.py; devkit's offline account answers both). A reference given with @sha256: is used
-as given, unasked.
+as given, unasked. A registry that cannot be read from here (unreachable, or answering what its API
+does not: a proxy's HTML page, a digest that is not sha256 hex) leaves the image by tag with the same
+warning as a lookup the deployer may not make: where the deployer's network cannot read a registry,
+the build and the nodes in the region may still pull from it, so the preview is not stopped; the
+warning says which answer was refused.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
@@ -51,16 +56,27 @@ OPERATOR_IMAGES = ("slurm-operator", "slurm-operator-webhook")
 TAGS_SHOWN = 12
 
 
+# A digest as it may be pinned into build arguments and chart values: sha256, the one algorithm the
+# OCI image-spec v1.1.0 requires (descriptor.md, "Digests": the encoded part lower-case hex).
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class LookupFailed(Exception):
+    """The registry could not be read, or answered what its API does not; one line saying which."""
+
+
 class Registry(Protocol):
     """What a registry answers about one reference (name:tag, with its registry host)."""
 
     def image_digest(self, reference: str) -> str | None:
         """The sha256:<hex> digest the registry holds for the tag, None when it holds no such tag
-        (or no such repository); PermissionDenied naming the IAM action the deployer lacks."""
+        (or no such repository); PermissionDenied naming the IAM action the deployer lacks;
+        LookupFailed where the registry could not be read."""
         ...
 
     def image_tags(self, reference: str) -> list[str] | None:
-        """The tags the reference's repository holds, None where no invoke lists them."""
+        """The tags the reference's repository holds, None where no invoke lists them;
+        LookupFailed where the registry could not be read."""
         ...
 
 
@@ -90,31 +106,44 @@ def slinky_image_tag(slurmd_base_image: str) -> str:
     return slurmd_base_image.split("@", 1)[0].rsplit(":", 1)[-1]
 
 
+# What every image of a ResolvedImages is, as wanted() and resolve() name them.
+EVERY_IMAGE = ("dlc", "slurmd-base", *CLUSTER_IMAGES, *OPERATOR_IMAGES)
+
+
 def wanted(
-    slurmd_base_image: str, chart_version: str, dlc_base_image: str | None = None, region: str | None = None
+    slurmd_base_image: str | None,
+    chart_version: str | None,
+    dlc_base_image: str | None = None,
+    region: str | None = None,
 ) -> dict[str, Wanted]:
-    """Every image to resolve, by what it is: slurmd-base, the Slinky images' names, and dlc where
-    dlcBaseImage and the region are given (the DLC's registry is the region's)."""
-    tag = slinky_image_tag(slurmd_base_image)
+    """Every image to resolve, by what it is: slurmd-base and the Slinky cluster images where
+    slurmdBaseImage is given, the operator's where slinkyChartVersion is, and dlc where
+    dlcBaseImage and the region are (the DLC's registry is the region's). Each key is resolved
+    whatever became of the others, so every missing tag is reported at once."""
     dlc = (
         {"dlc": Wanted("dlcBaseImage", dlc_base_image, dlc_reference(dlc_base_image, region))}
         if dlc_base_image and region
         else {}
     )
-    return {
-        **dlc,
-        "slurmd-base": Wanted("slurmdBaseImage", slurmd_base_image, slurmd_base_image),
-        **{
-            name: Wanted("slurmdBaseImage", slurmd_base_image, f"{versions.SLINKY_IMAGES}/{name}:{tag}", True)
-            for name in CLUSTER_IMAGES
-        },
-        **{
-            name: Wanted(
-                "slinkyChartVersion", chart_version, f"{versions.SLINKY_IMAGES}/{name}:{chart_version}", True
-            )
-            for name in OPERATOR_IMAGES
-        },
+    slurmd: dict[str, Wanted] = {}
+    if slurmd_base_image:
+        tag = slinky_image_tag(slurmd_base_image)
+        slurmd = {
+            "slurmd-base": Wanted("slurmdBaseImage", slurmd_base_image, slurmd_base_image),
+            **{
+                name: Wanted(
+                    "slurmdBaseImage", slurmd_base_image, f"{versions.SLINKY_IMAGES}/{name}:{tag}", True
+                )
+                for name in CLUSTER_IMAGES
+            },
+        }
+    operator = {
+        name: Wanted(
+            "slinkyChartVersion", chart_version, f"{versions.SLINKY_IMAGES}/{name}:{chart_version}", True
+        )
+        for name in (OPERATOR_IMAGES if chart_version else ())
     }
+    return {**dlc, **slurmd, **operator}
 
 
 def resolve(registry: Registry, images: Mapping[str, Wanted], out: list[Problem]) -> dict[str, str]:
@@ -122,14 +151,24 @@ def resolve(registry: Registry, images: Mapping[str, Wanted], out: list[Problem]
     lookup is added to `out`, all of them at once. Each reference is asked once, however many
     images share it."""
     answers: dict[str, str | None] = {}
-    denied: dict[str, PermissionDenied] = {}
+    denied: dict[str, str] = {}  # reference -> why it was not looked up
     for w in images.values():
         if parts(w.reference)[2] or w.reference in answers or w.reference in denied:
             continue
         try:
-            answers[w.reference] = registry.image_digest(w.reference)
+            answer = registry.image_digest(w.reference)
+            if answer is not None and not DIGEST.fullmatch(answer):
+                raise LookupFailed(f"it answered the digest {answer[:80]!r}, not sha256:<64 hex>")
+            answers[w.reference] = answer
         except PermissionDenied as refused:
-            denied[w.reference] = refused
+            denied[w.reference] = (
+                f"the deployer may not run {refused.action} (grant it to resolve the tag before "
+                "anything is created)"
+            )
+        except LookupFailed as failed:
+            denied[w.reference] = (
+                f"its registry could not be read from here ({failed}); pin it @sha256: to hold it"
+            )
     resolved, reported = {}, set()
     for what, w in images.items():
         if parts(w.reference)[2]:
@@ -148,7 +187,10 @@ def resolve(registry: Registry, images: Mapping[str, Wanted], out: list[Problem]
     return resolved
 
 
-def resolved_images(resolved: Mapping[str, str]) -> ResolvedImages:
+def resolved_images(resolved: Mapping[str, str]) -> ResolvedImages | None:
+    """The images of a complete resolve(), None where an image's key was left out."""
+    if not set(EVERY_IMAGE) <= resolved.keys():
+        return None
     return ResolvedImages(
         dlc_base=resolved["dlc"],
         slurmd_base=resolved["slurmd-base"],
@@ -158,7 +200,10 @@ def resolved_images(resolved: Mapping[str, str]) -> ResolvedImages:
 
 def _missing(registry: Registry, w: Wanted) -> Problem:
     name, tag, _ = parts(w.reference)
-    tags = registry.image_tags(w.reference)
+    try:
+        tags = registry.image_tags(w.reference)
+    except LookupFailed:
+        tags = None
     where = (
         f"tags it holds: {_nearest(tag or 'latest', tags)}"
         if tags is not None
@@ -212,11 +257,10 @@ def _nearest(tag: str, tags: list[str]) -> str:
     return ", ".join(shown) + (f" (and {more} more)" if more else "")
 
 
-def _skipped(w: Wanted, denied: PermissionDenied) -> Problem:
+def _skipped(w: Wanted, why: str) -> Problem:
     return warning(
         IMAGE_LOOKUP_SKIPPED,
         w.key,
         w.value,
-        f"{w.key}: {w.reference} is used by its tag, not resolved to a digest: the deployer may not "
-        f"run {denied.action} (grant it to resolve the tag before anything is created).",
+        f"{w.key}: {w.reference} is used by its tag, not resolved to a digest: {why}.",
     )

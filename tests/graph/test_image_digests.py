@@ -159,7 +159,36 @@ def test_without_describe_images_the_dlc_is_built_from_its_tag_with_a_warning():
     assert "ecr:DescribeImages" in said and said.startswith("dlcBaseImage")
 
 
-def test_no_image_is_asked_for_a_stack_whose_image_keys_are_already_refused(manifests_asked):
+def test_no_image_of_a_key_already_refused_is_asked_and_the_others_still_are(manifests_asked):
     graph = run_program("dev", {"slurmVersion": "x", "aws:region": "eu-north-9"}, expect_error=True)
-    assert [t for t, _ in graph.calls if t == GET_IMAGE] == [] and manifests_asked == []
+    # The DLC's registry is the refused region's, the Slinky cluster images carry the tag of a
+    # base checked against the refused slurmVersion; the operator's images depend on neither.
+    assert [t for t, _ in graph.calls if t == GET_IMAGE] == []
+    assert sorted(manifests_asked) == [
+        f"{SLINKY}/{n}:{versions.SLINKY_CHART_VERSION}" for n in ("slurm-operator-webhook", "slurm-operator")
+    ]
     assert "[image-tag-exists]" not in str(graph.error)
+
+
+def test_a_missing_dlc_tag_is_refused_beside_a_refused_slurmd_base_image():
+    msg = rejected(dlcBaseImage="pytorch:0.0.0", slurmdBaseImage=f"{SLINKY}/slurmd:25.11.9-ubuntu24.04")
+    assert f"slinky-eks:slurmdBaseImage = '{SLINKY}/slurmd:25.11.9-ubuntu24.04'" in msg
+    assert f"{DLC_REPOSITORY} holds no tag '0.0.0'" in msg
+
+
+def test_a_registry_answering_a_proxy_s_page_leaves_its_images_by_tag_with_a_warning(monkeypatch):
+    answer = offline_account.registry_answer
+
+    def behind_a_proxy(account, method, url, headers):
+        if "/token" in url:
+            return offline_account.Response(200, {"content-type": "text/html"}, b"<html>Sign in</html>")
+        return answer(account, method, url, headers)
+
+    monkeypatch.setattr(offline_account, "registry_answer", behind_a_proxy)
+    graph = run_program("dev", {"clusterName": "behind-a-proxy"})
+    said = [w for w in graph.warnings if "image-lookup-skipped" in w]
+    assert len(said) == 7  # the slurmd base, four cluster images, two operator images
+    assert all(
+        "its registry could not be read from here (https://ghcr.io/token answered b'<html>" in w for w in said
+    )
+    assert graph.named("slurmd-build").inputs["environment"]["SLURMD_IMAGE"] == versions.SLURMD_BASE_IMAGE

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from tests.support.paths import REPO
+from tools import ci_role
 
 WORKFLOWS = REPO / ".github/workflows"
 ACTIONLINT = [
@@ -200,3 +201,26 @@ def test_the_pulumi_cli_the_action_installs_is_the_sdk_s_release(name):
         if s.get("uses", "").startswith("pulumi/")
     ]
     assert actions and {str(s["with"]["pulumi-version"]) for s in actions} == {sdk}
+
+
+def secret_references(node) -> bool:
+    return "secrets." in str(node)
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml", "destroy.yml"])
+def test_no_job_outside_an_environment_references_a_secret(name):
+    # A repository secret reaches every job of every branch; an environment's secrets only the
+    # jobs its reviewers approved (docs/ci.md, "Setting it up, in order").
+    document = workflow(name)
+    assert not secret_references({k: v for k, v in document.items() if k != "jobs"})
+    assert [
+        j for j, job in document["jobs"].items() if secret_references(job) and not job.get("environment")
+    ] == []
+
+
+def test_preview_runs_in_its_own_environment_which_the_preview_role_trusts():
+    job = workflow("preview.yml")["jobs"]["preview"]
+    assert job["environment"] == "slinky-eks-preview" != ENVIRONMENT
+    assert ci_role.preview_subject("acme/slinky-eks", job["environment"]) == (
+        "repo:acme/slinky-eks:environment:slinky-eks-preview"
+    )

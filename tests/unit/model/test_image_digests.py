@@ -12,6 +12,7 @@ from model.checks.image_digests import (
     IMAGE_LOOKUP_SKIPPED,
     IMAGE_TAG_EXISTS,
     TAGS_SHOWN,
+    LookupFailed,
     Wanted,
     resolve,
     slinky_image_tag,
@@ -31,19 +32,27 @@ class Registry:
     """Holds `tags` (repository -> tags); `listed` are the repositories an invoke can list, and
     `refused` the references the deployer may not look up. Records what it was asked."""
 
-    def __init__(self, tags: dict[str, list[str]], listed=(), refused=()):
+    def __init__(self, tags: dict[str, list[str]], listed=(), refused=(), unreadable=(), answers=None):
         self.tags, self.listed, self.refused = tags, set(listed), set(refused)
+        # `unreadable`: references whose registry cannot be read; `answers`: digests answered as given.
+        self.unreadable, self.answers = set(unreadable), dict(answers or {})
         self.asked: list[str] = []
 
     def image_digest(self, reference: str) -> str | None:
         self.asked.append(reference)
         if reference in self.refused:
             raise PermissionDenied("ecr:DescribeImages")
+        if reference in self.unreadable:
+            raise LookupFailed("https://ghcr.io/token answered b'<html>'..., not JSON")
+        if reference in self.answers:
+            return self.answers[reference]
         name, tag = reference.rsplit(":", 1)
         return digest_of(reference) if tag in self.tags.get(name, []) else None
 
     def image_tags(self, reference: str) -> list[str] | None:
         name = reference.rsplit(":", 1)[0]
+        if name.startswith("ghcr.io/") and self.unreadable:
+            raise LookupFailed("GET https://ghcr.io/v2/x/tags/list: not a tags list")
         return list(self.tags.get(name, [])) if name in self.listed else None
 
 
@@ -191,4 +200,48 @@ def test_an_ecr_repository_the_deployer_may_not_list_is_named_with_the_command_t
     assert (
         "aws ecr list-images --registry-id 763104351884 --region us-west-2 --repository-name pytorch"
         in p.message
+    )
+
+
+def test_a_registry_that_cannot_be_read_leaves_the_image_by_tag_with_a_warning_saying_why():
+    registry, out = Registry(HOLDS, unreadable=[BASE]), []
+    resolved = resolve(registry, images(), out)
+    (p,) = out
+    assert resolved["slurmd-base"] == BASE
+    assert (p.rule, p.key, p.is_error) == (IMAGE_LOOKUP_SKIPPED, "slurmdBaseImage", False)
+    assert (
+        "its registry could not be read from here (https://ghcr.io/token answered b'<html>'..., not JSON)"
+        in (p.message)
+    )
+
+
+def test_a_digest_that_is_not_sha256_hex_is_never_pinned():
+    dlc = f"{DLC}:2.13.0-cu133-amzn2023"
+    registry, out = Registry(HOLDS, answers={dlc: "sha256:../../x; $(id)"}), []
+    resolved = resolve(registry, images(), out)
+    (p,) = out
+    assert resolved["dlc"] == dlc
+    assert (p.rule, p.key) == (IMAGE_LOOKUP_SKIPPED, "dlcBaseImage")
+    assert "answered the digest 'sha256:../../x; $(id)', not sha256:<64 hex>" in p.message
+
+
+def test_a_tags_list_that_cannot_be_read_names_where_to_read_it():
+    registry, out = Registry(HOLDS, listed=HOLDS, unreadable=["unused"]), []
+    resolve(registry, images(base="ghcr.io/slinkyproject/slurmd:26.05.9-ubuntu24.04"), out)
+    assert out and all(p.rule == IMAGE_TAG_EXISTS for p in out)
+    assert "its tags are listed at https://ghcr.io/v2/slinkyproject/slurmd/tags/list" in out[0].message
+
+
+def test_each_key_s_images_are_wanted_without_the_others():
+    assert sorted(wanted(None, None, "pytorch:2.13.0-cu133-amzn2023", "us-west-2")) == ["dlc"]
+    assert sorted(wanted(None, "1.2.2")) == sorted(image_digests.OPERATOR_IMAGES)
+    assert sorted(wanted(BASE, None)) == sorted(["slurmd-base", *image_digests.CLUSTER_IMAGES])
+
+
+def test_no_resolved_images_are_made_while_an_image_s_key_is_left_out():
+    assert (
+        image_digests.resolved_images(
+            resolve(Registry(HOLDS), wanted(None, "1.2.2", "pytorch:2.13.0-cu133-amzn2023", "us-west-2"), [])
+        )
+        is None
     )

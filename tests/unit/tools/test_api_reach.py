@@ -8,7 +8,9 @@ import subprocess
 import sys
 import urllib.error
 
+import botocore.session
 import pytest
+from botocore.stub import Stubber
 
 from devkit.offline_run import PROJECT_DIR
 from tools import api_reach
@@ -150,3 +152,73 @@ def test_a_missing_stack_file_is_one_line_without_a_traceback(tmp_path):
     assert result.returncode == 2 and result.stderr.splitlines() == [
         f"api_reach: cannot read the stack file {tmp_path / 'Pulumi.prod.yaml'}: No such file or directory"
     ]
+
+
+def test_a_stack_file_that_is_not_utf8_is_one_line_and_exit_2(tmp_path, capsys):
+    path = tmp_path / "Pulumi.dev.yaml"
+    path.write_bytes(b"config:\n  slinky-eks:sshAllowedCidrs: ['\xff203.0.113.0/24']\n")
+    code, out, err = reach(capsys, path, "--address", "203.0.113.7")
+    assert (code, out) == (2, [])
+    assert err == [
+        f"api_reach: the stack file {path} is not UTF-8 text (byte 40: invalid start byte): Pulumi reads UTF-8"
+    ]
+
+
+EXISTING = "  slinky-eks:existingClusterName: shared-gpu\n"
+
+
+def eks_answering(vpc_config: dict | None = None, error: str | None = None):
+    """A botocore Stubber in EKS's place, answering DescribeCluster as the EKS API Reference shows
+    it (https://docs.aws.amazon.com/eks/latest/APIReference/API_DescribeCluster.html)."""
+    client = botocore.session.get_session().create_client(
+        "eks", region_name="us-west-2", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    stubber = Stubber(client)
+    if error:
+        stubber.add_client_error("describe_cluster", error, "No cluster found for name: shared-gpu.", 404)
+    else:
+        stubber.add_response(
+            "describe_cluster",
+            {"cluster": {"name": "shared-gpu", "resourcesVpcConfig": vpc_config}},
+            {"name": "shared-gpu"},
+        )
+    stubber.activate()
+    regions = []
+
+    def eks(region):
+        regions.append(region)
+        return client
+
+    return eks, regions
+
+
+def test_with_an_existing_cluster_the_blocks_are_its_endpoint_s_not_api_allowed_cidrs(tmp_path, capsys):
+    path = stack_file(tmp_path, SSH_ONLY + EXISTING)
+    eks, regions = eks_answering({"endpointPublicAccess": True, "publicAccessCidrs": ["198.51.100.0/24"]})
+    code = api_reach.main([str(path), "--address", "203.0.113.77"], today=TODAY, eks=eks)
+    err = capsys.readouterr().err
+    assert code == 1 and regions == ["us-west-2"]
+    assert "outside the public access blocks of the existing cluster shared-gpu (existingClusterName) " in err
+    eks, _ = eks_answering({"endpointPublicAccess": True, "publicAccessCidrs": ["198.51.100.0/24"]})
+    assert api_reach.main([str(path), "--address", "198.51.100.9"], today=TODAY, eks=eks) == 0
+
+
+def test_an_existing_cluster_without_public_access_is_not_checked_and_says_so(tmp_path, capsys):
+    path = stack_file(tmp_path, SSH_ONLY + EXISTING)
+    eks, _ = eks_answering({"endpointPublicAccess": False, "endpointPrivateAccess": True})
+    assert api_reach.main([str(path), "--address", "203.0.113.77"], today=TODAY, eks=eks) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "api_reach: not checked: the endpoint of the existing cluster shared-gpu has no public access "
+        "(endpointPublicAccess false): only a runner inside its VPC reaches it"
+    ]
+
+
+def test_an_existing_cluster_that_cannot_be_read_is_one_line_and_exit_2(tmp_path, capsys):
+    path = stack_file(tmp_path, SSH_ONLY + EXISTING)
+    eks, _ = eks_answering(error="ResourceNotFoundException")
+    assert api_reach.main([str(path), "--address", "203.0.113.77"], today=TODAY, eks=eks) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(
+        "api_reach: cannot read the endpoint of the existing cluster shared-gpu in us-west-2 (eks:DescribeCluster): "
+    )

@@ -54,13 +54,12 @@ def test_the_deploy_role_trusts_only_the_environment_of_this_repository():
     }
 
 
-def test_the_preview_role_trusts_only_pull_requests_of_this_repository():
-    condition = ci_role.trust_policy(ACCOUNT, ci_role.preview_subject(REPOSITORY))["Statement"][0][
-        "Condition"
-    ]
+def test_the_preview_role_trusts_only_the_preview_environment_of_this_repository(tmp_path):
+    assert ci_role.main(["--repository", REPOSITORY, "--account", ACCOUNT, "--out", str(tmp_path)]) == 0
+    condition = json.loads((tmp_path / "preview-trust.json").read_text())["Statement"][0]["Condition"]
     assert (
         condition["StringEquals"]["token.actions.githubusercontent.com:sub"]
-        == "repo:acme/slinky-eks:pull_request"
+        == "repo:acme/slinky-eks:environment:slinky-eks-preview"
     )
 
 
@@ -76,6 +75,25 @@ def test_the_preview_role_may_do_what_the_account_checks_ask():
         account_section().split("**Permissions.** The preflight needs", 1)[1].split("The stack itself", 1)[0]
     )
     assert sorted(a for a in named_actions(checks) if not granted(ci_role.preview_policy(), a)) == []
+
+
+def actions_in_code() -> set[str]:
+    """Every IAM action literal of the module that asks AWS before any resource, and of the model's
+    checks, read as text (independently of the tool's own reading)."""
+    files = [PROJECT_DIR / "stack/account.py", *sorted((PROJECT_DIR / "model/checks").glob("*.py"))]
+    literal = re.compile(
+        r"[\"']((?:ec2|ecr|eks|iam|pricing|servicequotas|sts|s3|logs|kms):[A-Z][A-Za-z]+)[\"']"
+    )
+    return {a for f in files for a in literal.findall(f.read_text())}
+
+
+@pytest.mark.parametrize("role", ["preview", "deploy"])
+def test_every_action_the_program_asks_before_any_resource_is_granted(role):
+    asked = actions_in_code()
+    # The existing-VPC, existing-cluster and image checks are read, not an empty match.
+    assert {"ec2:DescribeRouteTables", "eks:DescribeAccessEntry", "ecr:ListImages"} <= asked
+    policy = ci_role.preview_policy() if role == "preview" else ci_role.deploy_policy()
+    assert sorted(a for a in asked if not granted(policy, a)) == []
 
 
 # The service prefix of each AWS module of the Pulumi providers the program uses (aws:<module>/...,
@@ -215,3 +233,29 @@ def test_bad_input_is_one_line_naming_each_option_and_exit_2(tmp_path, capsys, a
     assert ci_role.main([*argv, "--out", str(tmp_path / "role")]) == 2
     assert capsys.readouterr().err.splitlines() == [line]
     assert not (tmp_path / "role").exists()
+
+
+def attached_policies_in(graph_file: str) -> set[str]:
+    graph = json.loads((PROJECT_DIR / graph_file).read_text())
+    return {
+        v["policyArn"]
+        for urn, v in graph.items()
+        if urn.split("::")[-2].endswith("iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
+
+
+def test_the_deploy_role_may_attach_every_managed_policy_the_stack_attaches():
+    attached = attached_policies_in("tests/data/dev-graph.json")
+    assert "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy" in attached  # the graph is read
+    assert sorted(attached - set(ci_role.STACK_MANAGED_POLICIES)) == []
+
+
+def test_the_deploy_role_may_attach_no_other_managed_policy():
+    # AdministratorAccess on a role it then passes to EC2 or CodeBuild would make the deploy role admin.
+    (statement,) = [
+        s for s in ci_role.deploy_policy()["Statement"] if "iam:AttachRolePolicy" in str(s["Action"])
+    ]
+    assert statement["Action"] == "iam:AttachRolePolicy"
+    assert statement["Condition"] == {"ArnEquals": {"iam:PolicyARN": list(ci_role.STACK_MANAGED_POLICIES)}}
+    assert "arn:aws:iam::aws:policy/AdministratorAccess" not in ci_role.STACK_MANAGED_POLICIES
+    assert all(p.startswith("arn:aws:iam::aws:policy/") for p in ci_role.STACK_MANAGED_POLICIES)

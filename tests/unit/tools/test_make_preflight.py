@@ -444,3 +444,68 @@ def test_the_backend_named_is_the_one_pulumi_yaml_sets(bin_dir, tmp_path):
     )
     code, lines = preflight(bin_dir, cwd=project, **PASSPHRASE)
     assert code == 0 and lines[0].startswith("make up: note: the state backend is file:///nfs/team-state, ")
+
+
+def state_left_in_the_local_backend(home, stack="dev", suffix=".json"):
+    # Where the file backend keeps a stack of a project (pulumi/pulumi v3.259.0, pkg/backend/diy).
+    stacks = home / ".pulumi-slinky-eks/.pulumi/stacks/slinky-eks"
+    stacks.mkdir(parents=True)
+    (stacks / f"{stack}{suffix}").write_text('{"version": 3, "checkpoint": {}}\n')
+    return stacks / f"{stack}{suffix}"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_a_stack_left_in_the_local_backend_is_refused_under_another_backend(bin_dir, suffix):
+    all_tools(bin_dir)
+    logged_in(bin_dir, "https://api.pulumi.com")
+    left = state_left_in_the_local_backend(bin_dir, suffix=suffix)
+    code, lines = preflight(bin_dir, **PASSPHRASE)
+    assert code == 1 and lines == [
+        f"make up: the state backend is https://api.pulumi.com, but stack dev's state is in "
+        f"file://~/.pulumi-slinky-eks ({left}): `pulumi up` there would start an empty stack and create "
+        "everything again; keep it with `pulumi login file://~/.pulumi-slinky-eks`, or move it "
+        "(`PULUMI_BACKEND_URL=file://~/.pulumi-slinky-eks pulumi stack export --stack dev --file "
+        "dev.state.json`, then `pulumi stack init dev && pulumi stack import --stack dev --file "
+        f"dev.state.json` on https://api.pulumi.com) and remove {left}"
+    ]
+    assert pulumi_calls(bin_dir) == []
+
+
+def test_a_stack_left_in_the_local_backend_is_refused_under_an_access_token_or_backend_url(bin_dir):
+    never_logged_in(bin_dir)
+    state_left_in_the_local_backend(bin_dir)
+    for env in ({"PULUMI_ACCESS_TOKEN": "pul-0123"}, {"PULUMI_BACKEND_URL": "s3://team-state"}):
+        code, lines = preflight(bin_dir, **env, **PASSPHRASE)
+        assert code == 1 and "but stack dev's state is in file://~/.pulumi-slinky-eks" in lines[0]
+
+
+def test_the_local_backend_with_its_stack_passes(bin_dir):
+    all_tools(bin_dir)
+    state_left_in_the_local_backend(bin_dir)
+    for url in ("file://~/.pulumi-slinky-eks", f"file://{bin_dir}/.pulumi-slinky-eks/"):
+        logged_in(bin_dir, url)
+        code, lines = preflight(bin_dir, **PASSPHRASE)
+        assert code == 0 and [line for line in lines if "note:" not in line] == []
+
+
+def test_another_stack_in_the_local_backend_does_not_hold_this_one(bin_dir):
+    all_tools(bin_dir)
+    logged_in(bin_dir, "https://api.pulumi.com")
+    state_left_in_the_local_backend(bin_dir, stack="prod")
+    assert preflight(bin_dir, **PASSPHRASE) == (0, [])
+
+
+def test_with_an_existing_cluster_the_api_blocks_of_the_stack_file_are_not_held_against_the_deployer(
+    bin_dir, tmp_path
+):
+    all_tools(bin_dir)
+    checkip(bin_dir, "198.51.100.7")  # outside sshAllowedCidrs, which the existing cluster's endpoint ignores
+    project = stack_dir(tmp_path, SSH_ONLY + "  slinky-eks:existingClusterName: shared-gpu\n")
+    assert preflight(bin_dir, cwd=project, **PASSPHRASE) == (
+        0,
+        [
+            "make up: note: the address check is left to `.venv/bin/python -m tools.api_reach "
+            "Pulumi.dev.yaml`: with existingClusterName (shared-gpu) the API endpoint answers the blocks "
+            "its owner set, not apiAllowedCidrs"
+        ],
+    )
