@@ -230,7 +230,7 @@ class SlurmdImage(pulumi.ComponentResource):
     def _sources(self, digest: str) -> tuple[aws.s3.Bucket, aws.s3.BucketObjectv2]:
         """A private, encrypted bucket the build reads its context from, TLS only, emptied and
         deleted on destroy; each context is one object named by its digest, so `up` uploads one
-        only when the context changes, and old ones expire."""
+        only when the context changes (and deletes the one before)."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
         bucket = aws.s3.Bucket(f"{name}-sources", force_destroy=True, opts=child)
         aws.s3.BucketPublicAccessBlock(
@@ -255,17 +255,17 @@ class SlurmdImage(pulumi.ComponentResource):
             ],
             opts=child,
         )
+        # No expiration: the current context object is in the stack's state and must stay (a
+        # later StartBuild, or a refresh, reads it); its key changes with the digest and Pulumi
+        # deletes the old object when the context changes, so the bucket holds one.
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-sources-expiry",
             bucket=bucket.id,
             rules=[
                 aws.s3.BucketLifecycleConfigurationRuleArgs(
-                    id="expire-build-sources",
+                    id="abort-incomplete-uploads",
                     status="Enabled",
                     filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
-                        days=image_builder.SOURCE_EXPIRATION_DAYS
-                    ),
                     # An upload `up` gave up on leaves no parts behind.
                     abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
                         days_after_initiation=1
@@ -329,33 +329,14 @@ class SlurmdImage(pulumi.ComponentResource):
         """The project's service role: assumed by CodeBuild for this project only, allowed to push
         to and pull from the stack's repository, pull the ECR bases, write its own log group and
         read its own sources."""
-        name, child, region = self._name, pulumi.ResourceOptions(parent=self), self._args.region
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
         project = image_builder.project_name(self._args.repository_name)
         # CodeBuild's confused-deputy guidance: the service may assume the role only for this
         # account's project (CodeBuild User Guide, "Cross-service confused deputy prevention":
         # https://docs.aws.amazon.com/codebuild/latest/userguide/cross-service-confused-deputy-prevention.html).
         role = aws.iam.Role(
             f"{name}-builder-role",
-            assume_role_policy=repo.registry_id.apply(
-                lambda account: json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Effect": "Allow",
-                                "Principal": {"Service": "codebuild.amazonaws.com"},
-                                "Action": "sts:AssumeRole",
-                                "Condition": {
-                                    "StringEquals": {"aws:SourceAccount": account},
-                                    "ArnLike": {
-                                        "aws:SourceArn": f"arn:aws:codebuild:{region}:{account}:project/{project}"
-                                    },
-                                },
-                            }
-                        ],
-                    }
-                )
-            ),
+            assume_role_policy=repo.arn.apply(lambda arn: json.dumps(builder_trust_policy(arn, project))),
             opts=child,
         )
         # The bases the build pulls from ECR (the DLC, and the slurmd base where it is on ECR).
@@ -411,6 +392,31 @@ class SlurmdImage(pulumi.ComponentResource):
             # DLC's gigabytes through it.
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+
+def builder_trust_policy(repository_arn: str, project: str) -> dict:
+    """CodeBuild may assume the builder role for the project `project` of the repository's
+    account and region only. Partition, region and account come from the repository's ARN
+    (arn:<partition>:ecr:<region>:<account>:repository/<name>), so the project's ARN is right in
+    aws-cn and aws-us-gov too (IAM User Guide, "IAM ARNs":
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
+    _, partition, _, region, account, _ = repository_arn.split(":", 5)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "codebuild.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{partition}:codebuild:{region}:{account}:project/{project}"
+                    },
+                },
+            }
+        ],
+    }
 
 
 # ECR's push and pull actions on a repository (ECR User Guide, "Private repository policy

@@ -17,8 +17,9 @@ BatchGetBuilds returns in the build's exportedEnvironmentVariables.
 Runs on CodeBuild's curated Amazon Linux 2023 x86_64 standard image with privileged mode on (the
 Docker daemon runs only in privileged mode: CodeBuild User Guide, "Docker in custom image sample",
 https://docs.aws.amazon.com/codebuild/latest/userguide/sample-docker-custom-image.html). That image
-ships Docker 26.1.4 with buildx 0.14.1 (aws/aws-codebuild-docker-images
-al/x86_64/standard/5.0/Dockerfile at 3d3a2c35, DOCKER_VERSION and DOCKER_BUILDX_VERSION), and runs on EC2
+floats (CodeBuild updates standard:5.0 in place): it ships Docker 26 or later with buildx
+(aws/aws-codebuild-docker-images al/x86_64/standard/5.0/Dockerfile, DOCKER_VERSION and
+DOCKER_BUILDX_VERSION), and the install phase logs the versions a build ran with. It runs on EC2
 compute, where a phase's `on-failure` is honoured (not on Lambda compute or reserved capacity:
 https://docs.aws.amazon.com/codebuild/latest/userguide/lambda-compute-images.html).
 

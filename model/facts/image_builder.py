@@ -32,15 +32,13 @@ COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
 BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
 # A build that has not finished in this long has hung (a local build is modelled at 10 minutes,
 # devkit/bench_timeline.py; the DLC pull inside the region takes minutes): CodeBuild stops it and
-# `up` fails with its phase and log. CodeBuild accepts 5 to 2160 minutes (CodeBuild API Reference,
-# CreateProject timeoutInMinutes and queuedTimeoutInMinutes:
-# https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html).
+# `up` fails with its phase and log. CodeBuild accepts 5 to 2160 minutes for timeoutInMinutes and 5
+# to 480 for queuedTimeoutInMinutes (CodeBuild API Reference, CreateProject:
+# https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html; botocore's
+# codebuild 2016-10-06 service model, shapes BuildTimeOut and TimeOut).
 BUILD_TIMEOUT_MINUTES = 90
 QUEUED_TIMEOUT_MINUTES = 60
 
-# A source archive is read once, by the build its content digest starts; a new context uploads a
-# new object. A week covers a build that is retried by hand (StartBuild with the same source).
-SOURCE_EXPIRATION_DAYS = 7
 # A build log answers "why did this build fail" or "what went into this image": read within days
 # of the build. A month, one of the retentions CloudWatch Logs accepts (audit_logs.RETENTION_DAYS).
 BUILD_LOG_RETENTION_DAYS = 30

@@ -375,6 +375,16 @@ def test_only_codebuild_may_assume_the_builder_role_and_only_for_this_project(de
     }
 
 
+def test_the_builder_role_trusts_codebuild_in_the_repositorys_partition():
+    from components.slurmd_image import builder_trust_policy
+
+    arn = "arn:aws-cn:ecr:cn-north-1:123456789012:repository/slinky-eks-dev/slurmd"
+    (trust,) = builder_trust_policy(arn, PROJECT)["Statement"]
+    assert trust["Condition"]["ArnLike"] == {
+        "aws:SourceArn": f"arn:aws-cn:codebuild:cn-north-1:123456789012:project/{PROJECT}"
+    }
+
+
 def test_the_project_builds_in_a_privileged_amazon_linux_container_with_room_for_the_dlc(dev):
     from model.facts import image_builder
 
@@ -434,9 +444,13 @@ def test_the_sources_bucket_refuses_every_request_without_tls(dev):
     assert set(deny["Resource"]) == {"arn:aws:s3:::slurmd-sources", "arn:aws:s3:::slurmd-sources/*"}
 
 
-def test_old_sources_expire(dev):
+def test_the_current_source_never_expires_and_abandoned_uploads_are_cleaned_up(dev):
+    # The object the state holds must outlive any lifecycle: Pulumi deletes it when the context
+    # changes, so no expiration; parts of an upload `up` gave up on go after a day.
     (rule,) = dev.named("slurmd-sources-expiry").inputs["rules"]
-    assert rule["status"] == "Enabled" and rule["expiration"] == {"days": 7}
+    assert rule["status"] == "Enabled"
+    assert "expiration" not in rule and "noncurrentVersionExpiration" not in rule
+    assert rule["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 1}
 
 
 def test_the_source_is_the_image_directory_named_by_its_content_digest(dev):
