@@ -299,13 +299,20 @@ class SlurmdImage(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        # The zip of image/ (relative paths: the same object from every checkout), the Dockerfile
-        # at its root, where the buildspec builds.
+        # The zip of the files the build reads (image_buildspec.context_files, the list the digest
+        # covers; relative paths: the same object from every checkout), the Dockerfile at its
+        # root, where the buildspec builds. The zip carries no file modes: the Dockerfile's COPY
+        # --chmod sets them.
         source = aws.s3.BucketObjectv2(
             f"{name}-context",
             bucket=bucket.id,
             key=image_builder.source_key(digest),
-            source=pulumi.FileArchive(CONTEXT),
+            source=pulumi.AssetArchive(
+                {
+                    file: pulumi.FileAsset(f"{CONTEXT}/{file}")
+                    for file in image_buildspec.context_files(CONTEXT_DIR)
+                }
+            ),
             opts=child,
         )
         return bucket, source

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pathlib
 from typing import Any
 
@@ -179,16 +178,66 @@ def buildspec() -> str:
 BUILDSPEC = buildspec()
 
 
-def _context_files(context: pathlib.Path) -> list[list[str]]:
-    """[relative path, "x" if executable else "-", sha256 of the bytes] of every file under
-    `context`, sorted by path. Everything: image/ has no .dockerignore, so the build sees all."""
-    entries = []
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
-        executable = "x" if os.access(path, os.X_OK) else "-"
-        entries.append(
-            [path.relative_to(context).as_posix(), executable, hashlib.sha256(path.read_bytes()).hexdigest()]
-        )
-    return entries
+# The Dockerfile's name in the context (the zip's root, where the buildspec builds).
+DOCKERFILE = "Dockerfile"
+
+
+def dockerfile_instructions(dockerfile: str) -> list[tuple[str, list[str]]]:
+    """(INSTRUCTION, its words) of each instruction, backslash continuations joined, comment lines
+    (within a continuation too, as Docker drops them) and the parser directive left out."""
+    instructions, current = [], ""
+    for line in dockerfile.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line.rstrip().endswith("\\"):
+            current += line.rstrip()[:-1] + " "
+            continue
+        words = (current + line).split()
+        current = ""
+        instructions.append((words[0].upper(), words[1:]))
+    return instructions
+
+
+def copied_sources(dockerfile: str) -> list[str]:
+    """The context paths the Dockerfile's COPY and ADD instructions read (not those that copy
+    from a stage, --from), in the order written. The shell form only: the exec (JSON) form is
+    refused, so no source goes unread."""
+    sources = []
+    for instruction, words in dockerfile_instructions(dockerfile):
+        if instruction not in ("COPY", "ADD"):
+            continue
+        if words and words[0].startswith("["):
+            raise ValueError(f"{DOCKERFILE}: {instruction} {' '.join(words)}: write it in the shell form")
+        if any(w.startswith("--from=") for w in words):
+            continue
+        paths = [w for w in words if not w.startswith("--")]
+        sources.extend(paths[:-1])
+    return sources
+
+
+def context_files(context: pathlib.Path) -> list[str]:
+    """The files of `context` a build reads: the Dockerfile and what its COPY/ADD lines name
+    (a directory as every file under it), relative paths, sorted. The one list both the context
+    digest and the uploaded zip (components/slurmd_image.py) take, so a file the build never
+    reads (image/README.md, build-image.sh, local clutter) neither starts a build nor is sent."""
+    files = {DOCKERFILE}
+    for source in copied_sources((context / DOCKERFILE).read_text()):
+        matched = sorted(context.glob(source))
+        if not matched:
+            raise ValueError(f"{DOCKERFILE} copies {source!r}, which {context} does not hold")
+        for path in matched:
+            found = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+            files.update(p.relative_to(context).as_posix() for p in found)
+    return sorted(files)
+
+
+def _context_hashes(context: pathlib.Path) -> list[list[str]]:
+    """[relative path, sha256 of the bytes] of each file a build reads. No mode: the zip CodeBuild
+    gets carries none (pulumi sdk/go/common/resource/archive/archive.go addNextFileToZIP writes
+    names and bytes only), so the Dockerfile's COPY --chmod, which the digest covers, sets them."""
+    return [
+        [name, hashlib.sha256((context / name).read_bytes()).hexdigest()] for name in context_files(context)
+    ]
 
 
 def context_digest(
@@ -200,11 +249,11 @@ def context_digest(
     image_tag: str,
     buildspec_text: str = BUILDSPEC,
 ) -> str:
-    """The sha256 (64 hex digits) of a build's inputs: the context's files (relative paths, the
-    executable bit that COPY keeps, bytes; no times, no absolute path), the build arguments, the
-    tag and the buildspec. Equal digests build equal images; the runner builds only on a new one."""
+    """The sha256 (64 hex digits) of a build's inputs: the files the build reads (context_files:
+    relative paths and bytes; no modes, no times, no absolute path), the build arguments, the tag
+    and the buildspec. Equal digests build equal images; the runner builds only on a new one."""
     inputs = {
-        "files": _context_files(context),
+        "files": _context_hashes(context),
         "args": {
             DLC_IMAGE: dlc_image,
             SLURMD_IMAGE: slurmd_image,

@@ -140,6 +140,52 @@ def test_dockerfile_passes_hadolint():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def _executed_without_an_executable_mode(dockerfile: str) -> list[str]:
+    """Files copied from the context that a RUN executes (a command's first word), with neither COPY --chmod giving an
+    executable mode nor a chmod in an earlier RUN."""
+    from model.builders.image_buildspec import dockerfile_instructions
+
+    copied, made_executable, unexecutable = {}, set(), []
+    for instruction, words in dockerfile_instructions(dockerfile):
+        if instruction == "COPY" and not any(w.startswith("--from=") for w in words):
+            mode = next((w.split("=", 1)[1] for w in words if w.startswith("--chmod=")), "0644")
+            *sources, destination = [w for w in words if not w.startswith("--")]
+            for source in sources:
+                path = destination + source.rsplit("/", 1)[-1] if destination.endswith("/") else destination
+                copied[path] = int(mode, 8) & 0o111 == 0o111
+        elif instruction == "RUN":
+            text = " ".join(words)
+            for path, executable in copied.items():
+                if re.search(rf"chmod \S*\s*{re.escape(path)}(?![\w./-])", text):
+                    made_executable.add(path)
+                elif re.search(rf"(^|&&|\|\||[;|])\s*{re.escape(path)}(?![\w./-])", text) and not (
+                    executable or path in made_executable
+                ):
+                    unexecutable.append(path)
+    return unexecutable
+
+
+def test_every_file_the_dockerfile_executes_is_copied_executable():
+    # The in-region build's context is a zip without file modes, so a script is executable in the
+    # image only if the Dockerfile makes it so.
+    assert _executed_without_an_executable_mode((ROOT / "image/Dockerfile").read_text()) == []
+
+
+def test_the_mode_check_finds_a_script_copied_without_chmod():
+    dockerfile = "FROM a\nCOPY run.sh /usr/local/sbin/\nRUN /usr/local/sbin/run.sh --x\n"
+    assert _executed_without_an_executable_mode(dockerfile) == ["/usr/local/sbin/run.sh"]
+    chmodded = dockerfile.replace("RUN /usr", "RUN chmod 0755 /usr/local/sbin/run.sh && /usr")
+    assert _executed_without_an_executable_mode(chmodded) == []
+
+
+def test_the_image_scripts_are_executable_in_git():
+    # A local build of a checkout copies the modes git gave the files.
+    listed = subprocess.run(
+        ["git", "ls-files", "-s", "--", "image/*.sh"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert listed and [line.split()[-1] for line in listed if not line.startswith("100755")] == []
+
+
 def test_image_scripts_pass_shellcheck():
     scripts = sorted(str(p) for p in (ROOT / "image").glob("*.sh"))
     # -x: the assertions source image/loader.sh, which is checked with them.
@@ -453,10 +499,14 @@ def test_the_current_source_never_expires_and_abandoned_uploads_are_cleaned_up(d
     assert rule["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 1}
 
 
-def test_the_source_is_the_image_directory_named_by_its_content_digest(dev):
+def test_the_source_is_the_files_the_build_reads_named_by_its_content_digest(dev):
+    from model.builders.image_buildspec import context_files
+
     context = dev.named("slurmd-context").inputs
     digest = dev.named("slurmd-build").inputs["context_digest"]
-    assert context["source"] == {"fileArchive": "image"}
+    files = context_files(ROOT / "image")
+    assert context["source"] == {"assetArchive": {f: {"fileAsset": f"image/{f}"} for f in files}}
+    assert "README.md" not in files and "build-image.sh" not in files
     assert context["key"] == f"image-context/{digest}.zip"
 
 
@@ -477,8 +527,8 @@ def test_the_run_builds_this_context_with_the_projects_environment(dev):
     assert run.inputs["source_location"] == f"{context['bucket']}/{context['key']}"
     assert run.inputs["log_group_name"] == f"/aws/codebuild/{PROJECT}"
     assert run.inputs["environment"] == {
-        "DLC_IMAGE": f"{DLC_REGISTRY}/{versions.DLC_IMAGE}",
-        "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
+        "DLC_IMAGE": held(f"{DLC_REGISTRY}/{versions.DLC_IMAGE}"),
+        "SLURMD_IMAGE": held(versions.SLURMD_BASE_IMAGE),
         "SLURM_VERSION": versions.SLURM_RELEASE,
         "IMAGE_REPOSITORY": REPO_URL,
         "IMAGE_TAG": versions.SLURMD_IMAGE_TAG,

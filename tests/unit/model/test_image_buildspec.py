@@ -301,17 +301,55 @@ def test_one_byte_of_one_file_changes_the_digest(context):
     assert context_digest(context, **ARGS) != before
 
 
-def test_a_new_file_changes_the_digest(context):
+def test_a_new_file_the_dockerfile_copies_changes_the_digest(context):
     before = context_digest(context, **ARGS)
     (context / "extra.txt").write_text("")
+    dockerfile = context / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY extra.txt /etc/extra.txt\n")
     assert context_digest(context, **ARGS) != before
 
 
-def test_the_executable_bit_the_build_copies_changes_the_digest(context):
+@pytest.mark.parametrize("name", ["README.md", "build-image.sh", "notes.txt", ".DS_Store"])
+def test_a_file_the_build_does_not_read_does_not_change_the_digest(context, name):
+    # A doc edit in image/README.md, the local build script or clutter start no build.
+    before = context_digest(context, **ARGS)
+    (context / name).write_text("edited\n")
+    assert context_digest(context, **ARGS) == before
+
+
+def test_the_build_reads_the_dockerfile_and_the_files_it_copies_and_nothing_else():
+    assert image_buildspec.context_files(REPO / "image") == [
+        "Dockerfile",
+        "assert-image.sh",
+        "assert-toolchain.sh",
+        "finetune-requirements.txt",
+        "loader.sh",
+        "register-libraries.sh",
+    ]
+
+
+def test_copies_from_a_stage_read_nothing_of_the_context():
+    dockerfile = "FROM a AS s\nCOPY --from=s /x /x\nCOPY --chmod=0755 \\\n  a.sh b.sh /bin/\n# COPY c /c\n"
+    assert image_buildspec.copied_sources(dockerfile) == ["a.sh", "b.sh"]
+
+
+def test_a_copy_in_the_exec_form_is_refused_rather_than_left_unread():
+    with pytest.raises(ValueError, match="shell form"):
+        image_buildspec.copied_sources('FROM a\nCOPY ["a.sh", "/bin/"]\n')
+
+
+def test_a_copied_file_the_context_lacks_is_refused(context):
+    (context / "loader.sh").unlink()
+    with pytest.raises(ValueError, match="'loader.sh'"):
+        image_buildspec.context_files(context)
+
+
+def test_file_modes_do_not_change_the_digest(context):
+    # The zip CodeBuild gets carries no modes; the Dockerfile's COPY --chmod sets them.
     before = context_digest(context, **ARGS)
     loader = context / "loader.sh"
-    loader.chmod(loader.stat().st_mode | stat.S_IXUSR)
-    assert context_digest(context, **ARGS) != before
+    loader.chmod(loader.stat().st_mode ^ stat.S_IXUSR)
+    assert context_digest(context, **ARGS) == before
 
 
 @pytest.mark.parametrize("arg", sorted(ARGS))
