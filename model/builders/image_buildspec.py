@@ -11,8 +11,8 @@ The build's environment variables, set by each run (components/_parts/image_buil
 them as StartBuild's environmentVariablesOverride): DLC_IMAGE, SLURMD_IMAGE, SLURM_VERSION (the
 Dockerfile's build arguments), IMAGE_REPOSITORY (the stack's repository URL,
 <account>.dkr.ecr.<region>.amazonaws.com/<name>), IMAGE_TAG (slurmdImageTag) and CONTEXT_DIGEST
-(context_digest below, 64 hex digits). It exports IMAGE_DIGEST (sha256:<hex>), which
-BatchGetBuilds returns in the build's exportedEnvironmentVariables.
+(context_digest below, 64 hex digits). It exports IMAGE_DIGEST (sha256:<hex>) and IMAGE_REUSED,
+which BatchGetBuilds returns in the build's exportedEnvironmentVariables.
 
 Runs on CodeBuild's curated Amazon Linux 2023 x86_64 standard image with privileged mode on (the
 Docker daemon runs only in privileged mode: CodeBuild User Guide, "Docker in custom image sample",
@@ -49,6 +49,9 @@ IMAGE_TAG = "IMAGE_TAG"
 CONTEXT_DIGEST = "CONTEXT_DIGEST"
 RUN_VARIABLES = (DLC_IMAGE, SLURMD_IMAGE, SLURM_VERSION, IMAGE_REPOSITORY, IMAGE_TAG, CONTEXT_DIGEST)
 IMAGE_DIGEST = "IMAGE_DIGEST"
+# "1" when the build found its context's image already pushed (by another build of the same
+# context, one an interrupted `up` left running) and built nothing; "0" when it built and pushed.
+IMAGE_REUSED = "IMAGE_REUSED"
 
 # The tag that names an image by the content digest of its build context. ECR tags are at most
 # 128 characters of [A-Za-z0-9_.-] (ECR API Reference, ImageIdentifier imageTag); "ctx-" and 64
@@ -92,19 +95,47 @@ _CHECK_DIGEST = r"""if [[ ! $CONTEXT_DIGEST =~ ^[0-9a-f]{64}$ ]]; then
   exit 1
 fi"""
 
+# The digest ECR holds under this context's tag (ECR API Reference, DescribeImages,
+# imageDetails[].imageDigest), in the build's own region and account (the repository's); empty
+# when there is none.
+_DESCRIBE_CONTEXT_IMAGE = (
+    "aws ecr describe-images"
+    ' --repository-name "${IMAGE_REPOSITORY#*/}"'
+    f' --image-ids imageTag="{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST"'
+    " --query 'imageDetails[0].imageDigest' --output text"
+)
+
+# A build of a context whose image is already pushed (the ctx- tag goes last, so it names a
+# whole image) builds and pushes nothing: it exports that digest. Two builds of one context (an
+# `up` interrupted and run again) then push it once.
+_FIND_PUSHED = (
+    f'IMAGE_DIGEST=$({_DESCRIBE_CONTEXT_IMAGE} 2>/dev/null) || IMAGE_DIGEST=""\n'
+    "if [[ $IMAGE_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]]; then\n"
+    "  IMAGE_REUSED=1\n"
+    f'  echo "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST is pushed already ($IMAGE_DIGEST): nothing to build"\n'
+    "else\n"
+    "  IMAGE_REUSED=0\n"
+    "fi\n"
+    "export IMAGE_REUSED"
+)
+
 # The image/ context (the source zip's root) with today's Dockerfile. Its last RUN runs
 # image/assert-image.sh and image/assert-toolchain.sh, so a failed assertion fails this command,
 # and so the build phase, before anything is pushed (the pushes are post_build's).
-_BUILD = "\\\n  ".join(
-    (
-        "docker buildx build --platform linux/amd64 --load ",
-        '--build-arg DLC_IMAGE="$DLC_IMAGE" ',
-        '--build-arg SLURMD_IMAGE="$SLURMD_IMAGE" ',
-        '--build-arg SLURM_VERSION="$SLURM_VERSION" ',
-        '--tag "$IMAGE_REPOSITORY:$IMAGE_TAG" ',
-        f'--tag "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST" ',
-        "--file Dockerfile .",
+_BUILD = (
+    'if [ "$IMAGE_REUSED" != 1 ]; then\n  '
+    + "\\\n    ".join(
+        (
+            "docker buildx build --platform linux/amd64 --load ",
+            '--build-arg DLC_IMAGE="$DLC_IMAGE" ',
+            '--build-arg SLURMD_IMAGE="$SLURMD_IMAGE" ',
+            '--build-arg SLURM_VERSION="$SLURM_VERSION" ',
+            '--tag "$IMAGE_REPOSITORY:$IMAGE_TAG" ',
+            f'--tag "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST" ',
+            "--file Dockerfile .",
+        )
     )
+    + "\nfi"
 )
 
 # post_build runs after a failed build phase unless that phase aborts (the reference's
@@ -119,23 +150,19 @@ fi"""
 # The ctx- tag last: its presence in the repository means the image is wholly pushed, which is
 # what the runner's reuse of an earlier build relies on.
 _PUSH = (
-    'docker push "$IMAGE_REPOSITORY:$IMAGE_TAG"',
-    f'docker push "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST"',
+    '[ "$IMAGE_REUSED" = 1 ] || docker push "$IMAGE_REPOSITORY:$IMAGE_TAG"',
+    f'[ "$IMAGE_REUSED" = 1 ] || docker push "$IMAGE_REPOSITORY:{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST"',
 )
 
-# The pushed manifest's digest as the registry holds it (ECR API Reference, DescribeImages,
-# imageDetails[].imageDigest), in the build's own region and account (the repository's).
+# The pushed manifest's digest as the registry holds it.
 _EXPORT_DIGEST = (
-    "IMAGE_DIGEST=$(aws ecr describe-images"
-    ' --repository-name "${IMAGE_REPOSITORY#*/}"'
-    f' --image-ids imageTag="{CONTEXT_TAG_PREFIX}$CONTEXT_DIGEST"'
-    " --query 'imageDetails[0].imageDigest' --output text) || exit 1\n"
+    f"IMAGE_DIGEST=$({_DESCRIBE_CONTEXT_IMAGE}) || exit 1\n"
     "if [[ ! $IMAGE_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]]; then\n"
     "  echo \"ECR gave no digest for the pushed image: '$IMAGE_DIGEST'\"\n"
     "  exit 1\n"
     "fi\n"
     "export IMAGE_DIGEST\n"
-    'echo "pushed $IMAGE_REPOSITORY@$IMAGE_DIGEST"'
+    'echo "the image: $IMAGE_REPOSITORY@$IMAGE_DIGEST"'
 )
 
 
@@ -146,12 +173,12 @@ def buildspec_document() -> dict[str, Any]:
         "env": {
             # bash for [[ =~ ]] and <<< (the reference's env/shell).
             "shell": "bash",
-            "exported-variables": [IMAGE_DIGEST],
+            "exported-variables": [IMAGE_DIGEST, IMAGE_REUSED],
         },
         "phases": {
             # The tools' versions head the log: what a failure report is read against.
             "install": {"commands": ["docker version", "docker buildx version"]},
-            "pre_build": {"commands": [_CHECK_DIGEST, _LOGIN]},
+            "pre_build": {"commands": [_CHECK_DIGEST, _LOGIN, _FIND_PUSHED]},
             "build": {"on-failure": "ABORT", "commands": [_BUILD]},
             "post_build": {"commands": [_ONLY_AFTER_SUCCESS, *_PUSH, _EXPORT_DIGEST]},
         },
