@@ -84,8 +84,17 @@ class SlurmdImage(pulumi.ComponentResource):
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             # Mutable: docker-build pushes every tag again on any diff of the Image, which ECR
             # refuses for an existing immutable tag; nodes run the image by digest, never by tag
-            # (docs/decisions/mutable-image-tags.md).
-            image_tag_mutability="MUTABLE",
+            # (docs/decisions/mutable-image-tags.md). But the in-region build's ctx-<digest> tags,
+            # pushed once per context and never again (the build skips a context already
+            # pushed), are immutable: the tag the runner reuses an image by cannot be moved onto
+            # another image (ECR User Guide, "Preventing image tags from being overwritten":
+            # https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-tag-mutability.html).
+            image_tag_mutability="MUTABLE_WITH_EXCLUSION",
+            image_tag_mutability_exclusion_filters=[
+                aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
+                    filter=f"{image_buildspec.CONTEXT_TAG_PREFIX}*", filter_type="WILDCARD"
+                )
+            ],
             encryption_configurations=[
                 aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="AES256")
             ],
@@ -98,33 +107,7 @@ class SlurmdImage(pulumi.ComponentResource):
         return aws.ecr.LifecyclePolicy(
             f"{self._name}-lifecycle",
             repository=repo.name,
-            policy=json.dumps(
-                {
-                    "rules": [
-                        {
-                            "rulePriority": 1,
-                            "description": "drop untagged layers after a week",
-                            "selection": {
-                                "tagStatus": "untagged",
-                                "countType": "sinceImagePushed",
-                                "countUnit": "days",
-                                "countNumber": 7,
-                            },
-                            "action": {"type": "expire"},
-                        },
-                        {
-                            "rulePriority": 2,
-                            "description": "keep the 10 newest images",
-                            "selection": {
-                                "tagStatus": "any",
-                                "countType": "imageCountMoreThan",
-                                "countNumber": 10,
-                            },
-                            "action": {"type": "expire"},
-                        },
-                    ]
-                }
-            ),
+            policy=json.dumps(lifecycle_policy(self._args.tag)),
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -399,6 +382,74 @@ class SlurmdImage(pulumi.ComponentResource):
             # DLC's gigabytes through it.
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+
+# How many images of earlier build contexts (ctx-<digest>) the repository keeps, newest first: a
+# return to one of them is a re-tag, not a build; and how many images of other tags (local
+# builds, the registry cache).
+KEPT_CONTEXT_IMAGES = 10
+KEPT_OTHER_IMAGES = 10
+
+
+def lifecycle_policy(tag: str) -> dict:
+    """The repository's lifecycle policy: the image the stack's tag names (what the nodes run:
+    every build pushes it, and the runner moves the tag onto an image it reuses) is never expired;
+    then untagged images after a week, the newest KEPT_CONTEXT_IMAGES context images and the newest
+    KEPT_OTHER_IMAGES others are kept. An image that matches the tag selection of a rule is never
+    expired by a rule of lower priority, and a rule of tagStatus "any" comes last (ECR User Guide,
+    "Lifecycle policy evaluation rules" and "Lifecycle policy properties":
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/LifecyclePolicies.html,
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html), so the
+    repository holds at most 1 + KEPT_CONTEXT_IMAGES + KEPT_OTHER_IMAGES tagged images."""
+    return {
+        "rules": [
+            {
+                "rulePriority": 1,
+                "description": "keep the image the stack's tag names",
+                # One image holds a tag, so a count of 1 never expires it; matching this rule's
+                # tags keeps the lower rules from expiring it.
+                "selection": {
+                    "tagStatus": "tagged",
+                    "tagPatternList": [tag],
+                    "countType": "imageCountMoreThan",
+                    "countNumber": 1,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 2,
+                "description": "drop untagged layers after a week",
+                "selection": {
+                    "tagStatus": "untagged",
+                    "countType": "sinceImagePushed",
+                    "countUnit": "days",
+                    "countNumber": 7,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 3,
+                "description": f"keep the {KEPT_CONTEXT_IMAGES} newest images of build contexts",
+                "selection": {
+                    "tagStatus": "tagged",
+                    "tagPatternList": [f"{image_buildspec.CONTEXT_TAG_PREFIX}*"],
+                    "countType": "imageCountMoreThan",
+                    "countNumber": KEPT_CONTEXT_IMAGES,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 4,
+                "description": f"keep the {KEPT_OTHER_IMAGES} newest other images",
+                "selection": {
+                    "tagStatus": "any",
+                    "countType": "imageCountMoreThan",
+                    "countNumber": KEPT_OTHER_IMAGES,
+                },
+                "action": {"type": "expire"},
+            },
+        ]
+    }
 
 
 def builder_trust_policy(repository_arn: str, project: str) -> dict:

@@ -1,6 +1,7 @@
 """The slurmd image: ECR repository settings, both registries' credentials, platform, registry
 cache, and the digest-pinned output."""
 
+import fnmatch
 import json
 import re
 import subprocess
@@ -44,22 +45,85 @@ def test_repository_scans_on_push(dev):
     assert dev.named("slurmd-repo").inputs["imageScanningConfiguration"] == {"scanOnPush": True}
 
 
-def test_repository_accepts_a_second_push_of_a_tag(dev):
+def test_repository_accepts_a_second_push_of_a_tag_but_not_of_a_context_tag(dev):
     # docker-build pushes every tag again on any diff of the Image; an immutable tag would fail
-    # the second `pulumi up` (docs/decisions/mutable-image-tags.md).
+    # the second `pulumi up` (docs/decisions/mutable-image-tags.md). A ctx-<digest> tag is pushed
+    # once per context, and what it names must not move.
     repo = dev.named("slurmd-repo").inputs
-    assert repo["imageTagMutability"] == "MUTABLE"
-    assert "imageTagMutabilityExclusionFilters" not in repo
+    assert repo["imageTagMutability"] == "MUTABLE_WITH_EXCLUSION"
+    assert repo["imageTagMutabilityExclusionFilters"] == [{"filter": "ctx-*", "filterType": "WILDCARD"}]
 
 
 def test_repository_is_deleted_with_its_images_on_destroy(dev):
     assert dev.named("slurmd-repo").inputs["forceDelete"] is True
 
 
-def test_repository_has_a_lifecycle_policy(dev):
-    rules = json.loads(dev.named("slurmd-lifecycle").inputs["policy"])["rules"]
-    assert {r["selection"]["tagStatus"] for r in rules} == {"untagged", "any"}
-    assert all(r["action"]["type"] == "expire" for r in rules)
+def _expired(policy: dict, images: list[tuple[str, ...]]) -> set[int]:
+    """The indices of `images` (each its tags; listed oldest push first) that ECR's lifecycle
+    evaluation expires, by the rules of the ECR User Guide, "Lifecycle policy evaluation rules":
+    rules in priority order; imageCountMoreThan counts every image the rule selects, newest first,
+    but a rule never expires an image that matched the tag selection of a higher-priority rule;
+    sinceImagePushed here expires every image it selects (all are taken as older than its days)."""
+    claimed: set[int] = set()
+    expired: set[int] = set()
+    for rule in sorted(policy["rules"], key=lambda r: r["rulePriority"]):
+        selection = rule["selection"]
+        matching = [i for i in range(len(images)) if _selects(selection, images[i])]
+        chosen = sorted(matching, reverse=True)  # newest first
+        if selection["countType"] == "imageCountMoreThan":
+            chosen = chosen[selection["countNumber"] :]
+        expired |= {i for i in chosen if i not in claimed}
+        claimed |= set(matching)
+    return expired
+
+
+def _selects(selection: dict, tags: tuple[str, ...]) -> bool:
+    """Whether a rule's tag selection takes an image with `tags`: every pattern matches one of
+    them (ECR User Guide, "Lifecycle policy properties", tagPatternList)."""
+    if selection["tagStatus"] == "untagged":
+        return not tags
+    if selection["tagStatus"] == "any":
+        return True
+    patterns = selection.get("tagPatternList") or [f"{p}*" for p in selection.get("tagPrefixList", [])]
+    return bool(tags) and all(any(fnmatch.fnmatchcase(t, p) for t in tags) for p in patterns)
+
+
+@pytest.fixture(scope="module")
+def lifecycle(dev) -> dict:
+    return json.loads(dev.named("slurmd-lifecycle").inputs["policy"])
+
+
+def test_the_image_the_stacks_tag_names_is_never_expired_however_old(lifecycle):
+    # A return to earlier inputs reuses an old context's image and moves the tag onto it; twelve
+    # newer contexts and local images must not expire it.
+    tag = versions.SLURMD_IMAGE_TAG
+    images = [(tag, "ctx-" + "0" * 64), *[(f"ctx-{n:064x}",) for n in range(1, 13)], ("buildcache",)]
+    images += [(f"old-{n}",) for n in range(12)]
+    assert 0 not in _expired(lifecycle, images)
+
+
+def test_the_repository_stays_bounded(lifecycle):
+    from components.slurmd_image import KEPT_CONTEXT_IMAGES, KEPT_OTHER_IMAGES
+
+    tag = versions.SLURMD_IMAGE_TAG
+    images = [(tag, "ctx-" + "0" * 64), *[(f"ctx-{n:064x}",) for n in range(1, 30)]]
+    images += [(f"old-{n}",) for n in range(30)] + [()] * 5
+    kept = len(images) - len(_expired(lifecycle, images))
+    assert 0 < kept <= 1 + KEPT_CONTEXT_IMAGES + KEPT_OTHER_IMAGES
+
+
+def test_the_lifecycle_model_expires_the_oldest_image_under_a_keep_the_newest_rule():
+    # The model's own check: a lone "keep the 10 newest" rule expires the stack's oldest image.
+    keep_ten = {
+        "rules": [
+            {
+                "rulePriority": 1,
+                "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": 10},
+                "action": {"type": "expire"},
+            }
+        ]
+    }
+    assert 0 in _expired(keep_ten, [("a",)] + [(f"ctx-{n}",) for n in range(12)])
 
 
 def test_build_pulls_from_the_dlc_registry_and_pushes_to_ours(build):
