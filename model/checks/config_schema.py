@@ -99,6 +99,13 @@ PREVIEW_BUILDS_LOCALLY = identify(
     "buildImageOnPreview",
     "imageBuilder",
 )
+RUNNER_PROVIDER_KEYS = identify(
+    "runner-provider-keys",
+    ERROR,
+    "no AWS provider key the in-region build's runner cannot honour, with imageBuilder codebuild",
+    "imageBuilder",
+    "aws:*",
+)
 UNDECLARED_KEY = identify("undeclared-key", ERROR, "a key Pulumi.yaml declares", "slinky-eks:*")
 
 
@@ -1161,6 +1168,25 @@ def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
             "codebuild a preview starts no build and `up` builds in the region when the image's inputs "
             "change; set imageBuilder to local to build at preview, or remove buildImageOnPreview",
         )
+    ]
+
+
+def runner_provider_keys(given: Mapping[str, str], builder: Any) -> list[Problem]:
+    """With the in-region builder, each AWS provider key the build's runner would not honour
+    (image_builder.RUNNER_IGNORED_PROVIDER_KEYS), given as `given` shows it (secrets withheld)."""
+    if builder != image_builder.CODEBUILD:
+        return []
+    return [
+        error(
+            RUNNER_PROVIDER_KEYS,
+            key,
+            given[key],
+            "not with imageBuilder = codebuild: the in-region build's runner calls CodeBuild with "
+            "aws:region and aws:profile only, not as this key says; put the credentials, role or "
+            "endpoints in an AWS profile and set aws:profile, or set imageBuilder to local",
+        )
+        for key in sorted(given)
+        if key in image_builder.RUNNER_IGNORED_PROVIDER_KEYS
     ]
 
 

@@ -39,6 +39,34 @@ BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
 BUILD_TIMEOUT_MINUTES = 90
 QUEUED_TIMEOUT_MINUTES = 60
 
+# The AWS provider's config keys (Pulumi Registry, AWS provider, "Installation & Configuration",
+# Configuration reference: https://www.pulumi.com/registry/packages/aws/installation-configuration/)
+# that change who the provider calls AWS as, where, or which accounts it may touch, and that the
+# in-region build's runner does not read: it is a dynamic provider calling CodeBuild and ECR with
+# boto3 from aws:region and aws:profile only (components/_parts/image_build_run.py). With one of
+# these set the runner would act as someone else, elsewhere, or in an account the provider
+# refuses; an AWS profile carries credentials, roles (role_arn, source_profile, web identity) and
+# endpoints for both (boto3 and the provider read the same shared files).
+RUNNER_IGNORED_PROVIDER_KEYS = (
+    "aws:accessKey",
+    "aws:secretKey",
+    "aws:token",
+    "aws:assumeRole",
+    "aws:assumeRoles",
+    "aws:assumeRoleWithWebIdentity",
+    "aws:sharedCredentialsFiles",
+    "aws:sharedConfigFiles",
+    "aws:endpoints",
+    "aws:customCaBundle",
+    "aws:stsRegion",
+    "aws:useFipsEndpoint",
+    "aws:httpProxy",
+    "aws:httpsProxy",
+    "aws:insecure",
+    "aws:allowedAccountIds",
+    "aws:forbiddenAccountIds",
+)
+
 # A build log answers "why did this build fail" or "what went into this image": read within days
 # of the build. A month, one of the retentions CloudWatch Logs accepts (audit_logs.RETENTION_DAYS).
 BUILD_LOG_RETENTION_DAYS = 30

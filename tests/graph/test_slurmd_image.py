@@ -653,3 +653,26 @@ def test_the_run_calls_codebuild_with_the_stacks_aws_profile(dev):
     assert dev.named("slurmd-build").inputs.get("profile") is None
     graph = run_program("dev", {"aws:profile": "team-admin"})
     assert graph.named("slurmd-build").inputs["profile"] == "team-admin"
+
+
+def test_provider_keys_the_runner_would_not_honour_are_refused_with_the_other_problems():
+    from tests.support.program import rejected
+
+    message = rejected(
+        **{
+            "aws:assumeRoles": '[{"roleArn": "arn:aws:iam::123456789012:role/deployer"}]',
+            "aws:allowedAccountIds": '["123456789012"]',
+            "gpuNodeCount": "0",
+        }
+    )
+    assert message.startswith("invalid stack configuration (3 problems)")
+    for key in ("aws:assumeRoles", "aws:allowedAccountIds"):
+        line = next(line for line in message.splitlines() if key in line)
+        assert "[runner-provider-keys]" in line and "aws:profile" in line and "imageBuilder to local" in line
+
+
+def test_the_local_builder_takes_any_provider_key():
+    graph = run_program(
+        "dev", {**LOCAL, "aws:assumeRoles": '[{"roleArn": "arn:aws:iam::123456789012:role/d"}]'}
+    )
+    assert graph.error is None
