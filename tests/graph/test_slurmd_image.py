@@ -326,16 +326,16 @@ def _ecr_accepts_push(repo: dict, existing: set[str], pushed: list[str]) -> bool
     """ECR's rule for a push (ECR user guide, "Preventing image tags from being overwritten",
     https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-tag-mutability.html): a tag that
     exists in an IMMUTABLE repository is refused, whatever the digest; with
-    IMMUTABLE_WITH_EXCLUSION only tags matching an exclusion filter may move."""
-    import fnmatch
-
+    IMMUTABLE_WITH_EXCLUSION only tags matching an exclusion filter may move, with
+    MUTABLE_WITH_EXCLUSION all but those."""
     mode = repo["imageTagMutability"]
+    excluded = [f["filter"] for f in repo.get("imageTagMutabilityExclusionFilters") or []]
     for ref in pushed:
         tag = ref.rsplit(":", 1)[1]
         if tag not in existing or mode == "MUTABLE":
             continue
-        excluded = [f["filter"] for f in repo.get("imageTagMutabilityExclusionFilters") or []]
-        if mode == "IMMUTABLE_WITH_EXCLUSION" and any(fnmatch.fnmatchcase(tag, f) for f in excluded):
+        matches = any(fnmatch.fnmatchcase(tag, f) for f in excluded)
+        if matches == (mode == "IMMUTABLE_WITH_EXCLUSION") and mode != "IMMUTABLE":
             continue
         return False
     return True
@@ -372,6 +372,14 @@ def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(build):
     }
     assert not _ecr_accepts_push(immutable, existing, _pushes(build))
     assert _ecr_accepts_push(immutable, set(), _pushes(build))
+    # And the in-region repository's: a context tag pushed twice is refused.
+    contexts = {
+        "imageTagMutability": "MUTABLE_WITH_EXCLUSION",
+        "imageTagMutabilityExclusionFilters": [{"filter": "ctx-*", "filterType": "WILDCARD"}],
+    }
+    context_tag = f"{REPO_URL}:ctx-" + "ab" * 32
+    assert not _ecr_accepts_push(contexts, {"ctx-" + "ab" * 32}, [context_tag])
+    assert _ecr_accepts_push(contexts, existing, _pushes(build))
 
 
 def _undocumented_dlc_copies(dockerfile: str, readme: str) -> list[str]:
