@@ -64,6 +64,7 @@ from model.builders.image_buildspec import (
     IMAGE_TAG,
     context_tag,
 )
+from model.facts.image_builder import source_key
 
 # Between two BatchGetBuilds: a build takes tens of minutes (the DLC pull alone is 15-21 GB).
 POLL_SECONDS = 15.0
@@ -172,9 +173,11 @@ def tag_image(ecr: Any, repository_url: str, context_digest: str, tag: str) -> N
 
 
 def running_build(codebuild: Any, project_name: str, context_digest: str) -> Optional[str]:
-    """The id of a build of the project still running for this context (its CONTEXT_DIGEST), or
-    None. One page, the newest builds (ListBuildsForProject's default order): a running build is
-    among them."""
+    """The id of a build of the project still running for this context, or None: its
+    CONTEXT_DIGEST variable, or its source (Build.source.location, "<bucket>/<key>"), whose key is
+    named by the digest (image_builder.source_key): either says it, should one not carry the
+    override. One page, the newest builds (ListBuildsForProject's default order): a running build
+    is among them."""
     ids = codebuild.list_builds_for_project(projectName=project_name).get("ids", [])[:100]
     if not ids:
         return None
@@ -182,7 +185,10 @@ def running_build(codebuild: Any, project_name: str, context_digest: str) -> Opt
         if build.get("buildComplete") or build.get("buildStatus") != "IN_PROGRESS":
             continue
         variables = (build.get("environment") or {}).get("environmentVariables", [])
-        if any(v.get("name") == CONTEXT_DIGEST and v.get("value") == context_digest for v in variables):
+        location = (build.get("source") or {}).get("location", "")
+        if location.endswith(f"/{source_key(context_digest)}") or any(
+            v.get("name") == CONTEXT_DIGEST and v.get("value") == context_digest for v in variables
+        ):
             return build["id"]
     return None
 

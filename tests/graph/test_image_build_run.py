@@ -500,6 +500,15 @@ def test_a_running_build_of_the_same_context_is_waited_on_not_started_again():
     assert (result.outs["digest"], result.outs["build_id"]) == (PUSHED, BUILD_ID)
 
 
+def test_a_running_build_known_by_its_source_object_is_waited_on():
+    # Should BatchGetBuilds not carry the variables' overrides, the source key names the context.
+    running = {**RUNNING, "source": {"type": "S3", "location": f"slurmd-sources/image-context/{DIGEST}.zip"}}
+    with Services() as aws:
+        aws.expect_no_image(builds=[running])
+        aws.expect_poll(SUCCEEDED)
+        assert aws.provider().create(_props()).outs["build_id"] == BUILD_ID
+
+
 def test_a_running_build_of_another_context_or_a_finished_one_of_this_context_starts_a_build():
     finished = {**_running(f"{PROJECT}:99999999-2222-3333-4444-555555555555", DIGEST), **FAILED}
     finished["id"] = f"{PROJECT}:99999999-2222-3333-4444-555555555555"
