@@ -121,7 +121,8 @@ _FIND_PUSHED = (
 
 # The image/ context (the source zip's root) with today's Dockerfile. Its last RUN runs
 # image/assert-image.sh and image/assert-toolchain.sh, so a failed assertion fails this command,
-# and so the build phase, before anything is pushed (the pushes are post_build's).
+# and so the build phase, before anything is pushed (the pushes are post_build's). Nothing is
+# built when pre_build found the context's image pushed already.
 _BUILD = (
     'if [ "$IMAGE_REUSED" != 1 ]; then\n  '
     + "\\\n    ".join(
