@@ -1156,7 +1156,8 @@ def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
     during a preview (pulumi/pulumi pkg/resource/plugin/provider_plugin.go at v3.272.0, Create and
     Update with req.Preview; the Python dynamic provider answers Configure without
     supportsPreview: sdk/python/lib/pulumi/dynamic/__main__.py). Nor could it: the build reads its
-    context from the stack's bucket, which only `up` uploads."""
+    context from the stack's bucket, which only `up` uploads; and building from the program itself
+    at preview would write to the account outside the state (docs/decisions/image-builder.md)."""
     if not ok.get("buildImageOnPreview") or ok.get("imageBuilder") != image_builder.CODEBUILD:
         return []
     return [
@@ -1166,7 +1167,8 @@ def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
             True,
             "buildImageOnPreview = true builds at preview only with imageBuilder = local: with "
             "codebuild a preview starts no build and `up` builds in the region when the image's inputs "
-            "change; set imageBuilder to local to build at preview, or remove buildImageOnPreview",
+            "change (why a preview cannot build in the region: docs/decisions/image-builder.md); set "
+            "imageBuilder to local to build at preview, or remove buildImageOnPreview",
         )
     ]
 
