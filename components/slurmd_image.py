@@ -84,8 +84,17 @@ class SlurmdImage(pulumi.ComponentResource):
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(scan_on_push=True),
             # Mutable: docker-build pushes every tag again on any diff of the Image, which ECR
             # refuses for an existing immutable tag; nodes run the image by digest, never by tag
-            # (docs/decisions/mutable-image-tags.md).
-            image_tag_mutability="MUTABLE",
+            # (docs/decisions/mutable-image-tags.md). But the in-region build's ctx-<digest> tags,
+            # pushed once per context and never again (the build skips a context already
+            # pushed), are immutable: the tag the runner reuses an image by cannot be moved onto
+            # another image (ECR User Guide, "Preventing image tags from being overwritten":
+            # https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-tag-mutability.html).
+            image_tag_mutability="MUTABLE_WITH_EXCLUSION",
+            image_tag_mutability_exclusion_filters=[
+                aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
+                    filter=f"{image_buildspec.CONTEXT_TAG_PREFIX}*", filter_type="WILDCARD"
+                )
+            ],
             encryption_configurations=[
                 aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="AES256")
             ],
@@ -98,33 +107,7 @@ class SlurmdImage(pulumi.ComponentResource):
         return aws.ecr.LifecyclePolicy(
             f"{self._name}-lifecycle",
             repository=repo.name,
-            policy=json.dumps(
-                {
-                    "rules": [
-                        {
-                            "rulePriority": 1,
-                            "description": "drop untagged layers after a week",
-                            "selection": {
-                                "tagStatus": "untagged",
-                                "countType": "sinceImagePushed",
-                                "countUnit": "days",
-                                "countNumber": 7,
-                            },
-                            "action": {"type": "expire"},
-                        },
-                        {
-                            "rulePriority": 2,
-                            "description": "keep the 10 newest images",
-                            "selection": {
-                                "tagStatus": "any",
-                                "countType": "imageCountMoreThan",
-                                "countNumber": 10,
-                            },
-                            "action": {"type": "expire"},
-                        },
-                    ]
-                }
-            ),
+            policy=json.dumps(lifecycle_policy(self._args.tag)),
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -230,7 +213,7 @@ class SlurmdImage(pulumi.ComponentResource):
     def _sources(self, digest: str) -> tuple[aws.s3.Bucket, aws.s3.BucketObjectv2]:
         """A private, encrypted bucket the build reads its context from, TLS only, emptied and
         deleted on destroy; each context is one object named by its digest, so `up` uploads one
-        only when the context changes, and old ones expire."""
+        only when the context changes (and deletes the one before)."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
         bucket = aws.s3.Bucket(f"{name}-sources", force_destroy=True, opts=child)
         aws.s3.BucketPublicAccessBlock(
@@ -255,17 +238,17 @@ class SlurmdImage(pulumi.ComponentResource):
             ],
             opts=child,
         )
+        # No expiration: the current context object is in the stack's state and must stay (a
+        # later StartBuild, or a refresh, reads it); its key changes with the digest and Pulumi
+        # deletes the old object when the context changes, so the bucket holds one.
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-sources-expiry",
             bucket=bucket.id,
             rules=[
                 aws.s3.BucketLifecycleConfigurationRuleArgs(
-                    id="expire-build-sources",
+                    id="abort-incomplete-uploads",
                     status="Enabled",
                     filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
-                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
-                        days=image_builder.SOURCE_EXPIRATION_DAYS
-                    ),
                     # An upload `up` gave up on leaves no parts behind.
                     abort_incomplete_multipart_upload=aws.s3.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
                         days_after_initiation=1
@@ -299,13 +282,20 @@ class SlurmdImage(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        # The zip of image/ (relative paths: the same object from every checkout), the Dockerfile
-        # at its root, where the buildspec builds.
+        # The zip of the files the build reads (image_buildspec.context_files, the list the digest
+        # covers; relative paths: the same object from every checkout), the Dockerfile at its
+        # root, where the buildspec builds. The zip carries no file modes: the Dockerfile's COPY
+        # --chmod sets them.
         source = aws.s3.BucketObjectv2(
             f"{name}-context",
             bucket=bucket.id,
             key=image_builder.source_key(digest),
-            source=pulumi.FileArchive(CONTEXT),
+            source=pulumi.AssetArchive(
+                {
+                    file: pulumi.FileAsset(f"{CONTEXT}/{file}")
+                    for file in image_buildspec.context_files(CONTEXT_DIR)
+                }
+            ),
             opts=child,
         )
         return bucket, source
@@ -329,33 +319,14 @@ class SlurmdImage(pulumi.ComponentResource):
         """The project's service role: assumed by CodeBuild for this project only, allowed to push
         to and pull from the stack's repository, pull the ECR bases, write its own log group and
         read its own sources."""
-        name, child, region = self._name, pulumi.ResourceOptions(parent=self), self._args.region
+        name, child = self._name, pulumi.ResourceOptions(parent=self)
         project = image_builder.project_name(self._args.repository_name)
         # CodeBuild's confused-deputy guidance: the service may assume the role only for this
         # account's project (CodeBuild User Guide, "Cross-service confused deputy prevention":
         # https://docs.aws.amazon.com/codebuild/latest/userguide/cross-service-confused-deputy-prevention.html).
         role = aws.iam.Role(
             f"{name}-builder-role",
-            assume_role_policy=repo.registry_id.apply(
-                lambda account: json.dumps(
-                    {
-                        "Version": "2012-10-17",
-                        "Statement": [
-                            {
-                                "Effect": "Allow",
-                                "Principal": {"Service": "codebuild.amazonaws.com"},
-                                "Action": "sts:AssumeRole",
-                                "Condition": {
-                                    "StringEquals": {"aws:SourceAccount": account},
-                                    "ArnLike": {
-                                        "aws:SourceArn": f"arn:aws:codebuild:{region}:{account}:project/{project}"
-                                    },
-                                },
-                            }
-                        ],
-                    }
-                )
-            ),
+            assume_role_policy=repo.arn.apply(lambda arn: json.dumps(builder_trust_policy(arn, project))),
             opts=child,
         )
         # The bases the build pulls from ECR (the DLC, and the slurmd base where it is on ECR).
@@ -411,6 +382,99 @@ class SlurmdImage(pulumi.ComponentResource):
             # DLC's gigabytes through it.
             opts=pulumi.ResourceOptions(parent=self),
         )
+
+
+# How many images of earlier build contexts (ctx-<digest>) the repository keeps, newest first: a
+# return to one of them is a re-tag, not a build; and how many images of other tags (local
+# builds, the registry cache).
+KEPT_CONTEXT_IMAGES = 10
+KEPT_OTHER_IMAGES = 10
+
+
+def lifecycle_policy(tag: str) -> dict:
+    """The repository's lifecycle policy: the image the stack's tag names (what the nodes run:
+    every build pushes it, and the runner moves the tag onto an image it reuses) is never expired;
+    then untagged images after a week, the newest KEPT_CONTEXT_IMAGES context images and the newest
+    KEPT_OTHER_IMAGES others are kept. An image that matches the tag selection of a rule is never
+    expired by a rule of lower priority, and a rule of tagStatus "any" comes last (ECR User Guide,
+    "Lifecycle policy evaluation rules" and "Lifecycle policy properties":
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/LifecyclePolicies.html,
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/lifecycle_policy_parameters.html), so the
+    repository holds at most 1 + KEPT_CONTEXT_IMAGES + KEPT_OTHER_IMAGES tagged images."""
+    return {
+        "rules": [
+            {
+                "rulePriority": 1,
+                "description": "keep the image the stack's tag names",
+                # One image holds a tag, so a count of 1 never expires it; matching this rule's
+                # tags keeps the lower rules from expiring it.
+                "selection": {
+                    "tagStatus": "tagged",
+                    "tagPatternList": [tag],
+                    "countType": "imageCountMoreThan",
+                    "countNumber": 1,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 2,
+                "description": "drop untagged layers after a week",
+                "selection": {
+                    "tagStatus": "untagged",
+                    "countType": "sinceImagePushed",
+                    "countUnit": "days",
+                    "countNumber": 7,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 3,
+                "description": f"keep the {KEPT_CONTEXT_IMAGES} newest images of build contexts",
+                "selection": {
+                    "tagStatus": "tagged",
+                    "tagPatternList": [f"{image_buildspec.CONTEXT_TAG_PREFIX}*"],
+                    "countType": "imageCountMoreThan",
+                    "countNumber": KEPT_CONTEXT_IMAGES,
+                },
+                "action": {"type": "expire"},
+            },
+            {
+                "rulePriority": 4,
+                "description": f"keep the {KEPT_OTHER_IMAGES} newest other images",
+                "selection": {
+                    "tagStatus": "any",
+                    "countType": "imageCountMoreThan",
+                    "countNumber": KEPT_OTHER_IMAGES,
+                },
+                "action": {"type": "expire"},
+            },
+        ]
+    }
+
+
+def builder_trust_policy(repository_arn: str, project: str) -> dict:
+    """CodeBuild may assume the builder role for the project `project` of the repository's
+    account and region only. Partition, region and account come from the repository's ARN
+    (arn:<partition>:ecr:<region>:<account>:repository/<name>), so the project's ARN is right in
+    aws-cn and aws-us-gov too (IAM User Guide, "IAM ARNs":
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference-arns.html)."""
+    _, partition, _, region, account, _ = repository_arn.split(":", 5)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "codebuild.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{partition}:codebuild:{region}:{account}:project/{project}"
+                    },
+                },
+            }
+        ],
+    }
 
 
 # ECR's push and pull actions on a repository (ECR User Guide, "Private repository policy

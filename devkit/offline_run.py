@@ -461,6 +461,10 @@ def unwrap(value: Any) -> Any:
         return unwrap(value["value"])
     if isinstance(value, pulumi.FileArchive):
         return {"fileArchive": value.path}
+    if isinstance(value, pulumi.AssetArchive):
+        return {"assetArchive": {name: unwrap(member) for name, member in value.assets.items()}}
+    if isinstance(value, pulumi.FileAsset):
+        return {"fileAsset": value.path}
     if isinstance(value, dict):
         return {k: unwrap(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -135,7 +135,7 @@ TRIAGE: tuple[Triage, ...] = (
         ("aws_s3_bucket.slurmd_sources",),
         ACCEPTED,
         "No object is ever overwritten: each build context is a new object named by its content digest, "
-        "expired after a week; versions would keep nothing more.",
+        "and `up` deletes the one before; versions would keep nothing more.",
         "the-in-region-build",
     ),
     Triage(
@@ -220,7 +220,8 @@ TRIAGE: tuple[Triage, ...] = (
         "CKV_AWS_51",
         ("aws_ecr_repository.*",),
         ACCEPTED,
-        "Tags are mutable so a re-push of the same tag succeeds; every node runs the image by digest.",
+        "Tags are mutable so a re-push of the same tag succeeds, but for the in-region build's ctx- tags, "
+        "which are immutable; every node runs the image by digest.",
         "images",
     ),
     Triage(

@@ -317,6 +317,7 @@ def _settled(
     images = _images(account, checked, problems)
     cluster = _existing_cluster(account, checked, day, problems)
     problems += config_schema.undeclared_keys(project, given, config_schema.project_keys(day))
+    problems += config_schema.runner_provider_keys(given, checked.accepted.get("imageBuilder"))
     errors = [p.render(project) for p in problems if p.is_error]
     prices = {} if errors else _prices(account, checked, problems)
     for p in problems:

@@ -315,6 +315,7 @@ STACK_ACTIONS: dict[str, tuple[str, ...]] = {
         "codebuild:BatchGetProjects",
         "codebuild:StartBuild",
         "codebuild:BatchGetBuilds",
+        "codebuild:ListBuildsForProject",
     ),
 }
 # The services the stack's roles are passed to (EKS cluster and Pod Identity, EC2 nodes, the flow

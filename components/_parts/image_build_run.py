@@ -2,11 +2,16 @@
 (docs/decisions/image-builder.md), as a Pulumi dynamic resource whose output is the pushed
 image's digest.
 
-- create/update: unless the repository already holds the image of this context (its ctx-<digest>
-  tag, ECR DescribeImages), StartBuild, then BatchGetBuilds until the build is complete. On
-  SUCCEEDED the digest is the build's exported IMAGE_DIGEST (model/builders/image_buildspec.py);
-  on anything else the error names the failed phase, carries the log's last lines (CloudWatch
-  Logs GetLogEvents) and the console link to the rest.
+- create/update: if the repository already holds the image of this context (its ctx-<digest>
+  tag, ECR DescribeImages), that image, given the stack's tag too (BatchGetImage, PutImage), so
+  slurmdImageTag names what the nodes run. Else, if a build of this context is still running
+  (an `up` interrupted while it waited: ListBuildsForProject, BatchGetBuilds, the build's
+  CONTEXT_DIGEST), wait on it; else StartBuild, then BatchGetBuilds until the build is complete.
+  A build that fails in PROVISIONING or DOWNLOAD_SOURCE for want of access is started once more
+  after a pause (a new role's permissions take a while to reach every service). On SUCCEEDED the
+  digest is the build's exported IMAGE_DIGEST (model/builders/image_buildspec.py); on anything
+  else the error names the failed phase, carries the log's last lines (CloudWatch Logs
+  GetLogEvents) and the console link to the rest.
 - diff: a new build only when what the image is built from or where it goes changes: the context
   digest, the project, the region, the repository. Nothing else (the serialized provider, the
   source object's name, the log group) is a change, so a second `up` is a no-op.
@@ -30,7 +35,14 @@ API references (the shapes the code reads):
   https://docs.aws.amazon.com/codebuild/latest/APIReference/API_PhaseContext.html, LogsLocation
   https://docs.aws.amazon.com/codebuild/latest/APIReference/API_LogsLocation.html
 - GetLogEvents https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_GetLogEvents.html
-- DescribeImages https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html
+- ListBuildsForProject https://docs.aws.amazon.com/codebuild/latest/APIReference/API_ListBuildsForProject.html
+  (build ids, newest first by default); Build.environment is the build's ProjectEnvironment, whose
+  environmentVariables carry StartBuild's environmentVariablesOverride (botocore's codebuild
+  2016-10-06 service model: Build.environment "Information about the build environment for this
+  build")
+- DescribeImages https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html,
+  BatchGetImage https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_BatchGetImage.html,
+  PutImage https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_PutImage.html
 """
 
 from __future__ import annotations
@@ -44,12 +56,37 @@ import boto3
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ResourceProvider, UpdateResult
 
-from model.builders.image_buildspec import CONTEXT_DIGEST, IMAGE_DIGEST, IMAGE_REPOSITORY, context_tag
+from model.builders.image_buildspec import (
+    CONTEXT_DIGEST,
+    IMAGE_DIGEST,
+    IMAGE_REPOSITORY,
+    IMAGE_REUSED,
+    IMAGE_TAG,
+    context_tag,
+)
+from model.facts.image_builder import source_key
 
 # Between two BatchGetBuilds: a build takes tens of minutes (the DLC pull alone is 15-21 GB).
 POLL_SECONDS = 15.0
 # The lines of a failed build's log a failure shows; the link leads to the rest.
 LOG_TAIL_LINES = 30
+# Before the one new start of a build that failed for want of access: IAM is eventually
+# consistent, and a role made moments before may not yet be honoured everywhere (IAM User Guide,
+# "Changes that I make are not always immediately visible":
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_general.html#troubleshoot_general_eventual-consistency).
+RETRY_SECONDS = 60.0
+# The phases in which a build fails for a permission of its role (assuming it, reading the
+# source), and how their contexts' messages say so.
+_ACCESS_PHASES = ("PROVISIONING", "DOWNLOAD_SOURCE")
+_ACCESS_DENIED = re.compile(r"access ?denied|not authorized|unable to assume", re.IGNORECASE)
+# The manifests BatchGetImage may return for re-tagging (ECR API Reference, BatchGetImage
+# acceptedMediaTypes): what docker push and buildx push.
+_MANIFEST_TYPES = (
+    "application/vnd.docker.distribution.manifest.v2+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.oci.image.index.v1+json",
+)
 # Phase statuses that end a build unsuccessfully (BuildPhase.phaseStatus).
 _FAILED_PHASE = ("FAILED", "FAULT", "TIMED_OUT", "STOPPED")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -89,8 +126,9 @@ def repository_of(url: str) -> tuple[str, str]:
     return match["account"], match["name"]
 
 
-def existing_digest(ecr: Any, repository_url: str, context_digest: str) -> Optional[str]:
-    """The digest of the image the repository holds under this context's tag, or None."""
+def existing_image(ecr: Any, repository_url: str, context_digest: str) -> Optional[dict]:
+    """The repository's image under this context's tag (DescribeImages imageDetails: its
+    imageDigest and imageTags), or None."""
     registry_id, name = repository_of(repository_url)
     try:
         found = ecr.describe_images(
@@ -99,7 +137,60 @@ def existing_digest(ecr: Any, repository_url: str, context_digest: str) -> Optio
     except (ecr.exceptions.ImageNotFoundException, ecr.exceptions.RepositoryNotFoundException):
         return None
     details = found.get("imageDetails", [])
-    return details[0]["imageDigest"] if details else None
+    return details[0] if details else None
+
+
+def tag_image(ecr: Any, repository_url: str, context_digest: str, tag: str) -> None:
+    """Puts `tag` on the image of this context's tag: its manifest put again under the new tag
+    (ECR User Guide, "Retagging an image"), so slurmdImageTag names the image the nodes run and the
+    repository's lifecycle policy keeps it (components/slurmd_image.py)."""
+    registry_id, name = repository_of(repository_url)
+    got = ecr.batch_get_image(
+        registryId=registry_id,
+        repositoryName=name,
+        imageIds=[{"imageTag": context_tag(context_digest)}],
+        acceptedMediaTypes=list(_MANIFEST_TYPES),
+    )
+    if not got.get("images"):
+        raise ImageBuildFailed(
+            f"ECR holds no image under {context_tag(context_digest)} in {repository_url} to tag {tag}: "
+            + "; ".join(f"{f.get('failureCode')}: {f.get('failureReason')}" for f in got.get("failures", []))
+        )
+    image = got["images"][0]
+    put = {
+        "registryId": registry_id,
+        "repositoryName": name,
+        "imageManifest": image["imageManifest"],
+        "imageTag": tag,
+        "imageDigest": image["imageId"]["imageDigest"],
+    }
+    if image.get("imageManifestMediaType"):
+        put["imageManifestMediaType"] = image["imageManifestMediaType"]
+    try:
+        ecr.put_image(**put)
+    except ecr.exceptions.ImageAlreadyExistsException:
+        return  # the tag is on this image already
+
+
+def running_build(codebuild: Any, project_name: str, context_digest: str) -> Optional[str]:
+    """The id of a build of the project still running for this context, or None: its
+    CONTEXT_DIGEST variable, or its source (Build.source.location, "<bucket>/<key>"), whose key is
+    named by the digest (image_builder.source_key): either says it, should one not carry the
+    override. One page, the newest builds (ListBuildsForProject's default order): a running build
+    is among them."""
+    ids = codebuild.list_builds_for_project(projectName=project_name).get("ids", [])[:100]
+    if not ids:
+        return None
+    for build in codebuild.batch_get_builds(ids=ids).get("builds", []):
+        if build.get("buildComplete") or build.get("buildStatus") != "IN_PROGRESS":
+            continue
+        variables = (build.get("environment") or {}).get("environmentVariables", [])
+        location = (build.get("source") or {}).get("location", "")
+        if location.endswith(f"/{source_key(context_digest)}") or any(
+            v.get("name") == CONTEXT_DIGEST and v.get("value") == context_digest for v in variables
+        ):
+            return build["id"]
+    return None
 
 
 def start_build(
@@ -175,6 +266,17 @@ def failure_report(build: dict, tail: list[str]) -> str:
     return "\n".join(lines)
 
 
+def denied_access(build: dict) -> bool:
+    """Whether the build failed before its commands ran for want of access (its role's
+    permissions not yet visible to CodeBuild, or to S3 reading the source)."""
+    return any(
+        phase.get("phaseType") in _ACCESS_PHASES
+        and phase.get("phaseStatus") in _FAILED_PHASE
+        and any(_ACCESS_DENIED.search(c.get("message", "")) for c in phase.get("contexts", []))
+        for phase in build.get("phases", [])
+    )
+
+
 def build_image(
     clients: BuildClients,
     inputs: Mapping[str, Any],
@@ -182,15 +284,29 @@ def build_image(
     interval: float = POLL_SECONDS,
 ) -> dict[str, str]:
     """The run: the digest (and the build's id and log link) of the image of `inputs`'
-    context, built unless the repository already holds it."""
+    context, built unless the repository already holds it or a build of it is running."""
     digest = inputs["context_digest"]
     environment = {**inputs["environment"], CONTEXT_DIGEST: digest}
-    reused = existing_digest(clients.ecr, environment[IMAGE_REPOSITORY], digest)
+    repository, tag = environment[IMAGE_REPOSITORY], environment[IMAGE_TAG]
+    reused = existing_image(clients.ecr, repository, digest)
     if reused:
-        # A lost state or a re-created stack finds the image of the same inputs: no build.
-        return {"digest": reused, "build_id": "", "log_url": ""}
-    build_id = start_build(clients.codebuild, inputs["project_name"], inputs["source_location"], environment)
-    build = wait_for_build(clients.codebuild, build_id, sleep, interval)
+        # A lost state, a re-created stack or a return to earlier inputs finds the image of the
+        # same inputs: no build, and the stack's tag moves onto it.
+        if tag not in reused.get("imageTags", []):
+            tag_image(clients.ecr, repository, digest, tag)
+        return {"digest": reused["imageDigest"], "build_id": "", "log_url": ""}
+    build_id = running_build(clients.codebuild, inputs["project_name"], digest)
+    for attempt in (1, 2):
+        if not build_id:
+            build_id = start_build(
+                clients.codebuild, inputs["project_name"], inputs["source_location"], environment
+            )
+        build = wait_for_build(clients.codebuild, build_id, sleep, interval)
+        if attempt == 1 and build.get("buildStatus") != "SUCCEEDED" and denied_access(build):
+            sleep(RETRY_SECONDS)
+            build_id = ""
+            continue
+        break
     link = (build.get("logs") or {}).get("deepLink", "")
     if build.get("buildStatus") != "SUCCEEDED":
         raise ImageBuildFailed(failure_report(build, log_tail(clients.logs, build, inputs["log_group_name"])))
@@ -201,6 +317,10 @@ def build_image(
             f"the image build {build_id} succeeded but exported {IMAGE_DIGEST}={pushed!r}, not a "
             f"sha256 digest; the log: {link}"
         )
+    if exported.get(IMAGE_REUSED) == "1":
+        # The build found the image another build of this context had pushed meanwhile, and
+        # built and pushed nothing: the stack's tag moves onto that image.
+        tag_image(clients.ecr, repository, digest, tag)
     return {"digest": pushed, "build_id": build_id, "log_url": link}
 
 

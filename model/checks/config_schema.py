@@ -99,6 +99,13 @@ PREVIEW_BUILDS_LOCALLY = identify(
     "buildImageOnPreview",
     "imageBuilder",
 )
+RUNNER_PROVIDER_KEYS = identify(
+    "runner-provider-keys",
+    ERROR,
+    "no AWS provider key the in-region build's runner cannot honour, with imageBuilder codebuild",
+    "imageBuilder",
+    "aws:*",
+)
 UNDECLARED_KEY = identify("undeclared-key", ERROR, "a key Pulumi.yaml declares", "slinky-eks:*")
 
 
@@ -1149,7 +1156,8 @@ def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
     during a preview (pulumi/pulumi pkg/resource/plugin/provider_plugin.go at v3.272.0, Create and
     Update with req.Preview; the Python dynamic provider answers Configure without
     supportsPreview: sdk/python/lib/pulumi/dynamic/__main__.py). Nor could it: the build reads its
-    context from the stack's bucket, which only `up` uploads."""
+    context from the stack's bucket, which only `up` uploads; and building from the program itself
+    at preview would write to the account outside the state (docs/decisions/image-builder.md)."""
     if not ok.get("buildImageOnPreview") or ok.get("imageBuilder") != image_builder.CODEBUILD:
         return []
     return [
@@ -1159,8 +1167,28 @@ def preview_builds_locally(ok: Mapping[str, Any]) -> list[Problem]:
             True,
             "buildImageOnPreview = true builds at preview only with imageBuilder = local: with "
             "codebuild a preview starts no build and `up` builds in the region when the image's inputs "
-            "change; set imageBuilder to local to build at preview, or remove buildImageOnPreview",
+            "change (why a preview cannot build in the region: docs/decisions/image-builder.md); set "
+            "imageBuilder to local to build at preview, or remove buildImageOnPreview",
         )
+    ]
+
+
+def runner_provider_keys(given: Mapping[str, str], builder: Any) -> list[Problem]:
+    """With the in-region builder, each AWS provider key the build's runner would not honour
+    (image_builder.RUNNER_IGNORED_PROVIDER_KEYS), given as `given` shows it (secrets withheld)."""
+    if builder != image_builder.CODEBUILD:
+        return []
+    return [
+        error(
+            RUNNER_PROVIDER_KEYS,
+            key,
+            given[key],
+            "not with imageBuilder = codebuild: the in-region build's runner calls CodeBuild with "
+            "aws:region and aws:profile only, not as this key says; put the credentials, role or "
+            "endpoints in an AWS profile and set aws:profile, or set imageBuilder to local",
+        )
+        for key in sorted(given)
+        if key in image_builder.RUNNER_IGNORED_PROVIDER_KEYS
     ]
 
 

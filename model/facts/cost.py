@@ -266,7 +266,11 @@ def image_build(builder: str) -> dict:
     runs. In the region it is CodeBuild's minutes (above); with the local builder the deployer's
     machine builds, which AWS does not bill (the push into the region is free: ECR bills no data
     transfer in, https://aws.amazon.com/ecr/pricing/)."""
-    when = "once for each new build context (image/, the base images, slurmVersion, the tag); never on an up that changes none"
+    when = (
+        "once for each new build context (the Dockerfile and the image/ files it copies, the base images, "
+        "slurmVersion, the tag); never on an up that changes none, nor for an earlier context whose image "
+        "the repository still holds"
+    )
     if builder == image_builder.LOCAL:
         return {
             "builder": builder,

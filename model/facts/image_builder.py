@@ -32,15 +32,41 @@ COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
 BUILD_IMAGE = "aws/codebuild/amazonlinux-x86_64-standard:5.0"
 # A build that has not finished in this long has hung (a local build is modelled at 10 minutes,
 # devkit/bench_timeline.py; the DLC pull inside the region takes minutes): CodeBuild stops it and
-# `up` fails with its phase and log. CodeBuild accepts 5 to 2160 minutes (CodeBuild API Reference,
-# CreateProject timeoutInMinutes and queuedTimeoutInMinutes:
-# https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html).
+# `up` fails with its phase and log. CodeBuild accepts 5 to 2160 minutes for timeoutInMinutes and 5
+# to 480 for queuedTimeoutInMinutes (CodeBuild API Reference, CreateProject:
+# https://docs.aws.amazon.com/codebuild/latest/APIReference/API_CreateProject.html; botocore's
+# codebuild 2016-10-06 service model, shapes BuildTimeOut and TimeOut).
 BUILD_TIMEOUT_MINUTES = 90
 QUEUED_TIMEOUT_MINUTES = 60
 
-# A source archive is read once, by the build its content digest starts; a new context uploads a
-# new object. A week covers a build that is retried by hand (StartBuild with the same source).
-SOURCE_EXPIRATION_DAYS = 7
+# The AWS provider's config keys (Pulumi Registry, AWS provider, "Installation & Configuration",
+# Configuration reference: https://www.pulumi.com/registry/packages/aws/installation-configuration/)
+# that change who the provider calls AWS as, where, or which accounts it may touch, and that the
+# in-region build's runner does not read: it is a dynamic provider calling CodeBuild and ECR with
+# boto3 from aws:region and aws:profile only (components/_parts/image_build_run.py). With one of
+# these set the runner would act as someone else, elsewhere, or in an account the provider
+# refuses; an AWS profile carries credentials, roles (role_arn, source_profile, web identity) and
+# endpoints for both (boto3 and the provider read the same shared files).
+RUNNER_IGNORED_PROVIDER_KEYS = (
+    "aws:accessKey",
+    "aws:secretKey",
+    "aws:token",
+    "aws:assumeRole",
+    "aws:assumeRoles",
+    "aws:assumeRoleWithWebIdentity",
+    "aws:sharedCredentialsFiles",
+    "aws:sharedConfigFiles",
+    "aws:endpoints",
+    "aws:customCaBundle",
+    "aws:stsRegion",
+    "aws:useFipsEndpoint",
+    "aws:httpProxy",
+    "aws:httpsProxy",
+    "aws:insecure",
+    "aws:allowedAccountIds",
+    "aws:forbiddenAccountIds",
+)
+
 # A build log answers "why did this build fail" or "what went into this image": read within days
 # of the build. A month, one of the retentions CloudWatch Logs accepts (audit_logs.RETENTION_DAYS).
 BUILD_LOG_RETENTION_DAYS = 30

@@ -7,7 +7,12 @@ the API reference shows it:
   LogsLocation (API_LogsLocation.html), ExportedEnvironmentVariable (API_ExportedEnvironmentVariable.html)
 - CloudWatch Logs GetLogEvents
   https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_GetLogEvents.html
-- ECR DescribeImages https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html
+- CodeBuild ListBuildsForProject
+  https://docs.aws.amazon.com/codebuild/latest/APIReference/API_ListBuildsForProject.html, and a
+  build's environment (ProjectEnvironment, API_ProjectEnvironment.html; EnvironmentVariable,
+  API_EnvironmentVariable.html)
+- ECR DescribeImages https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_DescribeImages.html,
+  BatchGetImage (API_BatchGetImage.html), PutImage (API_PutImage.html)
 A call the test did not expect fails the test (Stubber answers it with an error)."""
 
 from __future__ import annotations
@@ -147,6 +152,45 @@ FAILED = _build(
     [{"name": "IMAGE_DIGEST", "value": ""}],
 )
 LOG_LINES = [f"#23 {n} assert-image: line {n}\n" for n in range(30)]
+MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+MANIFEST = json.dumps({"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "layers": []})
+# A build StartBuild could not run because the role's permissions had not reached CodeBuild yet
+# (PhaseContext of a PROVISIONING phase, as CodeBuild words it).
+DENIED = _build(
+    "FAILED",
+    True,
+    [
+        *_DONE[:2],
+        _phase(
+            "PROVISIONING",
+            "FAILED",
+            {
+                "statusCode": "ACCESS_DENIED",
+                "message": "Service role arn:aws:iam::123456789012:role/slurmd-builder-role does not "
+                "allow AWS CodeBuild to create Amazon CloudWatch Logs log streams for build. "
+                "Error message: User is not authorized to perform: logs:CreateLogStream",
+            },
+        ),
+        _phase("COMPLETED", ""),
+    ],
+)
+
+
+def _running(build_id: str, digest: str) -> dict:
+    """A build of the project still running, started for context `digest`."""
+    build = {**RUNNING, "id": build_id}
+    build["environment"] = {
+        "type": "LINUX_CONTAINER",
+        "image": "aws/codebuild/amazonlinux-x86_64-standard:5.0",
+        "computeType": "BUILD_GENERAL1_LARGE",
+        "privilegedMode": True,
+        "imagePullCredentialsType": "CODEBUILD",
+        "environmentVariables": [
+            {"name": k, "value": v, "type": "PLAINTEXT"}
+            for k, v in sorted({**ENVIRONMENT, "CONTEXT_DIGEST": digest}.items())
+        ],
+    }
+    return build
 
 
 class Services:
@@ -162,7 +206,19 @@ class Services:
         self.stubs = [Stubber(c) for c in (self.clients.codebuild, self.clients.logs, self.clients.ecr)]
         self.slept: list[float] = []
 
-    def expect_no_image(self, digest: str = DIGEST):
+    def expect_no_image(self, digest: str = DIGEST, builds: list[dict] | None = None):
+        """No image of the context in the repository; the project's newest builds are `builds`
+        (none by default), which the run reads for a running build of the context."""
+        self.stubs[0].add_response(
+            "list_builds_for_project",
+            # BuildIds has at least one member: a project without builds gives no `ids`.
+            {"ids": [b["id"] for b in builds]} if builds else {},
+            {"projectName": PROJECT},
+        )
+        if builds:
+            self.stubs[0].add_response(
+                "batch_get_builds", {"builds": builds}, {"ids": [b["id"] for b in builds]}
+            )
         self.stubs[2].add_client_error(
             "describe_images",
             service_error_code="ImageNotFoundException",
@@ -175,7 +231,7 @@ class Services:
             },
         )
 
-    def expect_image(self):
+    def expect_image(self, tags: tuple[str, ...] = ("26.05.5-1", f"ctx-{DIGEST}")):
         self.stubs[2].add_response(
             "describe_images",
             {
@@ -184,7 +240,7 @@ class Services:
                         "registryId": "123456789012",
                         "repositoryName": "slinky/slurmd",
                         "imageDigest": PUSHED,
-                        "imageTags": ["26.05.5-1", f"ctx-{DIGEST}"],
+                        "imageTags": list(tags),
                         "imageSizeInBytes": 9_500_000_000,
                         "imagePushedAt": T0,
                         "imageManifestMediaType": "application/vnd.docker.distribution.manifest.v2+json",
@@ -197,6 +253,61 @@ class Services:
                 "imageIds": [{"imageTag": f"ctx-{DIGEST}"}],
             },
         )
+
+    def expect_tagging(self, already: bool = False):
+        """BatchGetImage of the context's image, then PutImage of its manifest under the stack's
+        tag; `already`: ECR answers that the tag is on that image."""
+        self.stubs[2].add_response(
+            "batch_get_image",
+            {
+                "images": [
+                    {
+                        "registryId": "123456789012",
+                        "repositoryName": "slinky/slurmd",
+                        "imageId": {"imageDigest": PUSHED, "imageTag": f"ctx-{DIGEST}"},
+                        "imageManifest": MANIFEST,
+                        "imageManifestMediaType": MANIFEST_TYPE,
+                    }
+                ],
+                "failures": [],
+            },
+            {
+                "registryId": "123456789012",
+                "repositoryName": "slinky/slurmd",
+                "imageIds": [{"imageTag": f"ctx-{DIGEST}"}],
+                "acceptedMediaTypes": list(image_build_run._MANIFEST_TYPES),
+            },
+        )
+        put = {
+            "registryId": "123456789012",
+            "repositoryName": "slinky/slurmd",
+            "imageManifest": MANIFEST,
+            "imageManifestMediaType": MANIFEST_TYPE,
+            "imageTag": "26.05.5-1",
+            "imageDigest": PUSHED,
+        }
+        if already:
+            self.stubs[2].add_client_error(
+                "put_image",
+                service_error_code="ImageAlreadyExistsException",
+                service_message="Image with digest and tag '26.05.5-1' already exists",
+                http_status_code=400,
+                expected_params=put,
+            )
+        else:
+            self.stubs[2].add_response(
+                "put_image",
+                {
+                    "image": {
+                        "registryId": "123456789012",
+                        "repositoryName": "slinky/slurmd",
+                        "imageId": {"imageDigest": PUSHED, "imageTag": "26.05.5-1"},
+                        "imageManifest": MANIFEST,
+                        "imageManifestMediaType": MANIFEST_TYPE,
+                    }
+                },
+                put,
+            )
 
     def expect_start(self, digest: str = DIGEST):
         variables = {**ENVIRONMENT, "CONTEXT_DIGEST": digest}
@@ -361,6 +472,92 @@ def test_the_image_of_the_same_context_in_the_repository_is_used_without_a_build
         result = aws.provider().create(_props())
     assert (result.outs["digest"], result.outs["build_id"], result.outs["log_url"]) == (PUSHED, "", "")
     assert result.id == f"ctx-{DIGEST}"
+
+
+def test_an_image_of_the_same_context_without_the_stacks_tag_is_given_it():
+    # A return to earlier inputs: slurmdImageTag moves back onto the image the nodes will run.
+    with Services() as aws:
+        aws.expect_image(tags=(f"ctx-{DIGEST}", "26.05.5-0"))
+        aws.expect_tagging()
+        result = aws.provider().create(_props())
+    assert result.outs["digest"] == PUSHED
+
+
+def test_a_tag_ecr_says_is_on_the_image_already_is_no_failure():
+    with Services() as aws:
+        aws.expect_image(tags=(f"ctx-{DIGEST}",))
+        aws.expect_tagging(already=True)
+        assert aws.provider().create(_props()).outs["digest"] == PUSHED
+
+
+def test_a_running_build_of_the_same_context_is_waited_on_not_started_again():
+    # An `up` interrupted while it waited, run again: no second build of the same context.
+    other = f"{PROJECT}:11111111-2222-3333-4444-555555555555"
+    with Services() as aws:
+        aws.expect_no_image(builds=[_running(other, "ef" * 32), _running(BUILD_ID, DIGEST)])
+        aws.expect_poll(SUCCEEDED)
+        result = aws.provider().create(_props())
+    assert (result.outs["digest"], result.outs["build_id"]) == (PUSHED, BUILD_ID)
+
+
+def test_a_running_build_known_by_its_source_object_is_waited_on():
+    # Should BatchGetBuilds not carry the variables' overrides, the source key names the context.
+    running = {**RUNNING, "source": {"type": "S3", "location": f"slurmd-sources/image-context/{DIGEST}.zip"}}
+    with Services() as aws:
+        aws.expect_no_image(builds=[running])
+        aws.expect_poll(SUCCEEDED)
+        assert aws.provider().create(_props()).outs["build_id"] == BUILD_ID
+
+
+def test_a_running_build_of_another_context_or_a_finished_one_of_this_context_starts_a_build():
+    finished = {**_running(f"{PROJECT}:99999999-2222-3333-4444-555555555555", DIGEST), **FAILED}
+    finished["id"] = f"{PROJECT}:99999999-2222-3333-4444-555555555555"
+    with Services() as aws:
+        aws.expect_no_image(builds=[_running(f"{PROJECT}:1-2-3", "ef" * 32), finished])
+        aws.expect_start()
+        aws.expect_poll(SUCCEEDED)
+        assert aws.provider().create(_props()).outs["build_id"] == BUILD_ID
+
+
+def test_a_build_that_found_its_image_pushed_meanwhile_gives_it_the_stacks_tag():
+    reused = {
+        **SUCCEEDED,
+        "exportedEnvironmentVariables": [
+            {"name": "IMAGE_DIGEST", "value": PUSHED},
+            {"name": "IMAGE_REUSED", "value": "1"},
+        ],
+    }
+    with Services() as aws:
+        aws.expect_no_image()
+        aws.expect_start()
+        aws.expect_poll(reused)
+        aws.expect_tagging()
+        assert aws.provider().create(_props()).outs["digest"] == PUSHED
+
+
+def test_a_build_denied_access_while_it_provisions_is_started_once_more_after_a_pause():
+    # A role made moments before: IAM's changes take a while to reach CodeBuild.
+    with Services() as aws:
+        aws.expect_no_image()
+        aws.expect_start()
+        aws.expect_poll(DENIED)
+        aws.expect_start()
+        aws.expect_poll(SUCCEEDED)
+        result = aws.provider().create(_props())
+    assert result.outs["digest"] == PUSHED
+    assert aws.slept == [image_build_run.RETRY_SECONDS]
+
+
+def test_a_build_denied_access_twice_fails_the_run_with_the_phase():
+    with Services() as aws:
+        aws.expect_no_image()
+        aws.expect_start()
+        aws.expect_poll(DENIED)
+        aws.expect_start()
+        aws.expect_poll(DENIED)
+        aws.expect_log()
+        with pytest.raises(ImageBuildFailed, match="phase PROVISIONING FAILED: ACCESS_DENIED"):
+            aws.provider().create(_props())
 
 
 def _outputs_after_a_build() -> dict:

@@ -1,6 +1,7 @@
 """The slurmd image: ECR repository settings, both registries' credentials, platform, registry
 cache, and the digest-pinned output."""
 
+import fnmatch
 import json
 import re
 import subprocess
@@ -44,22 +45,85 @@ def test_repository_scans_on_push(dev):
     assert dev.named("slurmd-repo").inputs["imageScanningConfiguration"] == {"scanOnPush": True}
 
 
-def test_repository_accepts_a_second_push_of_a_tag(dev):
+def test_repository_accepts_a_second_push_of_a_tag_but_not_of_a_context_tag(dev):
     # docker-build pushes every tag again on any diff of the Image; an immutable tag would fail
-    # the second `pulumi up` (docs/decisions/mutable-image-tags.md).
+    # the second `pulumi up` (docs/decisions/mutable-image-tags.md). A ctx-<digest> tag is pushed
+    # once per context, and what it names must not move.
     repo = dev.named("slurmd-repo").inputs
-    assert repo["imageTagMutability"] == "MUTABLE"
-    assert "imageTagMutabilityExclusionFilters" not in repo
+    assert repo["imageTagMutability"] == "MUTABLE_WITH_EXCLUSION"
+    assert repo["imageTagMutabilityExclusionFilters"] == [{"filter": "ctx-*", "filterType": "WILDCARD"}]
 
 
 def test_repository_is_deleted_with_its_images_on_destroy(dev):
     assert dev.named("slurmd-repo").inputs["forceDelete"] is True
 
 
-def test_repository_has_a_lifecycle_policy(dev):
-    rules = json.loads(dev.named("slurmd-lifecycle").inputs["policy"])["rules"]
-    assert {r["selection"]["tagStatus"] for r in rules} == {"untagged", "any"}
-    assert all(r["action"]["type"] == "expire" for r in rules)
+def _expired(policy: dict, images: list[tuple[str, ...]]) -> set[int]:
+    """The indices of `images` (each its tags; listed oldest push first) that ECR's lifecycle
+    evaluation expires, by the rules of the ECR User Guide, "Lifecycle policy evaluation rules":
+    rules in priority order; imageCountMoreThan counts every image the rule selects, newest first,
+    but a rule never expires an image that matched the tag selection of a higher-priority rule;
+    sinceImagePushed here expires every image it selects (all are taken as older than its days)."""
+    claimed: set[int] = set()
+    expired: set[int] = set()
+    for rule in sorted(policy["rules"], key=lambda r: r["rulePriority"]):
+        selection = rule["selection"]
+        matching = [i for i in range(len(images)) if _selects(selection, images[i])]
+        chosen = sorted(matching, reverse=True)  # newest first
+        if selection["countType"] == "imageCountMoreThan":
+            chosen = chosen[selection["countNumber"] :]
+        expired |= {i for i in chosen if i not in claimed}
+        claimed |= set(matching)
+    return expired
+
+
+def _selects(selection: dict, tags: tuple[str, ...]) -> bool:
+    """Whether a rule's tag selection takes an image with `tags`: every pattern matches one of
+    them (ECR User Guide, "Lifecycle policy properties", tagPatternList)."""
+    if selection["tagStatus"] == "untagged":
+        return not tags
+    if selection["tagStatus"] == "any":
+        return True
+    patterns = selection.get("tagPatternList") or [f"{p}*" for p in selection.get("tagPrefixList", [])]
+    return bool(tags) and all(any(fnmatch.fnmatchcase(t, p) for t in tags) for p in patterns)
+
+
+@pytest.fixture(scope="module")
+def lifecycle(dev) -> dict:
+    return json.loads(dev.named("slurmd-lifecycle").inputs["policy"])
+
+
+def test_the_image_the_stacks_tag_names_is_never_expired_however_old(lifecycle):
+    # A return to earlier inputs reuses an old context's image and moves the tag onto it; twelve
+    # newer contexts and local images must not expire it.
+    tag = versions.SLURMD_IMAGE_TAG
+    images = [(tag, "ctx-" + "0" * 64), *[(f"ctx-{n:064x}",) for n in range(1, 13)], ("buildcache",)]
+    images += [(f"old-{n}",) for n in range(12)]
+    assert 0 not in _expired(lifecycle, images)
+
+
+def test_the_repository_stays_bounded(lifecycle):
+    from components.slurmd_image import KEPT_CONTEXT_IMAGES, KEPT_OTHER_IMAGES
+
+    tag = versions.SLURMD_IMAGE_TAG
+    images = [(tag, "ctx-" + "0" * 64), *[(f"ctx-{n:064x}",) for n in range(1, 30)]]
+    images += [(f"old-{n}",) for n in range(30)] + [()] * 5
+    kept = len(images) - len(_expired(lifecycle, images))
+    assert 0 < kept <= 1 + KEPT_CONTEXT_IMAGES + KEPT_OTHER_IMAGES
+
+
+def test_the_lifecycle_model_expires_the_oldest_image_under_a_keep_the_newest_rule():
+    # The model's own check: a lone "keep the 10 newest" rule expires the stack's oldest image.
+    keep_ten = {
+        "rules": [
+            {
+                "rulePriority": 1,
+                "selection": {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": 10},
+                "action": {"type": "expire"},
+            }
+        ]
+    }
+    assert 0 in _expired(keep_ten, [("a",)] + [(f"ctx-{n}",) for n in range(12)])
 
 
 def test_build_pulls_from_the_dlc_registry_and_pushes_to_ours(build):
@@ -140,6 +204,52 @@ def test_dockerfile_passes_hadolint():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def _executed_without_an_executable_mode(dockerfile: str) -> list[str]:
+    """Files copied from the context that a RUN executes (a command's first word), with neither COPY --chmod giving an
+    executable mode nor a chmod in an earlier RUN."""
+    from model.builders.image_buildspec import dockerfile_instructions
+
+    copied, made_executable, unexecutable = {}, set(), []
+    for instruction, words in dockerfile_instructions(dockerfile):
+        if instruction == "COPY" and not any(w.startswith("--from=") for w in words):
+            mode = next((w.split("=", 1)[1] for w in words if w.startswith("--chmod=")), "0644")
+            *sources, destination = [w for w in words if not w.startswith("--")]
+            for source in sources:
+                path = destination + source.rsplit("/", 1)[-1] if destination.endswith("/") else destination
+                copied[path] = int(mode, 8) & 0o111 == 0o111
+        elif instruction == "RUN":
+            text = " ".join(words)
+            for path, executable in copied.items():
+                if re.search(rf"chmod \S*\s*{re.escape(path)}(?![\w./-])", text):
+                    made_executable.add(path)
+                elif re.search(rf"(^|&&|\|\||[;|])\s*{re.escape(path)}(?![\w./-])", text) and not (
+                    executable or path in made_executable
+                ):
+                    unexecutable.append(path)
+    return unexecutable
+
+
+def test_every_file_the_dockerfile_executes_is_copied_executable():
+    # The in-region build's context is a zip without file modes, so a script is executable in the
+    # image only if the Dockerfile makes it so.
+    assert _executed_without_an_executable_mode((ROOT / "image/Dockerfile").read_text()) == []
+
+
+def test_the_mode_check_finds_a_script_copied_without_chmod():
+    dockerfile = "FROM a\nCOPY run.sh /usr/local/sbin/\nRUN /usr/local/sbin/run.sh --x\n"
+    assert _executed_without_an_executable_mode(dockerfile) == ["/usr/local/sbin/run.sh"]
+    chmodded = dockerfile.replace("RUN /usr", "RUN chmod 0755 /usr/local/sbin/run.sh && /usr")
+    assert _executed_without_an_executable_mode(chmodded) == []
+
+
+def test_the_image_scripts_are_executable_in_git():
+    # A local build of a checkout copies the modes git gave the files.
+    listed = subprocess.run(
+        ["git", "ls-files", "-s", "--", "image/*.sh"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert listed and [line.split()[-1] for line in listed if not line.startswith("100755")] == []
+
+
 def test_image_scripts_pass_shellcheck():
     scripts = sorted(str(p) for p in (ROOT / "image").glob("*.sh"))
     # -x: the assertions source image/loader.sh, which is checked with them.
@@ -216,16 +326,16 @@ def _ecr_accepts_push(repo: dict, existing: set[str], pushed: list[str]) -> bool
     """ECR's rule for a push (ECR user guide, "Preventing image tags from being overwritten",
     https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-tag-mutability.html): a tag that
     exists in an IMMUTABLE repository is refused, whatever the digest; with
-    IMMUTABLE_WITH_EXCLUSION only tags matching an exclusion filter may move."""
-    import fnmatch
-
+    IMMUTABLE_WITH_EXCLUSION only tags matching an exclusion filter may move, with
+    MUTABLE_WITH_EXCLUSION all but those."""
     mode = repo["imageTagMutability"]
+    excluded = [f["filter"] for f in repo.get("imageTagMutabilityExclusionFilters") or []]
     for ref in pushed:
         tag = ref.rsplit(":", 1)[1]
         if tag not in existing or mode == "MUTABLE":
             continue
-        excluded = [f["filter"] for f in repo.get("imageTagMutabilityExclusionFilters") or []]
-        if mode == "IMMUTABLE_WITH_EXCLUSION" and any(fnmatch.fnmatchcase(tag, f) for f in excluded):
+        matches = any(fnmatch.fnmatchcase(tag, f) for f in excluded)
+        if matches == (mode == "IMMUTABLE_WITH_EXCLUSION") and mode != "IMMUTABLE":
             continue
         return False
     return True
@@ -262,6 +372,14 @@ def test_the_ecr_push_model_refuses_a_second_push_to_an_immutable_tag(build):
     }
     assert not _ecr_accepts_push(immutable, existing, _pushes(build))
     assert _ecr_accepts_push(immutable, set(), _pushes(build))
+    # And the in-region repository's: a context tag pushed twice is refused.
+    contexts = {
+        "imageTagMutability": "MUTABLE_WITH_EXCLUSION",
+        "imageTagMutabilityExclusionFilters": [{"filter": "ctx-*", "filterType": "WILDCARD"}],
+    }
+    context_tag = f"{REPO_URL}:ctx-" + "ab" * 32
+    assert not _ecr_accepts_push(contexts, {"ctx-" + "ab" * 32}, [context_tag])
+    assert _ecr_accepts_push(contexts, existing, _pushes(build))
 
 
 def _undocumented_dlc_copies(dockerfile: str, readme: str) -> list[str]:
@@ -375,6 +493,16 @@ def test_only_codebuild_may_assume_the_builder_role_and_only_for_this_project(de
     }
 
 
+def test_the_builder_role_trusts_codebuild_in_the_repositorys_partition():
+    from components.slurmd_image import builder_trust_policy
+
+    arn = "arn:aws-cn:ecr:cn-north-1:123456789012:repository/slinky-eks-dev/slurmd"
+    (trust,) = builder_trust_policy(arn, PROJECT)["Statement"]
+    assert trust["Condition"]["ArnLike"] == {
+        "aws:SourceArn": f"arn:aws-cn:codebuild:cn-north-1:123456789012:project/{PROJECT}"
+    }
+
+
 def test_the_project_builds_in_a_privileged_amazon_linux_container_with_room_for_the_dlc(dev):
     from model.facts import image_builder
 
@@ -434,15 +562,23 @@ def test_the_sources_bucket_refuses_every_request_without_tls(dev):
     assert set(deny["Resource"]) == {"arn:aws:s3:::slurmd-sources", "arn:aws:s3:::slurmd-sources/*"}
 
 
-def test_old_sources_expire(dev):
+def test_the_current_source_never_expires_and_abandoned_uploads_are_cleaned_up(dev):
+    # The object the state holds must outlive any lifecycle: Pulumi deletes it when the context
+    # changes, so no expiration; parts of an upload `up` gave up on go after a day.
     (rule,) = dev.named("slurmd-sources-expiry").inputs["rules"]
-    assert rule["status"] == "Enabled" and rule["expiration"] == {"days": 7}
+    assert rule["status"] == "Enabled"
+    assert "expiration" not in rule and "noncurrentVersionExpiration" not in rule
+    assert rule["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 1}
 
 
-def test_the_source_is_the_image_directory_named_by_its_content_digest(dev):
+def test_the_source_is_the_files_the_build_reads_named_by_its_content_digest(dev):
+    from model.builders.image_buildspec import context_files
+
     context = dev.named("slurmd-context").inputs
     digest = dev.named("slurmd-build").inputs["context_digest"]
-    assert context["source"] == {"fileArchive": "image"}
+    files = context_files(ROOT / "image")
+    assert context["source"] == {"assetArchive": {f: {"fileAsset": f"image/{f}"} for f in files}}
+    assert "README.md" not in files and "build-image.sh" not in files
     assert context["key"] == f"image-context/{digest}.zip"
 
 
@@ -526,3 +662,26 @@ def test_the_run_calls_codebuild_with_the_stacks_aws_profile(dev):
     assert dev.named("slurmd-build").inputs.get("profile") is None
     graph = run_program("dev", {"aws:profile": "team-admin"})
     assert graph.named("slurmd-build").inputs["profile"] == "team-admin"
+
+
+def test_provider_keys_the_runner_would_not_honour_are_refused_with_the_other_problems():
+    from tests.support.program import rejected
+
+    message = rejected(
+        **{
+            "aws:assumeRoles": '[{"roleArn": "arn:aws:iam::123456789012:role/deployer"}]',
+            "aws:allowedAccountIds": '["123456789012"]',
+            "gpuNodeCount": "0",
+        }
+    )
+    assert message.startswith("invalid stack configuration (3 problems)")
+    for key in ("aws:assumeRoles", "aws:allowedAccountIds"):
+        line = next(line for line in message.splitlines() if key in line)
+        assert "[runner-provider-keys]" in line and "aws:profile" in line and "imageBuilder to local" in line
+
+
+def test_the_local_builder_takes_any_provider_key():
+    graph = run_program(
+        "dev", {**LOCAL, "aws:assumeRoles": '[{"roleArn": "arn:aws:iam::123456789012:role/d"}]'}
+    )
+    assert graph.error is None

@@ -55,3 +55,16 @@ def test_a_key_declared_half_is_refused_naming_what_is_missing(change, found):
 def test_a_key_without_a_description_or_change_note_cannot_be_declared():
     with pytest.raises(TypeError, match="description"):
         Key("colour", "string", attr=None, on_change="in place")
+
+
+def test_the_runner_provider_keys_rule_names_each_key_the_runner_ignores_and_nothing_else():
+    given = {
+        "aws:region": "us-west-2",
+        "aws:profile": "team",
+        "aws:accessKey": "[secret]",
+        "aws:endpoints": "[]",
+        "slinky-eks:clusterName": "x",
+    }
+    problems = config_schema.runner_provider_keys(given, "codebuild")
+    assert [(p.key, p.value) for p in problems] == [("aws:accessKey", "[secret]"), ("aws:endpoints", "[]")]
+    assert config_schema.runner_provider_keys(given, "local") == []

@@ -29,6 +29,21 @@ def test_the_build_logs_are_kept_for_a_retention_cloudwatch_accepts():
     assert image_builder.build_log_group("p") == "/aws/codebuild/p"
 
 
-def test_the_build_timeouts_are_within_what_codebuild_accepts():
-    assert 5 <= image_builder.BUILD_TIMEOUT_MINUTES <= 2160
-    assert 5 <= image_builder.QUEUED_TIMEOUT_MINUTES <= 2160
+def _codebuild_range(shape: str) -> tuple[int, int]:
+    """(min, max) of an integer shape of CodeBuild's service model, as botocore ships it."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("codebuild")
+    return model.shape_for(shape).metadata["min"], model.shape_for(shape).metadata["max"]
+
+
+def test_the_build_timeout_is_within_what_codebuild_accepts():
+    low, high = _codebuild_range("BuildTimeOut")  # CreateProject timeoutInMinutes
+    assert low <= image_builder.BUILD_TIMEOUT_MINUTES <= high
+
+
+def test_the_queued_timeout_is_within_what_codebuild_accepts():
+    # 5 to 480, not the build timeout's 5 to 2160.
+    low, high = _codebuild_range("TimeOut")  # CreateProject queuedTimeoutInMinutes
+    assert (low, high) == (5, 480)
+    assert low <= image_builder.QUEUED_TIMEOUT_MINUTES <= high

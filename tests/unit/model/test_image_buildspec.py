@@ -92,9 +92,9 @@ def test_the_text_says_what_the_document_says():
     assert _document() == image_buildspec.buildspec_document()
 
 
-def test_the_build_exports_the_pushed_digest():
+def test_the_build_exports_the_pushed_digest_and_whether_it_built():
     # BatchGetBuilds returns these as exportedEnvironmentVariables (API Reference, Build).
-    assert _document()["env"]["exported-variables"] == ["IMAGE_DIGEST"]
+    assert _document()["env"]["exported-variables"] == ["IMAGE_DIGEST", "IMAGE_REUSED"]
 
 
 def test_a_failed_build_phase_aborts_the_build_before_post_build_pushes():
@@ -129,7 +129,12 @@ _AWS = """#!/usr/bin/env bash
 echo "aws $*" >>"$CALLS"
 case "$2" in
   get-login-password) echo "token-for-$4" ;;
-  describe-images) echo "$ECR_DIGEST" ;;
+  describe-images)
+    # ECR holds the context's image once it is pushed (here, or before the build: PUSHED_BEFORE);
+    # else the CLI fails as for ImageNotFoundException.
+    if [ -n "${PUSHED_BEFORE:-}" ] || grep -q "^docker push .*:ctx-" "$CALLS"; then echo "$ECR_DIGEST"
+    else echo "An error occurred (ImageNotFoundException) when calling the DescribeImages operation" >&2; exit 254
+    fi ;;
 esac
 """
 
@@ -145,7 +150,10 @@ def _run(tmp_path: pathlib.Path, phases: tuple[str, ...], **env: str) -> tuple[i
     calls = tmp_path / "calls"
     calls.write_text("")
     checked = [f"{command}\nstatus=$?; [ $status -eq 0 ] || exit $status" for command in _commands(*phases)]
-    script = "\n".join(checked) + '\necho "exported IMAGE_DIGEST=${IMAGE_DIGEST:-}"\n'
+    script = (
+        "\n".join(checked)
+        + '\necho "exported IMAGE_DIGEST=${IMAGE_DIGEST:-} IMAGE_REUSED=${IMAGE_REUSED:-}"\n'
+    )
     variables = {
         "PATH": f"{tools}:{os.environ['PATH']}",
         "CALLS": str(calls),
@@ -166,7 +174,7 @@ def _run(tmp_path: pathlib.Path, phases: tuple[str, ...], **env: str) -> tuple[i
 def test_a_build_logs_in_to_each_ecr_registry_in_its_region_and_not_to_ghcr(tmp_path):
     status, calls, output = _run(tmp_path, ("pre_build",))
     assert status == 0, output
-    assert [c for c in calls if c.startswith(("aws", "docker login"))] == [
+    assert [c for c in calls if c.startswith(("aws ecr get-login-password", "docker login"))] == [
         "aws ecr get-login-password --region us-west-2",
         "docker login --username AWS --password-stdin 763104351884.dkr.ecr.us-west-2.amazonaws.com",
         "aws ecr get-login-password --region us-west-2",
@@ -211,7 +219,8 @@ def test_the_build_logs_in_to_exactly_the_hosts_the_program_counts_as_ecr(tmp_pa
         else []
     )
     # Between the DLC's login and the repository's (the order of the loop), with no token lines.
-    assert [c for c in calls if not c.startswith("stdin ")][2:-2] == expected
+    logins = [c for c in calls if c.startswith(("aws ecr get-login-password", "docker login"))]
+    assert logins[2:-2] == expected
 
 
 def test_a_context_digest_that_is_not_64_hex_digits_stops_the_build_before_any_login(tmp_path):
@@ -240,7 +249,15 @@ def test_a_whole_build_builds_the_context_then_pushes_both_tags_and_exports_the_
         f"aws ecr describe-images --repository-name slinky/slurmd --image-ids imageTag=ctx-{DIGEST} "
         "--query imageDetails[0].imageDigest --output text"
     )
-    assert f"exported IMAGE_DIGEST={PUSHED}" in output
+    assert f"exported IMAGE_DIGEST={PUSHED} IMAGE_REUSED=0" in output
+
+
+def test_a_build_of_a_context_already_pushed_builds_and_pushes_nothing_and_exports_its_digest(tmp_path):
+    # Another build of the same context (an interrupted `up` run again) pushed it meanwhile.
+    status, calls, output = _run(tmp_path, ("install", "pre_build", "build", "post_build"), PUSHED_BEFORE="1")
+    assert status == 0, output
+    assert not [c for c in calls if c.startswith(("docker buildx build", "docker push"))]
+    assert f"exported IMAGE_DIGEST={PUSHED} IMAGE_REUSED=1" in output
 
 
 def test_post_build_after_a_failed_build_phase_pushes_nothing(tmp_path):
@@ -301,17 +318,55 @@ def test_one_byte_of_one_file_changes_the_digest(context):
     assert context_digest(context, **ARGS) != before
 
 
-def test_a_new_file_changes_the_digest(context):
+def test_a_new_file_the_dockerfile_copies_changes_the_digest(context):
     before = context_digest(context, **ARGS)
     (context / "extra.txt").write_text("")
+    dockerfile = context / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY extra.txt /etc/extra.txt\n")
     assert context_digest(context, **ARGS) != before
 
 
-def test_the_executable_bit_the_build_copies_changes_the_digest(context):
+@pytest.mark.parametrize("name", ["README.md", "build-image.sh", "notes.txt", ".DS_Store"])
+def test_a_file_the_build_does_not_read_does_not_change_the_digest(context, name):
+    # A doc edit in image/README.md, the local build script or clutter start no build.
+    before = context_digest(context, **ARGS)
+    (context / name).write_text("edited\n")
+    assert context_digest(context, **ARGS) == before
+
+
+def test_the_build_reads_the_dockerfile_and_the_files_it_copies_and_nothing_else():
+    assert image_buildspec.context_files(REPO / "image") == [
+        "Dockerfile",
+        "assert-image.sh",
+        "assert-toolchain.sh",
+        "finetune-requirements.txt",
+        "loader.sh",
+        "register-libraries.sh",
+    ]
+
+
+def test_copies_from_a_stage_read_nothing_of_the_context():
+    dockerfile = "FROM a AS s\nCOPY --from=s /x /x\nCOPY --chmod=0755 \\\n  a.sh b.sh /bin/\n# COPY c /c\n"
+    assert image_buildspec.copied_sources(dockerfile) == ["a.sh", "b.sh"]
+
+
+def test_a_copy_in_the_exec_form_is_refused_rather_than_left_unread():
+    with pytest.raises(ValueError, match="shell form"):
+        image_buildspec.copied_sources('FROM a\nCOPY ["a.sh", "/bin/"]\n')
+
+
+def test_a_copied_file_the_context_lacks_is_refused(context):
+    (context / "loader.sh").unlink()
+    with pytest.raises(ValueError, match="'loader.sh'"):
+        image_buildspec.context_files(context)
+
+
+def test_file_modes_do_not_change_the_digest(context):
+    # The zip CodeBuild gets carries no modes; the Dockerfile's COPY --chmod sets them.
     before = context_digest(context, **ARGS)
     loader = context / "loader.sh"
-    loader.chmod(loader.stat().st_mode | stat.S_IXUSR)
-    assert context_digest(context, **ARGS) != before
+    loader.chmod(loader.stat().st_mode ^ stat.S_IXUSR)
+    assert context_digest(context, **ARGS) == before
 
 
 @pytest.mark.parametrize("arg", sorted(ARGS))
