@@ -9,4 +9,4 @@ A version whose changelog entry says "unreleased" is the one being built on the 
 
 from __future__ import annotations
 
-VERSION = "0.6.0"
+VERSION = "0.7.0"
