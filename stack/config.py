@@ -113,10 +113,10 @@ class StackConfig:
         return self.existing_cluster.version if self.existing_cluster else self.kubernetes_version
 
     @property
-    def cluster_addons(self) -> frozenset[str]:
-        """The EKS add-ons the stack would install that the cluster runs already: none in the
-        stack's own cluster (model/checks/existing_cluster.py DETECTED_ADDONS)."""
-        return self.existing_cluster.addons if self.existing_cluster else frozenset()
+    def csi_drivers(self) -> frozenset[str]:
+        """The CSI drivers' EKS add-ons the stack installs: both in its own cluster, in an existing
+        one those installSharedAddons lists (the preflight refused one the cluster runs already)."""
+        return frozenset(a.eks_addon for a in shared_addons.EKS_ADDONS if self.installs(a))
 
     def installs(self, addon: shared_addons.SharedAddon) -> bool:
         """Whether the stack installs the shared add-on: always in its own cluster, in an
@@ -274,7 +274,12 @@ def _existing_cluster(
     if not name or region is None:
         return None
     vpc_id = ok.get("vpcId", "")
-    return existing_cluster.check(account, region, name, vpc_id if isinstance(vpc_id, str) else "", day, out)
+    cluster = existing_cluster.check(
+        account, region, name, vpc_id if isinstance(vpc_id, str) else "", day, out
+    )
+    if cluster is not None and "installSharedAddons" in ok:
+        existing_cluster.csi_drivers(cluster, ok["installSharedAddons"], out)
+    return cluster
 
 
 def load(account: Account) -> StackConfig:

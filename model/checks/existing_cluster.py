@@ -68,6 +68,19 @@ SHARED_ADDONS_WITHOUT_CLUSTER = identify(
     "installSharedAddons only beside existingClusterName",
     "installSharedAddons",
 )
+CSI_DRIVER_PRESENT = identify(
+    "csi-driver-listed-but-present",
+    ERROR,
+    "a CSI driver listed in installSharedAddons only where the cluster has no EKS add-on of it",
+    "installSharedAddons",
+)
+CSI_DRIVER_UNSEEN = identify(
+    "csi-driver-unseen",
+    WARNING,
+    "a CSI driver the stack needs that the cluster runs as an EKS add-on or installSharedAddons lists",
+    KEY,
+    "installSharedAddons",
+)
 AUTOSCALING_NEEDS_OWN_SCALERS = identify(
     "autoscaling-needs-own-scalers",
     ERROR,
@@ -88,11 +101,10 @@ CONFIG_MAP = "CONFIG_MAP"
 # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html). The stack changes
 # neither: they are the cluster's.
 REQUIRED_ADDONS = ("vpc-cni", "eks-pod-identity-agent")
-# The EKS add-ons the stack installs in its own cluster that an existing one may run already
-# (components/shared_storage.py): where the cluster has one, the stack uses it and installs none,
-# since an add-on the stack adopted (resolve_conflicts_on_create OVERWRITE) would be deleted by its
-# `destroy`, taking the owner's volumes' driver with it.
-DETECTED_ADDONS = ("aws-ebs-csi-driver", "aws-efs-csi-driver")
+# The EKS add-ons the stack installs in its own cluster that an existing one may run already (the
+# CSI drivers: model/facts/shared_addons.py EKS_ADDONS): read so that the preflight can say which
+# of them the cluster runs and which the stack must install or find installed otherwise.
+DETECTED_ADDONS = tuple(a.eks_addon for a in shared_addons.EKS_ADDONS)
 
 
 @dataclass(frozen=True)
@@ -262,6 +274,41 @@ def check(
         cni_role_arn=addons["vpc-cni"].role_arn,
         addons=frozenset(a for a in DETECTED_ADDONS if addons.get(a) is not None),
     )
+
+
+def csi_drivers(cluster: EksCluster, listed: Sequence[str], out: list[Problem]) -> None:
+    """The CSI drivers the stack needs (/shared on EFS, the Slurm state volumes on gp3) in a cluster
+    it does not own. One listed where the cluster runs its EKS add-on already is refused: CreateAddon
+    would fail on the add-on that exists, and the stack must not own the cluster's. One neither
+    listed nor an EKS add-on is a warning, not a refusal: a driver installed with Helm or a manifest
+    is no EKS add-on, and AWS cannot be asked about it (the Kubernetes API needs the cluster's
+    credentials), so the stack uses it and `up` fails at the first volume where there is none
+    (docs/existing-cluster.md, "The CSI drivers")."""
+    for addon in shared_addons.EKS_ADDONS:
+        present = addon.eks_addon in cluster.addons
+        if present and addon.key in listed:
+            out.append(
+                error(
+                    CSI_DRIVER_PRESENT,
+                    "installSharedAddons",
+                    list(listed),
+                    f"a list without {addon.key}: {cluster.name} runs the EKS add-on {addon.eks_addon} "
+                    "already (DescribeAddon), which the stack uses as it is; remove it with `pulumi "
+                    "config set --path 'installSharedAddons[...]'`",
+                )
+            )
+        elif not present and addon.key not in listed:
+            out.append(
+                warning(
+                    CSI_DRIVER_UNSEEN,
+                    KEY,
+                    cluster.name,
+                    f"{cluster.name} has no EKS add-on {addon.eks_addon} (DescribeAddon) and "
+                    f"installSharedAddons does not list {addon.key}: the stack needs {addon.what} "
+                    f"({addon.needs}) and installs none. Where the cluster runs it otherwise (Helm, a "
+                    f"manifest) nothing is to be done; else list {addon.key}, or `up` fails: {addon.fails}",
+                )
+            )
 
 
 def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster, out: list[Problem]) -> None:

@@ -148,10 +148,36 @@ def test_the_provider_never_adopts_an_object_the_cluster_holds(into):
 
 
 def test_the_clusters_eks_addons_are_left_alone(into):
-    # CoreDNS and the node monitoring agent are the owner's; the CSI drivers the cluster lacks are
-    # the only add-ons the stack installs.
-    names = {a.inputs["addonName"] for a in into.of_type("aws:eks/addon:Addon")}
-    assert names == {"aws-ebs-csi-driver", "aws-efs-csi-driver"}
+    # CoreDNS, the node monitoring agent and the CSI drivers are the owner's unless listed.
+    assert into.of_type("aws:eks/addon:Addon") == []
+
+
+def test_a_csi_driver_neither_an_eks_addon_nor_listed_is_a_warning_not_a_refusal(into):
+    # A driver installed with Helm is no EKS add-on, and AWS cannot be asked about it.
+    for addon, key in (("aws-ebs-csi-driver", "ebsCsiDriver"), ("aws-efs-csi-driver", "efsCsiDriver")):
+        (warned,) = [w for w in into.warnings if "[csi-driver-unseen]" in w and f"no EKS add-on {addon}" in w]
+        assert f"list {key}" in warned
+
+
+def test_a_csi_driver_the_cluster_runs_as_an_eks_addon_gets_no_warning():
+    running = {**offline_account.EXISTING_CLUSTER_RECORD.addons, "aws-ebs-csi-driver": "v1.50.0-eksbuild.1"}
+    graph = deployed(existing_cluster(addons=running))
+    assert [w for w in graph.warnings if "[csi-driver-unseen]" in w and "aws-ebs-csi-driver" in w] == []
+
+
+def test_a_listed_csi_driver_is_installed_taking_nothing_over_and_kept_on_destroy():
+    graph = deployed(installSharedAddons=["ebsCsiDriver", "efsCsiDriver"])
+    addons = graph.of_type("aws:eks/addon:Addon")
+    assert {a.inputs["addonName"] for a in addons} == {"aws-ebs-csi-driver", "aws-efs-csi-driver"}
+    for addon in addons:
+        assert addon.inputs["resolveConflictsOnCreate"] == "NONE"
+        assert addon.inputs["preserve"] is True
+
+
+def test_a_listed_csi_driver_the_cluster_runs_as_an_eks_addon_is_refused():
+    running = {**offline_account.EXISTING_CLUSTER_RECORD.addons, "aws-efs-csi-driver": "v2.1.0-eksbuild.1"}
+    message = refused(existing_cluster(addons=running), installSharedAddons=["efsCsiDriver"])
+    assert "a list without efsCsiDriver" in message and "[csi-driver-listed-but-present]" in message
 
 
 def test_csi_drivers_the_cluster_runs_are_not_adopted():
