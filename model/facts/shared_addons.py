@@ -91,7 +91,7 @@ EFS_CSI_DRIVER = SharedAddon(
     "the Amazon EFS CSI driver",
     "a driver for efs.csi.aws.com whose node plugin runs on every node (the GPU nodes' taint "
     "tolerated) and mounts with TLS and IAM on the node's role: the shared file system is a static EFS volume",
-    "every pod mounting /shared stays ContainerCreating and the Slurm readiness Job fails `up`; the "
+    "every pod mounting the shared file system stays ContainerCreating and the Slurm readiness Job fails `up`; the "
     "preflight warns where the cluster has no EKS add-on of it",
     eks_addon="aws-efs-csi-driver",
 )
