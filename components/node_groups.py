@@ -99,6 +99,15 @@ class NodeGroupsArgs:
     # the CNI policy, or the stack's nodes get no pod addresses; in the stack's own cluster the CNI
     # has its own role (components/cluster.py).
     node_role_runs_cni: bool
+    # The VPC the nodes run in (Network.vpc_id): where their own security group goes, if any.
+    vpc_id: pulumi.Input[str]
+    # Whether the nodes get a security group of the stack's beside the cluster security group: in
+    # an existing cluster, where EKS attaches the cluster security group to every managed node
+    # group's nodes, the platform's and other tenants' too, so a rule that admits it admits them
+    # all (EKS user guide, "View Amazon EKS security group requirements for clusters":
+    # https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html). The accounting
+    # database and the NFS mount targets admit this group instead.
+    own_security_group: bool
 
 
 # IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
@@ -167,6 +176,9 @@ class NodeGroups(pulumi.ComponentResource):
     coredns: aws.eks.Addon | None  # CoreDNS adopted as a managed add-on, in the stack's own cluster
     # The node monitoring agent add-on: the node conditions auto repair acts on
     monitoring_agent: aws.eks.Addon | None
+    # The security group that marks the stack's nodes: their own in an existing cluster
+    # (NodeGroupsArgs.own_security_group), else the cluster security group, which only they carry.
+    security_group_id: pulumi.Output[str]
     # What in-cluster installs wait for (depending on nodes also deletes the installs first):
     # system pods need the core nodes,
     core_ready: list[pulumi.Resource]
@@ -177,6 +189,15 @@ class NodeGroups(pulumi.ComponentResource):
         super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
         self._name, self._args = name, args
         role = self._node_role()
+        own = self._own_security_group() if args.own_security_group else None
+        self.security_group_id = (
+            own.id if own is not None else pulumi.Output.from_input(args.cluster.security_group_id)
+        )
+        # The groups a launch template names, where it names any: naming one replaces the cluster
+        # security group EKS would attach, so the cluster's comes first (EKS user guide, "Customize
+        # managed nodes with launch templates":
+        # https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
+        self._security_groups = [args.cluster.security_group_id, *([own.id] if own is not None else [])]
         self.role_name = role.id
         self.role_arn = role.arn
         self.core = self._core_group(role)
@@ -186,6 +207,17 @@ class NodeGroups(pulumi.ComponentResource):
         self.core_ready = [self.core]
         self.gpu_ready = list(self.gpu.values())
         self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})
+
+    def _own_security_group(self) -> aws.ec2.SecurityGroup:
+        """A group with no rule: it only names the stack's nodes as a source (the cluster security
+        group beside it carries their traffic; the provider removes AWS's default egress rule, and
+        an instance's groups' rules add up)."""
+        return aws.ec2.SecurityGroup(
+            f"{self._name}-sg",
+            vpc_id=self._args.vpc_id,
+            description="The Slurm stack's nodes: the source its database and NFS admit",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _node_role(self) -> aws.iam.Role:
         """The role every node runs as; its policy attachments (self._attachments) are what
@@ -283,6 +315,7 @@ class NodeGroups(pulumi.ComponentResource):
             f"{self._name}-core-lt",
             metadata_options=_metadata_options(),
             block_device_mappings=[_root_volume(100, 3000, 125)],
+            vpc_security_group_ids=self._security_groups if args.own_security_group else None,
             update_default_version=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -313,9 +346,7 @@ class NodeGroups(pulumi.ComponentResource):
             # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
             # Managed node groups forbid SubnetId here: the subnet is the node group's.
             network_interfaces=[
-                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                    **iface, security_groups=[args.cluster.security_group_id]
-                )
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(**iface, security_groups=self._security_groups)
                 for iface in pool.gpu.network_interfaces
             ],
             placement=self._placement(group, pool, reservation),

@@ -97,6 +97,9 @@ class SharedStorageArgs:
     node_role_name: pulumi.Input[str]
     # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The security group of the stack's nodes (NodeGroups.security_group_id): the only source the
+    # mount targets admit.
+    node_security_group_id: pulumi.Input[str]
     # The role every node group runs as (NodeGroups.role_arn): the only principal the file system
     # policy lets mount /shared.
     node_role_arns: Sequence[pulumi.Input[str]]
@@ -272,7 +275,7 @@ class SharedStorage(pulumi.ComponentResource):
                     protocol="tcp",
                     from_port=2049,
                     to_port=2049,
-                    security_groups=[args.cluster.security_group_id],
+                    security_groups=[args.node_security_group_id],
                     description="NFS from cluster nodes",
                 )
             ],

@@ -133,6 +133,8 @@ def declare_slurm_layer(
             owns_cluster_addons=config.existing_cluster is None,
             node_role_runs_cni=config.existing_cluster is not None
             and not config.existing_cluster.cni_role_arn,
+            vpc_id=network.vpc_id,
+            own_security_group=config.existing_cluster is not None,
         ),
         opts(),
     )
@@ -179,6 +181,7 @@ def declare_slurm_layer(
             cluster=context,
             node_role_name=nodes.role_name,
             vpc_id=network.vpc_id,
+            node_security_group_id=nodes.security_group_id,
             # The one role every node group runs as, read from the role itself: /shared's policy need
             # not wait for the GPU node groups to exist.
             node_role_arns=[nodes.role_arn],
@@ -192,7 +195,7 @@ def declare_slurm_layer(
         opts(),
     )
     # Slurm's accounting database needs only the VPC: RDS creates it while EKS comes up. Only its
-    # ingress rule (from the cluster security group), its Secrets, its CA bundle and the Job that makes
+    # ingress rule (from the nodes' security group), its Secrets, its CA bundle and the Job that makes
     # slurmdbd's user wait for the cluster. The CA bundle is read through its module, where
     # devkit/offline_run.py answers it offline.
     accounting = AccountingDatabase(
@@ -200,6 +203,7 @@ def declare_slurm_layer(
         AccountingDatabaseArgs(
             cluster=context,
             vpc_id=network.vpc_id,
+            node_security_group_id=nodes.security_group_id,
             private_subnet_ids=network.private_subnet_ids,
             instance_class=config.accounting_instance_class,
             storage_gib=config.accounting_storage_gib,

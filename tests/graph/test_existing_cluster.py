@@ -210,6 +210,33 @@ def test_the_node_role_gets_the_cni_policy_where_the_cni_runs_on_it():
     assert CNI_POLICY in attached
 
 
+# Who reaches the stack's database and file system
+
+
+def test_the_stacks_nodes_carry_a_security_group_of_their_own_beside_the_clusters(into):
+    own = into.named("nodes-sg")
+    assert "ingress" not in own.inputs and own.inputs["vpcId"] == LANDING_ZONE_VPC
+    core = into.named("nodes-core-lt").inputs["vpcSecurityGroupIds"]
+    # The cluster's first: a launch template that names groups replaces the one EKS would attach.
+    assert len(core) == 2 and core[0].startswith("sg-0e") and core[1] == "nodes-sg-id"
+    interfaces = into.named("nodes-gpu-lt").inputs["networkInterfaces"]
+    assert interfaces and all(i["securityGroups"] == core for i in interfaces)
+
+
+def test_the_database_admits_the_stacks_nodes_not_every_node_of_the_cluster(into):
+    (rule,) = [
+        r
+        for r in into.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == "accounting-sg-id"
+    ]
+    assert rule.inputs["referencedSecurityGroupId"] == "nodes-sg-id"
+
+
+def test_the_file_system_admits_the_stacks_nodes_not_every_node_of_the_cluster(into):
+    (rule,) = into.named("storage-nfs").inputs["ingress"]
+    assert rule["securityGroups"] == ["nodes-sg-id"]
+
+
 # Shared add-ons
 
 
