@@ -318,6 +318,8 @@ def _settled(
     checked = config_schema.check(raw, pulumi.get_stack(), day)
     vpc_problems: list[Problem] = []
     existing_vpc = _existing_vpc(account, checked, vpc_problems)
+    if existing_vpc is not None and "sshAllowedCidrs" in checked.accepted:
+        vpc_subnets.internal_login_reach(existing_vpc, checked.accepted["sshAllowedCidrs"], vpc_problems)
     found = _preflight(account, checked, existing_vpc)
     problems = checked.problems + found.problems + vpc_problems
     images = _images(account, checked, problems)

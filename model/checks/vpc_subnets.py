@@ -29,6 +29,7 @@ What must hold, each a rule:
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
@@ -61,6 +62,13 @@ OWN_NETWORK_KEYS = {
     "flowLogsDestination": "whose flow logs are its owner's",
     "flowLogsRetentionDays": "whose flow logs are its owner's",
 }
+INTERNAL_LOGIN_REACH = identify(
+    "internal-login-reach",
+    WARNING,
+    "an internal login with an sshAllowedCidrs block that private networks or the VPC can reach from",
+    "sshAllowedCidrs",
+    "publicSubnetIds",
+)
 VPC_DESCRIBABLE = identify("vpc-describable", ERROR, "a VPC the deployer can describe", "vpcId")
 VPC_EXISTS = identify("vpc-exists", ERROR, "a VPC EC2 knows in the region", "vpcId")
 VPC_DNS = identify("vpc-dns", ERROR, "a VPC with DNS support and DNS hostnames on", "vpcId")
@@ -301,6 +309,38 @@ class ExistingVpc:
         for s in self.public or self.private:
             found.setdefault(s.zone, s.subnet_id)
         return tuple(found.values())
+
+
+# The address ranges a client of an internal load balancer can come from besides the VPC's own:
+# private networks routed to the VPC (a peered VPC, a VPN, Direct Connect, a Transit Gateway)
+# use them. RFC 1918, "Private Address Space" (https://www.rfc-editor.org/rfc/rfc1918#section-3)
+# and RFC 6598's shared address space (https://www.rfc-editor.org/rfc/rfc6598#section-7).
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+
+
+def internal_login_reach(vpc: ExistingVpc, cidrs: Sequence[str], out: list[Problem]) -> None:
+    """An internal login (no publicSubnetIds) has only private addresses, so a client reaches it
+    from the VPC or a private network routed to it; the login NLB admits sshAllowedCidrs alone.
+    Where no block of them overlaps a private range or the VPC's CIDR, no client can both reach it
+    and be admitted: a warning, since the deployment itself succeeds."""
+    if not vpc.login_internal:
+        return
+    reachable = [ipaddress.ip_network(c) for c in (*PRIVATE_RANGES, vpc.vpc.cidr_block)]
+    blocks = [ipaddress.ip_network(c, strict=False) for c in cidrs]
+    if any(b.version == r.version and b.overlaps(r) for b in blocks for r in reachable):
+        return
+    out.append(
+        warning(
+            INTERNAL_LOGIN_REACH,
+            "sshAllowedCidrs",
+            list(cidrs),
+            f"the login load balancer is internal (publicSubnetIds is empty), so only clients in "
+            f"{vpc.vpc.vpc_id} ({vpc.vpc.cidr_block}) or private networks routed to it reach it, and "
+            "sshAllowedCidrs admits none of them: add the block your SSH clients come from inside "
+            "the VPC or a private network (RFC 1918 or RFC 6598), or give publicSubnetIds for an "
+            "internet-facing login",
+        )
+    )
 
 
 def check(

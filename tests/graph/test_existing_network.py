@@ -126,6 +126,23 @@ def test_without_public_subnets_the_login_load_balancer_is_internal_in_the_priva
     assert graph.of_type("eks:index:Cluster")[0].inputs.get("publicSubnetIds") in (None, [])
 
 
+def test_an_internal_login_that_no_allowed_block_can_reach_is_a_warning():
+    # The dev stack's sshAllowedCidrs is one public address: no client of an internal NLB has it.
+    graph = given(publicSubnetIds=[])
+    (warned,) = [w for w in graph.warnings if "[internal-login-reach]" in w]
+    assert "sshAllowedCidrs admits none of them" in warned and lz.LANDING_ZONE_VPC in warned
+
+
+@pytest.mark.parametrize("block", ["10.64.8.0/24", "192.168.4.0/22", "100.64.0.0/16", "172.20.1.7/32"])
+def test_an_internal_login_with_a_block_in_the_vpc_or_a_private_network_gets_no_warning(block):
+    graph = given(publicSubnetIds=[], sshAllowedCidrs=["203.0.113.10/32", block])
+    assert not [w for w in graph.warnings if "[internal-login-reach]" in w]
+
+
+def test_an_internet_facing_login_gets_no_reach_warning(landing):
+    assert not [w for w in landing.warnings if "[internal-login-reach]" in w]
+
+
 def test_the_dev_login_load_balancer_discovers_its_subnets(dev):
     notes = dev.named("slurm-login").inputs["metadata"]["annotations"]
     assert login_endpoint.SUBNETS not in notes and notes[login_endpoint.SCHEME] == "internet-facing"
