@@ -10,6 +10,7 @@ calls it with itself as the parent and its name as every part's prefix."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
@@ -36,9 +37,10 @@ from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import metrics as metrics_model
+from model.checks import existing_cluster
 from model.facts import shared_addons
 from model.facts.contract import CONTROLLER_CONTAINER, CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
-from stack.config import StackConfig
+from stack.config import PROJECT, ConfigError, StackConfig
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ def declare_slurm_layer(
 ) -> SlurmLayerParts:
     """Declare every component of the layer under `parent` (None: the stack itself), each named
     `prefix` + its part's name."""
-    config, context, network = args.settings, args.cluster, args.network
+    config, context, network = args.settings, _in_region(args.cluster, args.settings.region), args.network
 
     def opts() -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=parent)
@@ -399,6 +401,24 @@ def declare_slurm_layer(
             opts(),
         )
     return SlurmLayerParts(image, nodes, storage, accounting, slurm, metrics, grafana)
+
+
+def _in_region(cluster: ClusterContext, region: str) -> ClusterContext:
+    """The cluster, refused where its ARN names another region than aws:region
+    (model/checks/existing_cluster.py cluster_region): at once for an ARN the caller knows, else
+    as the ARN resolves, through the ARN every Pod Identity role's trust reads, so no such role is
+    created for a cluster elsewhere."""
+
+    def checked(arn: str) -> str:
+        problems = existing_cluster.cluster_region(arn, region)
+        if problems:
+            raise ConfigError([p.render(PROJECT) for p in problems])
+        return arn
+
+    if isinstance(cluster.arn, str):
+        checked(cluster.arn)
+        return cluster
+    return dataclasses.replace(cluster, arn=pulumi.Output.from_input(cluster.arn).apply(checked))
 
 
 class SlurmLayer(pulumi.ComponentResource):

@@ -68,6 +68,12 @@ SHARED_ADDONS_WITHOUT_CLUSTER = identify(
     "installSharedAddons only beside existingClusterName",
     "installSharedAddons",
 )
+CLUSTER_REGION = identify(
+    "cluster-region",
+    ERROR,
+    "aws:region set to the region of the cluster the Slurm layer goes into",
+    "aws:region",
+)
 CSI_DRIVER_PRESENT = identify(
     "csi-driver-listed-but-present",
     ERROR,
@@ -274,6 +280,30 @@ def check(
         cni_role_arn=addons["vpc-cni"].role_arn,
         addons=frozenset(a for a in DETECTED_ADDONS if addons.get(a) is not None),
     )
+
+
+def cluster_region(arn: str, region: str) -> list[Problem]:
+    """The Slurm layer's settings against the cluster it is given: its ARN
+    (arn:<partition>:eks:<region>:<account>:cluster/<name>, Service Authorization Reference,
+    Amazon EKS resource types:
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html)
+    names the region the cluster is in, and the layer's preflight, image build and Pod Identity
+    scopes use aws:region; a cluster elsewhere would get nodes, a file system and a database the
+    preflight never checked, in a region its nodes cannot reach."""
+    parts = arn.split(":")
+    in_region = parts[3] if len(parts) > 5 and parts[2] == "eks" else ""
+    if in_region == region:
+        return []
+    return [
+        error(
+            CLUSTER_REGION,
+            "aws:region",
+            region,
+            f"the region of the cluster the Slurm layer is given: its ARN {arn} names "
+            f"{in_region or 'no region'}; set aws:region to it (the layer reads aws:region and "
+            "aws:profile from the stack's config, not from the AWS provider its caller passes)",
+        )
+    ]
 
 
 def csi_drivers(cluster: EksCluster, listed: Sequence[str], out: list[Problem]) -> None:

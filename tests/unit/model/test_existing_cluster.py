@@ -155,3 +155,16 @@ def test_a_role_with_a_path_is_found_under_its_pathless_entry_too():
 def test_a_users_arn_has_no_path_to_drop():
     user = "arn:aws:iam::123456789012:user/ci"
     assert existing_cluster.without_path(user) == user
+
+
+def test_a_cluster_arn_in_aws_region_passes():
+    assert (
+        existing_cluster.cluster_region("arn:aws:eks:us-west-2:123456789012:cluster/platform", "us-west-2")
+        == []
+    )
+
+
+def test_a_cluster_arn_in_another_region_is_refused_under_aws_region():
+    (problem,) = existing_cluster.cluster_region("arn:aws:eks:eu-west-1:123456789012:cluster/p", "us-west-2")
+    assert (problem.key, problem.value, problem.rule.id) == ("aws:region", "us-west-2", "cluster-region")
+    assert "names eu-west-1" in problem.message
