@@ -101,6 +101,7 @@ ACTIVE = "ACTIVE"
 # API_AND_CONFIG_MAP | CONFIG_MAP,
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_AccessConfigResponse.html).
 CONFIG_MAP = "CONFIG_MAP"
+API = "API"
 # The EKS add-ons every node and pod of the stack needs in a cluster it does not own: the VPC CNI
 # gives the pods their VPC addresses (and the EFA interfaces stay beside it), the Pod Identity agent
 # the load balancer controller, the CSI drivers and the jobs their AWS credentials
@@ -375,6 +376,24 @@ def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster,
                 cluster.name,
                 f"preflight: could not check that the deployer is an admin of {cluster.name}: the "
                 f"deployer lacks {denied.action}; the check is skipped",
+            )
+        )
+        return
+    if entry is None and cluster.authentication_mode != API:
+        # API_AND_CONFIG_MAP: the deployer may be an admin through aws-auth instead, which AWS
+        # cannot be asked about (EKS user guide, "Change authentication mode to use access
+        # entries": both sources are read in that mode,
+        # https://docs.aws.amazon.com/eks/latest/userguide/setting-up-access-entries.html).
+        out.append(
+            warning(
+                DEPLOYER_ADMIN_UNREADABLE,
+                KEY,
+                cluster.name,
+                f"{cluster.name} has no access entry for {principal}, and it also reads the aws-auth "
+                "ConfigMap (API_AND_CONFIG_MAP), which AWS cannot be asked about: the deployer must "
+                "be mapped there to system:masters, or `up` fails at the first Kubernetes object "
+                f"(or give it an access entry: `aws eks create-access-entry --cluster-name "
+                f"{cluster.name} --principal-arn {principal}` with the AmazonEKSClusterAdminPolicy)",
             )
         )
         return

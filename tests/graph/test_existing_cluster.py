@@ -302,8 +302,13 @@ def test_a_cluster_without_the_pod_identity_agent_is_refused():
 
 
 def test_a_deployer_without_an_access_entry_is_refused():
-    message = refused(existing_cluster(access_entries={}))
+    message = refused(existing_cluster(authentication_mode="API", access_entries={}))
     assert f"no access entry for {DEPLOYER_ROLE}" in message and "[deployer-cluster-admin]" in message
+
+
+def test_a_deployer_without_an_access_entry_deploys_with_a_warning_where_aws_auth_is_read():
+    graph = deployed(existing_cluster(access_entries={}))
+    assert any("[deployer-cluster-admin-unreadable]" in w and "aws-auth" in w for w in graph.warnings)
 
 
 def test_a_config_map_only_cluster_deploys_with_a_warning():
@@ -319,7 +324,9 @@ def test_the_network_keys_are_required_beside_an_existing_cluster():
 
 def test_every_refusal_comes_at_once():
     message = refused(
-        existing_cluster(status="UPDATING", version="1.28", vpc_id=OTHER_VPC, access_entries={})
+        existing_cluster(
+            status="UPDATING", version="1.28", vpc_id=OTHER_VPC, authentication_mode="API", access_entries={}
+        )
     )
     for rule in (
         "existing-cluster-active",

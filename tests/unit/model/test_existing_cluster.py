@@ -168,3 +168,17 @@ def test_a_cluster_arn_in_another_region_is_refused_under_aws_region():
     (problem,) = existing_cluster.cluster_region("arn:aws:eks:eu-west-1:123456789012:cluster/p", "us-west-2")
     assert (problem.key, problem.value, problem.rule.id) == ("aws:region", "us-west-2", "cluster-region")
     assert "names eu-west-1" in problem.message
+
+
+def test_no_access_entry_is_refused_where_the_cluster_reads_access_entries_only():
+    found, out = checked(Account(entries={}))
+    assert found is None and ids(out) == ["deployer-cluster-admin"]
+
+
+def test_no_access_entry_is_a_warning_where_the_cluster_also_reads_aws_auth():
+    import dataclasses
+
+    cluster = dataclasses.replace(CLUSTER, authentication_mode="API_AND_CONFIG_MAP")
+    found, out = checked(Account(cluster=cluster, entries={}))
+    assert found is not None and ids(out) == ["deployer-cluster-admin-unreadable"]
+    assert "aws-auth" in out[0].message
