@@ -62,6 +62,12 @@ OWN_NETWORK_KEYS = {
     "flowLogsDestination": "whose flow logs are its owner's",
     "flowLogsRetentionDays": "whose flow logs are its owner's",
 }
+LOGIN_ZONES = identify(
+    "login-subnet-zones",
+    ERROR,
+    "a public subnet in every AZ of privateSubnetIds, where publicSubnetIds is given",
+    "publicSubnetIds",
+)
 INTERNAL_LOGIN_REACH = identify(
     "internal-login-reach",
     WARNING,
@@ -411,6 +417,7 @@ def _described(
     for s in public:
         _route_in(account, region, vpc, s, out)
     _zones(private, pools, out)
+    _login_zones(private, public, out)
     found = ExistingVpc(vpc, tuple(private), tuple(public))
     _addresses(account, region, found, pools, core_type, core_count, out)
     return found
@@ -523,6 +530,31 @@ def _zones(private: list[Subnet], pools: Sequence[GpuPool], out: list[Problem]) 
                 pool.availability_zone,
                 f"an AZ with a subnet in privateSubnetIds ({', '.join(sorted(zones))}): pool {pool.name}'s "
                 "nodes launch in a given private subnet of their AZ; add one there or move the pool",
+            )
+        )
+
+
+def _login_zones(private: list[Subnet], public: list[Subnet], out: list[Problem]) -> None:
+    """The login pod runs on a core node, in any AZ of the private subnets, and its NLB sends to
+    the pod's address (target type ip: model/builders/login_endpoint.py); an NLB routes to no
+    target in an AZ it is not enabled in (Elastic Load Balancing, "Availability Zones and load
+    balancer nodes": "If you register targets in an Availability Zone but do not enable the
+    Availability Zone, these registered targets do not receive traffic",
+    https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#availability-zones).
+    So every private subnet's AZ needs a public subnet; an internal login, in the private subnets
+    themselves, covers them all."""
+    if not public:
+        return
+    missing = sorted({s.zone for s in private} - {s.zone for s in public})
+    if missing:
+        out.append(
+            error(
+                LOGIN_ZONES,
+                PUBLIC,
+                [s.subnet_id for s in public],
+                f"a public subnet in every AZ of privateSubnetIds: {', '.join(missing)} has none, and "
+                "the login pod may run on a core node there, where its internet-facing load balancer "
+                "sends nothing; add a public subnet of that AZ, or drop that AZ's private subnets",
             )
         )
 

@@ -149,11 +149,17 @@ def test_the_dev_login_load_balancer_discovers_its_subnets(dev):
 
 
 def test_a_private_subnet_out_through_a_transit_gateway_is_accepted():
-    graph = given(privateSubnetIds=[*PRIVATE, lz.TRANSIT_SUBNET])
+    # Internal: the Transit Gateway's AZ (us-west-2d) has no public subnet.
+    graph = given(privateSubnetIds=[*PRIVATE, lz.TRANSIT_SUBNET], publicSubnetIds=[])
     assert graph.named("nodes-core").inputs["subnetIds"] == [*PRIVATE, lz.TRANSIT_SUBNET]
 
 
 # Refusals, before any resource, naming the key
+
+
+def test_a_private_subnets_az_without_a_public_subnet_is_refused_for_an_internet_facing_login():
+    message = refused(privateSubnetIds=[*PRIVATE, lz.TRANSIT_SUBNET])
+    assert "us-west-2d has none" in message and "[login-subnet-zones]" in message
 
 
 def test_a_vpc_that_does_not_exist_is_refused():
@@ -277,6 +283,7 @@ def test_a_core_type_offered_in_every_given_subnets_az_is_accepted():
     graph = given(
         coreInstanceType="m7i.2xlarge",
         privateSubnetIds=[lz.LANDING_ZONE_PRIVATE["us-west-2a"], lz.TRANSIT_SUBNET],
+        publicSubnetIds=[],  # us-west-2d has no public subnet: an internal login
     )
     assert graph.named("nodes-core").inputs["instanceTypes"] == ["m7i.2xlarge"]
 
