@@ -18,8 +18,9 @@ What must hold, each a rule:
 - every public subnet sends 0.0.0.0/0 to an internet gateway: an internet-facing load balancer's
   subnets must be public (Elastic Load Balancing, "Subnets for your Network Load Balancer":
   https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#subnets),
-  and the load balancer controller calls a subnet public by the same route
-  (aws-load-balancer-controller v3.5.0 pkg/networking/subnet_resolver.go, isSubnetContainsRouteToIGW);
+  (the load balancer controller is laxer: it calls a subnet public when any route of its table,
+  whatever the destination, goes to a gateway whose id starts with igw-; aws-load-balancer-controller
+  v3.5.0 pkg/networking/subnet_resolver.go, isSubnetContainsRouteToIGW);
 - the private subnets span two AZs (EKS: "subnets in at least two different Availability Zones",
   EKS user guide, https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), and every
   GPU pool's AZ has one;
