@@ -237,6 +237,36 @@ def test_the_file_system_admits_the_stacks_nodes_not_every_node_of_the_cluster(i
     assert rule["securityGroups"] == ["nodes-sg-id"]
 
 
+# Fixed names the cluster must not hold
+
+
+def test_every_fixed_name_the_stack_takes_in_the_cluster_is_documented():
+    # The names are the stack's in any cluster; docs/existing-cluster.md lists what an existing
+    # cluster must not hold, since the preview cannot see the cluster's objects.
+    graph = deployed(
+        gpuMinNodes=0,
+        gpuMaxNodes=2,
+        installSharedAddons=[
+            "certManager",
+            "loadBalancerController",
+            "devicePlugins",
+            "keda",
+            "clusterAutoscaler",
+        ],
+    )
+    documented = (REPO / "docs" / "existing-cluster.md").read_text()
+    documented = " ".join(documented.split())
+    taken = set()
+    for r in graph.resources:
+        if r.type == "kubernetes:helm.sh/v3:Release":
+            taken.add(f"`{r.inputs['namespace']}/{r.inputs['name']}`")
+            taken.add(f"`{r.inputs['namespace']}`")
+        elif r.type.startswith("kubernetes:") and not (r.inputs.get("metadata") or {}).get("namespace"):
+            name = r.inputs["metadata"]["name"]
+            taken.add(f"`{name}`")
+    assert taken and {t for t in taken if t not in documented and t != "`kube-system`"} == set()
+
+
 # Shared add-ons
 
 
