@@ -17,6 +17,7 @@ from components.cluster import ClusterContext
 from model.builders import node_repair
 from model.builders.node_repair import RepairPolicy
 from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+from model.builders.stack_placement import StackPlacement
 from model.checks.gpu_pools import GpuPool, pool_labels
 from model.facts import versions
 from model.facts.capacity import Reservation
@@ -108,6 +109,9 @@ class NodeGroupsArgs:
     # https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html). The accounting
     # database and the NFS mount targets admit this group instead.
     own_security_group: bool
+    # In a cluster the stack shares (existingClusterName): its nodes' own label and the core nodes'
+    # taint (model/builders/stack_placement.py); None in the stack's own cluster.
+    placement: Optional[StackPlacement]
 
 
 # IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
@@ -325,10 +329,15 @@ class NodeGroups(pulumi.ComponentResource):
             list(args.private_subnet_ids),
             args.core_instance_type,
             "AL2023_x86_64_STANDARD",
-            CORE_LABELS,
+            {**CORE_LABELS, **(args.placement.labels if args.placement else {})},
             NodeGroupSize.fixed(args.core_node_count),
             core_lt,
             node_repair.CORE_REPAIR,
+            **(
+                {"taints": [aws.eks.NodeGroupTaintArgs(**args.placement.core_taint.node_group)]}
+                if args.placement
+                else {}
+            ),
         )
 
     def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
@@ -360,7 +369,11 @@ class NodeGroups(pulumi.ComponentResource):
         # for the pool refuses, and which bills an extra GPU node meanwhile (EKS API
         # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
-        labels = {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)}
+        labels = {
+            **GPU_LABELS,
+            **pool_labels(pool, args.gpu_pools),
+            **(args.placement.labels if args.placement else {}),
+        }
         node_group = self._node_group(
             pool.resource_suffix,
             role,

@@ -17,6 +17,7 @@ from typing import Mapping, Optional, Sequence
 import pulumi
 
 from components import accounting_database
+from components._parts import stack_placement
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import ClusterContext
@@ -37,6 +38,7 @@ from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import metrics as metrics_model
+from model.builders.stack_placement import StackPlacement
 from model.checks import existing_cluster
 from model.facts import shared_addons
 from model.facts.contract import CONTROLLER_CONTAINER, CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
@@ -99,8 +101,13 @@ def declare_slurm_layer(
     `prefix` + its part's name."""
     config, context, network = args.settings, _in_region(args.cluster, args.settings.region), args.network
 
+    # In a cluster the stack shares, its pods go to its own nodes only, and its core nodes take
+    # only its pods (model/builders/stack_placement.py).
+    placement = StackPlacement(config.cluster_name) if config.existing_cluster else None
+    placed = [stack_placement.transformation(placement)] if placement else None
+
     def opts() -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=parent)
+        return pulumi.ResourceOptions(parent=parent, transformations=placed)
 
     # The image builds while the network and EKS come up: it needs neither.
     image = SlurmdImage(
@@ -137,6 +144,7 @@ def declare_slurm_layer(
             and not config.existing_cluster.cni_role_arn,
             vpc_id=network.vpc_id,
             own_security_group=config.existing_cluster is not None,
+            placement=placement,
         ),
         opts(),
     )

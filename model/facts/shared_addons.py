@@ -80,8 +80,8 @@ EBS_CSI_DRIVER = SharedAddon(
     "ebsCsiDriver",
     "the Amazon EBS CSI driver",
     "a driver for the provisioner ebs.csi.aws.com whose controller may create, attach and delete "
-    "encrypted gp3 volumes: the stack's gp3 StorageClass names it, and the Slurm controller's state "
-    "volume is a gp3 claim",
+    "encrypted gp3 volumes, and whose node plugin tolerates the core nodes' taint: the stack's gp3 "
+    "StorageClass names it, and the Slurm controller's state volume is a gp3 claim",
     "the Slurm controller's state claim stays Pending, so its pod never starts and the Slurm readiness "
     "Job fails `up`; the preflight warns where the cluster has no EKS add-on of it",
     eks_addon="aws-ebs-csi-driver",
