@@ -35,6 +35,8 @@ class ExistingClusterArgs:
     cluster: EksCluster
     # The region the cluster is in (aws:region): `aws eks get-token` asks there.
     region: str
+    # The stack's aws:profile (None without one): `aws eks get-token` signs with it.
+    aws_profile: Optional[str]
 
 
 class ExistingCluster(pulumi.ComponentResource):
@@ -54,7 +56,9 @@ class ExistingCluster(pulumi.ComponentResource):
         self.name = cluster.name
         self.arn = pulumi.Output.from_input(cluster.arn)
         self.security_group_id = pulumi.Output.from_input(cluster.security_group_id)
-        document = exec_kubeconfig(cluster.name, args.region, cluster.endpoint, cluster.certificate_authority)
+        document = exec_kubeconfig(
+            cluster.name, args.region, cluster.endpoint, cluster.certificate_authority, args.aws_profile
+        )
         self.kubeconfig = pulumi.Output.secret(document)
         self.provider = self._kubernetes_provider(name)
         self.ready = []

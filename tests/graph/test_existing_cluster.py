@@ -140,6 +140,13 @@ def test_the_provider_reads_the_clusters_endpoint_and_ca_and_asks_aws_for_a_toke
     ]
 
 
+def test_the_providers_token_is_the_stacks_aws_profiles():
+    graph = deployed(**{"aws:profile": "platform-ops"})
+    (provider,) = graph.of_type("pulumi:providers:kubernetes")
+    (user,) = json.loads(provider.inputs["kubeconfig"])["users"]
+    assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": "platform-ops"}]
+
+
 def test_the_provider_never_adopts_an_object_the_cluster_holds(into):
     # pulumi-kubernetes answers AlreadyExists for an object of the same name unless upsert is on
     # (docs/existing-cluster.md).
