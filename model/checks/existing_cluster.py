@@ -36,6 +36,12 @@ CLUSTER_VPC = identify("existing-cluster-vpc", ERROR, "a cluster in vpcId", KEY,
 CLUSTER_ADDONS = identify(
     "existing-cluster-addons", ERROR, "a cluster running the EKS add-ons the nodes and pods need", KEY
 )
+CLUSTER_ADDON_UNSEEN = identify(
+    "existing-cluster-addon-unseen",
+    WARNING,
+    "a cluster running the VPC CNI and the Pod Identity agent as EKS add-ons",
+    KEY,
+)
 CLUSTER_READABLE = identify("existing-cluster-readable", ERROR, "a cluster the deployer can describe", KEY)
 DEPLOYER_ADMIN = identify(
     "deployer-cluster-admin", ERROR, "a deployer with an access entry in the existing cluster", KEY
@@ -108,6 +114,11 @@ API = "API"
 # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html). The stack changes
 # neither: they are the cluster's.
 REQUIRED_ADDONS = ("vpc-cni", "eks-pod-identity-agent")
+REQUIRED_WHY = {
+    "vpc-cni": "the nodes' pods get their VPC addresses from it; the stack's node role gets the CNI policy",
+    "eks-pod-identity-agent": "the load balancer controller, the CSI drivers and the jobs get their AWS "
+    "credentials from it",
+}
 # The EKS add-ons the stack installs in its own cluster that an existing one may run already (the
 # CSI drivers: model/facts/shared_addons.py EKS_ADDONS): read so that the preflight can say which
 # of them the cluster runs and which the stack must install or find installed otherwise.
@@ -261,16 +272,22 @@ def check(
                 )
             )
             break
-    if missing:
+    for addon in missing:
+        # EKS installs the VPC CNI self-managed on a cluster not made in the console, and the Pod
+        # Identity agent may be installed with Helm: neither is then an EKS add-on, and AWS cannot
+        # be asked about it (EKS user guide, "Amazon EKS add-ons": EKS "automatically installs
+        # self-managed add-ons such as the Amazon VPC CNI plugin for Kubernetes",
+        # https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html). A self-managed CNI is
+        # taken to run on the node role (cni_role_arn ""), which then gets the CNI policy.
         out.append(
-            error(
-                CLUSTER_ADDONS,
+            warning(
+                CLUSTER_ADDON_UNSEEN,
                 KEY,
                 name,
-                f"a cluster running the EKS add-ons {', '.join(REQUIRED_ADDONS)}: {name} has no "
-                f"{', '.join(missing)} add-on (DescribeAddon), which the stack does not install in "
-                "a cluster it does not own; add it with `aws eks create-addon --cluster-name "
-                f"{name} --addon-name {missing[0]}`",
+                f"{name} has no EKS add-on {addon} (DescribeAddon): the stack takes it to run "
+                f"self-managed, which it needs ({REQUIRED_WHY[addon]}) and does not install in a "
+                "cluster it does not own; where the cluster has none, add it with `aws eks "
+                f"create-addon --cluster-name {name} --addon-name {addon}`",
             )
         )
     deployer_is_admin(account, region, cluster, out)
@@ -278,7 +295,7 @@ def check(
         return None
     return dataclasses.replace(
         cluster,
-        cni_role_arn=addons["vpc-cni"].role_arn,
+        cni_role_arn=addons["vpc-cni"].role_arn if addons.get("vpc-cni") else "",
         addons=frozenset(a for a in DETECTED_ADDONS if addons.get(a) is not None),
     )
 

@@ -328,14 +328,27 @@ def test_a_cluster_in_another_vpc_is_refused():
     assert f"platform is in {OTHER_VPC}" in message and "[existing-cluster-vpc]" in message
 
 
-def test_a_cluster_without_the_pod_identity_agent_is_refused():
+def test_a_cluster_without_the_pod_identity_agent_add_on_deploys_with_a_warning():
+    # It may run self-managed (Helm), which AWS cannot be asked about.
     addons = {
         k: v
         for k, v in offline_account.EXISTING_CLUSTER_RECORD.addons.items()
         if k != "eks-pod-identity-agent"
     }
-    message = refused(existing_cluster(addons=addons))
-    assert "has no eks-pod-identity-agent add-on" in message and "[existing-cluster-addons]" in message
+    graph = deployed(existing_cluster(addons=addons))
+    (warned,) = [w for w in graph.warnings if "[existing-cluster-addon-unseen]" in w]
+    assert "no EKS add-on eks-pod-identity-agent" in warned
+
+
+def test_a_self_managed_vpc_cni_deploys_with_a_warning_and_the_cni_policy_on_the_node_role():
+    # EKS installs the VPC CNI self-managed on a cluster not made in the console.
+    addons = {k: v for k, v in offline_account.EXISTING_CLUSTER_RECORD.addons.items() if k != "vpc-cni"}
+    graph = deployed(existing_cluster(addons=addons))
+    assert any("[existing-cluster-addon-unseen]" in w and "vpc-cni" in w for w in graph.warnings)
+    attached = {
+        a.inputs["policyArn"] for a in graph.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
+    assert CNI_POLICY in attached
 
 
 def test_a_deployer_without_an_access_entry_is_refused():

@@ -182,3 +182,10 @@ def test_no_access_entry_is_a_warning_where_the_cluster_also_reads_aws_auth():
     found, out = checked(Account(cluster=cluster, entries={}))
     assert found is not None and ids(out) == ["deployer-cluster-admin-unreadable"]
     assert "aws-auth" in out[0].message
+
+
+def test_a_cluster_without_the_vpc_cni_add_on_is_taken_to_run_it_on_the_node_role():
+    addons = {k: v for k, v in Account().addons.items() if k != "vpc-cni"}
+    found, out = checked(Account(addons=addons))
+    assert found is not None and found.cni_role_arn == ""
+    assert ids(out) == ["existing-cluster-addon-unseen"]
