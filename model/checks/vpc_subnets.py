@@ -10,10 +10,10 @@ What must hold, each a rule:
 - every subnet exists and is in the VPC;
 - every private subnet has a route out: its route table (or the VPC's main table, where the subnet
   has no explicit association) sends 0.0.0.0/0 to a NAT gateway, a Transit Gateway, a virtual
-  private gateway, an instance or network interface, a VPC peering connection or a Cloud WAN core
-  network (EC2 API Reference, Route: NatGatewayId, TransitGatewayId, GatewayId, InstanceId,
-  NetworkInterfaceId, VpcPeeringConnectionId, CoreNetworkArn,
-  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
+  private gateway, an instance or network interface, a VPC peering connection, a Cloud WAN core
+  network or a Gateway Load Balancer endpoint (EC2 API Reference, Route: NatGatewayId,
+  TransitGatewayId, GatewayId, InstanceId, NetworkInterfaceId, VpcPeeringConnectionId,
+  CoreNetworkArn, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
   no way out for nodes, which have no public address;
 - every public subnet sends 0.0.0.0/0 to an internet gateway: an internet-facing load balancer's
   subnets must be public (Elastic Load Balancing, "Subnets for your Network Load Balancer":
@@ -117,6 +117,10 @@ EGRESS_TARGETS = (
     "network_interface_id",
     "vpc_peering_connection_id",
     "core_network_arn",
+    # A Gateway Load Balancer endpoint (an AWS Network Firewall's among them): centralised egress
+    # through an inspection VPC. The route table data source files a vpce- target here, not under
+    # gateway_id (terraform-provider-aws internal/service/ec2/vpc_route_table_data_source.go).
+    "vpc_endpoint_id",
 )
 # GatewayId holds an internet gateway (igw-) or a virtual private gateway (vgw-): only the second
 # is a way out for a node with no public address.
