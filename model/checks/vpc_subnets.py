@@ -69,6 +69,13 @@ LOGIN_ZONES = identify(
     "a public subnet in every AZ of privateSubnetIds, where publicSubnetIds is given",
     "publicSubnetIds",
 )
+LOGIN_ADDRESSES = identify(
+    "login-subnet-addresses",
+    ERROR,
+    "login load balancer subnets with at least 8 free addresses",
+    "publicSubnetIds",
+    "privateSubnetIds",
+)
 INTERNAL_LOGIN_REACH = identify(
     "internal-login-reach",
     WARNING,
@@ -424,6 +431,7 @@ def _described(
     _zones(private, pools, out)
     _login_zones(private, public, out)
     found = ExistingVpc(vpc, tuple(private), tuple(public))
+    _login_addresses(found, out)
     _addresses(account, region, found, pools, core_type, core_count, out)
     return found
 
@@ -562,6 +570,33 @@ def _login_zones(private: list[Subnet], public: list[Subnet], out: list[Problem]
                 "sends nothing; add a public subnet of that AZ, or drop that AZ's private subnets",
             )
         )
+
+
+# The fewest free addresses the load balancer controller takes a subnet with when it discovers
+# them (aws-load-balancer-controller v3.5.0 pkg/networking/subnet_resolver.go,
+# minimalAvailableIPAddressCount); subnets named to it, as the stack names the login's, skip that
+# filter, and the NLB's interface then has no room to be made in.
+LOGIN_MIN_FREE_ADDRESSES = 8
+
+
+def _login_addresses(vpc: ExistingVpc, out: list[Problem]) -> None:
+    """Each subnet the login load balancer is given (ExistingVpc.login_subnet_ids) has at least
+    LOGIN_MIN_FREE_ADDRESSES free."""
+    by_id = {s.subnet_id: s for s in (*vpc.public, *vpc.private)}
+    key = PUBLIC if vpc.public else PRIVATE
+    for subnet_id in vpc.login_subnet_ids:
+        s = by_id[subnet_id]
+        if s.available_addresses < LOGIN_MIN_FREE_ADDRESSES:
+            out.append(
+                error(
+                    LOGIN_ADDRESSES,
+                    key,
+                    subnet_id,
+                    f"a subnet for the login load balancer with at least {LOGIN_MIN_FREE_ADDRESSES} free "
+                    f"addresses: {subnet_id} ({s.zone}) has {s.available_addresses}, and the login's NLB "
+                    "takes the first given subnet of each AZ; put another subnet of that AZ first",
+                )
+            )
 
 
 def _addresses(

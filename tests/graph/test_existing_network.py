@@ -162,6 +162,12 @@ def test_a_private_subnets_az_without_a_public_subnet_is_refused_for_an_internet
     assert "us-west-2d has none" in message and "[login-subnet-zones]" in message
 
 
+def test_an_internal_login_subnet_with_fewer_than_eight_free_addresses_is_refused():
+    # Internal: the login NLB takes the first given private subnet of each AZ, here the /28.
+    message = refused(privateSubnetIds=[lz.TINY_SUBNET, *PRIVATE], publicSubnetIds=[])
+    assert f"{lz.TINY_SUBNET} (us-west-2a) has 5" in message and "[login-subnet-addresses]" in message
+
+
 def test_a_vpc_that_does_not_exist_is_refused():
     said = refused(vpcId="vpc-0123456789abcdef0")
     assert "slinky-eks:vpcId = 'vpc-0123456789abcdef0'" in said and "[vpc-exists]" in said
