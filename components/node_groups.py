@@ -112,6 +112,15 @@ class NodeGroupsArgs:
     # In a cluster the stack shares (existingClusterName): its nodes' own label and the core nodes'
     # taint (model/builders/stack_placement.py); None in the stack's own cluster.
     placement: Optional[StackPlacement]
+    # Whether the stack makes the node role's EC2_LINUX access entry itself: in an existing cluster
+    # that reads access entries (not CONFIG_MAP only). EKS makes one for a managed node group's
+    # role where none exists, but never deletes it, so after `destroy` it would stay in the
+    # owner's cluster, naming a deleted role ("If you ever delete the IAM principal with this ARN,
+    # the access entry isn't automatically deleted": EKS user guide, "Create access entries",
+    # https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html). Made first,
+    # EKS uses it (every node group of the stack shares the one role), and `destroy` deletes it
+    # after the node groups.
+    node_access_entry: bool
 
 
 # IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
@@ -257,6 +266,16 @@ class NodeGroups(pulumi.ComponentResource):
                 opts=child,
             )
         )
+        if self._args.node_access_entry:
+            self._attachments.append(
+                aws.eks.AccessEntry(
+                    f"{self._name}-access-entry",
+                    cluster_name=self._args.cluster.name,
+                    principal_arn=role.arn,
+                    type="EC2_LINUX",
+                    opts=child,
+                )
+            )
         return role
 
     def _node_group(

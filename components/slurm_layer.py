@@ -145,6 +145,8 @@ def declare_slurm_layer(
             vpc_id=network.vpc_id,
             own_security_group=config.existing_cluster is not None,
             placement=placement,
+            node_access_entry=config.existing_cluster is not None
+            and config.existing_cluster.authentication_mode != existing_cluster.CONFIG_MAP,
         ),
         opts(),
     )

@@ -105,6 +105,21 @@ def test_no_network_is_created(into):
     assert network & types(into) == set()
 
 
+def test_the_node_roles_access_entry_is_the_stacks_made_before_the_node_groups(into):
+    # EKS would make it but never delete it: after destroy it would name a deleted role.
+    (entry,) = into.of_type("aws:eks/accessEntry:AccessEntry")
+    assert entry.inputs["type"] == "EC2_LINUX" and entry.inputs["clusterName"] == EXISTING_CLUSTER_NAME
+    role = into.named("nodes-node-role")
+    assert role.urn in entry.property_dependencies["principalArn"]
+    for group in into.of_type("aws:eks/nodeGroup:NodeGroup"):
+        assert into.depends_on(group, entry)
+
+
+def test_a_config_map_only_cluster_gets_no_access_entry_of_the_stacks():
+    graph = deployed(existing_cluster(authentication_mode="CONFIG_MAP", access_entries={}))
+    assert graph.of_type("aws:eks/accessEntry:AccessEntry") == []
+
+
 def test_the_node_groups_join_the_existing_cluster_in_the_given_subnets(into):
     groups = into.of_type("aws:eks/nodeGroup:NodeGroup")
     assert groups and {g.inputs["clusterName"] for g in groups} == {EXISTING_CLUSTER_NAME}
