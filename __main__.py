@@ -39,7 +39,10 @@ network = (
 # Into an existing EKS cluster (existingClusterName), read and checked before any resource; else
 # the stack's own.
 cluster = (
-    ExistingCluster("cluster", ExistingClusterArgs(config.existing_cluster, config.region))
+    ExistingCluster(
+        "cluster",
+        ExistingClusterArgs(config.existing_cluster, config.region, pulumi.Config("aws").get("profile")),
+    )
     if config.existing_cluster
     else Cluster(
         "cluster",

@@ -116,6 +116,9 @@ class AccountingDatabaseArgs:
     cluster: ClusterContext
     # The VPC of the database's security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The security group of the stack's nodes (NodeGroups.security_group_id): the only source the
+    # database admits.
+    node_security_group_id: pulumi.Input[str]
     # The cluster's two zones' private subnets (Network.private_subnet_ids): the DB subnet group
     # (RDS wants two AZs, and a Multi-AZ standby goes to the other one). Never the public subnets.
     private_subnet_ids: Sequence[pulumi.Input[str]]
@@ -180,7 +183,7 @@ class AccountingDatabase(pulumi.ComponentResource):
 
     def _security_group(self) -> tuple[aws.ec2.SecurityGroup, aws.vpc.SecurityGroupIngressRule]:
         """A group with no rule of its own (the provider removes AWS's default egress rule: the
-        database opens no connection), and one ingress rule from the cluster security group."""
+        database opens no connection), and one ingress rule from the nodes' security group."""
         name, args, child = self._name, self._args, pulumi.ResourceOptions(parent=self)
         group = aws.ec2.SecurityGroup(
             f"{name}-sg",
@@ -195,7 +198,7 @@ class AccountingDatabase(pulumi.ComponentResource):
             ip_protocol="tcp",
             from_port=ACCOUNTING_PORT,
             to_port=ACCOUNTING_PORT,
-            referenced_security_group_id=args.cluster.security_group_id,
+            referenced_security_group_id=args.node_security_group_id,
             description="MariaDB from the cluster's nodes and pods (slurmdbd)",
             opts=child,
         )

@@ -7,11 +7,12 @@ vpc-cni and eks-pod-identity-agent add-ons, or whose admin the deployer is not).
 What the stack leaves alone in it: the control plane, its access entries and aws-auth, and every
 EKS add-on (vpc-cni, kube-proxy, CoreDNS, the Pod Identity agent, the node monitoring agent): they
 are the cluster owner's, and an add-on the stack adopted would be deleted by its `destroy`. The
-node groups' access entries are EKS's own: it creates one of type EC2_LINUX for a managed node
-group's role when the cluster uses access entries, and maps the role in aws-auth when it does not
-(EKS user guide, "Create access entries": https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html;
-"Simplify node lifecycle with managed node groups":
-https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html), so this component
+node role's access entry is the stack's (components/node_groups.py, node_access_entry): EKS would
+create one of type EC2_LINUX for a managed node group's role but never delete it; with aws-auth
+only (CONFIG_MAP) EKS maps the role there (EKS user guide, "Create access entries":
+https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html; "Simplify node
+lifecycle with managed node groups":
+https://docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html). This component
 creates nothing but the Kubernetes provider.
 """
 
@@ -35,6 +36,8 @@ class ExistingClusterArgs:
     cluster: EksCluster
     # The region the cluster is in (aws:region): `aws eks get-token` asks there.
     region: str
+    # The stack's aws:profile (None without one): `aws eks get-token` signs with it.
+    aws_profile: Optional[str]
 
 
 class ExistingCluster(pulumi.ComponentResource):
@@ -54,7 +57,9 @@ class ExistingCluster(pulumi.ComponentResource):
         self.name = cluster.name
         self.arn = pulumi.Output.from_input(cluster.arn)
         self.security_group_id = pulumi.Output.from_input(cluster.security_group_id)
-        document = exec_kubeconfig(cluster.name, args.region, cluster.endpoint, cluster.certificate_authority)
+        document = exec_kubeconfig(
+            cluster.name, args.region, cluster.endpoint, cluster.certificate_authority, args.aws_profile
+        )
         self.kubeconfig = pulumi.Output.secret(document)
         self.provider = self._kubernetes_provider(name)
         self.ready = []

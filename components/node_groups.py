@@ -17,6 +17,7 @@ from components.cluster import ClusterContext
 from model.builders import node_repair
 from model.builders.node_repair import RepairPolicy
 from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+from model.builders.stack_placement import StackPlacement
 from model.checks.gpu_pools import GpuPool, pool_labels
 from model.facts import versions
 from model.facts.capacity import Reservation
@@ -99,6 +100,27 @@ class NodeGroupsArgs:
     # the CNI policy, or the stack's nodes get no pod addresses; in the stack's own cluster the CNI
     # has its own role (components/cluster.py).
     node_role_runs_cni: bool
+    # The VPC the nodes run in (Network.vpc_id): where their own security group goes, if any.
+    vpc_id: pulumi.Input[str]
+    # Whether the nodes get a security group of the stack's beside the cluster security group: in
+    # an existing cluster, where EKS attaches the cluster security group to every managed node
+    # group's nodes, the platform's and other tenants' too, so a rule that admits it admits them
+    # all (EKS user guide, "View Amazon EKS security group requirements for clusters":
+    # https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html). The accounting
+    # database and the NFS mount targets admit this group instead.
+    own_security_group: bool
+    # In a cluster the stack shares (existingClusterName): its nodes' own label and the core nodes'
+    # taint (model/builders/stack_placement.py); None in the stack's own cluster.
+    placement: Optional[StackPlacement]
+    # Whether the stack makes the node role's EC2_LINUX access entry itself: in an existing cluster
+    # that reads access entries (not CONFIG_MAP only). EKS makes one for a managed node group's
+    # role where none exists, but never deletes it, so after `destroy` it would stay in the
+    # owner's cluster, naming a deleted role ("If you ever delete the IAM principal with this ARN,
+    # the access entry isn't automatically deleted": EKS user guide, "Create access entries",
+    # https://docs.aws.amazon.com/eks/latest/userguide/creating-access-entries.html). Made first,
+    # EKS uses it (every node group of the stack shares the one role), and `destroy` deletes it
+    # after the node groups.
+    node_access_entry: bool
 
 
 # IMDSv2 with a hop limit of 1, so a pod on the pod network cannot take the node role; what on
@@ -167,6 +189,9 @@ class NodeGroups(pulumi.ComponentResource):
     coredns: aws.eks.Addon | None  # CoreDNS adopted as a managed add-on, in the stack's own cluster
     # The node monitoring agent add-on: the node conditions auto repair acts on
     monitoring_agent: aws.eks.Addon | None
+    # The security group that marks the stack's nodes: their own in an existing cluster
+    # (NodeGroupsArgs.own_security_group), else the cluster security group, which only they carry.
+    security_group_id: pulumi.Output[str]
     # What in-cluster installs wait for (depending on nodes also deletes the installs first):
     # system pods need the core nodes,
     core_ready: list[pulumi.Resource]
@@ -177,6 +202,15 @@ class NodeGroups(pulumi.ComponentResource):
         super().__init__("slinky-eks:nodes:NodeGroups", name, None, opts)
         self._name, self._args = name, args
         role = self._node_role()
+        own = self._own_security_group() if args.own_security_group else None
+        self.security_group_id = (
+            own.id if own is not None else pulumi.Output.from_input(args.cluster.security_group_id)
+        )
+        # The groups a launch template names, where it names any: naming one replaces the cluster
+        # security group EKS would attach, so the cluster's comes first (EKS user guide, "Customize
+        # managed nodes with launch templates":
+        # https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
+        self._security_groups = [args.cluster.security_group_id, *([own.id] if own is not None else [])]
         self.role_name = role.id
         self.role_arn = role.arn
         self.core = self._core_group(role)
@@ -186,6 +220,17 @@ class NodeGroups(pulumi.ComponentResource):
         self.core_ready = [self.core]
         self.gpu_ready = list(self.gpu.values())
         self.register_outputs({"core": self.core.id, "gpu": {pool: g.id for pool, g in self.gpu.items()}})
+
+    def _own_security_group(self) -> aws.ec2.SecurityGroup:
+        """A group with no rule: it only names the stack's nodes as a source (the cluster security
+        group beside it carries their traffic; the provider removes AWS's default egress rule, and
+        an instance's groups' rules add up)."""
+        return aws.ec2.SecurityGroup(
+            f"{self._name}-sg",
+            vpc_id=self._args.vpc_id,
+            description="The Slurm stack's nodes: the source its database and NFS admit",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
 
     def _node_role(self) -> aws.iam.Role:
         """The role every node runs as; its policy attachments (self._attachments) are what
@@ -221,6 +266,16 @@ class NodeGroups(pulumi.ComponentResource):
                 opts=child,
             )
         )
+        if self._args.node_access_entry:
+            self._attachments.append(
+                aws.eks.AccessEntry(
+                    f"{self._name}-access-entry",
+                    cluster_name=self._args.cluster.name,
+                    principal_arn=role.arn,
+                    type="EC2_LINUX",
+                    opts=child,
+                )
+            )
         return role
 
     def _node_group(
@@ -283,6 +338,7 @@ class NodeGroups(pulumi.ComponentResource):
             f"{self._name}-core-lt",
             metadata_options=_metadata_options(),
             block_device_mappings=[_root_volume(100, 3000, 125)],
+            vpc_security_group_ids=self._security_groups if args.own_security_group else None,
             update_default_version=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -292,10 +348,15 @@ class NodeGroups(pulumi.ComponentResource):
             list(args.private_subnet_ids),
             args.core_instance_type,
             "AL2023_x86_64_STANDARD",
-            CORE_LABELS,
+            {**CORE_LABELS, **(args.placement.labels if args.placement else {})},
             NodeGroupSize.fixed(args.core_node_count),
             core_lt,
             node_repair.CORE_REPAIR,
+            **(
+                {"taints": [aws.eks.NodeGroupTaintArgs(**args.placement.core_taint.node_group)]}
+                if args.placement
+                else {}
+            ),
         )
 
     def _gpu_pool_group(self, pool: GpuPool, role: aws.iam.Role) -> aws.eks.NodeGroup:
@@ -313,9 +374,7 @@ class NodeGroups(pulumi.ComponentResource):
             # (https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
             # Managed node groups forbid SubnetId here: the subnet is the node group's.
             network_interfaces=[
-                aws.ec2.LaunchTemplateNetworkInterfaceArgs(
-                    **iface, security_groups=[args.cluster.security_group_id]
-                )
+                aws.ec2.LaunchTemplateNetworkInterfaceArgs(**iface, security_groups=self._security_groups)
                 for iface in pool.gpu.network_interfaces
             ],
             placement=self._placement(group, pool, reservation),
@@ -329,7 +388,11 @@ class NodeGroups(pulumi.ComponentResource):
         # for the pool refuses, and which bills an extra GPU node meanwhile (EKS API
         # reference, NodegroupUpdateConfig.updateStrategy: "for example ... GPUs",
         # https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html).
-        labels = {**GPU_LABELS, **pool_labels(pool, args.gpu_pools)}
+        labels = {
+            **GPU_LABELS,
+            **pool_labels(pool, args.gpu_pools),
+            **(args.placement.labels if args.placement else {}),
+        }
         node_group = self._node_group(
             pool.resource_suffix,
             role,

@@ -97,6 +97,9 @@ class SharedStorageArgs:
     node_role_name: pulumi.Input[str]
     # The VPC of the NFS security group (Network.vpc_id).
     vpc_id: pulumi.Input[str]
+    # The security group of the stack's nodes (NodeGroups.security_group_id): the only source the
+    # mount targets admit.
+    node_security_group_id: pulumi.Input[str]
     # The role every node group runs as (NodeGroups.role_arn): the only principal the file system
     # policy lets mount /shared.
     node_role_arns: Sequence[pulumi.Input[str]]
@@ -111,9 +114,12 @@ class SharedStorageArgs:
     depends_on: Sequence[pulumi.Resource]
     # Keep the EFS file system (and /shared's data) when the stack is destroyed (retainSharedData).
     retain_data: bool
-    # The CSI driver add-ons the cluster runs already (an existing cluster's: EksCluster.addons):
-    # the stack installs only the others, and never adopts one it would delete on destroy.
-    cluster_addons: frozenset[str]
+    # The CSI drivers' EKS add-ons the stack installs (StackConfig.csi_drivers): both in a cluster
+    # of its own; in an existing one those installSharedAddons lists.
+    csi_drivers: frozenset[str]
+    # Whether the cluster is the stack's own. In one it does not own, a driver it installs takes over
+    # nothing installed otherwise and stays on destroy (model/facts/shared_addons.py EBS_CSI_DRIVER).
+    owns_cluster: bool
     # Whether the gp3 class is the cluster's default StorageClass: in the stack's own cluster; an
     # existing cluster's default is its owner's (two defaults make Kubernetes pick the newest for
     # every claim that names none: https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/).
@@ -161,8 +167,8 @@ class SharedStorage(pulumi.ComponentResource):
     def _csi_driver_unless_present(
         self, short: str, addon: str, identity: tuple[str, str] | None
     ) -> list[aws.eks.Addon]:
-        """The add-on as _csi_driver makes it, or nothing where the cluster runs it already."""
-        return [] if addon in self._args.cluster_addons else [self._csi_driver(short, addon, identity)]
+        """The add-on as _csi_driver makes it, or nothing where the stack does not install it."""
+        return [self._csi_driver(short, addon, identity)] if addon in self._args.csi_drivers else []
 
     def _csi_driver(self, short: str, addon: str, identity: tuple[str, str] | None) -> aws.eks.Addon:
         """The add-on, and with `identity` (service account, managed policy) a Pod Identity role
@@ -186,7 +192,14 @@ class SharedStorage(pulumi.ComponentResource):
             f"{name}-{short}",
             cluster_name=args.cluster.name,
             addon_name=addon,
-            resolve_conflicts_on_create="OVERWRITE",
+            # In the stack's own cluster nothing but the stack installs a driver. In a cluster it
+            # does not own: NONE, so CreateAddon fails on objects installed otherwise instead of
+            # taking them over, and preserve, so DeleteAddon leaves the driver the cluster's
+            # volumes may use running (EKS API Reference, CreateAddon resolveConflicts:
+            # https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html;
+            # DeleteAddon preserve: https://docs.aws.amazon.com/eks/latest/APIReference/API_DeleteAddon.html).
+            resolve_conflicts_on_create="OVERWRITE" if args.owns_cluster else "NONE",
+            preserve=None if args.owns_cluster else True,
             pod_identity_associations=associations,
             # The driver deletes volumes with the role's policy until its add-on is gone.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *policies]),
@@ -262,7 +275,7 @@ class SharedStorage(pulumi.ComponentResource):
                     protocol="tcp",
                     from_port=2049,
                     to_port=2049,
-                    security_groups=[args.cluster.security_group_id],
+                    security_groups=[args.node_security_group_id],
                     description="NFS from cluster nodes",
                 )
             ],

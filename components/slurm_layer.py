@@ -10,12 +10,14 @@ calls it with itself as the parent and its name as every part's prefix."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 import pulumi
 
 from components import accounting_database
+from components._parts import stack_placement
 from components.accounting_database import AccountingDatabase, AccountingDatabaseArgs
 from components.accounting_registration import AccountingRegistration, AccountingRegistrationArgs
 from components.cluster import ClusterContext
@@ -36,9 +38,11 @@ from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import metrics as metrics_model
+from model.builders.stack_placement import StackPlacement
+from model.checks import existing_cluster
 from model.facts import shared_addons
 from model.facts.contract import CONTROLLER_CONTAINER, CONTROLLER_POD, SLURM_CLUSTER, SLURM_NAMESPACE
-from stack.config import StackConfig
+from stack.config import PROJECT, ConfigError, StackConfig
 
 
 @dataclass(frozen=True)
@@ -95,10 +99,15 @@ def declare_slurm_layer(
 ) -> SlurmLayerParts:
     """Declare every component of the layer under `parent` (None: the stack itself), each named
     `prefix` + its part's name."""
-    config, context, network = args.settings, args.cluster, args.network
+    config, context, network = args.settings, _in_region(args.cluster, args.settings.region), args.network
+
+    # In a cluster the stack shares, its pods go to its own nodes only, and its core nodes take
+    # only its pods (model/builders/stack_placement.py).
+    placement = StackPlacement(config.cluster_name) if config.existing_cluster else None
+    placed = [stack_placement.transformation(placement)] if placement else None
 
     def opts() -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=parent)
+        return pulumi.ResourceOptions(parent=parent, transformations=placed)
 
     # The image builds while the network and EKS come up: it needs neither.
     image = SlurmdImage(
@@ -133,6 +142,11 @@ def declare_slurm_layer(
             owns_cluster_addons=config.existing_cluster is None,
             node_role_runs_cni=config.existing_cluster is not None
             and not config.existing_cluster.cni_role_arn,
+            vpc_id=network.vpc_id,
+            own_security_group=config.existing_cluster is not None,
+            placement=placement,
+            node_access_entry=config.existing_cluster is not None
+            and config.existing_cluster.authentication_mode != existing_cluster.CONFIG_MAP,
         ),
         opts(),
     )
@@ -179,19 +193,21 @@ def declare_slurm_layer(
             cluster=context,
             node_role_name=nodes.role_name,
             vpc_id=network.vpc_id,
+            node_security_group_id=nodes.security_group_id,
             # The one role every node group runs as, read from the role itself: /shared's policy need
             # not wait for the GPU node groups to exist.
             node_role_arns=[nodes.role_arn],
             node_subnet_by_key=network.private_subnet_by_key,
             depends_on=[*nodes.core_ready, *context.pod_identity_ready],
             retain_data=config.retain_shared_data,
-            cluster_addons=config.cluster_addons,
+            csi_drivers=config.csi_drivers,
+            owns_cluster=config.existing_cluster is None,
             default_storage_class=config.existing_cluster is None,
         ),
         opts(),
     )
     # Slurm's accounting database needs only the VPC: RDS creates it while EKS comes up. Only its
-    # ingress rule (from the cluster security group), its Secrets, its CA bundle and the Job that makes
+    # ingress rule (from the nodes' security group), its Secrets, its CA bundle and the Job that makes
     # slurmdbd's user wait for the cluster. The CA bundle is read through its module, where
     # devkit/offline_run.py answers it offline.
     accounting = AccountingDatabase(
@@ -199,6 +215,7 @@ def declare_slurm_layer(
         AccountingDatabaseArgs(
             cluster=context,
             vpc_id=network.vpc_id,
+            node_security_group_id=nodes.security_group_id,
             private_subnet_ids=network.private_subnet_ids,
             instance_class=config.accounting_instance_class,
             storage_gib=config.accounting_storage_gib,
@@ -394,6 +411,24 @@ def declare_slurm_layer(
             opts(),
         )
     return SlurmLayerParts(image, nodes, storage, accounting, slurm, metrics, grafana)
+
+
+def _in_region(cluster: ClusterContext, region: str) -> ClusterContext:
+    """The cluster, refused where its ARN names another region than aws:region
+    (model/checks/existing_cluster.py cluster_region): at once for an ARN the caller knows, else
+    as the ARN resolves, through the ARN every Pod Identity role's trust reads, so no such role is
+    created for a cluster elsewhere."""
+
+    def checked(arn: str) -> str:
+        problems = existing_cluster.cluster_region(arn, region)
+        if problems:
+            raise ConfigError([p.render(PROJECT) for p in problems])
+        return arn
+
+    if isinstance(cluster.arn, str):
+        checked(cluster.arn)
+        return cluster
+    return dataclasses.replace(cluster, arn=pulumi.Output.from_input(cluster.arn).apply(checked))
 
 
 class SlurmLayer(pulumi.ComponentResource):

@@ -90,7 +90,10 @@ _NO_RESERVATION = re.compile(
 # What the data sources say when nothing matched (terraform-provider-aws internal/service/ec2:
 # tfresource.SingularDataSourceFindError's "no matching EC2 VPC/Subnet found" for an id EC2 does
 # not know, vpc_route_table_data_source.go's "query returned no results").
-_NOTHING_FOUND = re.compile(r"no matching EC2 (VPC|Subnet) found|query returned no results")
+# "no matching EC2 VPC found" and the like (tfresource.SingularDataSourceFindError, whose newer
+# form leaves out "EC2 ": "no matching Route Table found"), or the older route table data source's
+# "query returned no results".
+_NOTHING_FOUND = re.compile(r"no matching (EC2 )?(VPC|Subnet|Route Table) found|query returned no results")
 
 
 # An ECR image or repository that is not there: DescribeImages' and ListImages' errors

@@ -113,10 +113,10 @@ class StackConfig:
         return self.existing_cluster.version if self.existing_cluster else self.kubernetes_version
 
     @property
-    def cluster_addons(self) -> frozenset[str]:
-        """The EKS add-ons the stack would install that the cluster runs already: none in the
-        stack's own cluster (model/checks/existing_cluster.py DETECTED_ADDONS)."""
-        return self.existing_cluster.addons if self.existing_cluster else frozenset()
+    def csi_drivers(self) -> frozenset[str]:
+        """The CSI drivers' EKS add-ons the stack installs: both in its own cluster, in an existing
+        one those installSharedAddons lists (the preflight refused one the cluster runs already)."""
+        return frozenset(a.eks_addon for a in shared_addons.EKS_ADDONS if self.installs(a))
 
     def installs(self, addon: shared_addons.SharedAddon) -> bool:
         """Whether the stack installs the shared add-on: always in its own cluster, in an
@@ -273,7 +273,12 @@ def _existing_cluster(
     if not name or region is None:
         return None
     vpc_id = ok.get("vpcId", "")
-    return existing_cluster.check(account, region, name, vpc_id if isinstance(vpc_id, str) else "", day, out)
+    cluster = existing_cluster.check(
+        account, region, name, vpc_id if isinstance(vpc_id, str) else "", day, out
+    )
+    if cluster is not None and "installSharedAddons" in ok:
+        existing_cluster.csi_drivers(cluster, ok["installSharedAddons"], out)
+    return cluster
 
 
 def load(account: Account) -> StackConfig:
@@ -312,6 +317,8 @@ def _settled(
     checked = config_schema.check(raw, pulumi.get_stack(), day)
     vpc_problems: list[Problem] = []
     existing_vpc = _existing_vpc(account, checked, vpc_problems)
+    if existing_vpc is not None and "sshAllowedCidrs" in checked.accepted:
+        vpc_subnets.internal_login_reach(existing_vpc, checked.accepted["sshAllowedCidrs"], vpc_problems)
     found = _preflight(account, checked, existing_vpc)
     problems = checked.problems + found.problems + vpc_problems
     images = _images(account, checked, problems)

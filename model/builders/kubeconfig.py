@@ -13,9 +13,22 @@ import json
 EXEC_API_VERSION = "client.authentication.k8s.io/v1beta1"
 
 
-def exec_kubeconfig(cluster_name: str, region: str, endpoint: str, certificate_authority: str) -> str:
+def exec_kubeconfig(
+    cluster_name: str, region: str, endpoint: str, certificate_authority: str, profile: str | None = None
+) -> str:
     """The kubeconfig as a JSON document: one cluster, one user whose token `aws eks get-token`
-    prints for the credentials of whoever runs it (the deployer under `pulumi up`)."""
+    prints for the credentials of whoever runs it (the deployer under `pulumi up`). With the
+    stack's aws:profile, the token is that profile's, as the stack's AWS calls are: the exec entry
+    sets AWS_PROFILE (client-go's ExecConfig env, name and value:
+    https://kubernetes.io/docs/reference/config-api/kubeconfig.v1/#ExecEnvVar), as `aws eks
+    update-kubeconfig --profile` writes it."""
+    command = {
+        "apiVersion": EXEC_API_VERSION,
+        "command": "aws",
+        "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region],
+        "interactiveMode": "Never",
+        **({"env": [{"name": "AWS_PROFILE", "value": profile}]} if profile else {}),
+    }
     return json.dumps(
         {
             "apiVersion": "v1",
@@ -31,14 +44,7 @@ def exec_kubeconfig(cluster_name: str, region: str, endpoint: str, certificate_a
             "users": [
                 {
                     "name": cluster_name,
-                    "user": {
-                        "exec": {
-                            "apiVersion": EXEC_API_VERSION,
-                            "command": "aws",
-                            "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region],
-                            "interactiveMode": "Never",
-                        }
-                    },
+                    "user": {"exec": command},
                 }
             ],
         },

@@ -279,8 +279,8 @@ def schema(day: datetime.date) -> tuple[Key, ...]:
             description="The name of an EKS cluster in aws:region to deploy into instead of creating one "
             "(needs vpcId and privateSubnetIds); empty means the stack creates its own.",
             doc="The stack reads the cluster and creates no cluster, never deletes one; it must be ACTIVE, "
-            "in vpcId, on a Kubernetes version Slinky supports, run the vpc-cni and "
-            "eks-pod-identity-agent add-ons, and the deployer must be its admin. clusterName still "
+            "in vpcId, on a Kubernetes version Slinky supports, run the VPC CNI and the Pod Identity agent (warned "
+            "where they are no EKS add-ons), and the deployer must be its admin. clusterName still "
             "names the stack's own resources (IAM roles, ECR repository, tags).",
             on_change=f"{_REPLACES} every node group and everything in the cluster (a move between clusters or "
             "to or from a cluster of the stack's own); deploy a new stack instead",

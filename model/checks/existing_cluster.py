@@ -36,6 +36,12 @@ CLUSTER_VPC = identify("existing-cluster-vpc", ERROR, "a cluster in vpcId", KEY,
 CLUSTER_ADDONS = identify(
     "existing-cluster-addons", ERROR, "a cluster running the EKS add-ons the nodes and pods need", KEY
 )
+CLUSTER_ADDON_UNSEEN = identify(
+    "existing-cluster-addon-unseen",
+    WARNING,
+    "a cluster running the VPC CNI and the Pod Identity agent as EKS add-ons",
+    KEY,
+)
 CLUSTER_READABLE = identify("existing-cluster-readable", ERROR, "a cluster the deployer can describe", KEY)
 DEPLOYER_ADMIN = identify(
     "deployer-cluster-admin", ERROR, "a deployer with an access entry in the existing cluster", KEY
@@ -68,6 +74,25 @@ SHARED_ADDONS_WITHOUT_CLUSTER = identify(
     "installSharedAddons only beside existingClusterName",
     "installSharedAddons",
 )
+CLUSTER_REGION = identify(
+    "cluster-region",
+    ERROR,
+    "aws:region set to the region of the cluster the Slurm layer goes into",
+    "aws:region",
+)
+CSI_DRIVER_PRESENT = identify(
+    "csi-driver-listed-but-present",
+    ERROR,
+    "a CSI driver listed in installSharedAddons only where the cluster has no EKS add-on of it",
+    "installSharedAddons",
+)
+CSI_DRIVER_UNSEEN = identify(
+    "csi-driver-unseen",
+    WARNING,
+    "a CSI driver the stack needs that the cluster runs as an EKS add-on or installSharedAddons lists",
+    KEY,
+    "installSharedAddons",
+)
 AUTOSCALING_NEEDS_OWN_SCALERS = identify(
     "autoscaling-needs-own-scalers",
     ERROR,
@@ -82,17 +107,22 @@ ACTIVE = "ACTIVE"
 # API_AND_CONFIG_MAP | CONFIG_MAP,
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_AccessConfigResponse.html).
 CONFIG_MAP = "CONFIG_MAP"
+API = "API"
 # The EKS add-ons every node and pod of the stack needs in a cluster it does not own: the VPC CNI
 # gives the pods their VPC addresses (and the EFA interfaces stay beside it), the Pod Identity agent
 # the load balancer controller, the CSI drivers and the jobs their AWS credentials
 # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html). The stack changes
 # neither: they are the cluster's.
 REQUIRED_ADDONS = ("vpc-cni", "eks-pod-identity-agent")
-# The EKS add-ons the stack installs in its own cluster that an existing one may run already
-# (components/shared_storage.py): where the cluster has one, the stack uses it and installs none,
-# since an add-on the stack adopted (resolve_conflicts_on_create OVERWRITE) would be deleted by its
-# `destroy`, taking the owner's volumes' driver with it.
-DETECTED_ADDONS = ("aws-ebs-csi-driver", "aws-efs-csi-driver")
+REQUIRED_WHY = {
+    "vpc-cni": "the nodes' pods get their VPC addresses from it; the stack's node role gets the CNI policy",
+    "eks-pod-identity-agent": "the load balancer controller, the CSI drivers and the jobs get their AWS "
+    "credentials from it",
+}
+# The EKS add-ons the stack installs in its own cluster that an existing one may run already (the
+# CSI drivers: model/facts/shared_addons.py EKS_ADDONS): read so that the preflight can say which
+# of them the cluster runs and which the stack must install or find installed otherwise.
+DETECTED_ADDONS = tuple(a.eks_addon for a in shared_addons.EKS_ADDONS)
 
 
 @dataclass(frozen=True)
@@ -242,16 +272,22 @@ def check(
                 )
             )
             break
-    if missing:
+    for addon in missing:
+        # EKS installs the VPC CNI self-managed on a cluster not made in the console, and the Pod
+        # Identity agent may be installed with Helm: neither is then an EKS add-on, and AWS cannot
+        # be asked about it (EKS user guide, "Amazon EKS add-ons": EKS "automatically installs
+        # self-managed add-ons such as the Amazon VPC CNI plugin for Kubernetes",
+        # https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html). A self-managed CNI is
+        # taken to run on the node role (cni_role_arn ""), which then gets the CNI policy.
         out.append(
-            error(
-                CLUSTER_ADDONS,
+            warning(
+                CLUSTER_ADDON_UNSEEN,
                 KEY,
                 name,
-                f"a cluster running the EKS add-ons {', '.join(REQUIRED_ADDONS)}: {name} has no "
-                f"{', '.join(missing)} add-on (DescribeAddon), which the stack does not install in "
-                "a cluster it does not own; add it with `aws eks create-addon --cluster-name "
-                f"{name} --addon-name {missing[0]}`",
+                f"{name} has no EKS add-on {addon} (DescribeAddon): the stack takes it to run "
+                f"self-managed, which it needs ({REQUIRED_WHY[addon]}) and does not install in a "
+                "cluster it does not own; where the cluster has none, add it with `aws eks "
+                f"create-addon --cluster-name {name} --addon-name {addon}`",
             )
         )
     deployer_is_admin(account, region, cluster, out)
@@ -259,9 +295,68 @@ def check(
         return None
     return dataclasses.replace(
         cluster,
-        cni_role_arn=addons["vpc-cni"].role_arn,
+        cni_role_arn=addons["vpc-cni"].role_arn if addons.get("vpc-cni") else "",
         addons=frozenset(a for a in DETECTED_ADDONS if addons.get(a) is not None),
     )
+
+
+def cluster_region(arn: str, region: str) -> list[Problem]:
+    """The Slurm layer's settings against the cluster it is given: its ARN
+    (arn:<partition>:eks:<region>:<account>:cluster/<name>, Service Authorization Reference,
+    Amazon EKS resource types:
+    https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelastickubernetesservice.html)
+    names the region the cluster is in, and the layer's preflight, image build and Pod Identity
+    scopes use aws:region; a cluster elsewhere would get nodes, a file system and a database the
+    preflight never checked, in a region its nodes cannot reach."""
+    parts = arn.split(":")
+    in_region = parts[3] if len(parts) > 5 and parts[2] == "eks" else ""
+    if in_region == region:
+        return []
+    return [
+        error(
+            CLUSTER_REGION,
+            "aws:region",
+            region,
+            f"the region of the cluster the Slurm layer is given: its ARN {arn} names "
+            f"{in_region or 'no region'}; set aws:region to it (the layer reads aws:region and "
+            "aws:profile from the stack's config, not from the AWS provider its caller passes)",
+        )
+    ]
+
+
+def csi_drivers(cluster: EksCluster, listed: Sequence[str], out: list[Problem]) -> None:
+    """The CSI drivers the stack needs (/shared on EFS, the Slurm state volumes on gp3) in a cluster
+    it does not own. One listed where the cluster runs its EKS add-on already is refused: CreateAddon
+    would fail on the add-on that exists, and the stack must not own the cluster's. One neither
+    listed nor an EKS add-on is a warning, not a refusal: a driver installed with Helm or a manifest
+    is no EKS add-on, and AWS cannot be asked about it (the Kubernetes API needs the cluster's
+    credentials), so the stack uses it and `up` fails at the first volume where there is none
+    (docs/existing-cluster.md, "The CSI drivers")."""
+    for addon in shared_addons.EKS_ADDONS:
+        present = addon.eks_addon in cluster.addons
+        if present and addon.key in listed:
+            out.append(
+                error(
+                    CSI_DRIVER_PRESENT,
+                    "installSharedAddons",
+                    list(listed),
+                    f"a list without {addon.key}: {cluster.name} runs the EKS add-on {addon.eks_addon} "
+                    "already (DescribeAddon), which the stack uses as it is; remove it with `pulumi "
+                    "config set --path 'installSharedAddons[...]'`",
+                )
+            )
+        elif not present and addon.key not in listed:
+            out.append(
+                warning(
+                    CSI_DRIVER_UNSEEN,
+                    KEY,
+                    cluster.name,
+                    f"{cluster.name} has no EKS add-on {addon.eks_addon} (DescribeAddon) and "
+                    f"installSharedAddons does not list {addon.key}: the stack needs {addon.what} "
+                    f"({addon.needs}) and installs none. Where the cluster runs it otherwise (Helm, a "
+                    f"manifest) nothing is to be done; else list {addon.key}, or `up` fails: {addon.fails}",
+                )
+            )
 
 
 def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster, out: list[Problem]) -> None:
@@ -298,6 +393,24 @@ def deployer_is_admin(account: ClusterAccount, region: str, cluster: EksCluster,
                 cluster.name,
                 f"preflight: could not check that the deployer is an admin of {cluster.name}: the "
                 f"deployer lacks {denied.action}; the check is skipped",
+            )
+        )
+        return
+    if entry is None and cluster.authentication_mode != API:
+        # API_AND_CONFIG_MAP: the deployer may be an admin through aws-auth instead, which AWS
+        # cannot be asked about (EKS user guide, "Change authentication mode to use access
+        # entries": both sources are read in that mode,
+        # https://docs.aws.amazon.com/eks/latest/userguide/setting-up-access-entries.html).
+        out.append(
+            warning(
+                DEPLOYER_ADMIN_UNREADABLE,
+                KEY,
+                cluster.name,
+                f"{cluster.name} has no access entry for {principal}, and it also reads the aws-auth "
+                "ConfigMap (API_AND_CONFIG_MAP), which AWS cannot be asked about: the deployer must "
+                "be mapped there to system:masters, or `up` fails at the first Kubernetes object "
+                f"(or give it an access entry: `aws eks create-access-entry --cluster-name "
+                f"{cluster.name} --principal-arn {principal}` with the AmazonEKSClusterAdminPolicy)",
             )
         )
         return

@@ -10,16 +10,17 @@ What must hold, each a rule:
 - every subnet exists and is in the VPC;
 - every private subnet has a route out: its route table (or the VPC's main table, where the subnet
   has no explicit association) sends 0.0.0.0/0 to a NAT gateway, a Transit Gateway, a virtual
-  private gateway, an instance or network interface, a VPC peering connection or a Cloud WAN core
-  network (EC2 API Reference, Route: NatGatewayId, TransitGatewayId, GatewayId, InstanceId,
-  NetworkInterfaceId, VpcPeeringConnectionId, CoreNetworkArn,
-  https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
+  private gateway, an instance or network interface, a VPC peering connection, a Cloud WAN core
+  network or a Gateway Load Balancer endpoint (EC2 API Reference, Route: NatGatewayId,
+  TransitGatewayId, GatewayId, InstanceId, NetworkInterfaceId, VpcPeeringConnectionId,
+  CoreNetworkArn, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_Route.html). An internet gateway is
   no way out for nodes, which have no public address;
 - every public subnet sends 0.0.0.0/0 to an internet gateway: an internet-facing load balancer's
   subnets must be public (Elastic Load Balancing, "Subnets for your Network Load Balancer":
   https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#subnets),
-  and the load balancer controller calls a subnet public by the same route
-  (aws-load-balancer-controller v3.5.0 pkg/networking/subnet_resolver.go, isSubnetContainsRouteToIGW);
+  (the load balancer controller is laxer: it calls a subnet public when any route of its table,
+  whatever the destination, goes to a gateway whose id starts with igw-; aws-load-balancer-controller
+  v3.5.0 pkg/networking/subnet_resolver.go, isSubnetContainsRouteToIGW);
 - the private subnets span two AZs (EKS: "subnets in at least two different Availability Zones",
   EKS user guide, https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), and every
   GPU pool's AZ has one;
@@ -29,6 +30,7 @@ What must hold, each a rule:
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
@@ -61,6 +63,26 @@ OWN_NETWORK_KEYS = {
     "flowLogsDestination": "whose flow logs are its owner's",
     "flowLogsRetentionDays": "whose flow logs are its owner's",
 }
+LOGIN_ZONES = identify(
+    "login-subnet-zones",
+    ERROR,
+    "a public subnet in every AZ of privateSubnetIds, where publicSubnetIds is given",
+    "publicSubnetIds",
+)
+LOGIN_ADDRESSES = identify(
+    "login-subnet-addresses",
+    ERROR,
+    "login load balancer subnets with at least 8 free addresses",
+    "publicSubnetIds",
+    "privateSubnetIds",
+)
+INTERNAL_LOGIN_REACH = identify(
+    "internal-login-reach",
+    WARNING,
+    "an internal login with an sshAllowedCidrs block that private networks or the VPC can reach from",
+    "sshAllowedCidrs",
+    "publicSubnetIds",
+)
 VPC_DESCRIBABLE = identify("vpc-describable", ERROR, "a VPC the deployer can describe", "vpcId")
 VPC_EXISTS = identify("vpc-exists", ERROR, "a VPC EC2 knows in the region", "vpcId")
 VPC_DNS = identify("vpc-dns", ERROR, "a VPC with DNS support and DNS hostnames on", "vpcId")
@@ -102,6 +124,10 @@ EGRESS_TARGETS = (
     "network_interface_id",
     "vpc_peering_connection_id",
     "core_network_arn",
+    # A Gateway Load Balancer endpoint (an AWS Network Firewall's among them): centralised egress
+    # through an inspection VPC. The route table data source files a vpce- target here, not under
+    # gateway_id (terraform-provider-aws internal/service/ec2/vpc_route_table_data_source.go).
+    "vpc_endpoint_id",
 )
 # GatewayId holds an internet gateway (igw-) or a virtual private gateway (vgw-): only the second
 # is a way out for a node with no public address.
@@ -303,6 +329,38 @@ class ExistingVpc:
         return tuple(found.values())
 
 
+# The address ranges a client of an internal load balancer can come from besides the VPC's own:
+# private networks routed to the VPC (a peered VPC, a VPN, Direct Connect, a Transit Gateway)
+# use them. RFC 1918, "Private Address Space" (https://www.rfc-editor.org/rfc/rfc1918#section-3)
+# and RFC 6598's shared address space (https://www.rfc-editor.org/rfc/rfc6598#section-7).
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+
+
+def internal_login_reach(vpc: ExistingVpc, cidrs: Sequence[str], out: list[Problem]) -> None:
+    """An internal login (no publicSubnetIds) has only private addresses, so a client reaches it
+    from the VPC or a private network routed to it; the login NLB admits sshAllowedCidrs alone.
+    Where no block of them overlaps a private range or the VPC's CIDR, no client can both reach it
+    and be admitted: a warning, since the deployment itself succeeds."""
+    if not vpc.login_internal:
+        return
+    reachable = [ipaddress.ip_network(c) for c in (*PRIVATE_RANGES, vpc.vpc.cidr_block)]
+    blocks = [ipaddress.ip_network(c, strict=False) for c in cidrs]
+    if any(b.version == r.version and b.overlaps(r) for b in blocks for r in reachable):
+        return
+    out.append(
+        warning(
+            INTERNAL_LOGIN_REACH,
+            "sshAllowedCidrs",
+            list(cidrs),
+            f"the login load balancer is internal (publicSubnetIds is empty), so only clients in "
+            f"{vpc.vpc.vpc_id} ({vpc.vpc.cidr_block}) or private networks routed to it reach it, and "
+            "sshAllowedCidrs admits none of them: add the block your SSH clients come from inside "
+            "the VPC or a private network (RFC 1918 or RFC 6598), or give publicSubnetIds for an "
+            "internet-facing login",
+        )
+    )
+
+
 def check(
     account: NetworkAccount,
     region: str,
@@ -371,7 +429,9 @@ def _described(
     for s in public:
         _route_in(account, region, vpc, s, out)
     _zones(private, pools, out)
+    _login_zones(private, public, out)
     found = ExistingVpc(vpc, tuple(private), tuple(public))
+    _login_addresses(found, out)
     _addresses(account, region, found, pools, core_type, core_count, out)
     return found
 
@@ -485,6 +545,58 @@ def _zones(private: list[Subnet], pools: Sequence[GpuPool], out: list[Problem]) 
                 "nodes launch in a given private subnet of their AZ; add one there or move the pool",
             )
         )
+
+
+def _login_zones(private: list[Subnet], public: list[Subnet], out: list[Problem]) -> None:
+    """The login pod runs on a core node, in any AZ of the private subnets, and its NLB sends to
+    the pod's address (target type ip: model/builders/login_endpoint.py); an NLB routes to no
+    target in an AZ it is not enabled in (Elastic Load Balancing, "Availability Zones and load
+    balancer nodes": "If you register targets in an Availability Zone but do not enable the
+    Availability Zone, these registered targets do not receive traffic",
+    https://docs.aws.amazon.com/elasticloadbalancing/latest/network/network-load-balancers.html#availability-zones).
+    So every private subnet's AZ needs a public subnet; an internal login, in the private subnets
+    themselves, covers them all."""
+    if not public:
+        return
+    missing = sorted({s.zone for s in private} - {s.zone for s in public})
+    if missing:
+        out.append(
+            error(
+                LOGIN_ZONES,
+                PUBLIC,
+                [s.subnet_id for s in public],
+                f"a public subnet in every AZ of privateSubnetIds: {', '.join(missing)} has none, and "
+                "the login pod may run on a core node there, where its internet-facing load balancer "
+                "sends nothing; add a public subnet of that AZ, or drop that AZ's private subnets",
+            )
+        )
+
+
+# The fewest free addresses the load balancer controller takes a subnet with when it discovers
+# them (aws-load-balancer-controller v3.5.0 pkg/networking/subnet_resolver.go,
+# minimalAvailableIPAddressCount); subnets named to it, as the stack names the login's, skip that
+# filter, and the NLB's interface then has no room to be made in.
+LOGIN_MIN_FREE_ADDRESSES = 8
+
+
+def _login_addresses(vpc: ExistingVpc, out: list[Problem]) -> None:
+    """Each subnet the login load balancer is given (ExistingVpc.login_subnet_ids) has at least
+    LOGIN_MIN_FREE_ADDRESSES free."""
+    by_id = {s.subnet_id: s for s in (*vpc.public, *vpc.private)}
+    key = PUBLIC if vpc.public else PRIVATE
+    for subnet_id in vpc.login_subnet_ids:
+        s = by_id[subnet_id]
+        if s.available_addresses < LOGIN_MIN_FREE_ADDRESSES:
+            out.append(
+                error(
+                    LOGIN_ADDRESSES,
+                    key,
+                    subnet_id,
+                    f"a subnet for the login load balancer with at least {LOGIN_MIN_FREE_ADDRESSES} free "
+                    f"addresses: {subnet_id} ({s.zone}) has {s.available_addresses}, and the login's NLB "
+                    "takes the first given subnet of each AZ; put another subnet of that AZ first",
+                )
+            )
 
 
 def _addresses(

@@ -31,6 +31,10 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 # every nodeSelector reads them). A GPU pool's own label is in gpu_pools.py.
 CORE_LABELS = {"role": "core"}
 GPU_LABELS = {"role": "gpu"}
+# In a cluster the stack does not own, `role` is no one's in particular: the stack's nodes also
+# carry this label, valued with clusterName, and its core nodes a taint of it
+# (model/builders/stack_placement.py).
+STACK_LABEL = "slinky-eks/cluster"
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ class SharedAddon:
     needs: str
     # Where the stack fails loudly when the cluster has none.
     fails: str
+    # The EKS add-on's name where the stack installs it as one (CreateAddon), "" for a chart.
+    eks_addon: str = ""
 
 
 CERT_MANAGER = SharedAddon(
@@ -67,9 +69,45 @@ CLUSTER_AUTOSCALER = SharedAddon(
     "the config rules: an autoscaling pool in an existing cluster is refused unless clusterAutoscaler is "
     "listed",
 )
+# The CSI drivers are EKS add-ons where the stack installs them (components/shared_storage.py). In
+# an existing cluster one it installs is created with resolve_conflicts_on_create NONE (CreateAddon
+# fails rather than taking over a driver installed otherwise, e.g. with Helm) and kept on destroy
+# (preserve: DeleteAddon leaves the driver running): EKS API Reference, CreateAddon
+# resolveConflicts and DeleteAddon preserve,
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateAddon.html,
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_DeleteAddon.html.
+EBS_CSI_DRIVER = SharedAddon(
+    "ebsCsiDriver",
+    "the Amazon EBS CSI driver",
+    "a driver for the provisioner ebs.csi.aws.com whose controller may create, attach and delete "
+    "encrypted gp3 volumes, and whose node plugin tolerates the core nodes' taint: the stack's gp3 "
+    "StorageClass names it, and the Slurm controller's state volume is a gp3 claim",
+    "the Slurm controller's state claim stays Pending, so its pod never starts and the Slurm readiness "
+    "Job fails `up`; the preflight warns where the cluster has no EKS add-on of it",
+    eks_addon="aws-ebs-csi-driver",
+)
+EFS_CSI_DRIVER = SharedAddon(
+    "efsCsiDriver",
+    "the Amazon EFS CSI driver",
+    "a driver for efs.csi.aws.com whose node plugin runs on every node (the GPU nodes' taint "
+    "tolerated) and mounts with TLS and IAM on the node's role: the shared file system is a static EFS volume",
+    "every pod mounting the shared file system stays ContainerCreating and the Slurm readiness Job fails `up`; the "
+    "preflight warns where the cluster has no EKS add-on of it",
+    eks_addon="aws-efs-csi-driver",
+)
 
-ALL = (CERT_MANAGER, LOAD_BALANCER_CONTROLLER, NVIDIA_DEVICE_PLUGIN, KEDA, CLUSTER_AUTOSCALER)
+ALL = (
+    CERT_MANAGER,
+    LOAD_BALANCER_CONTROLLER,
+    NVIDIA_DEVICE_PLUGIN,
+    KEDA,
+    CLUSTER_AUTOSCALER,
+    EBS_CSI_DRIVER,
+    EFS_CSI_DRIVER,
+)
 KEYS = tuple(a.key for a in ALL)
+# The ones the stack installs as EKS add-ons.
+EKS_ADDONS = tuple(a for a in ALL if a.eks_addon)
 # What an autoscaling pool's scaling needs installed by the stack (components/pool_autoscaling.py,
 # components/cluster_autoscaler.py): the stack's own KEDA and cluster-autoscaler.
 FOR_AUTOSCALING = (KEDA.key, CLUSTER_AUTOSCALER.key)

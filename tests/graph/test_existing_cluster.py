@@ -105,6 +105,21 @@ def test_no_network_is_created(into):
     assert network & types(into) == set()
 
 
+def test_the_node_roles_access_entry_is_the_stacks_made_before_the_node_groups(into):
+    # EKS would make it but never delete it: after destroy it would name a deleted role.
+    (entry,) = into.of_type("aws:eks/accessEntry:AccessEntry")
+    assert entry.inputs["type"] == "EC2_LINUX" and entry.inputs["clusterName"] == EXISTING_CLUSTER_NAME
+    role = into.named("nodes-node-role")
+    assert role.urn in entry.property_dependencies["principalArn"]
+    for group in into.of_type("aws:eks/nodeGroup:NodeGroup"):
+        assert into.depends_on(group, entry)
+
+
+def test_a_config_map_only_cluster_gets_no_access_entry_of_the_stacks():
+    graph = deployed(existing_cluster(authentication_mode="CONFIG_MAP", access_entries={}))
+    assert graph.of_type("aws:eks/accessEntry:AccessEntry") == []
+
+
 def test_the_node_groups_join_the_existing_cluster_in_the_given_subnets(into):
     groups = into.of_type("aws:eks/nodeGroup:NodeGroup")
     assert groups and {g.inputs["clusterName"] for g in groups} == {EXISTING_CLUSTER_NAME}
@@ -140,6 +155,13 @@ def test_the_provider_reads_the_clusters_endpoint_and_ca_and_asks_aws_for_a_toke
     ]
 
 
+def test_the_providers_token_is_the_stacks_aws_profiles():
+    graph = deployed(**{"aws:profile": "platform-ops"})
+    (provider,) = graph.of_type("pulumi:providers:kubernetes")
+    (user,) = json.loads(provider.inputs["kubeconfig"])["users"]
+    assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": "platform-ops"}]
+
+
 def test_the_provider_never_adopts_an_object_the_cluster_holds(into):
     # pulumi-kubernetes answers AlreadyExists for an object of the same name unless upsert is on
     # (docs/existing-cluster.md).
@@ -148,10 +170,36 @@ def test_the_provider_never_adopts_an_object_the_cluster_holds(into):
 
 
 def test_the_clusters_eks_addons_are_left_alone(into):
-    # CoreDNS and the node monitoring agent are the owner's; the CSI drivers the cluster lacks are
-    # the only add-ons the stack installs.
-    names = {a.inputs["addonName"] for a in into.of_type("aws:eks/addon:Addon")}
-    assert names == {"aws-ebs-csi-driver", "aws-efs-csi-driver"}
+    # CoreDNS, the node monitoring agent and the CSI drivers are the owner's unless listed.
+    assert into.of_type("aws:eks/addon:Addon") == []
+
+
+def test_a_csi_driver_neither_an_eks_addon_nor_listed_is_a_warning_not_a_refusal(into):
+    # A driver installed with Helm is no EKS add-on, and AWS cannot be asked about it.
+    for addon, key in (("aws-ebs-csi-driver", "ebsCsiDriver"), ("aws-efs-csi-driver", "efsCsiDriver")):
+        (warned,) = [w for w in into.warnings if "[csi-driver-unseen]" in w and f"no EKS add-on {addon}" in w]
+        assert f"list {key}" in warned
+
+
+def test_a_csi_driver_the_cluster_runs_as_an_eks_addon_gets_no_warning():
+    running = {**offline_account.EXISTING_CLUSTER_RECORD.addons, "aws-ebs-csi-driver": "v1.50.0-eksbuild.1"}
+    graph = deployed(existing_cluster(addons=running))
+    assert [w for w in graph.warnings if "[csi-driver-unseen]" in w and "aws-ebs-csi-driver" in w] == []
+
+
+def test_a_listed_csi_driver_is_installed_taking_nothing_over_and_kept_on_destroy():
+    graph = deployed(installSharedAddons=["ebsCsiDriver", "efsCsiDriver"])
+    addons = graph.of_type("aws:eks/addon:Addon")
+    assert {a.inputs["addonName"] for a in addons} == {"aws-ebs-csi-driver", "aws-efs-csi-driver"}
+    for addon in addons:
+        assert addon.inputs["resolveConflictsOnCreate"] == "NONE"
+        assert addon.inputs["preserve"] is True
+
+
+def test_a_listed_csi_driver_the_cluster_runs_as_an_eks_addon_is_refused():
+    running = {**offline_account.EXISTING_CLUSTER_RECORD.addons, "aws-efs-csi-driver": "v2.1.0-eksbuild.1"}
+    message = refused(existing_cluster(addons=running), installSharedAddons=["efsCsiDriver"])
+    assert "a list without efsCsiDriver" in message and "[csi-driver-listed-but-present]" in message
 
 
 def test_csi_drivers_the_cluster_runs_are_not_adopted():
@@ -182,6 +230,63 @@ def test_the_node_role_gets_the_cni_policy_where_the_cni_runs_on_it():
         a.inputs["policyArn"] for a in graph.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
     }
     assert CNI_POLICY in attached
+
+
+# Who reaches the stack's database and file system
+
+
+def test_the_stacks_nodes_carry_a_security_group_of_their_own_beside_the_clusters(into):
+    own = into.named("nodes-sg")
+    assert "ingress" not in own.inputs and own.inputs["vpcId"] == LANDING_ZONE_VPC
+    core = into.named("nodes-core-lt").inputs["vpcSecurityGroupIds"]
+    # The cluster's first: a launch template that names groups replaces the one EKS would attach.
+    assert len(core) == 2 and core[0].startswith("sg-0e") and core[1] == "nodes-sg-id"
+    interfaces = into.named("nodes-gpu-lt").inputs["networkInterfaces"]
+    assert interfaces and all(i["securityGroups"] == core for i in interfaces)
+
+
+def test_the_database_admits_the_stacks_nodes_not_every_node_of_the_cluster(into):
+    (rule,) = [
+        r
+        for r in into.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == "accounting-sg-id"
+    ]
+    assert rule.inputs["referencedSecurityGroupId"] == "nodes-sg-id"
+
+
+def test_the_file_system_admits_the_stacks_nodes_not_every_node_of_the_cluster(into):
+    (rule,) = into.named("storage-nfs").inputs["ingress"]
+    assert rule["securityGroups"] == ["nodes-sg-id"]
+
+
+# Fixed names the cluster must not hold
+
+
+def test_every_fixed_name_the_stack_takes_in_the_cluster_is_documented():
+    # The names are the stack's in any cluster; docs/existing-cluster.md lists what an existing
+    # cluster must not hold, since the preview cannot see the cluster's objects.
+    graph = deployed(
+        gpuMinNodes=0,
+        gpuMaxNodes=2,
+        installSharedAddons=[
+            "certManager",
+            "loadBalancerController",
+            "devicePlugins",
+            "keda",
+            "clusterAutoscaler",
+        ],
+    )
+    documented = (REPO / "docs" / "existing-cluster.md").read_text()
+    documented = " ".join(documented.split())
+    taken = set()
+    for r in graph.resources:
+        if r.type == "kubernetes:helm.sh/v3:Release":
+            taken.add(f"`{r.inputs['namespace']}/{r.inputs['name']}`")
+            taken.add(f"`{r.inputs['namespace']}`")
+        elif r.type.startswith("kubernetes:") and not (r.inputs.get("metadata") or {}).get("namespace"):
+            name = r.inputs["metadata"]["name"]
+            taken.add(f"`{name}`")
+    assert taken and {t for t in taken if t not in documented and t != "`kube-system`"} == set()
 
 
 # Shared add-ons
@@ -238,19 +343,37 @@ def test_a_cluster_in_another_vpc_is_refused():
     assert f"platform is in {OTHER_VPC}" in message and "[existing-cluster-vpc]" in message
 
 
-def test_a_cluster_without_the_pod_identity_agent_is_refused():
+def test_a_cluster_without_the_pod_identity_agent_add_on_deploys_with_a_warning():
+    # It may run self-managed (Helm), which AWS cannot be asked about.
     addons = {
         k: v
         for k, v in offline_account.EXISTING_CLUSTER_RECORD.addons.items()
         if k != "eks-pod-identity-agent"
     }
-    message = refused(existing_cluster(addons=addons))
-    assert "has no eks-pod-identity-agent add-on" in message and "[existing-cluster-addons]" in message
+    graph = deployed(existing_cluster(addons=addons))
+    (warned,) = [w for w in graph.warnings if "[existing-cluster-addon-unseen]" in w]
+    assert "no EKS add-on eks-pod-identity-agent" in warned
+
+
+def test_a_self_managed_vpc_cni_deploys_with_a_warning_and_the_cni_policy_on_the_node_role():
+    # EKS installs the VPC CNI self-managed on a cluster not made in the console.
+    addons = {k: v for k, v in offline_account.EXISTING_CLUSTER_RECORD.addons.items() if k != "vpc-cni"}
+    graph = deployed(existing_cluster(addons=addons))
+    assert any("[existing-cluster-addon-unseen]" in w and "vpc-cni" in w for w in graph.warnings)
+    attached = {
+        a.inputs["policyArn"] for a in graph.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    }
+    assert CNI_POLICY in attached
 
 
 def test_a_deployer_without_an_access_entry_is_refused():
-    message = refused(existing_cluster(access_entries={}))
+    message = refused(existing_cluster(authentication_mode="API", access_entries={}))
     assert f"no access entry for {DEPLOYER_ROLE}" in message and "[deployer-cluster-admin]" in message
+
+
+def test_a_deployer_without_an_access_entry_deploys_with_a_warning_where_aws_auth_is_read():
+    graph = deployed(existing_cluster(access_entries={}))
+    assert any("[deployer-cluster-admin-unreadable]" in w and "aws-auth" in w for w in graph.warnings)
 
 
 def test_a_config_map_only_cluster_deploys_with_a_warning():
@@ -266,7 +389,9 @@ def test_the_network_keys_are_required_beside_an_existing_cluster():
 
 def test_every_refusal_comes_at_once():
     message = refused(
-        existing_cluster(status="UPDATING", version="1.28", vpc_id=OTHER_VPC, access_entries={})
+        existing_cluster(
+            status="UPDATING", version="1.28", vpc_id=OTHER_VPC, authentication_mode="API", access_entries={}
+        )
     )
     for rule in (
         "existing-cluster-active",

@@ -126,17 +126,46 @@ def test_without_public_subnets_the_login_load_balancer_is_internal_in_the_priva
     assert graph.of_type("eks:index:Cluster")[0].inputs.get("publicSubnetIds") in (None, [])
 
 
+def test_an_internal_login_that_no_allowed_block_can_reach_is_a_warning():
+    # The dev stack's sshAllowedCidrs is one public address: no client of an internal NLB has it.
+    graph = given(publicSubnetIds=[])
+    (warned,) = [w for w in graph.warnings if "[internal-login-reach]" in w]
+    assert "sshAllowedCidrs admits none of them" in warned and lz.LANDING_ZONE_VPC in warned
+
+
+@pytest.mark.parametrize("block", ["10.64.8.0/24", "192.168.4.0/22", "100.64.0.0/16", "172.20.1.7/32"])
+def test_an_internal_login_with_a_block_in_the_vpc_or_a_private_network_gets_no_warning(block):
+    graph = given(publicSubnetIds=[], sshAllowedCidrs=["203.0.113.10/32", block])
+    assert not [w for w in graph.warnings if "[internal-login-reach]" in w]
+
+
+def test_an_internet_facing_login_gets_no_reach_warning(landing):
+    assert not [w for w in landing.warnings if "[internal-login-reach]" in w]
+
+
 def test_the_dev_login_load_balancer_discovers_its_subnets(dev):
     notes = dev.named("slurm-login").inputs["metadata"]["annotations"]
     assert login_endpoint.SUBNETS not in notes and notes[login_endpoint.SCHEME] == "internet-facing"
 
 
 def test_a_private_subnet_out_through_a_transit_gateway_is_accepted():
-    graph = given(privateSubnetIds=[*PRIVATE, lz.TRANSIT_SUBNET])
+    # Internal: the Transit Gateway's AZ (us-west-2d) has no public subnet.
+    graph = given(privateSubnetIds=[*PRIVATE, lz.TRANSIT_SUBNET], publicSubnetIds=[])
     assert graph.named("nodes-core").inputs["subnetIds"] == [*PRIVATE, lz.TRANSIT_SUBNET]
 
 
 # Refusals, before any resource, naming the key
+
+
+def test_a_private_subnets_az_without_a_public_subnet_is_refused_for_an_internet_facing_login():
+    message = refused(privateSubnetIds=[*PRIVATE, lz.TRANSIT_SUBNET])
+    assert "us-west-2d has none" in message and "[login-subnet-zones]" in message
+
+
+def test_an_internal_login_subnet_with_fewer_than_eight_free_addresses_is_refused():
+    # Internal: the login NLB takes the first given private subnet of each AZ, here the /28.
+    message = refused(privateSubnetIds=[lz.TINY_SUBNET, *PRIVATE], publicSubnetIds=[])
+    assert f"{lz.TINY_SUBNET} (us-west-2a) has 5" in message and "[login-subnet-addresses]" in message
 
 
 def test_a_vpc_that_does_not_exist_is_refused():
@@ -260,6 +289,7 @@ def test_a_core_type_offered_in_every_given_subnets_az_is_accepted():
     graph = given(
         coreInstanceType="m7i.2xlarge",
         privateSubnetIds=[lz.LANDING_ZONE_PRIVATE["us-west-2a"], lz.TRANSIT_SUBNET],
+        publicSubnetIds=[],  # us-west-2d has no public subnet: an internal login
     )
     assert graph.named("nodes-core").inputs["instanceTypes"] == ["m7i.2xlarge"]
 

@@ -56,6 +56,35 @@ def test_the_component_answers_the_stacks_outputs(dev, example):
     assert example.output("slurmdImage") == dev.output("slurmdImage")
 
 
+def test_a_cluster_in_another_region_than_aws_region_is_refused_before_any_resource():
+    import pulumi_kubernetes as k8s
+
+    from components.cluster import ClusterContext
+    from components.slurm_layer import NetworkContext, SlurmLayerArgs
+    from stack import config as stack_config
+    from stack.account import Account
+
+    arn = "arn:aws:eks:eu-west-1:123456789012:cluster/elsewhere"
+
+    def program() -> None:
+        settings = stack_config.load(Account())  # the dev stack's: aws:region us-west-2
+        cluster = ClusterContext(
+            name="elsewhere",
+            region=settings.region,
+            account_id="123456789012",
+            arn=arn,
+            provider=k8s.Provider("elsewhere-k8s", kubeconfig="{}"),
+            security_group_id="sg-0elsewhere",
+            pod_identity_ready=(),
+        )
+        network = NetworkContext("vpc-0elsewhere", "arn:aws:ec2:eu-west-1:123456789012:vpc/x", [], {}, {})
+        SlurmLayer("slurm", SlurmLayerArgs(cluster, network, settings, []))
+
+    with pytest.raises(stack_config.ConfigError) as refused:
+        run_function(program)
+    assert f"its ARN {arn} names eu-west-1" in str(refused.value) and "[cluster-region]" in str(refused.value)
+
+
 def test_pulumis_component_provider_cannot_infer_a_schema_from_slurm_layer_itself():
     # Why SlurmOnEks (components/slurm_on_eks.py) is the front the provider serves
     # (docs/decisions/slurm-layer-component.md): the schema is inferred from evaluated

@@ -155,3 +155,37 @@ def test_a_role_with_a_path_is_found_under_its_pathless_entry_too():
 def test_a_users_arn_has_no_path_to_drop():
     user = "arn:aws:iam::123456789012:user/ci"
     assert existing_cluster.without_path(user) == user
+
+
+def test_a_cluster_arn_in_aws_region_passes():
+    assert (
+        existing_cluster.cluster_region("arn:aws:eks:us-west-2:123456789012:cluster/platform", "us-west-2")
+        == []
+    )
+
+
+def test_a_cluster_arn_in_another_region_is_refused_under_aws_region():
+    (problem,) = existing_cluster.cluster_region("arn:aws:eks:eu-west-1:123456789012:cluster/p", "us-west-2")
+    assert (problem.key, problem.value, problem.rule.id) == ("aws:region", "us-west-2", "cluster-region")
+    assert "names eu-west-1" in problem.message
+
+
+def test_no_access_entry_is_refused_where_the_cluster_reads_access_entries_only():
+    found, out = checked(Account(entries={}))
+    assert found is None and ids(out) == ["deployer-cluster-admin"]
+
+
+def test_no_access_entry_is_a_warning_where_the_cluster_also_reads_aws_auth():
+    import dataclasses
+
+    cluster = dataclasses.replace(CLUSTER, authentication_mode="API_AND_CONFIG_MAP")
+    found, out = checked(Account(cluster=cluster, entries={}))
+    assert found is not None and ids(out) == ["deployer-cluster-admin-unreadable"]
+    assert "aws-auth" in out[0].message
+
+
+def test_a_cluster_without_the_vpc_cni_add_on_is_taken_to_run_it_on_the_node_role():
+    addons = {k: v for k, v in Account().addons.items() if k != "vpc-cni"}
+    found, out = checked(Account(addons=addons))
+    assert found is not None and found.cni_role_arn == ""
+    assert ids(out) == ["existing-cluster-addon-unseen"]

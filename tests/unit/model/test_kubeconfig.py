@@ -35,3 +35,11 @@ def test_its_current_context_joins_the_cluster_and_the_user():
     assert DOCUMENT["contexts"] == [
         {"name": "platform", "context": {"cluster": "platform", "user": "platform"}}
     ]
+
+
+def test_with_the_stacks_aws_profile_the_token_is_that_profiles():
+    document = json.loads(
+        exec_kubeconfig("platform", "eu-west-1", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "Q0E=", "ops")
+    )
+    (user,) = document["users"]
+    assert user["user"]["exec"]["env"] == [{"name": "AWS_PROFILE", "value": "ops"}]

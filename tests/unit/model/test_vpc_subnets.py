@@ -92,6 +92,7 @@ def test_the_own_vpc_keys_without_a_vpc_say_nothing():
         {"vpc_peering_connection_id": "pcx-0a1b"},
         {"core_network_arn": "arn:aws:networkmanager::123456789012:core-network/core-network-0a1b"},
         {"gateway_id": "vgw-0a1b"},
+        {"vpc_endpoint_id": "vpce-0a1b"},
     ],
 )
 def test_a_default_route_to_any_way_out_is_a_route_out(target):
