@@ -62,6 +62,7 @@ TERRAFORM_TYPES = {
     "aws:efs/fileSystem:FileSystem": "aws_efs_file_system",
     "aws:efs/fileSystemPolicy:FileSystemPolicy": "aws_efs_file_system_policy",
     "aws:efs/mountTarget:MountTarget": "aws_efs_mount_target",
+    "aws:eks/accessEntry:AccessEntry": "aws_eks_access_entry",
     "aws:eks/addon:Addon": "aws_eks_addon",
     "aws:eks/cluster:Cluster": "aws_eks_cluster",
     "aws:eks/nodeGroup:NodeGroup": "aws_eks_node_group",
@@ -281,13 +282,14 @@ def _unknown_references(resource: Resource, values: dict, addresses: dict[str, s
 
 
 def _split_references(values: dict, ids: dict[str, str]) -> tuple[dict, dict]:
-    """Top-level values that are another resource's id (or a list of them) come out of `values`
-    and into `expressions` as references, as in a plan where they are known only after apply."""
+    """Top-level values that are another resource's id (or a list holding one) come out of
+    `values` and into `expressions` as references, as in a plan where they are known only after
+    apply (a list beside a known id, such as a cluster's own security group, is unknown as a whole)."""
     kept, expressions = {}, {}
     for key, value in values.items():
         items = value if isinstance(value, list) else [value]
         refs = [ids[v] for v in items if isinstance(v, str) and v in ids]
-        if refs and len(refs) == len(items):
+        if refs:
             expressions[key] = {"references": [f"{a}.id" for a in refs] + refs}
         else:
             kept[key] = value

@@ -1,5 +1,6 @@
 """The security review, repeatable: export the offline run of each configuration users deploy
-(CONFIGURATIONS: the dev stack, an autoscaling pool, named users; metrics on, the default, in all)
+(CONFIGURATIONS: the dev stack, an autoscaling pool, named users, the deployer's Docker build, a VPC
+and an EKS cluster the stack is given; metrics on, the default, in all)
 with devkit/security_export.py, scan each with checkov (kubernetes and terraform_plan frameworks)
 and parliament (the IAM documents), and hold every finding against the triage table
 (devkit/security_triage.py). Prints the counts per check id over every configuration and every
@@ -27,7 +28,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-from devkit import chart_render, security_export
+from devkit import chart_render, offline_account, security_export
 from devkit.offline_run import run_program
 from devkit.security_triage import TRIAGE, Triage
 
@@ -52,6 +53,26 @@ CONFIGURATIONS: dict[str, dict] = {
             {"name": "bob", "uid": 2002, "sshPublicKey": _REVIEW_KEY},
         ]
     },
+    # The image built by the deployer's Docker instead of CodeBuild (imageBuilder).
+    "local-builder": {"imageBuilder": "local"},
+    # Into the offline account's landing-zone VPC (README, "Into an existing VPC").
+    "existing-vpc": {
+        "vpcId": offline_account.LANDING_ZONE_VPC,
+        "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+        "publicSubnetIds": list(offline_account.LANDING_ZONE_PUBLIC.values()),
+    },
+    # Into its EKS cluster, with every shared add-on the cluster lacks (docs/existing-cluster.md).
+    "existing-cluster": {
+        "existingClusterName": offline_account.EXISTING_CLUSTER_NAME,
+        "vpcId": offline_account.LANDING_ZONE_VPC,
+        "privateSubnetIds": list(offline_account.LANDING_ZONE_PRIVATE.values()),
+        "publicSubnetIds": list(offline_account.LANDING_ZONE_PUBLIC.values()),
+    },
+}
+# The account a configuration is run against, where it is not the dev account.
+ACCOUNTS: dict[str, offline_account.Account] = {
+    "existing-vpc": offline_account.LANDING_ZONE,
+    "existing-cluster": offline_account.EXISTING_CLUSTER,
 }
 # What the scanners read, apart from what they write: checkov walks every file under its directory.
 SCANNED = "scanned"
@@ -202,8 +223,10 @@ def tools_bin(explicit: str | None) -> pathlib.Path:
     return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 
-def export(out: pathlib.Path, overrides: dict | None = None) -> dict:
-    graph = run_program("dev", overrides)
+def export(
+    out: pathlib.Path, overrides: dict | None = None, account: offline_account.Account = offline_account.DEV
+) -> dict:
+    graph = run_program("dev", overrides, account=account)
     rendered = chart_render.render_graph_release_sources(graph)
     return security_export.write_all(graph, rendered, out / SCANNED)
 
@@ -276,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--config takes KEY=VALUE, got {args.config}")
     configurations = {"custom": overrides} if overrides else CONFIGURATIONS
     for name, config in configurations.items():
-        written = export(args.out / name, config)
+        written = export(args.out / name, config, ACCOUNTS.get(name, offline_account.DEV))
         print(f"{name}: exported " + ", ".join(f"{n} {what}" for what, n in written.items()))
     if args.export_only:
         return 0

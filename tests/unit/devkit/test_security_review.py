@@ -11,8 +11,9 @@ import fnmatch
 import pytest
 
 from devkit import chart_render, security_review
+from devkit.offline_account import DEV
 from devkit.offline_run import run_program
-from devkit.security_review import CONFIGURATIONS, Finding
+from devkit.security_review import ACCOUNTS, CONFIGURATIONS, Finding
 from devkit.security_triage import TRIAGE
 from model.builders import pod_hardening
 from tests.support import pod_hardening as ph
@@ -21,7 +22,10 @@ from tests.support.rendered_checks import POD_SPEC_PATHS
 
 @pytest.fixture(scope="module")
 def graphs():
-    return {name: run_program("dev", overrides or None) for name, overrides in CONFIGURATIONS.items()}
+    return {
+        name: run_program("dev", overrides or None, account=ACCOUNTS.get(name, DEV))
+        for name, overrides in CONFIGURATIONS.items()
+    }
 
 
 def releases(graph) -> set[str]:
