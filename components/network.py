@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_aws as aws
 
+from components._parts.private_bucket import private_bucket
 from model.facts import audit_logs, node_zones
 from model.facts.node_zones import NodeZone
 
@@ -311,16 +312,7 @@ class Network(pulumi.ComponentResource):
         AWSLogs/<account>/ as the bucket policy allows (Amazon VPC user guide, "Amazon S3 bucket
         permissions for flow logs": https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-s3-permissions.html)."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
-        bucket = aws.s3.Bucket(f"{name}-flow-log-bucket", force_destroy=True, opts=child)
-        aws.s3.BucketPublicAccessBlock(
-            f"{name}-flow-log-private",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
+        bucket = private_bucket(f"{name}-flow-log-bucket", f"{name}-flow-log-private", child)
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-flow-log-expiry",
             bucket=bucket.id,

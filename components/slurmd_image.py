@@ -16,6 +16,7 @@ import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
 from components._parts.image_build_run import ImageBuildRun
+from components._parts.private_bucket import private_bucket
 from model.builders import image_buildspec
 from model.facts import image_builder
 from model.facts.image_references import dlc_reference, ecr_registry, ecr_repository_arn, registry_host
@@ -215,16 +216,7 @@ class SlurmdImage(pulumi.ComponentResource):
         deleted on destroy; each context is one object named by its digest, so `up` uploads one
         only when the context changes (and deletes the one before)."""
         name, child = self._name, pulumi.ResourceOptions(parent=self)
-        bucket = aws.s3.Bucket(f"{name}-sources", force_destroy=True, opts=child)
-        aws.s3.BucketPublicAccessBlock(
-            f"{name}-sources-private",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
+        bucket = private_bucket(f"{name}-sources", f"{name}-sources-private", child)
         # SSE-S3, as the repository (AES256): the sources are the image's, no more secret than it.
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-sources-encryption",
