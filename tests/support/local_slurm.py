@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from cluster_programs import node_health as health_program
 from cluster_programs import rollout
@@ -264,7 +264,7 @@ class LocalSlurm:
         release: Release,
         gpu_model: str,
         gpus: int,
-        workers: int = 2,
+        workers: int | Mapping[str, int] = 2,
         suite: str = "sid",
         cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
         extra_conf: str = SANDBOX_EXTRA_CONF,
@@ -276,7 +276,15 @@ class LocalSlurm:
         self.fs = slurm_root(suite)
         self.gpu_model, self.gpus = gpu_model, gpus
         self.nodeset = sorted(release.nodesets, key=lambda n: n["metadata"]["name"])[0]
-        self.nodes = [f"{nodeset_name(self.nodeset)}-{i}" for i in range(workers)]
+        # `workers`: the first NodeSet's pods, or per NodeSet (its Slurm name, nodeset_name) how
+        # many; every NodeSet's pods have the same GPUs.
+        replicas = {nodeset_name(self.nodeset): workers} if isinstance(workers, int) else dict(workers)
+        by_name = {nodeset_name(n): n for n in release.nodesets}
+        if unknown := sorted(set(replicas) - set(by_name)):
+            raise ValueError(f"workers for NodeSets {unknown}: the release has {sorted(by_name)}")
+        self.nodes = [f"{name}-{i}" for name, count in replicas.items() for i in range(count)]
+        # The NodeSet each node's pod belongs to (a node added later belongs to the first).
+        self.nodeset_of = {node: by_name[node.rpartition("-")[0]] for node in self.nodes}
         self.cgroup_conf = cgroup_conf
         self.extra_conf = extra_conf
         # Named users: their passwd and group entries (model/builders/identities.py) merged as the stack
@@ -285,6 +293,13 @@ class LocalSlurm:
         self.users = tuple(users)
         # The node health check's ConfigMap data, or None for workers without it.
         self.node_health = node_health
+        # Per node, the value of the `topology.slinky.slurm.net/spec` annotation its pod carries: the
+        # operator's pod-binding webhook copies it from the Kubernetes node (slurm-operator v1.2.1
+        # internal/webhook/pod_binding_webhook.go), the pod's POD_TOPOLOGY variable reads it
+        # (internal/builder/workerbuilder/worker_app.go), and the slurmd image's entrypoint appends
+        # `Topology=<value>` to slurmd's --conf (SlinkyProject/containers
+        # schedmd/slurm/26.05/ubuntu24.04/files/usr/local/bin/slurmd-entrypoint.sh, addConfItem).
+        self.pod_topology: dict[str, str] = {}
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -694,8 +709,9 @@ class LocalSlurm:
         return self.run(["sinfo", "-h"]).returncode == 0
 
     def slurmd_argv(self, node: str) -> list[str]:
-        """The NodeSet pod's slurmd command line, plus the per-node Port."""
+        """The NodeSet pod's slurmd command line (with its pod's topology, if any), plus the per-node Port."""
         port = SLURMD_PORT + (self.nodes.index(node) + 1) * 10  # sackd has SlurmdPort
+        topology = f" Topology={self.pod_topology[node]}" if self.pod_topology.get(node) else ""
         return [
             "slurmd",
             "-D",
@@ -703,7 +719,7 @@ class LocalSlurm:
             "--conf-server",
             f"{self.release.service_host}:{SLURMCTLD_PORT}",
             "--conf",
-            f"{slurmd_conf(self.nodeset)} Port={port}",
+            f"{slurmd_conf(self.nodeset_of.get(node, self.nodeset))}{topology} Port={port}",
         ]
 
     def start_slurmd(self, node: str) -> Daemon:
