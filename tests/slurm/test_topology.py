@@ -1,0 +1,284 @@
+"""Jobs placed by the network on the real Slurm 26.05 of the test cluster (tests/support/local_slurm.py),
+with the Controller's topology.yaml and each node's place as the stack's network-topology writer
+gives them (model/builders/topology.py over cluster_programs/network_topology.py).
+
+The cluster: the two-pool stack's `slurm` release, `batch` with four dynamic nodes under two
+bottom-layer network nodes (two per network node) and `serve` with two nodes EC2 gives no place.
+Both pools run the walkthrough's g6.12xlarge GPUs here (the test cluster fakes one GPU kind), so
+batch's placement is built directly rather than read from the covered types; batch's four nodes
+sit in two Capacity Blocks of two, so the one NodeSet shows both the tree and the block. The
+partitions name their topology (`Topology=`, https://slurm.schedmd.com/slurm.conf.html#OPT_Topology):
+batch on the tree, serve on flat, and two of the test's own over the same nodes, batch's on the
+block and serve's on the tree.
+
+How a node gets its place, as the Slinky operator v1.2.1 gives it (read at that tag):
+- at its pod's start: the pod-binding webhook copies the Kubernetes node's
+  `topology.slinky.slurm.net/spec` annotation onto the pod (internal/webhook/pod_binding_webhook.go),
+  the pod's POD_TOPOLOGY variable reads it (internal/builder/workerbuilder/worker_app.go) and the
+  slurmd image's entrypoint appends `Topology=<value>` to slurmd's --conf (SlinkyProject/containers
+  schedmd/slurm/26.05/ubuntu24.04/files/usr/local/bin/slurmd-entrypoint.sh): the four first nodes.
+- after it registered: the NodeSet controller's syncSlurmTopology
+  (internal/controller/nodeset/nodeset_sync.go) reads the annotation of the Kubernetes node under
+  each pod and, where the Slurm node's topology differs, UpdateNodeTopology
+  (internal/controller/nodeset/slurmcontrol/slurmcontrol.go) sets the node's `topology_str`
+  through slurmrestd, the field `scontrol update nodename=<node> topology=<value>` sets: the node
+  that joins later, whose pod started before the writer annotated its Kubernetes node.
+
+Busy nodes are held by exclusive jobs, so that the placement a test asks for differs from the one
+Slurm would pick on a flat network (the lowest free nodes). The tests share one cluster and run in
+file order; each frees what it holds."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import time
+from typing import Iterator
+
+import pytest
+
+from devkit.offline_run import run_program
+from model.builders import topology
+from model.facts.instance_topology import NETWORK_NODE_LABELS
+from tests.support.local_slurm import LocalSlurm, RootMissing
+from tests.support.nodeset_pods import NodeSetPods, Pod
+from tests.support.slinky_conf import Release
+from tests.support.slurm_cluster import WALKTHROUGH
+
+pytestmark = pytest.mark.slurm
+
+PLACED, UNPLACED = "batch", "serve"
+CONFIG = [
+    {"name": PLACED, "instanceType": WALKTHROUGH.name, "nodeCount": 4, "minNodes": 0, "maxNodes": 8},
+    {"name": UNPLACED, "instanceType": WALKTHROUGH.name, "nodeCount": 2, "minNodes": 0, "maxNodes": 2},
+]
+# The test's own partitions over the same NodeSets: batch's nodes on the block topology, and
+# serve's on the tree (what the flat topology spares the pools EC2 gives no place).
+BLOCK_PARTITION, UNPLACED_ON_TREE = "batch-blocks", "serve-tree"
+PARTITIONS = {
+    PLACED: (PLACED, topology.TREE),
+    UNPLACED: (UNPLACED, topology.FLAT),
+    BLOCK_PARTITION: (PLACED, topology.BLOCK),
+    UNPLACED_ON_TREE: (UNPLACED, topology.TREE),
+}
+
+# Network node ids as EC2 writes them (`nn-` and hex digits: EC2 API Reference, InstanceTopology),
+# top layer first: one top and one middle node over two bottom-layer nodes.
+TOP, MIDDLE = "nn-1a0000000000000a1", "nn-2b0000000000000b1"
+LEAF_A, LEAF_B = "nn-3c0000000000000c1", "nn-3c0000000000000c2"
+# Each Capacity Block as the writer's placement of a pool on it: two instances each.
+BLOCK_A = topology.PoolPlacement(PLACED, topology.BLOCK, "cr-0a1b2c3d4e5f60001", 2)
+BLOCK_B = topology.PoolPlacement(PLACED, topology.BLOCK, "cr-0a1b2c3d4e5f60002", 2)
+# batch's nodes: the bottom-layer network node each sits under (its EKS labels) and its block.
+# batch-4 joins later, under the first network node, in the first block.
+PLACES = {
+    "batch-0": (LEAF_A, BLOCK_A),
+    "batch-1": (LEAF_A, BLOCK_A),
+    "batch-2": (LEAF_B, BLOCK_B),
+    "batch-3": (LEAF_B, BLOCK_B),
+}
+JOINING = "batch-4"
+JOINING_PLACE = (LEAF_A, BLOCK_A)
+
+# A bound on anything the cluster does on its own (a job starting and ending, a node
+# registering): far above what it takes on this machine, so only a broken cluster reaches it.
+BOUND_S = 90
+
+
+def labels(leaf: str) -> dict[str, str]:
+    """A node's network-node labels as EKS sets them (model/facts/instance_topology.py)."""
+    return dict(zip(NETWORK_NODE_LABELS, (TOP, MIDDLE, leaf), strict=True))
+
+
+def annotation(place: tuple[str, topology.PoolPlacement]) -> str:
+    leaf, block = place
+    return topology.node_spec(block, labels(leaf))
+
+
+def topology_file() -> str:
+    """The Controller's topology.yaml: the writer's skeleton for the two Capacity Blocks and the
+    unplaced pool, over every switch path batch's nodes have."""
+    paths = [topology.switch_path(labels(leaf)) for leaf, _ in PLACES.values()]
+    return topology.topology_yaml([BLOCK_A, BLOCK_B, topology.PoolPlacement(UNPLACED, topology.FLAT)], paths)
+
+
+def placed_release(graph) -> Release:
+    """The stack's `slurm` release with topology.yaml among the Controller's config files (a
+    ConfigMap its configFileRefs names: the operator's webhook knows the file,
+    internal/webhook/controller_webhook.go) and each partition on its topology."""
+    from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
+
+    (chart,) = [r for r in graph.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
+    request = release_request(chart)
+    release = Release.from_documents(
+        render(
+            request["chart"],
+            request["version"],
+            request["values"],
+            "slurm",
+            request["namespace"],
+            kube_version(graph),
+        )
+    )
+    controller = json.loads(json.dumps(release.controller))
+    lines = []
+    for line in controller["spec"]["extraConf"].splitlines():
+        name = re.match(r"PartitionName=(\S+)", line)
+        if name and name.group(1) in PARTITIONS:
+            line = f"{line} Topology={PARTITIONS[name.group(1)][1]}"
+        lines.append(line)
+    for partition, (nodeset, kind) in PARTITIONS.items():
+        if not any(line.startswith(f"PartitionName={partition} ") for line in lines):
+            lines.append(f"PartitionName={partition} Nodes={nodeset} State=UP Topology={kind}")
+    controller["spec"]["extraConf"] = "\n".join(lines)
+    file_map = {"metadata": {"name": "slurm-topology"}, "data": {"topology.yaml": topology_file()}}
+    controller["spec"]["configFileRefs"] = [
+        *controller["spec"].get("configFileRefs", []),
+        {"name": "slurm-topology"},
+    ]
+    return Release(
+        controller, release.nodesets, {**release.config_maps, "slurm-topology": file_map}, release.accountings
+    )
+
+
+@pytest.fixture(scope="module")
+def placed(tmp_path_factory) -> Iterator[LocalSlurm]:
+    if os.geteuid() != 0:
+        pytest.fail("the placement tests start a real Slurm cluster in namespaces: they need root")
+    graph = run_program("dev", {"gpuPools": json.dumps(CONFIG)})
+    assert graph.error is None, graph.error
+    try:
+        cluster = LocalSlurm(
+            tmp_path_factory.mktemp("topology-slurm"),
+            placed_release(graph),
+            WALKTHROUGH.gpu_model,
+            WALKTHROUGH.gpus,
+            workers={PLACED: len(PLACES), UNPLACED: 2},
+        )
+    except RootMissing as e:
+        pytest.fail(str(e))
+    cluster.pod_topology.update({node: annotation(place) for node, place in PLACES.items()})
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
+    result = cluster.run(argv)
+    assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
+    return result.stdout
+
+
+def _job(cluster: LocalSlurm, job: str) -> dict[str, str]:
+    return dict(re.findall(r"(\w+)=(\S*)", _ok(cluster, ["scontrol", "show", "job", "-o", job])))
+
+
+def _hostnames(cluster: LocalSlurm, nodelist: str) -> set[str]:
+    return set(_ok(cluster, ["scontrol", "show", "hostnames", nodelist]).split())
+
+
+def _node_topology(cluster: LocalSlurm, node: str) -> str:
+    found = re.search(r"\bTopology=(\S*)", _ok(cluster, ["scontrol", "show", "node", "-o", node]))
+    return found.group(1) if found else ""
+
+
+def _submit(cluster: LocalSlurm, partition: str, *args: str) -> subprocess.CompletedProcess:
+    return cluster.run(["sbatch", "--parsable", "-o", "/dev/null", "-p", partition, *args])
+
+
+def _ran_on(cluster: LocalSlurm, partition: str, *args: str) -> set[str]:
+    """The nodes a job of `args` on `partition` ran on, once it completed."""
+    submitted = _submit(cluster, partition, *args, "--wrap", "srun true")
+    assert submitted.returncode == 0, f"sbatch {args} on {partition}: {submitted.stderr}"
+    job = submitted.stdout.strip().split(";")[0]
+    info = cluster.wait_for_job(job, BOUND_S)
+    state = re.search(r"JobState=(\S+)", info).group(1)
+    assert state == "COMPLETED", f"job {job} on {partition} ended {state}:\n{info}"
+    return _hostnames(cluster, re.search(r"\bNodeList=(\S+)", info).group(1))
+
+
+@contextlib.contextmanager
+def _held(cluster: LocalSlurm, nodes: list[str]) -> Iterator[None]:
+    """`nodes` busy (one exclusive job each, running), freed afterwards."""
+    jobs = []
+    try:
+        for node in nodes:
+            partition = PLACED if node.startswith(PLACED) else UNPLACED
+            out = _ok(
+                cluster,
+                ["sbatch", "--parsable", "-o", "/dev/null", "-p", partition, "--exclusive", "-w", node]
+                + ["--wrap", "sleep 600"],
+            )
+            jobs.append(out.strip().split(";")[0])
+        deadline = time.monotonic() + BOUND_S
+        while not all(_job(cluster, job)["JobState"] == "RUNNING" for job in jobs):
+            assert time.monotonic() < deadline, f"jobs holding {nodes} not running:\n{cluster.logs()}"
+            time.sleep(0.3)
+        yield
+    finally:
+        if jobs:
+            cluster.run(["scancel", *jobs])
+            cluster.wait_for_states({node: "idle" for node in nodes}, BOUND_S)
+
+
+def test_each_node_has_the_place_its_annotation_names(placed):
+    assert {node: _node_topology(placed, node) for node in PLACES} == {
+        "batch-0": f"tree:{LEAF_A},block:{BLOCK_A.block}",
+        "batch-1": f"tree:{LEAF_A},block:{BLOCK_A.block}",
+        "batch-2": f"tree:{LEAF_B},block:{BLOCK_B.block}",
+        "batch-3": f"tree:{LEAF_B},block:{BLOCK_B.block}",
+    }
+
+
+def test_a_two_node_job_asking_for_one_switch_lands_under_one_switch(placed):
+    # batch-0 busy: on a flat network the job would get the lowest free nodes, batch-[1-2], one
+    # under each switch; the only switch with two free nodes is LEAF_B's.
+    with _held(placed, ["batch-0"]):
+        assert _ran_on(placed, PLACED, "-N2", "--switches=1") == {"batch-2", "batch-3"}
+
+
+def test_a_block_aligned_job_on_the_block_topology_stays_in_its_block(placed):
+    # batch-0 busy: a two-node segment fits only in the second block, batch-[2-3].
+    with _held(placed, ["batch-0"]):
+        assert _ran_on(placed, BLOCK_PARTITION, "-N2", "--segment=2") == {"batch-2", "batch-3"}
+
+
+def test_a_node_that_joins_later_gets_its_place_and_is_used(placed):
+    # The operator's scale-up of batch's NodeSet by one pod (tests/support/nodeset_pods.py).
+    pods = NodeSetPods(placed)
+    pods.pods = {
+        node: Pod(
+            int(node.rpartition("-")[2]),
+            node,
+            f"{pods.nodeset['metadata']['name']}-{node.rpartition('-')[2]}",
+        )
+        for node in PLACES
+    }
+    (new,) = pods.scale_up(len(PLACES) + 1)
+    assert new == JOINING
+    placed.wait_for_states({JOINING: "idle"}, BOUND_S)
+    # The operator's syncSlurmTopology, once the writer has annotated the Kubernetes node.
+    _ok(placed, ["scontrol", "update", f"nodename={JOINING}", f"topology={annotation(JOINING_PLACE)}"])
+    assert _node_topology(placed, JOINING) == annotation(JOINING_PLACE)
+    # Free: batch-1 and the new node under LEAF_A, batch-3 under LEAF_B: the one switch with two
+    # free nodes is the new node's.
+    with _held(placed, ["batch-0", "batch-2"]):
+        assert _ran_on(placed, PLACED, "-N2", "--switches=1") == {"batch-1", JOINING}
+
+
+def test_a_partition_of_nodes_without_a_place_runs_multi_node_jobs_on_the_flat_topology(placed):
+    assert _ran_on(placed, UNPLACED, "-N2") == {"serve-0", "serve-1"}
+
+
+def test_the_same_nodes_on_the_tree_topology_are_refused_multi_node_jobs(placed):
+    # What the flat topology spares the pools EC2 gives no place (and the `all` partition).
+    refused = _submit(placed, UNPLACED_ON_TREE, "-N2", "--wrap", "true")
+    assert (refused.returncode, refused.stderr.strip()) == (
+        1,
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available",
+    )
