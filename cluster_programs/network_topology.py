@@ -201,14 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     from cluster_programs import incluster
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="JSON file: placements, labels, ConfigMap")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help="JSON: placements, labelKeys, poolLabel, nodeSelector, namespace, configMap, key",
+    )
     parser.add_argument("--interval", type=int, default=30, help="seconds between passes")
     args = parser.parse_args(argv)
     try:
-        with open(args.config) as f:
-            config = json.load(f)
+        config = json.loads(args.config)
         api = incluster.Api.from_service_account(os.environ)
-    except (OSError, ValueError, incluster.ApiError) as e:
+    except (ValueError, incluster.ApiError) as e:
         print(f"network_topology: {e}", file=sys.stderr)
         return 2
     while True:
