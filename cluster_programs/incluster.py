@@ -120,31 +120,6 @@ class Api:
             raise ApiError(f"GET {path}: HTTP {resp.status} {body[:300].decode(errors='replace')}")
         return json.loads(body)
 
-    def patch(self, path: str, body: Mapping) -> dict:
-        """A JSON merge patch (RFC 7386; Kubernetes "Update API Objects in Place Using kubectl
-        patch": application/merge-patch+json): only the keys given change."""
-        conn = self._connect()
-        try:
-            conn.request(
-                "PATCH",
-                path,
-                body=json.dumps(body),
-                headers={
-                    "Authorization": f"Bearer {self.token}",
-                    "Accept": "application/json",
-                    "Content-Type": "application/merge-patch+json",
-                },
-            )
-            resp = conn.getresponse()
-            answer = resp.read()
-        except OSError as e:
-            raise ApiError(f"PATCH {path}: {e}") from None
-        finally:
-            conn.close()
-        if resp.status != 200:
-            raise ApiError(f"PATCH {path}: HTTP {resp.status} {answer[:300].decode(errors='replace')}")
-        return json.loads(answer)
-
     def exec(self, namespace: str, pod: str, container: str, argv: list[str]) -> tuple[int, str]:
         query = urllib.parse.urlencode(
             [

@@ -182,6 +182,41 @@ def plan(
     return render(skeleton(placements, paths)), annotations
 
 
+def writer_api(env: Mapping[str, str]):
+    """incluster.Api with a JSON merge patch (RFC 7386; Kubernetes "Update API Objects in Place
+    Using kubectl patch": application/merge-patch+json): only the keys given change. Kept here,
+    not in incluster.py, which every other program ships too."""
+    from cluster_programs import incluster
+
+    class WriterApi(incluster.Api):
+        def patch(self, path: str, body: Mapping) -> dict:
+            conn = self._connect()
+            try:
+                conn.request(
+                    "PATCH",
+                    path,
+                    body=json.dumps(body),
+                    headers={
+                        "Authorization": f"Bearer {self.token}",
+                        "Accept": "application/json",
+                        "Content-Type": "application/merge-patch+json",
+                    },
+                )
+                resp = conn.getresponse()
+                answer = resp.read()
+            except OSError as e:
+                raise incluster.ApiError(f"PATCH {path}: {e}") from None
+            finally:
+                conn.close()
+            if resp.status != 200:
+                raise incluster.ApiError(
+                    f"PATCH {path}: HTTP {resp.status} {answer[:300].decode(errors='replace')}"
+                )
+            return json.loads(answer)
+
+    return WriterApi.from_service_account(env)
+
+
 def run_once(api, config: Mapping) -> None:
     namespace, configmap, key = config["namespace"], config["configMap"], config["key"]
     cm_path = f"/api/v1/namespaces/{namespace}/configmaps/{configmap}"
@@ -201,14 +236,17 @@ def main(argv: list[str] | None = None) -> int:
     from cluster_programs import incluster
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True, help="JSON file: placements, labels, ConfigMap")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help="JSON: placements, labelKeys, poolLabel, nodeSelector, namespace, configMap, key",
+    )
     parser.add_argument("--interval", type=int, default=30, help="seconds between passes")
     args = parser.parse_args(argv)
     try:
-        with open(args.config) as f:
-            config = json.load(f)
-        api = incluster.Api.from_service_account(os.environ)
-    except (OSError, ValueError, incluster.ApiError) as e:
+        config = json.loads(args.config)
+        api = writer_api(os.environ)
+    except (ValueError, incluster.ApiError) as e:
         print(f"network_topology: {e}", file=sys.stderr)
         return 2
     while True:

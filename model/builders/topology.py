@@ -8,11 +8,17 @@ configuration and the real-Slurm tests."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from cluster_programs import network_topology as writer
+from model.builders.pod_security import NOBODY, pod_security
+from model.builders.program_job import code_volume, program_container
+from model.checks.gpu_pools import POOL_LABEL, GpuPool
 from model.facts import instance_topology
+from model.facts.capacity import Reservation
+from model.facts.contract import CORE_LABELS, GPU_LABELS, RELEASE
 
 SPEC_ANNOTATION = writer.SPEC_ANNOTATION
 TREE, BLOCK, FLAT = writer.TREE, writer.BLOCK, writer.FLAT
@@ -73,3 +79,100 @@ def topology_yaml(placements: Sequence[PoolPlacement], paths: Iterable[tuple[str
 def node_spec(place: PoolPlacement, labels: Mapping[str, str]) -> str:
     """The `topology.slinky.slurm.net/spec` value for a node of the pool; "" for none."""
     return writer.node_spec(place.as_config(), labels, instance_topology.NETWORK_NODE_LABELS)
+
+
+def pool_placements(pools: Sequence[GpuPool], reservations: Mapping[str, Reservation]) -> list[PoolPlacement]:
+    """Every pool's placement: a pool launching into a Capacity Block (its reservation as EC2
+    described it at preview, StackConfig.reservations) is on that block, sized by its instance
+    count; the others by their type."""
+    out = []
+    for pool in pools:
+        reservation = reservations.get(pool.capacity_reservation_id)
+        if reservation is not None and reservation.is_capacity_block:
+            out.append(
+                placement(pool.name, pool.gpu.name, reservation.reservation_id, reservation.total_instances)
+            )
+        else:
+            out.append(placement(pool.name, pool.gpu.name))
+    return out
+
+
+def places_any(placements: Sequence[PoolPlacement]) -> bool:
+    """Whether any pool has a place: the writer is installed and topology.yaml written only then."""
+    return any(p.kind != FLAT for p in placements)
+
+
+def partition_topologies(placements: Sequence[PoolPlacement]) -> dict[str, str]:
+    """The `Topology=` of each placed pool's partition, by pool; a flat pool's partition (and the
+    `all` partition) takes the cluster default, flat, and is not listed."""
+    return {p.pool: p.topology for p in placements if p.kind != FLAT}
+
+
+# The writer's objects (ServiceAccount, roles, Deployment) in the Slurm namespace.
+WRITER = "slurm-network-topology"
+# The chart's extra config ConfigMap, which the Controller mounts under /etc/slurm (Slinky chart
+# release-1.2 templates/controller/_helpers.tpl slurm.controller.configName: `<fullname>-config-extra`,
+# listed in the Controller's configFileRefs by templates/controller/controller-cr.yaml). The
+# writer owns its topology.yaml key; the chart's values never set it, so Helm's three-way merge
+# on an upgrade leaves the key as the writer wrote it.
+CONFIG_MAP = f"{RELEASE}-config-extra"
+CONFIG_KEY = "topology.yaml"
+# Seconds between the writer's passes: a new node gets its place within two.
+INTERVAL_SECONDS = 30
+
+
+def writer_config(placements: Sequence[PoolPlacement], namespace: str) -> dict:
+    """What the writer reads (cluster_programs/network_topology.py main --config)."""
+    return {
+        "placements": [p.as_config() for p in placements],
+        "labelKeys": list(instance_topology.NETWORK_NODE_LABELS),
+        "poolLabel": POOL_LABEL,
+        "nodeSelector": ",".join(f"{k}={v}" for k, v in GPU_LABELS.items()),
+        "namespace": namespace,
+        "configMap": CONFIG_MAP,
+        "key": CONFIG_KEY,
+    }
+
+
+def writer_rules() -> tuple[list[dict], list[dict]]:
+    """(namespace rules, cluster rules): the one ConfigMap read and patched by name; Nodes listed
+    and patched (annotations). RBAC cannot narrow nodes by label
+    (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources:
+    resourceNames names objects, and node names are not known ahead)."""
+    namespaced = [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [CONFIG_MAP],
+            "verbs": ["get", "patch"],
+        }
+    ]
+    cluster = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]}]
+    return namespaced, cluster
+
+
+def writer_labels() -> dict:
+    return {"app.kubernetes.io/name": WRITER}
+
+
+def writer_deployment_spec(placements: Sequence[PoolPlacement], namespace: str, code_configmap: Any) -> dict:
+    """One replica of the writer on the core nodes, its code from `code_configmap` (a ConfigMap's
+    name, a str or the Output of one); a changed placement is a changed argument, and rolls it."""
+    config = json.dumps(writer_config(placements, namespace), sort_keys=True)
+    run = program_container(
+        "writer", "network_topology", ["--config", config, "--interval", str(INTERVAL_SECONDS)]
+    )
+    return {
+        "replicas": 1,
+        "selector": {"matchLabels": writer_labels()},
+        "template": {
+            "metadata": {"labels": writer_labels()},
+            "spec": {
+                "serviceAccountName": WRITER,
+                "nodeSelector": dict(CORE_LABELS),
+                "securityContext": pod_security(NOBODY),
+                "containers": [run],
+                "volumes": [code_volume(code_configmap)],
+            },
+        },
+    }

@@ -67,3 +67,47 @@ def test_the_rendered_file_is_the_skeleton_as_yaml():
 def test_the_switches_the_file_holds_are_read_back():
     text = writer.render(writer.skeleton([TREE], [("nn-top", "nn-mid", "nn-a")]))
     assert writer.known_switches(text) == {"network", "nn-top", "nn-mid", "nn-a"}
+
+
+class FakeApi:
+    """The two GETs a pass makes and the PATCHes it sends."""
+
+    def __init__(self, configmap_text: str, nodes: list[dict]):
+        self.text, self.nodes, self.patches = configmap_text, nodes, []
+
+    def get(self, path: str) -> dict:
+        if path.startswith("/api/v1/nodes?"):
+            return {"items": self.nodes}
+        return {"data": {"topology.yaml": self.text}}
+
+    def patch(self, path: str, body: dict) -> dict:
+        self.patches.append((path, body))
+        return {}
+
+
+CONFIG = {
+    "placements": [TREE],
+    "labelKeys": list(KEYS),
+    "poolLabel": POOL_LABEL,
+    "nodeSelector": "role=gpu",
+    "namespace": "slurm",
+    "configMap": "slurm-config-extra",
+    "key": "topology.yaml",
+}
+
+
+def test_a_pass_writes_the_config_map_and_nothing_else_when_a_switch_is_new():
+    api = FakeApi("", [node("n1", "train", "nn-a")])
+    writer.run_once(api, CONFIG)
+    ((path, body),) = api.patches
+    assert path == "/api/v1/namespaces/slurm/configmaps/slurm-config-extra"
+    assert '- switch: "nn-a"' in body["data"]["topology.yaml"]
+
+
+def test_a_pass_over_a_current_file_only_annotates():
+    text, _ = writer.plan([TREE], [node("n1", "train", "nn-a")], KEYS, POOL_LABEL, "")
+    api = FakeApi(text, [node("n1", "train", "nn-a")])
+    writer.run_once(api, CONFIG)
+    assert api.patches == [
+        ("/api/v1/nodes/n1", {"metadata": {"annotations": {writer.SPEC_ANNOTATION: "tree:nn-a"}}})
+    ]
