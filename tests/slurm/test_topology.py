@@ -2,14 +2,16 @@
 with the Controller's topology.yaml and each node's place as the stack's network-topology writer
 gives them (model/builders/topology.py over cluster_programs/network_topology.py).
 
-The cluster: the two-pool stack's `slurm` release, `batch` with four dynamic nodes under two
-bottom-layer network nodes (two per network node) and `serve` with two nodes EC2 gives no place.
-Both pools run the walkthrough's g6.12xlarge GPUs here (the test cluster fakes one GPU kind), so
-batch's placement is built directly rather than read from the covered types; batch's four nodes
-sit in two Capacity Blocks of two, so the one NodeSet shows both the tree and the block. The
-partitions name their topology (`Topology=`, https://slurm.schedmd.com/slurm.conf.html#OPT_Topology):
-batch on the tree, serve on flat, and two of the test's own over the same nodes, batch's on the
-block and serve's on the tree.
+The cluster: the `slurm` release of a two-pool stack as the program renders it, `batch` of
+g6e.12xlarge (a type EC2 places: model/facts/instance_topology.py) with four dynamic nodes under
+two bottom-layer network nodes (two per network node), and `serve` of the walkthrough's
+g6.12xlarge, which EC2 gives no place, with two. The program puts batch's partition on the tree
+and leaves serve's and `all` on the cluster default, flat (the partition's `Topology=`,
+https://slurm.schedmd.com/slurm.conf.html#OPT_Topology). batch's four nodes also sit in two
+Capacity Blocks of two, so that one NodeSet shows the block too, through a partition of the test's
+own over batch's nodes on the block topology; another of the test's own puts serve's nodes on the
+tree. topology.yaml is where the writer keeps it, the key it owns in the chart's config ConfigMap
+that the Controller mounts (model/builders/topology.py CONFIG_MAP, CONFIG_KEY).
 
 How a node gets its place, as the Slinky operator v1.2.1 gives it (read at that tag):
 - at its pod's start: the pod-binding webhook copies the Kubernetes node's
@@ -31,6 +33,7 @@ file order; each frees what it holds."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import re
@@ -42,6 +45,7 @@ import pytest
 
 from devkit.offline_run import run_program
 from model.builders import topology
+from model.facts.catalog import CATALOG
 from model.facts.instance_topology import NETWORK_NODE_LABELS
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.nodeset_pods import NodeSetPods, Pod
@@ -51,16 +55,15 @@ from tests.support.slurm_cluster import WALKTHROUGH
 pytestmark = pytest.mark.slurm
 
 PLACED, UNPLACED = "batch", "serve"
+PLACED_TYPE = CATALOG["g6e.12xlarge"]
 CONFIG = [
-    {"name": PLACED, "instanceType": WALKTHROUGH.name, "nodeCount": 4, "minNodes": 0, "maxNodes": 8},
+    {"name": PLACED, "instanceType": PLACED_TYPE.name, "nodeCount": 4, "minNodes": 0, "maxNodes": 8},
     {"name": UNPLACED, "instanceType": WALKTHROUGH.name, "nodeCount": 2, "minNodes": 0, "maxNodes": 2},
 ]
 # The test's own partitions over the same NodeSets: batch's nodes on the block topology, and
 # serve's on the tree (what the flat topology spares the pools EC2 gives no place).
 BLOCK_PARTITION, UNPLACED_ON_TREE = "batch-blocks", "serve-tree"
-PARTITIONS = {
-    PLACED: (PLACED, topology.TREE),
-    UNPLACED: (UNPLACED, topology.FLAT),
+OWN_PARTITIONS = {
     BLOCK_PARTITION: (PLACED, topology.BLOCK),
     UNPLACED_ON_TREE: (UNPLACED, topology.TREE),
 }
@@ -106,9 +109,9 @@ def topology_file() -> str:
 
 
 def placed_release(graph) -> Release:
-    """The stack's `slurm` release with topology.yaml among the Controller's config files (a
-    ConfigMap its configFileRefs names: the operator's webhook knows the file,
-    internal/webhook/controller_webhook.go) and each partition on its topology."""
+    """The stack's `slurm` release with the writer's topology.yaml in the Controller's config
+    ConfigMap (its configFileRefs name it; the operator's webhook knows the file:
+    internal/webhook/controller_webhook.go) and the test's own partitions."""
     from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
 
     (chart,) = [r for r in graph.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
@@ -123,25 +126,15 @@ def placed_release(graph) -> Release:
             kube_version(graph),
         )
     )
-    controller = json.loads(json.dumps(release.controller))
-    lines = []
-    for line in controller["spec"]["extraConf"].splitlines():
-        name = re.match(r"PartitionName=(\S+)", line)
-        if name and name.group(1) in PARTITIONS:
-            line = f"{line} Topology={PARTITIONS[name.group(1)][1]}"
-        lines.append(line)
-    for partition, (nodeset, kind) in PARTITIONS.items():
-        if not any(line.startswith(f"PartitionName={partition} ") for line in lines):
-            lines.append(f"PartitionName={partition} Nodes={nodeset} State=UP Topology={kind}")
-    controller["spec"]["extraConf"] = "\n".join(lines)
-    file_map = {"metadata": {"name": "slurm-topology"}, "data": {"topology.yaml": topology_file()}}
-    controller["spec"]["configFileRefs"] = [
-        *controller["spec"].get("configFileRefs", []),
-        {"name": "slurm-topology"},
-    ]
-    return Release(
-        controller, release.nodesets, {**release.config_maps, "slurm-topology": file_map}, release.accountings
+    controller = copy.deepcopy(release.controller)
+    controller["spec"]["extraConf"] += "".join(
+        f"\nPartitionName={name} Nodes={nodeset} State=UP Topology={kind}"
+        for name, (nodeset, kind) in OWN_PARTITIONS.items()
     )
+    config_maps = copy.deepcopy(release.config_maps)
+    assert {"name": topology.CONFIG_MAP} in controller["spec"]["configFileRefs"]
+    config_maps[topology.CONFIG_MAP].setdefault("data", {})[topology.CONFIG_KEY] = topology_file()
+    return Release(controller, release.nodesets, config_maps, release.accountings)
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +150,7 @@ def placed(tmp_path_factory) -> Iterator[LocalSlurm]:
             WALKTHROUGH.gpu_model,
             WALKTHROUGH.gpus,
             workers={PLACED: len(PLACES), UNPLACED: 2},
+            gpus_of={PLACED: (PLACED_TYPE.gpu_model, PLACED_TYPE.gpus)},
         )
     except RootMissing as e:
         pytest.fail(str(e))

@@ -270,6 +270,7 @@ class LocalSlurm:
         extra_conf: str = SANDBOX_EXTRA_CONF,
         users: Sequence[User] = (),
         node_health: dict[str, str] | None = None,
+        gpus_of: Mapping[str, tuple[str, int]] | None = None,
     ):
         self.dir = workdir
         self.release = release
@@ -277,7 +278,8 @@ class LocalSlurm:
         self.gpu_model, self.gpus = gpu_model, gpus
         self.nodeset = sorted(release.nodesets, key=lambda n: n["metadata"]["name"])[0]
         # `workers`: the first NodeSet's pods, or per NodeSet (its Slurm name, nodeset_name) how
-        # many; every NodeSet's pods have the same GPUs.
+        # many. Their pods have gpu_model x gpus, or per NodeSet the (model, count) of `gpus_of`.
+        self.gpus_of = dict(gpus_of or {})
         replicas = {nodeset_name(self.nodeset): workers} if isinstance(workers, int) else dict(workers)
         by_name = {nodeset_name(n): n for n in release.nodesets}
         if unknown := sorted(set(replicas) - set(by_name)):
@@ -443,6 +445,7 @@ class LocalSlurm:
         identities: str = "",
         pod: pathlib.Path | None = None,
         shared: bool = False,
+        gpus: int | None = None,
     ) -> str:
         """A shell script (host tools) that builds a pod's view of the root, then chroots; with
         `shared`, the pod mounts the cluster's /shared."""
@@ -498,7 +501,8 @@ class LocalSlurm:
                 f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
                 f"mount --bind {gpu_dir}/pci-drivers {r}/sys/bus/pci/drivers",
             ]
-            lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(self.gpus)]
+            count = self.gpus if gpus is None else gpus
+            lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(count)]
             lines.append(f"mknod -m 666 {r}/dev/nvidiactl c {NVIDIA_MAJOR} 255")
             if self.node_health is not None and pod is not None:
                 lines += self._health_mounts(pod)
@@ -728,7 +732,10 @@ class LocalSlurm:
         pod = self.dir / f"{node}.{gen}"
         for sub in ("spool", "log"):
             (pod / sub).mkdir(parents=True, exist_ok=True)
-        write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
+        model, count = self.gpus_of.get(
+            nodeset_name(self.nodeset_of.get(node, self.nodeset)), (self.gpu_model, self.gpus)
+        )
+        write_nvidia_driver_files(pod / "gpu", model, count, f"0-{os.cpu_count() - 1}")
         if self.node_health is not None:
             self._health_files(pod)
         daemon = self._spawn(
@@ -742,6 +749,7 @@ class LocalSlurm:
                 "prolog",
                 pod,
                 shared=True,
+                gpus=count,
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",
