@@ -85,6 +85,10 @@ PLACES = {
 }
 JOINING = "batch-4"
 JOINING_PLACE = (LEAF_A, BLOCK_A)
+# batch-5 joins last, under a network node no node had before: the writer's next pass adds it to
+# topology.yaml, and annotates the node only on the pass after (cluster_programs/network_topology.py plan).
+LEAF_C = "nn-3c0000000000000c3"
+UNDER_NEW_SWITCH = "batch-5"
 
 # A bound on anything the cluster does on its own (a job starting and ending, a node
 # registering): far above what it takes on this machine, so only a broken cluster reaches it.
@@ -101,10 +105,11 @@ def annotation(place: tuple[str, topology.PoolPlacement]) -> str:
     return topology.node_spec(block, labels(leaf))
 
 
-def topology_file() -> str:
+def topology_file(*new_leaves: str) -> str:
     """The Controller's topology.yaml: the writer's skeleton for the two Capacity Blocks and the
-    unplaced pool, over every switch path batch's nodes have."""
-    paths = [topology.switch_path(labels(leaf)) for leaf, _ in PLACES.values()]
+    unplaced pool, over every switch path batch's nodes have (and those of `new_leaves`)."""
+    leaves = [*(leaf for leaf, _ in PLACES.values()), *new_leaves]
+    paths = [topology.switch_path(labels(leaf)) for leaf in leaves]
     return topology.topology_yaml([BLOCK_A, BLOCK_B, topology.PoolPlacement(UNPLACED, topology.FLAT)], paths)
 
 
@@ -242,18 +247,18 @@ def test_a_block_aligned_job_on_the_block_topology_stays_in_its_block(placed):
         assert _ran_on(placed, BLOCK_PARTITION, "-N2", "--segment=2") == {"batch-2", "batch-3"}
 
 
+def _batch_pods(cluster: LocalSlurm) -> NodeSetPods:
+    """batch's NodeSet as the operator scales it (tests/support/nodeset_pods.py), with its pods so far."""
+    pods = NodeSetPods(cluster)
+    for node in cluster.workers:
+        if node.startswith(f"{PLACED}-"):
+            ordinal = int(node.rpartition("-")[2])
+            pods.pods[node] = Pod(ordinal, node, f"{pods.nodeset['metadata']['name']}-{ordinal}")
+    return pods
+
+
 def test_a_node_that_joins_later_gets_its_place_and_is_used(placed):
-    # The operator's scale-up of batch's NodeSet by one pod (tests/support/nodeset_pods.py).
-    pods = NodeSetPods(placed)
-    pods.pods = {
-        node: Pod(
-            int(node.rpartition("-")[2]),
-            node,
-            f"{pods.nodeset['metadata']['name']}-{node.rpartition('-')[2]}",
-        )
-        for node in PLACES
-    }
-    (new,) = pods.scale_up(len(PLACES) + 1)
+    (new,) = _batch_pods(placed).scale_up(len(PLACES) + 1)
     assert new == JOINING
     placed.wait_for_states({JOINING: "idle"}, BOUND_S)
     # The operator's syncSlurmTopology, once the writer has annotated the Kubernetes node.
@@ -263,6 +268,23 @@ def test_a_node_that_joins_later_gets_its_place_and_is_used(placed):
     # free nodes is the new node's.
     with _held(placed, ["batch-0", "batch-2"]):
         assert _ran_on(placed, PLACED, "-N2", "--switches=1") == {"batch-1", JOINING}
+
+
+def test_a_node_under_a_new_network_node_gets_its_place_once_the_controller_knows_the_switch(placed):
+    (new,) = _batch_pods(placed).scale_up(len(PLACES) + 2)
+    assert new == UNDER_NEW_SWITCH
+    placed.wait_for_states({UNDER_NEW_SWITCH: "idle"}, BOUND_S)
+    place = topology.node_spec(topology.PoolPlacement(PLACED, topology.TREE), labels(LEAF_C))
+    # A place naming a switch the Controller does not know is refused: why the writer writes the
+    # switch a pass before it annotates the node.
+    early = placed.run(["scontrol", "update", f"nodename={UNDER_NEW_SWITCH}", f"topology={place}"])
+    assert (early.returncode, _node_topology(placed, UNDER_NEW_SWITCH)) == (1, "")
+    placed.replace_controller({topology.CONFIG_KEY: topology_file(LEAF_C)})
+    _ok(placed, ["scontrol", "update", f"nodename={UNDER_NEW_SWITCH}", f"topology={place}"])
+    assert _node_topology(placed, UNDER_NEW_SWITCH) == place
+    # Only the two newest nodes free, under LEAF_A and LEAF_C: the job spans them through MIDDLE.
+    with _held(placed, list(PLACES)):
+        assert _ran_on(placed, PLACED, "-N2") == {JOINING, UNDER_NEW_SWITCH}
 
 
 def test_a_partition_of_nodes_without_a_place_runs_multi_node_jobs_on_the_flat_topology(placed):

@@ -665,6 +665,30 @@ class LocalSlurm:
         d = self.dir
         if self.accounting is not None:  # before slurmctld, which registers the cluster with it
             self.accounting.start()
+        self._start_controller()
+        self.login = self._spawn(
+            "sackd",
+            self._mounts(
+                "login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login", shared=True
+            ),
+            ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
+            d / "sackd.stdout",
+        )
+        self._wait_for(lambda: self._login_ready(), 60, "sackd to fetch the configs")
+        for node in self.nodes:
+            self.start_slurmd(node)
+        self.wait_for_states({n: "idle" for n in self.nodes}, 90)
+        return self
+
+    def _start_controller(self) -> None:
+        """The controller pod: slurmctld on the cluster's state volume, waited for until it says so."""
+        d = self.dir
+        log = d / "log-controller/slurmctld.log"
+
+        def starts() -> int:
+            return log.read_text(errors="replace").count("started on cluster") if log.exists() else 0
+
+        before = starts()
         self.controller = self._spawn(
             "slurmctld",
             self._mounts(
@@ -680,27 +704,21 @@ class LocalSlurm:
             d / "slurmctld.stdout",
         )
         self._wait_for(
-            lambda: (
-                (d / "log-controller/slurmctld.log").exists()
-                and "started on cluster" in (d / "log-controller/slurmctld.log").read_text(errors="replace")
-            ),
-            60,
-            "slurmctld to start",
-            lambda: self._exited(self.controller),
+            lambda: starts() > before, 60, "slurmctld to start", lambda: self._exited(self.controller)
         )
-        self.login = self._spawn(
-            "sackd",
-            self._mounts(
-                "login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login", shared=True
-            ),
-            ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
-            d / "sackd.stdout",
-        )
-        self._wait_for(lambda: self._login_ready(), 60, "sackd to fetch the configs")
-        for node in self.nodes:
-            self.start_slurmd(node)
-        self.wait_for_states({n: "idle" for n in self.nodes}, 90)
-        return self
+
+    def replace_controller(self, config_files: Mapping[str, str]) -> None:
+        """What the operator does when a ConfigMap of the Controller's configFileRefs changes, with
+        the chart's `inplaceReconfigure: false`: the Controller's config ConfigMap (controller_config.go
+        BuildControllerConfig, which reads the configFileRefs) gets a new hash, the controller pod
+        template carries it (controller_app.go controllerPodTemplate, getHashes), and the StatefulSet
+        replaces the pod, which mounts the new files over the same state volume
+        (slurm-operator v1.2.1)."""
+        _stop(self.controller.proc)
+        for name, text in config_files.items():
+            (self.dir / "etc-controller" / name).write_text(text)
+        self._start_controller()
+        self._wait_for(lambda: self.run(["scontrol", "ping"]).returncode == 0, 60, "slurmctld to answer")
 
     @staticmethod
     def _exited(daemon: Daemon) -> str:
