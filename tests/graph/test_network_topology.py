@@ -112,3 +112,14 @@ def test_the_writer_has_no_aws_identity(mixed):
 
 def test_the_slurm_release_waits_for_the_writer(mixed):
     assert mixed.named("network-topology-deployment").urn in mixed.named("slurm-release").dependencies
+
+
+def test_the_writers_pod_is_hardened_and_bounded_like_every_program_pod(mixed):
+    from model.builders import pod_hardening
+    from tests.support import pod_hardening as ph
+
+    workload = f"Deployment/{topology.WRITER}"
+    pods = ph.graph_pods(mixed)
+    problems = pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False))
+    assert [p for p in problems if p.startswith(workload)] == []
+    assert pod_hardening.unbounded(pods[workload]) == []
