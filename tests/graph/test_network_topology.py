@@ -123,3 +123,16 @@ def test_the_writers_pod_is_hardened_and_bounded_like_every_program_pod(mixed):
     problems = pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False))
     assert [p for p in problems if p.startswith(workload)] == []
     assert pod_hardening.unbounded(pods[workload]) == []
+
+
+def test_the_writers_objects_validate_against_the_kubernetes_schema(mixed):
+    import kubernetes_validate
+
+    objects = [
+        r
+        for r in mixed.resources
+        if r.name.startswith("network-topology-") and r.type.startswith("kubernetes:")
+    ]
+    assert len(objects) == 7  # code, account, role, cluster role, their two bindings, the Deployment
+    for r in objects:
+        kubernetes_validate.validate(dict(r.inputs), "1.36", strict=True)
