@@ -136,3 +136,12 @@ def test_the_writers_objects_validate_against_the_kubernetes_schema(mixed):
     assert len(objects) == 7  # code, account, role, cluster role, their two bindings, the Deployment
     for r in objects:
         kubernetes_validate.validate(dict(r.inputs), "1.36", strict=True)
+
+
+def test_the_config_map_the_writer_patches_is_one_the_rendered_controller_mounts(mixed):
+    from devkit.chart_render import render_graph_releases
+
+    objects = render_graph_releases(mixed)["slurm"]
+    (controller,) = [o for o in objects if o["kind"] == "Controller"]
+    assert {"name": topology.CONFIG_MAP} in controller["spec"]["configFileRefs"]
+    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == topology.CONFIG_MAP for o in objects)
