@@ -186,3 +186,21 @@ def test_a_stack_of_flat_pools_has_only_the_flat_topology():
 )
 def test_a_nodes_spec_names_its_leaf_switch_and_its_block(place, labels, spec):
     assert writer.node_spec(place, labels, NETWORK_NODE_LABELS) == spec
+
+
+def test_a_switch_once_written_stays_when_its_last_node_goes():
+    first, _ = writer.plan(
+        [TREE], [node("n1", "train", "nn-a"), node("n2", "train", "nn-b")], KEYS, POOL_LABEL, ""
+    )
+    text, _ = writer.plan([TREE], [node("n2", "train", "nn-b")], KEYS, POOL_LABEL, first)
+    assert text == first
+
+
+def test_the_tree_the_file_holds_is_read_back_with_its_edges():
+    text = writer.render(writer.skeleton([TREE], [("nn-top", "nn-mid", "nn-a")]))
+    assert writer.known_tree(text) == {
+        "network": {"nn-top"},
+        "nn-top": {"nn-mid"},
+        "nn-mid": {"nn-a"},
+        "nn-a": set(),
+    }
