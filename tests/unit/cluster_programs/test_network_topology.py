@@ -204,3 +204,9 @@ def test_the_tree_the_file_holds_is_read_back_with_its_edges():
         "nn-mid": {"nn-a"},
         "nn-a": set(),
     }
+
+
+def test_a_configuration_that_is_not_json_is_one_line_and_exit_2(capsys):
+    assert writer.main(["--config", "{not json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("network_topology: ") and err.count("\n") == 1
