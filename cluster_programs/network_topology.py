@@ -54,8 +54,12 @@ def switch_path(labels: Mapping[str, str], label_keys: Sequence[str]) -> tuple[s
     return path if path and all(path) else None
 
 
-def _tree(paths: Iterable[tuple[str, ...]]) -> dict:
+def _tree(paths: Iterable[tuple[str, ...]], known: Mapping[str, set[str]]) -> dict:
     children: dict[str, set[str]] = {ROOT_SWITCH: set()}
+    for name, below in known.items():
+        children.setdefault(name, set()).update(below)
+        for child in below:
+            children.setdefault(child, set())
     for path in paths:
         parent = ROOT_SWITCH
         for switch in path:
@@ -71,14 +75,19 @@ def _tree(paths: Iterable[tuple[str, ...]]) -> dict:
     return {"switches": switches}
 
 
-def skeleton(placements: Sequence[Mapping], paths: Iterable[tuple[str, ...]]) -> list[dict]:
+def skeleton(
+    placements: Sequence[Mapping],
+    paths: Iterable[tuple[str, ...]],
+    known: Mapping[str, set[str]] | None = None,
+) -> list[dict]:
     """topology.yaml as data. `placements`: one {"pool", "kind", "block", "block_size"} per pool.
     flat (the cluster default) always; tree when a pool is on it or on a Capacity Block (whose
-    nodes are on the tree too), with every switch path in `paths`; block when a pool is on a
-    Capacity Block, the base size the smallest block's instance count. No node is named."""
+    nodes are on the tree too), with every switch path in `paths` and every switch already in
+    `known` (switch -> the switches below it: known_tree of the file as it is); block when a pool
+    is on a Capacity Block, the base size the smallest block's instance count. No node is named."""
     out: list[dict] = [{"topology": FLAT, "cluster_default": True, "flat": True}]
     if any(p["kind"] in (TREE, BLOCK) for p in placements):
-        out.append({"topology": TREE, "cluster_default": False, "tree": _tree(paths)})
+        out.append({"topology": TREE, "cluster_default": False, "tree": _tree(paths, known or {})})
     blocks = sorted({(p["block"], p["block_size"]) for p in placements if p["kind"] == BLOCK})
     if blocks:
         out.append(
@@ -143,10 +152,28 @@ def node_spec(placement: Mapping, labels: Mapping[str, str], label_keys: Sequenc
     return ",".join(parts)
 
 
+def known_tree(text: str) -> dict[str, set[str]]:
+    """The switches a topology.yaml this program rendered holds, each with the switches below it.
+    A switch once written stays: network node ids are stable, and a file that shrank with every
+    scale-in would restart slurmctld each time and could drop a switch a Slurm node still names."""
+    tree: dict[str, set[str]] = {}
+    current = None
+    for line in text.splitlines():
+        item = line.strip()
+        if item.startswith("- switch: "):
+            current = json.loads(item[len("- switch: ") :])
+            tree[current] = set()
+        elif item.startswith("children: ") and current is not None:
+            tree[current] = set(json.loads(item[len("children: ") :]).split(","))
+        elif not item.startswith("children: "):
+            current = None
+    return tree
+
+
 def known_switches(text: str) -> set[str]:
     """The switch names a topology.yaml this program rendered already holds."""
-    prefix = '- switch: "'
-    return {line.strip()[len(prefix) : -1] for line in text.splitlines() if line.strip().startswith(prefix)}
+    tree = known_tree(text)
+    return set(tree) | {child for below in tree.values() for child in below}
 
 
 def plan(
@@ -179,7 +206,7 @@ def plan(
         current = (meta.get("annotations") or {}).get(SPEC_ANNOTATION, "")
         if spec and spec != current:
             annotations[meta["name"]] = spec
-    return render(skeleton(placements, paths)), annotations
+    return render(skeleton(placements, paths, known_tree(current_text))), annotations
 
 
 def writer_api(env: Mapping[str, str]):

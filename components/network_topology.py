@@ -36,18 +36,40 @@ class NetworkTopologyArgs:
 
 
 class NetworkTopology(pulumi.ComponentResource):
-    # The writer: the Slurm release waits for it, so a topology.yaml is there soon after the
+    deployment: k8s.apps.v1.Deployment  # the writer
+    # What the Slurm release waits for: the writer, so a topology.yaml is there soon after the
     # chart's ConfigMap is.
-    deployment: k8s.apps.v1.Deployment
+    ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: NetworkTopologyArgs, opts: Optional[pulumi.ResourceOptions] = None):
         super().__init__("slinky-eks:slurm:NetworkTopology", name, None, opts)
         self._name, self._args = name, args
-        code = program_code(f"{name}-code", f"{topology.WRITER}-code", MODULES, args.namespace, self._opts())
-        account = k8s.core.v1.ServiceAccount(f"{name}-account", metadata=self._meta(), opts=self._opts())
+        code = self._code()
+        account = self._account()
         bindings = self._access()
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
+        self.deployment = self._deployment(code, account, bindings)
+        self.ready = [self.deployment]
+        self.register_outputs({"deployment": self.deployment.metadata.name})
+
+    def _code(self) -> k8s.core.v1.ConfigMap:
+        """cluster_programs/network_topology.py, shipped as every in-cluster program is."""
+        return program_code(
+            f"{self._name}-code", f"{topology.WRITER}-code", MODULES, self._args.namespace, self._opts()
+        )
+
+    def _account(self) -> k8s.core.v1.ServiceAccount:
+        return k8s.core.v1.ServiceAccount(f"{self._name}-account", metadata=self._meta(), opts=self._opts())
+
+    def _deployment(
+        self,
+        code: k8s.core.v1.ConfigMap,
+        account: k8s.core.v1.ServiceAccount,
+        bindings: list[pulumi.Resource],
+    ) -> k8s.apps.v1.Deployment:
+        args = self._args
+        # A changed placement or program is a changed pod template: the pod rolls.
+        return k8s.apps.v1.Deployment(
+            f"{self._name}-deployment",
             metadata=self._meta(),
             spec=topology.writer_deployment_spec(args.placements, args.namespace, code.metadata.name),
             opts=pulumi.ResourceOptions(
@@ -56,7 +78,6 @@ class NetworkTopology(pulumi.ComponentResource):
                 depends_on=[*args.depends_on, code, account, *bindings],
             ),
         )
-        self.register_outputs({"deployment": self.deployment.metadata.name})
 
     def _meta(self) -> dict:
         return {"name": topology.WRITER, "namespace": self._args.namespace}

@@ -288,7 +288,7 @@ def declare_slurm_layer(
             depends_on=storage.namespace_ready,
             state_depends_on=storage.gp3_ready,
             release_depends_on=[
-                *([writer.deployment] if writer else []),
+                *(writer.ready if writer else []),
                 *slinky.ready,
                 *storage.ready,
                 *(devices.ready if devices else []),

@@ -1,18 +1,17 @@
-"""Where each GPU node sits in the network, as Slurm is told it: the Controller's topology.yaml
-skeleton and each Kubernetes node's `topology.slinky.slurm.net/spec` annotation. Pure. The rules
-themselves live once, in the writer that applies them in the cluster
-(cluster_programs/network_topology.py, whose docstring says what the skeleton holds and why);
-this module decides each pool's placement from the stack's facts and gives the writer's functions
-the label keys EKS uses (model/facts/instance_topology.py), for the deploy-time seed, the writer's
-configuration and the real-Slurm tests."""
+"""Where each GPU pool's nodes sit in the network, for Slurm's placement (docs/topology.md): each
+pool's placement (tree where EC2's topology covers its type, block on a Capacity Block, flat
+otherwise), its partition's topology, and the writer that keeps the Controller's topology.yaml and
+the nodes' `topology.slinky.slurm.net/spec` annotations current: its configuration, its rights and
+its Deployment. Pure. The writer's rules (the skeleton, the annotation, the order) live once, in
+the program itself: cluster_programs/network_topology.py, which reads this module's configuration
+(writer_config); the placement kinds are the strings both sides name."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from cluster_programs import network_topology as writer
 from model.builders.pod_security import NOBODY, pod_security
 from model.builders.program_job import code_volume, program_container
 from model.checks.gpu_pools import POOL_LABEL, GpuPool
@@ -20,9 +19,11 @@ from model.facts import instance_topology
 from model.facts.capacity import Reservation
 from model.facts.contract import CORE_LABELS, GPU_LABELS, RELEASE
 
-SPEC_ANNOTATION = writer.SPEC_ANNOTATION
-TREE, BLOCK, FLAT = writer.TREE, writer.BLOCK, writer.FLAT
-ROOT_SWITCH = writer.ROOT_SWITCH
+# A partition's topology, and the name topology.yaml gives it (the writer's KINDS).
+TREE = "tree"
+BLOCK = "block"
+FLAT = "flat"
+KINDS = (TREE, BLOCK, FLAT)
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ class PoolPlacement:
     block_size: int = 0  # BLOCK: the reservation's instance count
 
     def __post_init__(self) -> None:
-        if self.kind not in writer.KINDS:
-            raise ValueError(f"placement kind {self.kind!r}: one of {', '.join(writer.KINDS)}")
+        if self.kind not in KINDS:
+            raise ValueError(f"placement kind {self.kind!r}: one of {', '.join(KINDS)}")
         if (self.kind == BLOCK) != bool(self.block and self.block_size > 0):
             raise ValueError(f"pool {self.pool}: a block placement, and only one, names its block and size")
 
@@ -59,26 +60,6 @@ def placement(pool: str, instance_type: str, capacity_block: str = "", block_siz
     if instance_topology.is_covered(instance_type):
         return PoolPlacement(pool, TREE)
     return PoolPlacement(pool, FLAT)
-
-
-def switch_path(labels: Mapping[str, str]) -> tuple[str, ...] | None:
-    """A node's network nodes, top layer first, from its labels; None unless all three are set."""
-    return writer.switch_path(labels, instance_topology.NETWORK_NODE_LABELS)
-
-
-def controller_topology(placements: Sequence[PoolPlacement], paths: Iterable[tuple[str, ...]]) -> list[dict]:
-    """The Controller's topology.yaml as data, with every switch path in `paths`; no node named."""
-    return writer.skeleton([p.as_config() for p in placements], paths)
-
-
-def topology_yaml(placements: Sequence[PoolPlacement], paths: Iterable[tuple[str, ...]]) -> str:
-    """controller_topology as the file's text."""
-    return writer.render(controller_topology(placements, paths))
-
-
-def node_spec(place: PoolPlacement, labels: Mapping[str, str]) -> str:
-    """The `topology.slinky.slurm.net/spec` value for a node of the pool; "" for none."""
-    return writer.node_spec(place.as_config(), labels, instance_topology.NETWORK_NODE_LABELS)
 
 
 def pool_placements(pools: Sequence[GpuPool], reservations: Mapping[str, Reservation]) -> list[PoolPlacement]:

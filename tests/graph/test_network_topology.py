@@ -112,3 +112,36 @@ def test_the_writer_has_no_aws_identity(mixed):
 
 def test_the_slurm_release_waits_for_the_writer(mixed):
     assert mixed.named("network-topology-deployment").urn in mixed.named("slurm-release").dependencies
+
+
+def test_the_writers_pod_is_hardened_and_bounded_like_every_program_pod(mixed):
+    from model.builders import pod_hardening
+    from tests.support import pod_hardening as ph
+
+    workload = f"Deployment/{topology.WRITER}"
+    pods = ph.graph_pods(mixed)
+    problems = pod_hardening.problems(ph.findings(pods), ph.accepted(charts=False))
+    assert [p for p in problems if p.startswith(workload)] == []
+    assert pod_hardening.unbounded(pods[workload]) == []
+
+
+def test_the_writers_objects_validate_against_the_kubernetes_schema(mixed):
+    import kubernetes_validate
+
+    objects = [
+        r
+        for r in mixed.resources
+        if r.name.startswith("network-topology-") and r.type.startswith("kubernetes:")
+    ]
+    assert len(objects) == 7  # code, account, role, cluster role, their two bindings, the Deployment
+    for r in objects:
+        kubernetes_validate.validate(dict(r.inputs), "1.36", strict=True)
+
+
+def test_the_config_map_the_writer_patches_is_one_the_rendered_controller_mounts(mixed):
+    from devkit.chart_render import render_graph_releases
+
+    objects = render_graph_releases(mixed)["slurm"]
+    (controller,) = [o for o in objects if o["kind"] == "Controller"]
+    assert {"name": topology.CONFIG_MAP} in controller["spec"]["configFileRefs"]
+    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == topology.CONFIG_MAP for o in objects)

@@ -1,9 +1,11 @@
 """The network-topology writer's pass (cluster_programs/network_topology.py): what it writes to
 the Controller's topology.yaml and which nodes it annotates, and in what order."""
 
+import pytest
 import yaml
 
 from cluster_programs import network_topology as writer
+from model.facts.instance_topology import NETWORK_NODE_LABELS
 
 KEYS = ("l1", "l2", "l3")
 POOL_LABEL = "slinky-eks/gpu-pool"
@@ -111,3 +113,100 @@ def test_a_pass_over_a_current_file_only_annotates():
     assert api.patches == [
         ("/api/v1/nodes/n1", {"metadata": {"annotations": {writer.SPEC_ANNOTATION: "tree:nn-a"}}})
     ]
+
+
+# The skeleton and the annotation, with the labels EKS sets (model/facts/instance_topology.py).
+
+CB = "cr-0123456789abcdef0"
+
+
+def eks(l1: str, l2: str, l3: str) -> dict[str, str]:
+    return dict(zip(NETWORK_NODE_LABELS, (l1, l2, l3), strict=True))
+
+
+UNDER_A = eks("nn-top", "nn-mid", "nn-a")
+UNDER_B = eks("nn-top", "nn-mid", "nn-b")
+BLOCK4 = {"pool": "burst", "kind": "block", "block": CB, "block_size": 4}
+
+
+def path(labels):
+    return writer.switch_path(labels, NETWORK_NODE_LABELS)
+
+
+def test_a_nodes_switch_path_is_its_three_network_nodes_top_first():
+    assert path(UNDER_A) == ("nn-top", "nn-mid", "nn-a")
+
+
+def test_a_node_missing_a_layer_has_no_switch_path():
+    partial = dict(UNDER_A)
+    del partial["topology.k8s.aws/network-node-layer-2"]
+    assert path(partial) is None
+
+
+def test_flat_is_the_one_cluster_default():
+    doc = writer.skeleton([TREE, FLAT, BLOCK4], [])
+    assert [t["topology"] for t in doc if t["cluster_default"]] == ["flat"]
+    assert doc[0] == {"topology": "flat", "cluster_default": True, "flat": True}
+
+
+def test_the_tree_is_a_root_over_the_layers_with_the_leaves_named_by_no_node():
+    doc = writer.skeleton([TREE], [path(UNDER_A), path(UNDER_B)])
+    tree = next(t for t in doc if t["topology"] == "tree")
+    assert tree["tree"]["switches"] == [
+        {"switch": "network", "children": "nn-top"},
+        {"switch": "nn-a"},
+        {"switch": "nn-b"},
+        {"switch": "nn-mid", "children": "nn-a,nn-b"},
+        {"switch": "nn-top", "children": "nn-mid"},
+    ]
+
+
+def test_the_skeleton_names_no_node():
+    assert "nodes" not in writer.render(writer.skeleton([TREE, BLOCK4], [path(UNDER_A)]))
+
+
+def test_the_block_holds_the_capacity_block_sized_by_its_instance_count():
+    block = next(t for t in writer.skeleton([BLOCK4], []) if t["topology"] == "block")
+    assert block["block"] == {"block_sizes": [4], "blocks": [{"block": CB}]}
+
+
+def test_a_stack_of_flat_pools_has_only_the_flat_topology():
+    assert [t["topology"] for t in writer.skeleton([FLAT], [])] == ["flat"]
+
+
+@pytest.mark.parametrize(
+    ("place", "labels", "spec"),
+    [
+        (TREE, UNDER_A, "tree:nn-a"),
+        (BLOCK4, UNDER_B, f"tree:nn-b,block:{CB}"),
+        (FLAT, UNDER_A, ""),
+        (TREE, {}, ""),
+    ],
+    ids=["tree-leaf", "block-and-leaf", "flat-none", "unlabelled-none"],
+)
+def test_a_nodes_spec_names_its_leaf_switch_and_its_block(place, labels, spec):
+    assert writer.node_spec(place, labels, NETWORK_NODE_LABELS) == spec
+
+
+def test_a_switch_once_written_stays_when_its_last_node_goes():
+    first, _ = writer.plan(
+        [TREE], [node("n1", "train", "nn-a"), node("n2", "train", "nn-b")], KEYS, POOL_LABEL, ""
+    )
+    text, _ = writer.plan([TREE], [node("n2", "train", "nn-b")], KEYS, POOL_LABEL, first)
+    assert text == first
+
+
+def test_the_tree_the_file_holds_is_read_back_with_its_edges():
+    text = writer.render(writer.skeleton([TREE], [("nn-top", "nn-mid", "nn-a")]))
+    assert writer.known_tree(text) == {
+        "network": {"nn-top"},
+        "nn-top": {"nn-mid"},
+        "nn-mid": {"nn-a"},
+        "nn-a": set(),
+    }
+
+
+def test_a_configuration_that_is_not_json_is_one_line_and_exit_2(capsys):
+    assert writer.main(["--config", "{not json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("network_topology: ") and err.count("\n") == 1

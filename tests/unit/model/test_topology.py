@@ -1,33 +1,45 @@
-"""Where a GPU node sits in the network as Slurm is told it: the Controller's topology.yaml
-skeleton and a node's topology.slinky.slurm.net/spec annotation (model/builders/topology.py)."""
+"""Each GPU pool's placement and the network-topology writer's configuration, rights and pod
+(model/builders/topology.py). The writer's rules are specified in
+tests/unit/cluster_programs/test_network_topology.py, its objects in the stack in
+tests/graph/test_network_topology.py."""
+
+import json
 
 import pytest
-import yaml
 
+from cluster_programs import network_topology as writer
 from model.builders import topology
-from model.facts import instance_topology
+from model.checks.gpu_pools import GpuPool
+from model.facts import catalog
+from model.facts.capacity import CAPACITY_BLOCK, ON_DEMAND_RESERVATION, Reservation
 
 CB = "cr-0123456789abcdef0"
-TREE_POOL = topology.placement("train", "p5.48xlarge")
-FLAT_POOL = topology.placement("infer", "g6.12xlarge")
-BLOCK_POOL = topology.placement("burst", "p5.48xlarge", CB, 4)
+ODCR = "cr-0a1b2c3d4e5f60718"
 
 
-def labels(l1: str, l2: str, l3: str) -> dict[str, str]:
-    return dict(zip(instance_topology.NETWORK_NODE_LABELS, (l1, l2, l3), strict=True))
-
-
-UNDER_A = labels("nn-top", "nn-mid", "nn-a")
-UNDER_B = labels("nn-top", "nn-mid", "nn-b")
+def _reservation(rid: str, kind: str) -> Reservation:
+    return Reservation(rid, "p5.48xlarge", "us-west-2a", "active", kind, 4, 4)
 
 
 def test_a_pool_of_a_covered_type_is_on_the_tree_one_of_an_uncovered_type_is_flat():
-    assert TREE_POOL.topology == "tree"
-    assert FLAT_POOL.topology == "flat"
+    assert topology.placement("train", "p5.48xlarge").topology == "tree"
+    assert topology.placement("infer", "g6.12xlarge").topology == "flat"
 
 
-def test_a_pool_on_a_capacity_block_is_on_the_block_named_after_its_reservation():
-    assert (BLOCK_POOL.topology, BLOCK_POOL.block, BLOCK_POOL.block_size) == ("block", CB, 4)
+def test_a_pool_on_a_capacity_block_is_on_the_block_named_and_sized_by_its_reservation():
+    pool = GpuPool(
+        "burst", catalog.lookup("p5.48xlarge"), 4, "us-west-2a", 400, 0, capacity_reservation_id=CB
+    )
+    (place,) = topology.pool_placements([pool], {CB: _reservation(CB, CAPACITY_BLOCK)})
+    assert (place.topology, place.block, place.block_size) == ("block", CB, 4)
+
+
+def test_a_pool_on_an_on_demand_reservation_is_placed_by_its_type():
+    pool = GpuPool(
+        "train", catalog.lookup("p5.48xlarge"), 4, "us-west-2a", 400, 0, capacity_reservation_id=ODCR
+    )
+    (place,) = topology.pool_placements([pool], {ODCR: _reservation(ODCR, ON_DEMAND_RESERVATION)})
+    assert place.topology == "tree"
 
 
 def test_a_block_placement_without_its_block_is_refused():
@@ -35,68 +47,28 @@ def test_a_block_placement_without_its_block_is_refused():
         topology.PoolPlacement("burst", "block")
 
 
-def test_a_nodes_switch_path_is_its_three_network_nodes_top_first():
-    assert topology.switch_path(UNDER_A) == ("nn-top", "nn-mid", "nn-a")
+def test_only_placed_pools_name_a_partition_topology():
+    places = [topology.placement("train", "p5.48xlarge"), topology.placement("infer", "g6.12xlarge")]
+    assert topology.partition_topologies(places) == {"train": "tree"}
 
 
-def test_a_node_missing_a_layer_has_no_switch_path():
-    partial = dict(UNDER_A)
-    del partial["topology.k8s.aws/network-node-layer-2"]
-    assert topology.switch_path(partial) is None
+def test_a_stack_of_flat_pools_places_nothing():
+    assert not topology.places_any([topology.placement("infer", "g6.12xlarge")])
 
 
-def test_flat_is_the_one_cluster_default():
-    doc = topology.controller_topology([TREE_POOL, FLAT_POOL, BLOCK_POOL], [])
-    assert [t["topology"] for t in doc if t["cluster_default"]] == ["flat"]
-    assert doc[0] == {"topology": "flat", "cluster_default": True, "flat": True}
+def test_the_kinds_are_those_the_writer_reads():
+    assert topology.KINDS == writer.KINDS
 
 
-def test_the_tree_is_a_root_over_the_layers_with_the_leaves_named_by_no_node():
-    doc = topology.controller_topology(
-        [TREE_POOL], [topology.switch_path(UNDER_A), topology.switch_path(UNDER_B)]
-    )
-    tree = next(t for t in doc if t["topology"] == "tree")
-    assert tree["tree"]["switches"] == [
-        {"switch": "network", "children": "nn-top"},
-        {"switch": "nn-a"},
-        {"switch": "nn-b"},
-        {"switch": "nn-mid", "children": "nn-a,nn-b"},
-        {"switch": "nn-top", "children": "nn-mid"},
-    ]
+def test_the_writer_reads_the_three_network_node_labels_and_the_gpu_nodes():
+    config = topology.writer_config([topology.placement("train", "p5.48xlarge")], "slurm")
+    assert config["labelKeys"] == [f"topology.k8s.aws/network-node-layer-{i}" for i in (1, 2, 3)]
+    assert config["nodeSelector"] == "role=gpu"
 
 
-def test_the_skeleton_names_no_node():
-    text = topology.topology_yaml([TREE_POOL, BLOCK_POOL], [topology.switch_path(UNDER_A)])
-    assert "nodes" not in text
-
-
-def test_the_block_holds_the_capacity_block_sized_by_its_instance_count():
-    doc = topology.controller_topology([BLOCK_POOL], [])
-    block = next(t for t in doc if t["topology"] == "block")
-    assert block["block"] == {"block_sizes": [4], "blocks": [{"block": CB}]}
-
-
-def test_a_stack_of_flat_pools_has_only_the_flat_topology():
-    assert [t["topology"] for t in topology.controller_topology([FLAT_POOL], [])] == ["flat"]
-
-
-def test_the_file_is_the_same_data_as_yaml():
-    paths = [topology.switch_path(UNDER_A)]
-    text = topology.topology_yaml([TREE_POOL, BLOCK_POOL], paths)
-    assert yaml.safe_load(text) == topology.controller_topology([TREE_POOL, BLOCK_POOL], paths)
-
-
-def test_a_tree_nodes_spec_names_its_layer_3_network_node():
-    assert topology.node_spec(TREE_POOL, UNDER_A) == "tree:nn-a"
-
-
-def test_a_block_nodes_spec_names_its_leaf_and_its_block():
-    assert topology.node_spec(BLOCK_POOL, UNDER_B) == f"tree:nn-b,block:{CB}"
-
-
-def test_a_flat_pools_node_has_no_spec_even_with_labels():
-    assert topology.node_spec(FLAT_POOL, UNDER_A) == ""
-
-
-def test_a_tree_node_without_its_labels_has_no_spec():
-    assert topology.node_spec(TREE_POOL, {}) == ""
+def test_the_writers_pod_gets_its_configuration_as_one_argument():
+    places = [topology.placement("train", "p5.48xlarge")]
+    spec = topology.writer_deployment_spec(places, "slurm", "code")
+    (container,) = spec["template"]["spec"]["containers"]
+    args = container["command"]
+    assert json.loads(args[args.index("--config") + 1]) == topology.writer_config(places, "slurm")
