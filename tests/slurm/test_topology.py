@@ -1,6 +1,6 @@
 """Jobs placed by the network on the real Slurm 26.05 of the test cluster (tests/support/local_slurm.py),
 with the Controller's topology.yaml and each node's place as the stack's network-topology writer
-gives them (model/builders/topology.py over cluster_programs/network_topology.py).
+gives them (cluster_programs/network_topology.py, over the placements of model/builders/topology.py).
 
 The cluster: the `slurm` release of a two-pool stack as the program renders it, `batch` of
 g6e.12xlarge (a type EC2 places: model/facts/instance_topology.py) with four dynamic nodes under
@@ -43,6 +43,7 @@ from typing import Iterator
 
 import pytest
 
+from cluster_programs import network_topology as writer
 from devkit.offline_run import run_program
 from model.builders import topology
 from model.facts.catalog import CATALOG
@@ -86,7 +87,7 @@ PLACES = {
 JOINING = "batch-4"
 JOINING_PLACE = (LEAF_A, BLOCK_A)
 # batch-5 joins last, under a network node no node had before: the writer's next pass adds it to
-# topology.yaml, and annotates the node only on the pass after (cluster_programs/network_topology.py plan).
+# topology.yaml, and annotates the node only on the pass after (writer.plan).
 LEAF_C = "nn-3c0000000000000c3"
 UNDER_NEW_SWITCH = "batch-5"
 
@@ -101,16 +102,18 @@ def labels(leaf: str) -> dict[str, str]:
 
 
 def annotation(place: tuple[str, topology.PoolPlacement]) -> str:
-    leaf, block = place
-    return topology.node_spec(block, labels(leaf))
+    """The writer's `topology.slinky.slurm.net/spec` value for a node of a placement under `leaf`."""
+    leaf, placement = place
+    return writer.node_spec(placement.as_config(), labels(leaf), NETWORK_NODE_LABELS)
 
 
 def topology_file(*new_leaves: str) -> str:
     """The Controller's topology.yaml: the writer's skeleton for the two Capacity Blocks and the
     unplaced pool, over every switch path batch's nodes have (and those of `new_leaves`)."""
     leaves = [*(leaf for leaf, _ in PLACES.values()), *new_leaves]
-    paths = [topology.switch_path(labels(leaf)) for leaf in leaves]
-    return topology.topology_yaml([BLOCK_A, BLOCK_B, topology.PoolPlacement(UNPLACED, topology.FLAT)], paths)
+    paths = [writer.switch_path(labels(leaf), NETWORK_NODE_LABELS) for leaf in leaves]
+    placements = [BLOCK_A, BLOCK_B, topology.PoolPlacement(UNPLACED, topology.FLAT)]
+    return writer.render(writer.skeleton([p.as_config() for p in placements], paths))
 
 
 def placed_release(graph) -> Release:
@@ -274,7 +277,7 @@ def test_a_node_under_a_new_network_node_gets_its_place_once_the_controller_know
     (new,) = _batch_pods(placed).scale_up(len(PLACES) + 2)
     assert new == UNDER_NEW_SWITCH
     placed.wait_for_states({UNDER_NEW_SWITCH: "idle"}, BOUND_S)
-    place = topology.node_spec(topology.PoolPlacement(PLACED, topology.TREE), labels(LEAF_C))
+    place = annotation((LEAF_C, topology.PoolPlacement(PLACED, topology.TREE)))
     # A place naming a switch the Controller does not know is refused: why the writer writes the
     # switch a pass before it annotates the node.
     early = placed.run(["scontrol", "update", f"nodename={UNDER_NEW_SWITCH}", f"topology={place}"])
