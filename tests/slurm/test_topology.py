@@ -50,6 +50,7 @@ from model.facts.catalog import CATALOG
 from model.facts.instance_topology import NETWORK_NODE_LABELS
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.nodeset_pods import NodeSetPods, Pod
+from tests.support.paths import REPO
 from tests.support.slinky_conf import Release
 from tests.support.slurm_cluster import WALKTHROUGH
 
@@ -292,6 +293,16 @@ def test_a_node_under_a_new_network_node_gets_its_place_once_the_controller_know
 
 def test_a_partition_of_nodes_without_a_place_runs_multi_node_jobs_on_the_flat_topology(placed):
     assert _ran_on(placed, UNPLACED, "-N2") == {"serve-0", "serve-1"}
+
+
+def test_the_shipped_jobs_switch_request_on_the_flat_topology_runs_without_waiting(placed):
+    # The two-node jobs' `#SBATCH --switches=<count>@<wait>` (jobs/nccl-allreduce.sbatch): on a
+    # partition of nodes without a place the request is no constraint, so the job starts at once,
+    # well within BOUND_S, which is shorter than the wait it names.
+    (request,) = re.findall(
+        r"^#SBATCH (--switches=\S+)$", (REPO / "jobs/nccl-allreduce.sbatch").read_text(), re.M
+    )
+    assert _ran_on(placed, UNPLACED, "-N2", request) == {"serve-0", "serve-1"}
 
 
 def test_the_same_nodes_on_the_tree_topology_are_refused_multi_node_jobs(placed):
