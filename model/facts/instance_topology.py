@@ -23,9 +23,12 @@ from __future__ import annotations
 # The GPU types of model/facts/catalog.py that T1 lists among those answering with three network
 # nodes. Of the catalog, T1 lists the g6e and g7e sizes, p4d/p4de and the p5 family's
 # 48xlarge sizes. The g6 sizes (the dev stack's g6.12xlarge) and g5 are not listed: their pools
-# stay as they are today, without a place. p5.4xlarge, p6-b200 and p6-b300 are left out until the
-# page is read to list them: a type missing here only costs placement, one wrongly here would put
-# a partition on a tree topology whose nodes never get a place and so refuse multi-node jobs.
+# stay as they are today, without a place. p6-b200.48xlarge answers with four network nodes (the
+# AWS CLI reference, `aws ec2 describe-instance-topology`, "Returns 4 network nodes in the
+# response"), so its bottom node is not among the three labels read here: left flat until the
+# writer reads a fourth layer. p5.4xlarge and p6-b300 are left out until a list is read that names
+# them: a type missing here only costs placement, one wrongly here would put a partition on a tree
+# whose nodes never get a place and so refuse multi-node jobs.
 COVERED_TYPES = frozenset(
     {
         "g6e.8xlarge",

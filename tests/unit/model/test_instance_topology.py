@@ -19,3 +19,7 @@ def test_the_labels_are_the_three_network_node_layers_top_first():
     assert instance_topology.NETWORK_NODE_LABELS == tuple(
         f"topology.k8s.aws/network-node-layer-{i}" for i in (1, 2, 3)
     )
+
+
+def test_p6_b200_whose_topology_has_four_layers_is_not_read_from_three_labels():
+    assert not instance_topology.is_covered("p6-b200.48xlarge")
