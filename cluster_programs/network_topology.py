@@ -26,6 +26,10 @@ topologies, each `topology: <name>` first, `cluster_default`, and one of `tree` 
 
 The order that keeps a node valid: a switch reaches the ConfigMap one pass before any node is
 annotated with it (a node naming a switch the Controller does not know registers INVAL).
+The order that lets the Controller start: on a first install the program's first pass (its
+pod's init container, `--once`) runs before the Slurm release and creates the chart's ConfigMap
+with topology.yaml in it, for the release to adopt; slurmctld refuses to start while a partition
+names a topology the file does not hold ("Requested topology configuration is not available").
 """
 
 from __future__ import annotations
@@ -211,47 +215,92 @@ def plan(
 
 def writer_api(env: Mapping[str, str]):
     """incluster.Api with a JSON merge patch (RFC 7386; Kubernetes "Update API Objects in Place
-    Using kubectl patch": application/merge-patch+json): only the keys given change. Kept here,
-    not in incluster.py, which every other program ships too."""
+    Using kubectl patch": application/merge-patch+json): only the keys given change; a create; and
+    a read that tells a missing object from an error. Kept here, not in incluster.py, which every
+    other program ships too."""
     from cluster_programs import incluster
 
     class WriterApi(incluster.Api):
-        def patch(self, path: str, body: Mapping) -> dict:
+        def _send(self, method: str, path: str, body: Mapping | None, content_type: str) -> tuple[int, bytes]:
             conn = self._connect()
+            headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+            if body is not None:
+                headers["Content-Type"] = content_type
             try:
-                conn.request(
-                    "PATCH",
-                    path,
-                    body=json.dumps(body),
-                    headers={
-                        "Authorization": f"Bearer {self.token}",
-                        "Accept": "application/json",
-                        "Content-Type": "application/merge-patch+json",
-                    },
-                )
+                conn.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
                 resp = conn.getresponse()
-                answer = resp.read()
+                return resp.status, resp.read()
             except OSError as e:
-                raise incluster.ApiError(f"PATCH {path}: {e}") from None
+                raise incluster.ApiError(f"{method} {path}: {e}") from None
             finally:
                 conn.close()
-            if resp.status != 200:
+
+        def _answer(self, method: str, path: str, status: int, answer: bytes, ok: tuple[int, ...]) -> dict:
+            if status not in ok:
                 raise incluster.ApiError(
-                    f"PATCH {path}: HTTP {resp.status} {answer[:300].decode(errors='replace')}"
+                    f"{method} {path}: HTTP {status} {answer[:300].decode(errors='replace')}"
                 )
             return json.loads(answer)
+
+        def find(self, path: str) -> dict | None:
+            """The object at `path`, None where there is none (HTTP 404)."""
+            status, answer = self._send("GET", path, None, "")
+            return None if status == 404 else self._answer("GET", path, status, answer, (200,))
+
+        def create(self, path: str, body: Mapping) -> dict:
+            status, answer = self._send("POST", path, body, "application/json")
+            return self._answer("POST", path, status, answer, (201,))
+
+        def patch(self, path: str, body: Mapping) -> dict:
+            status, answer = self._send("PATCH", path, body, "application/merge-patch+json")
+            return self._answer("PATCH", path, status, answer, (200,))
 
     return WriterApi.from_service_account(env)
 
 
+def release_owned(name: str, namespace: str, release: str, data: Mapping[str, str]) -> dict:
+    """A ConfigMap the Helm release `release` in `namespace` adopts as its own at install: Helm
+    (3.2 and later) takes over an object that already exists only when it carries the release's
+    ownership label and annotations (helm/helm v3 pkg/action/validate.go checkOwnership), and then
+    patches it three-way with the chart's own object as the original (pkg/action/install.go,
+    pkg/kube/client.go createPatch), which keeps every key the chart does not render."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "Helm"},
+            "annotations": {
+                "meta.helm.sh/release-name": release,
+                "meta.helm.sh/release-namespace": namespace,
+            },
+        },
+        "data": dict(data),
+    }
+
+
 def run_once(api, config: Mapping) -> None:
+    """One pass. Where the chart's ConfigMap is not there yet (a first install: the Slurm release
+    waits for this program's first pass), the pass creates it holding topology.yaml, owned by the
+    release, so the Controller starts with the file its partitions name."""
     namespace, configmap, key = config["namespace"], config["configMap"], config["key"]
     cm_path = f"/api/v1/namespaces/{namespace}/configmaps/{configmap}"
-    current = (api.get(cm_path).get("data") or {}).get(key, "")
+    found = api.find(cm_path)
+    current = ((found or {}).get("data") or {}).get(key, "")
     selector = urllib.parse.urlencode({"labelSelector": config["nodeSelector"]})
     nodes = api.get(f"/api/v1/nodes?{selector}").get("items", [])
     text, annotations = plan(config["placements"], nodes, config["labelKeys"], config["poolLabel"], current)
-    if text != current:
+    if found is None:
+        api.create(
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            release_owned(configmap, namespace, config["release"], {key: text}),
+        )
+        print(
+            f"topology.yaml written in {namespace}/{configmap}, created for release {config['release']}",
+            flush=True,
+        )
+    elif text != current:
         api.patch(cm_path, {"data": {key: text}})
         print(f"topology.yaml updated in {namespace}/{configmap}", flush=True)
     for name, spec in sorted(annotations.items()):
@@ -266,9 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--config",
         required=True,
-        help="JSON: placements, labelKeys, poolLabel, nodeSelector, namespace, configMap, key",
+        help="JSON: placements, labelKeys, poolLabel, nodeSelector, namespace, configMap, key, release",
     )
     parser.add_argument("--interval", type=int, default=30, help="seconds between passes")
+    parser.add_argument("--once", action="store_true", help="one pass, exit 1 if it fails")
     args = parser.parse_args(argv)
     try:
         config = json.loads(args.config)
@@ -276,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, incluster.ApiError) as e:
         print(f"network_topology: {e}", file=sys.stderr)
         return 2
+    if args.once:
+        try:
+            run_once(api, config)
+        except incluster.ApiError as e:
+            print(f"network_topology: {e}", file=sys.stderr, flush=True)
+            return 1
+        return 0
     while True:
         try:
             run_once(api, config)

@@ -94,8 +94,16 @@ WRITER = "slurm-network-topology"
 # The chart's extra config ConfigMap, which the Controller mounts under /etc/slurm (Slinky chart
 # release-1.2 templates/controller/_helpers.tpl slurm.controller.configName: `<fullname>-config-extra`,
 # listed in the Controller's configFileRefs by templates/controller/controller-cr.yaml). The
-# writer owns its topology.yaml key; the chart's values never set it, so Helm's three-way merge
-# on an upgrade leaves the key as the writer wrote it.
+# writer owns its topology.yaml key; the chart's values never set it. They must not: Helm's
+# three-way patch on an upgrade sets every key the chart renders back to the chart's value,
+# whatever the live object holds, even when the chart's value did not change since the last
+# release (helm/helm v3 pkg/kube/client.go createPatch -> k8s.io/apimachinery
+# pkg/util/strategicpatch CreateThreeWayMergePatch: "the difference from current to modified
+# without deletions, plus deletions from original to modified"; Helm's FAQ "Improved Upgrade
+# Strategy: 3-way Strategic Merge Patches", https://helm.sh/docs/faq/changes_since_helm2/), so
+# a rendered key would drop the writer's switches at every upgrade. On a first install the
+# writer creates the ConfigMap before the release does, for Helm to adopt
+# (cluster_programs/network_topology.py run_once, release_owned).
 CONFIG_MAP = f"{RELEASE}-config-extra"
 CONFIG_KEY = "topology.yaml"
 # Seconds between the writer's passes: a new node gets its place within two.
@@ -112,21 +120,24 @@ def writer_config(placements: Sequence[PoolPlacement], namespace: str) -> dict:
         "namespace": namespace,
         "configMap": CONFIG_MAP,
         "key": CONFIG_KEY,
+        "release": RELEASE,
     }
 
 
 def writer_rules() -> tuple[list[dict], list[dict]]:
-    """(namespace rules, cluster rules): the one ConfigMap read and patched by name; Nodes listed
-    and patched (annotations). RBAC cannot narrow nodes by label
-    (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources:
-    resourceNames names objects, and node names are not known ahead)."""
+    """(namespace rules, cluster rules): the one ConfigMap read and patched by name, and created
+    in the namespace (its first pass on a first install: RBAC cannot narrow `create` by name,
+    https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources); Nodes
+    listed and patched (annotations). RBAC cannot narrow nodes by label either (resourceNames
+    names objects, and node names are not known ahead)."""
     namespaced = [
         {
             "apiGroups": [""],
             "resources": ["configmaps"],
             "resourceNames": [CONFIG_MAP],
             "verbs": ["get", "patch"],
-        }
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
     ]
     cluster = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "patch"]}]
     return namespaced, cluster
@@ -138,8 +149,11 @@ def writer_labels() -> dict:
 
 def writer_deployment_spec(placements: Sequence[PoolPlacement], namespace: str, code_configmap: Any) -> dict:
     """One replica of the writer on the core nodes, its code from `code_configmap` (a ConfigMap's
-    name, a str or the Output of one); a changed placement is a changed argument, and rolls it."""
+    name, a str or the Output of one); a changed placement is a changed argument, and rolls it.
+    Its first pass is an init container, so the pod is ready (what the Slurm release waits for)
+    only once topology.yaml is in the Controller's ConfigMap."""
     config = json.dumps(writer_config(placements, namespace), sort_keys=True)
+    first = program_container("first-pass", "network_topology", ["--config", config, "--once"])
     run = program_container(
         "writer", "network_topology", ["--config", config, "--interval", str(INTERVAL_SECONDS)]
     )
@@ -152,6 +166,7 @@ def writer_deployment_spec(placements: Sequence[PoolPlacement], namespace: str, 
                 "serviceAccountName": WRITER,
                 "nodeSelector": dict(CORE_LABELS),
                 "securityContext": pod_security(NOBODY),
+                "initContainers": [first],
                 "containers": [run],
                 "volumes": [code_volume(code_configmap)],
             },

@@ -87,7 +87,7 @@ def test_a_capacity_block_pool_is_on_its_block_sized_by_the_reservation(block):
     assert partition["configMap"]["Topology"] == "block"
 
 
-def test_the_writer_may_get_and_patch_only_its_one_config_map(mixed):
+def test_the_writer_may_get_and_patch_only_its_one_config_map_and_create_config_maps_in_its_namespace(mixed):
     role = mixed.named("network-topology-role").inputs
     assert role["metadata"]["namespace"] == "slurm"
     assert role["rules"] == [
@@ -96,8 +96,26 @@ def test_the_writer_may_get_and_patch_only_its_one_config_map(mixed):
             "resources": ["configmaps"],
             "resourceNames": ["slurm-config-extra"],
             "verbs": ["get", "patch"],
-        }
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
     ]
+
+
+def test_the_writers_pod_is_ready_only_after_a_first_pass_with_the_same_configuration(mixed):
+    # What the Slurm release waits for is the Deployment's pod ready: after its init container's
+    # one pass has put topology.yaml in the Controller's ConfigMap.
+    spec = mixed.named("network-topology-deployment").inputs["spec"]["template"]["spec"]
+    (first,) = spec["initContainers"]
+    assert first["command"][-1] == "--once"
+    assert json.loads(first["command"][first["command"].index("--config") + 1]) == _writer_config(mixed)
+
+
+def test_the_config_map_the_writer_creates_is_owned_by_the_slurm_release_so_helm_adopts_it(mixed):
+    from devkit.chart_render import release_request
+
+    request = release_request(mixed.named("slurm-release"))
+    config = _writer_config(mixed)
+    assert (config["release"], config["namespace"]) == (request["release_name"], request["namespace"])
 
 
 def test_the_writer_may_list_and_annotate_nodes_and_nothing_else_cluster_wide(mixed):

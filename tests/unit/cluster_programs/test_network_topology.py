@@ -1,6 +1,8 @@
 """The network-topology writer's pass (cluster_programs/network_topology.py): what it writes to
 the Controller's topology.yaml and which nodes it annotates, and in what order."""
 
+import json
+
 import pytest
 import yaml
 
@@ -72,19 +74,26 @@ def test_the_switches_the_file_holds_are_read_back():
 
 
 class FakeApi:
-    """The two GETs a pass makes and the PATCHes it sends."""
+    """The two reads a pass makes and the PATCHes and creates it sends; `configmap_text` None
+    for a ConfigMap that is not there."""
 
-    def __init__(self, configmap_text: str, nodes: list[dict]):
-        self.text, self.nodes, self.patches = configmap_text, nodes, []
+    def __init__(self, configmap_text: str | None, nodes: list[dict]):
+        self.text, self.nodes, self.patches, self.creates = configmap_text, nodes, [], []
 
     def get(self, path: str) -> dict:
-        if path.startswith("/api/v1/nodes?"):
-            return {"items": self.nodes}
-        return {"data": {"topology.yaml": self.text}}
+        assert path.startswith("/api/v1/nodes?"), path
+        return {"items": self.nodes}
+
+    def find(self, path: str) -> dict | None:
+        return None if self.text is None else {"data": {"topology.yaml": self.text}}
 
     def patch(self, path: str, body: dict) -> dict:
         self.patches.append((path, body))
         return {}
+
+    def create(self, path: str, body: dict) -> dict:
+        self.creates.append((path, body))
+        return body
 
 
 CONFIG = {
@@ -95,6 +104,7 @@ CONFIG = {
     "namespace": "slurm",
     "configMap": "slurm-config-extra",
     "key": "topology.yaml",
+    "release": "slurm",
 }
 
 
@@ -104,6 +114,41 @@ def test_a_pass_writes_the_config_map_and_nothing_else_when_a_switch_is_new():
     ((path, body),) = api.patches
     assert path == "/api/v1/namespaces/slurm/configmaps/slurm-config-extra"
     assert '- switch: "nn-a"' in body["data"]["topology.yaml"]
+
+
+def test_a_first_pass_before_the_release_creates_the_config_map_for_the_release_to_adopt():
+    # No GPU node yet: the skeleton alone (the flat default and the tree's root), which slurmctld
+    # accepts, in the ConfigMap the chart would create, with the ownership Helm adopts it by.
+    api = FakeApi(None, [])
+    writer.run_once(api, CONFIG)
+    assert (api.patches, api.creates) == (
+        [],
+        [
+            (
+                "/api/v1/namespaces/slurm/configmaps",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {
+                        "name": "slurm-config-extra",
+                        "namespace": "slurm",
+                        "labels": {"app.kubernetes.io/managed-by": "Helm"},
+                        "annotations": {
+                            "meta.helm.sh/release-name": "slurm",
+                            "meta.helm.sh/release-namespace": "slurm",
+                        },
+                    },
+                    "data": {"topology.yaml": writer.render(writer.skeleton([TREE], []))},
+                },
+            )
+        ],
+    )
+
+
+def test_a_pass_over_the_charts_config_map_patches_it_and_creates_nothing():
+    api = FakeApi("", [])
+    writer.run_once(api, CONFIG)
+    assert (len(api.patches), api.creates) == (1, [])
 
 
 def test_a_pass_over_a_current_file_only_annotates():
@@ -210,3 +255,19 @@ def test_a_configuration_that_is_not_json_is_one_line_and_exit_2(capsys):
     assert writer.main(["--config", "{not json"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("network_topology: ") and err.count("\n") == 1
+
+
+def test_a_single_pass_exits_0_once_written_and_1_when_the_api_refuses(monkeypatch, capsys):
+    # The init container's `--once`: the pod waits (the kubelet retries it) until a pass succeeds.
+    from cluster_programs import incluster
+
+    class Refusing(FakeApi):
+        def find(self, path: str) -> dict | None:
+            raise incluster.ApiError(f"GET {path}: HTTP 403 forbidden")
+
+    config = json.dumps(CONFIG)
+    monkeypatch.setattr(writer, "writer_api", lambda env: FakeApi(None, []))
+    assert writer.main(["--config", config, "--once"]) == 0
+    monkeypatch.setattr(writer, "writer_api", lambda env: Refusing(None, []))
+    assert writer.main(["--config", config, "--once"]) == 1
+    assert capsys.readouterr().err.startswith("network_topology: GET ")
