@@ -117,15 +117,13 @@ def topology_file(*new_leaves: str) -> str:
     return writer.render(writer.skeleton([p.as_config() for p in placements], paths))
 
 
-def placed_release(graph) -> Release:
-    """The stack's `slurm` release with the writer's topology.yaml in the Controller's config
-    ConfigMap (its configFileRefs name it; the operator's webhook knows the file:
-    internal/webhook/controller_webhook.go) and the test's own partitions."""
+def rendered_release(graph) -> Release:
+    """The stack's `slurm` release as the program renders it."""
     from devkit.chart_render import RELEASE_TYPE, kube_version, release_request, render
 
     (chart,) = [r for r in graph.of_type(RELEASE_TYPE) if release_request(r)["release_name"] == "slurm"]
     request = release_request(chart)
-    release = Release.from_documents(
+    return Release.from_documents(
         render(
             request["chart"],
             request["version"],
@@ -135,6 +133,13 @@ def placed_release(graph) -> Release:
             kube_version(graph),
         )
     )
+
+
+def placed_release(graph) -> Release:
+    """The stack's `slurm` release with the writer's topology.yaml in the Controller's config
+    ConfigMap (its configFileRefs name it; the operator's webhook knows the file:
+    internal/webhook/controller_webhook.go) and the test's own partitions."""
+    release = rendered_release(graph)
     controller = copy.deepcopy(release.controller)
     controller["spec"]["extraConf"] += "".join(
         f"\nPartitionName={name} Nodes={nodeset} State=UP Topology={kind}"
@@ -147,11 +152,16 @@ def placed_release(graph) -> Release:
 
 
 @pytest.fixture(scope="module")
-def placed(tmp_path_factory) -> Iterator[LocalSlurm]:
-    if os.geteuid() != 0:
-        pytest.fail("the placement tests start a real Slurm cluster in namespaces: they need root")
+def graph():
     graph = run_program("dev", {"gpuPools": json.dumps(CONFIG)})
     assert graph.error is None, graph.error
+    return graph
+
+
+@pytest.fixture(scope="module")
+def placed(tmp_path_factory, graph) -> Iterator[LocalSlurm]:
+    if os.geteuid() != 0:
+        pytest.fail("the placement tests start a real Slurm cluster in namespaces: they need root")
     try:
         cluster = LocalSlurm(
             tmp_path_factory.mktemp("topology-slurm"),
@@ -312,3 +322,61 @@ def test_the_same_nodes_on_the_tree_topology_are_refused_multi_node_jobs(placed)
         1,
         "sbatch: error: Batch job submission failed: Requested node configuration is not available",
     )
+
+
+# The last two tests replace the Controller with a first install's (a new, empty state volume):
+# they run after the others.
+
+
+class BeforeTheRelease:
+    """The Kubernetes API as the writer's first pass finds it on a first install: no GPU node yet,
+    and no `slurm-config-extra` (the release, which creates it, waits for this pass)."""
+
+    def __init__(self) -> None:
+        self.created: list[dict] = []
+
+    def find(self, path: str) -> None:
+        return None
+
+    def get(self, path: str) -> dict:
+        assert path.startswith("/api/v1/nodes?"), path
+        return {"items": []}
+
+    def create(self, path: str, body: dict) -> dict:
+        self.created.append(body)
+        return body
+
+
+def first_install(cluster: LocalSlurm, graph, with_writer: bool) -> dict[str, str | None]:
+    """The Controller's files on a first install: slurm.conf as the stack renders it (without the
+    test's own partitions) and the release's config ConfigMap, with topology.yaml as the stack's
+    writer creates it in its first pass (its pod's init container, with the configuration the
+    stack gives it), which the release adopts; without the writer's pass, the chart's ConfigMap
+    alone, as the stack rendered it before (no topology.yaml)."""
+    release = rendered_release(graph)
+    files: dict[str, str | None] = {"slurm.conf": cluster.slurm_conf(release), topology.CONFIG_KEY: None}
+    files.update(release.config_maps[topology.CONFIG_MAP].get("data") or {})
+    if with_writer:
+        spec = graph.named("network-topology-deployment").inputs["spec"]["template"]["spec"]
+        (first,) = spec["initContainers"]
+        config = json.loads(first["command"][first["command"].index("--config") + 1])
+        api = BeforeTheRelease()
+        writer.run_once(api, config)
+        ((created),) = api.created
+        assert created["metadata"]["name"] == topology.CONFIG_MAP
+        files.update(created["data"])
+    return files
+
+
+def test_a_first_install_without_topology_yaml_does_not_start_the_controller(placed, graph):
+    # The stack as rendered before the writer's first pass ran ahead of the release: batch's
+    # partition names the tree, which no topology.yaml holds.
+    refused = placed.install_controller(first_install(placed, graph, with_writer=False))
+    assert "Requested topology configuration is not available" in refused, refused
+
+
+def test_a_first_install_starts_the_controller_on_the_writers_first_pass(placed, graph):
+    # The flat default and the tree's root alone: slurmctld starts, batch's partition on the tree.
+    assert placed.install_controller(first_install(placed, graph, with_writer=True)) == ""
+    partition = _ok(placed, ["scontrol", "show", "partition", "-o", PLACED])
+    assert re.search(r"\bTopology=(\S+)", partition).group(1) == topology.TREE

@@ -323,6 +323,14 @@ class LocalSlurm:
                 return int(fields[2])
         raise KeyError(f"no user {user} in {self.fs}/etc/passwd")
 
+    def slurm_conf(self, release: Release) -> str:
+        """The controller's slurm.conf for `release`: as the operator renders it, plus the test
+        cluster's own lines."""
+        conf = release.slurm_conf()
+        if self.extra_conf:
+            conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
+        return conf
+
     def _prepare(self) -> None:
         d = self.dir
         slurm_uid = self._uid("slurm")
@@ -337,10 +345,7 @@ class LocalSlurm:
         (d / "etc-controller/jwt.key").write_bytes(jwt)
         os.chown(d / "etc-controller/jwt.key", slurm_uid, slurm_uid)
         (d / "etc-controller/jwt.key").chmod(0o600)
-        conf = self.release.slurm_conf()
-        if self.extra_conf:
-            conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
-        (d / "etc-controller/slurm.conf").write_text(conf)
+        (d / "etc-controller/slurm.conf").write_text(self.slurm_conf(self.release))
         files = dict(self.release.config_files)
         cgroup = self.cgroup_conf or self.release.cgroup_conf()
         if cgroup:
@@ -682,19 +687,28 @@ class LocalSlurm:
 
     def _start_controller(self) -> None:
         """The controller pod: slurmctld on the cluster's state volume, waited for until it says so."""
+        self._spawn_controller(None)
+        self._wait_for(
+            lambda: self._controller_starts() > self._starts_before,
+            60,
+            "slurmctld to start",
+            lambda: self._exited(self.controller),
+        )
+
+    def _controller_starts(self) -> int:
+        log = self.dir / "log-controller/slurmctld.log"
+        return log.read_text(errors="replace").count("started on cluster") if log.exists() else 0
+
+    def _spawn_controller(self, state: pathlib.Path | None) -> None:
+        """slurmctld on `state` (None: the cluster's state volume)."""
         d = self.dir
-        log = d / "log-controller/slurmctld.log"
-
-        def starts() -> int:
-            return log.read_text(errors="replace").count("started on cluster") if log.exists() else 0
-
-        before = starts()
+        self._starts_before = self._controller_starts()
         self.controller = self._spawn(
             "slurmctld",
             self._mounts(
                 self.release.primary_host,
                 "etc-controller",
-                (str(d / "state"), SLURMCTLD_SPOOL),
+                (str(state or d / "state"), SLURMCTLD_SPOOL),
                 str(d / "log-controller"),
                 None,
                 "merged",
@@ -703,9 +717,36 @@ class LocalSlurm:
             ["slurmctld", "-D"],
             d / "slurmctld.stdout",
         )
-        self._wait_for(
-            lambda: starts() > before, 60, "slurmctld to start", lambda: self._exited(self.controller)
-        )
+
+    def install_controller(self, config_files: Mapping[str, str | None], timeout: float = 60) -> str:
+        """The controller pod of a first install in place of this one: slurmctld on a new, empty
+        state volume, with `config_files` written over the controller's (None: the file absent, as
+        from a ConfigMap without that key). "" once slurmctld answers; the error and fatal lines
+        it logged when it exits instead."""
+        _stop(self.controller.proc)
+        for name, text in config_files.items():
+            path = self.dir / "etc-controller" / name
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text)
+        state = self.dir / f"state-install-{time.monotonic_ns()}"
+        state.mkdir()
+        slurm_uid = self._uid("slurm")
+        os.chown(state, slurm_uid, slurm_uid)
+        log = self.dir / "log-controller/slurmctld.log"
+        offset = len(log.read_text(errors="replace")) if log.exists() else 0
+        self._spawn_controller(state)
+        deadline = time.time() + timeout
+        # Not "started on cluster": slurmctld logs it before it reads slurm.conf's partitions.
+        while time.time() < deadline:
+            if self.controller.proc.poll() is None and self.run(["scontrol", "ping"]).returncode == 0:
+                return ""
+            if self.controller.proc.poll() is not None:
+                lines = log.read_text(errors="replace")[offset:].splitlines()
+                return "\n".join(line for line in lines if "error:" in line or "fatal:" in line)
+            time.sleep(0.3)
+        raise RuntimeError(f"slurmctld neither started nor exited in {timeout} s\n{self.logs()}")
 
     def replace_controller(self, config_files: Mapping[str, str]) -> None:
         """What the operator does when a ConfigMap of the Controller's configFileRefs changes, with
