@@ -324,7 +324,7 @@ def test_the_same_nodes_on_the_tree_topology_are_refused_multi_node_jobs(placed)
     )
 
 
-# The last two tests replace the Controller with a first install's (a new, empty state volume):
+# The last three tests replace the Controller with a first install's (a new, empty state volume):
 # they run after the others.
 
 
@@ -380,3 +380,32 @@ def test_a_first_install_starts_the_controller_on_the_writers_first_pass(placed,
     assert placed.install_controller(first_install(placed, graph, with_writer=True)) == ""
     partition = _ok(placed, ["scontrol", "show", "partition", "-o", PLACED])
     assert re.search(r"\bTopology=(\S+)", partition).group(1) == topology.TREE
+
+
+CAPACITY_BLOCK = "cr-02168da1478b509e0"
+
+
+def test_a_capacity_block_stacks_first_install_starts_the_controller_on_its_block_with_no_node(placed):
+    # One pool of p5.48xlarge on a Capacity Block of two: its partition on the block topology,
+    # whose one block holds no node until the first node registers with its place.
+    from devkit.offline_account import DEV, ReservationRecord
+
+    reservation = ReservationRecord(
+        "us-west-2",
+        "p5.48xlarge",
+        "us-west-2a",
+        total_instance_count=2,
+        reservation_type="capacity-block",
+        end_date="2026-12-10T11:30:00Z",
+    )
+    graph = run_program(
+        "dev",
+        {"gpuInstanceType": "p5.48xlarge", "gpuCapacityReservationId": CAPACITY_BLOCK},
+        account=DEV.but(reservations={**DEV.reservations, CAPACITY_BLOCK: reservation}),
+    )
+    assert graph.error is None, graph.error
+    assert placed.install_controller(first_install(placed, graph, with_writer=True)) == ""
+    partitions = _ok(placed, ["scontrol", "show", "partition", "-o"]).splitlines()
+    assert [re.search(r"\bTopology=(\S+)", p).group(1) for p in partitions if "Topology=" in p] == [
+        topology.BLOCK
+    ]
