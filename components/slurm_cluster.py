@@ -74,6 +74,8 @@ class SlurmClusterArgs:
     scheduling: SchedulingPolicy
     # slurmctld's metrics endpoints and the DCGM job mapping prolog (the `metrics` key).
     metrics: bool
+    # The `Topology=` of each placed pool's partition (model/builders/topology.py partition_topologies).
+    partition_topologies: Mapping[str, str]
     # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
     cluster: ClusterContext
     # What every object in the slurm namespace here waits for (the release through its keys and
@@ -233,6 +235,7 @@ class SlurmCluster(pulumi.ComponentResource):
                     accounting_password_secret=args.accounting_password_secret,
                     scheduling=args.scheduling,
                     metrics=args.metrics,
+                    partition_topologies=args.partition_topologies,
                 )
             )
         )

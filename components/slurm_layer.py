@@ -29,6 +29,7 @@ from components.image_prepull import ImagePrePull, ImagePrePullArgs
 from components.job_staging import JobStaging, JobStagingArgs
 from components.load_balancer_controller import LoadBalancerController, LoadBalancerControllerArgs
 from components.metrics_store import MetricsStore, MetricsStoreArgs, rule_namespaces
+from components.network_topology import NetworkTopology, NetworkTopologyArgs
 from components.node_groups import NodeGroups, NodeGroupsArgs
 from components.pool_autoscaling import PoolAutoscaling, PoolAutoscalingArgs
 from components.shared_storage import SharedStorage, SharedStorageArgs
@@ -38,6 +39,7 @@ from components.slurm_readiness import SlurmReadiness, SlurmReadinessArgs
 from components.slurmd_image import SlurmdImage, SlurmdImageArgs
 from components.user_identities import UserIdentities, UserIdentitiesArgs
 from model.builders import metrics as metrics_model
+from model.builders import topology
 from model.builders.stack_placement import StackPlacement
 from model.checks import existing_cluster
 from model.facts import shared_addons
@@ -264,6 +266,23 @@ def declare_slurm_layer(
         ),
         opts(),
     )
+    # Where each pool's nodes sit in the network, for Slurm's placement (docs/topology.md): the
+    # writer only for a stack with a pool that has a place, so other stacks are as they were.
+    placements = topology.pool_placements(config.gpu_pools, config.reservations)
+    writer = (
+        NetworkTopology(
+            f"{prefix}network-topology",
+            NetworkTopologyArgs(
+                cluster=context,
+                placements=placements,
+                namespace=SLURM_NAMESPACE,
+                depends_on=[*storage.namespace_ready, *nodes.core_ready],
+            ),
+            opts(),
+        )
+        if topology.places_any(placements)
+        else None
+    )
     slurm = SlurmCluster(
         f"{prefix}slurm",
         SlurmClusterArgs(
@@ -282,9 +301,11 @@ def declare_slurm_layer(
             accounting_password_secret=accounting.password_secret,
             scheduling=config.scheduling,
             metrics=config.metrics,
+            partition_topologies=topology.partition_topologies(placements),
             depends_on=storage.namespace_ready,
             state_depends_on=storage.gp3_ready,
             release_depends_on=[
+                *(writer.ready if writer else []),
                 *slinky.ready,
                 *storage.ready,
                 *(devices.ready if devices else []),

@@ -79,6 +79,15 @@ ACCEPTED: tuple[Accepted, ...] = (
         "cluster_programs/state_volume_guard.py (Api.get); components/state_volume_guard.py (_read_access)",
     ),
     _accepted(
+        "Deployment/slurm-network-topology",
+        None,
+        _CALLS_THE_API,
+        "Lists and annotates the GPU nodes and writes topology.yaml into the chart's extra config "
+        "ConfigMap (a ClusterRole on nodes, a Role on that one ConfigMap); only in a stack with a "
+        "pool that has a network place.",
+        "cluster_programs/network_topology.py (run_once); components/network_topology.py (_access)",
+    ),
+    _accepted(
         "Job/slurm-ready",
         None,
         _CALLS_THE_API,

@@ -66,6 +66,9 @@ class SlurmValuesArgs:
     scheduling: SchedulingPolicy
     # Metrics (docs/metrics.md): slurmctld's OpenMetrics endpoints and the DCGM job mapping (the `metrics` key).
     metrics: bool
+    # The `Topology=` of each placed pool's partition, by pool (model/builders/topology.py
+    # partition_topologies); a pool not listed takes the cluster default (flat), as every pool did.
+    partition_topologies: Mapping[str, str]
 
 
 def gpu_resources(gpu: GpuInstanceType) -> dict:
@@ -81,20 +84,29 @@ def pool_partition(pool: GpuPool) -> str:
     return pool.name
 
 
-def partitions(pools: Sequence[GpuPool]) -> dict:
+def partitions(pools: Sequence[GpuPool], topologies: Mapping[str, str]) -> dict:
     """One partition per pool, named after it; with several pools, the default partition `all`
-    over every pool (with one, the pool's own partition is the default)."""
+    over every pool (with one, the pool's own partition is the default). A pool in `topologies`
+    runs on that topology (the partition's Topology=, https://slurm.schedmd.com/slurm.conf.html#OPT_Topology);
+    `all` spans pools with and without a place, so it keeps the cluster default (flat)."""
     up = {"MaxTime": "UNLIMITED", "State": "UP"}
+
+    def placed(pool: GpuPool) -> dict:
+        return {"Topology": topologies[pool.name]} if pool.name in topologies else {}
+
     if len(pools) == 1:
         (pool,) = pools
         return {
             pool_partition(pool): {
                 "enabled": True,
                 "nodesets": [pool.name],
-                "configMap": {"Default": "YES", **up},
+                "configMap": {"Default": "YES", **up, **placed(pool)},
             }
         }
-    out = {pool_partition(p): {"enabled": True, "nodesets": [p.name], "configMap": dict(up)} for p in pools}
+    out = {
+        pool_partition(p): {"enabled": True, "nodesets": [p.name], "configMap": {**up, **placed(p)}}
+        for p in pools
+    }
     out[ALL_POOLS_PARTITION] = {
         "enabled": True,
         "nodesets": [p.name for p in pools],
@@ -308,7 +320,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         # for the default pool).
         "nodesetDefaults": {"logfile": sidecar},
         "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
-        "partitions": partitions(a.gpu_pools),
+        "partitions": partitions(a.gpu_pools, a.partition_topologies),
         # The login sshd's drop-in, rendered by the release with the LoginSet that mounts it.
         "extraObjects": [login_sshd.configmap()],
         "loginsetDefaults": {"initconf": sidecar},

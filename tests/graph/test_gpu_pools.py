@@ -138,8 +138,10 @@ def test_the_chart_renders_three_partitions_into_slurm_conf(two):
     ]
     assert sorted(lines) == [
         "PartitionName=all Nodes=infer,train Default=YES MaxTime=UNLIMITED State=UP",
-        "PartitionName=infer Nodes=infer MaxTime=UNLIMITED State=UP",
-        "PartitionName=train Nodes=train MaxTime=UNLIMITED State=UP",
+        # g6e and p5 are both types EC2's topology covers: each pool's partition on the tree
+        # (tests/graph/test_network_topology.py).
+        "PartitionName=infer Nodes=infer MaxTime=UNLIMITED State=UP Topology=tree",
+        "PartitionName=train Nodes=train MaxTime=UNLIMITED State=UP Topology=tree",
     ]
 
 

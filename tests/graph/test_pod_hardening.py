@@ -18,7 +18,9 @@ PROGRAM_PODS = {
     "Job/accounting-registration",
     "Job/slurm-accounting-database-user",
 }
-# A stack with named users has one more: the Job that makes their homes.
+# A stack with named users has one more: the Job that makes their homes; one with a pool that has a
+# network place, the network-topology writer (the stack below has both).
+PLACED_USERS_PODS = {"Job/user-homes", "Deployment/slurm-network-topology"}
 ALICE = {
     "name": "alice",
     "uid": 2001,
@@ -29,12 +31,12 @@ ALICE = {
 
 @pytest.fixture(scope="module")
 def with_users():
-    return run_program("dev", {"users": [ALICE]})
+    return run_program("dev", {"users": [ALICE], "gpuInstanceType": "p5.48xlarge"})
 
 
 def test_the_check_sees_every_pod_the_program_writes(dev, with_users):
     assert set(ph.graph_pods(dev)) == PROGRAM_PODS
-    assert set(ph.graph_pods(with_users)) == PROGRAM_PODS | {"Job/user-homes"}
+    assert set(ph.graph_pods(with_users)) == PROGRAM_PODS | PLACED_USERS_PODS
 
 
 def test_every_program_pod_is_hardened_but_for_the_accepted_exceptions(with_users):
@@ -103,7 +105,7 @@ def test_every_accepted_exception_names_known_rules_a_reason_and_a_source():
 
 def test_every_container_of_every_program_pod_requests_and_is_limited_in_cpu_and_memory(with_users):
     assert {w: pod_hardening.unbounded(pod) for w, pod in ph.graph_pods(with_users).items()} == {
-        w: [] for w in PROGRAM_PODS | {"Job/user-homes"}
+        w: [] for w in PROGRAM_PODS | PLACED_USERS_PODS
     }
 
 

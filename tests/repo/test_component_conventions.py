@@ -334,9 +334,11 @@ def test_the_token_check_sees_every_component_the_dev_stack_registers(dev):
         },
         account=offline_account.EXISTING_CLUSTER,
     )
+    # The network-topology writer only where a pool's type has a place (docs/topology.md).
+    placed = run_program("dev", {"gpuInstanceType": "p5.48xlarge"})
     registered = {
         r.type
-        for graph in (dev, scaling, example, published, existing_vpc, existing)
+        for graph in (dev, scaling, example, published, existing_vpc, existing, placed)
         for r in graph.resources
         if r.type.startswith("slinky-eks:")
     }

@@ -46,7 +46,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from cluster_programs import node_health as health_program
 from cluster_programs import rollout
@@ -264,19 +264,29 @@ class LocalSlurm:
         release: Release,
         gpu_model: str,
         gpus: int,
-        workers: int = 2,
+        workers: int | Mapping[str, int] = 2,
         suite: str = "sid",
         cgroup_conf: str | None = SANDBOX_CGROUP_CONF,
         extra_conf: str = SANDBOX_EXTRA_CONF,
         users: Sequence[User] = (),
         node_health: dict[str, str] | None = None,
+        gpus_of: Mapping[str, tuple[str, int]] | None = None,
     ):
         self.dir = workdir
         self.release = release
         self.fs = slurm_root(suite)
         self.gpu_model, self.gpus = gpu_model, gpus
         self.nodeset = sorted(release.nodesets, key=lambda n: n["metadata"]["name"])[0]
-        self.nodes = [f"{nodeset_name(self.nodeset)}-{i}" for i in range(workers)]
+        # `workers`: the first NodeSet's pods, or per NodeSet (its Slurm name, nodeset_name) how
+        # many. Their pods have gpu_model x gpus, or per NodeSet the (model, count) of `gpus_of`.
+        self.gpus_of = dict(gpus_of or {})
+        replicas = {nodeset_name(self.nodeset): workers} if isinstance(workers, int) else dict(workers)
+        by_name = {nodeset_name(n): n for n in release.nodesets}
+        if unknown := sorted(set(replicas) - set(by_name)):
+            raise ValueError(f"workers for NodeSets {unknown}: the release has {sorted(by_name)}")
+        self.nodes = [f"{name}-{i}" for name, count in replicas.items() for i in range(count)]
+        # The NodeSet each node's pod belongs to (a node added later belongs to the first).
+        self.nodeset_of = {node: by_name[node.rpartition("-")[0]] for node in self.nodes}
         self.cgroup_conf = cgroup_conf
         self.extra_conf = extra_conf
         # Named users: their passwd and group entries (model/builders/identities.py) merged as the stack
@@ -285,6 +295,13 @@ class LocalSlurm:
         self.users = tuple(users)
         # The node health check's ConfigMap data, or None for workers without it.
         self.node_health = node_health
+        # Per node, the value of the `topology.slinky.slurm.net/spec` annotation its pod carries: the
+        # operator's pod-binding webhook copies it from the Kubernetes node (slurm-operator v1.2.1
+        # internal/webhook/pod_binding_webhook.go), the pod's POD_TOPOLOGY variable reads it
+        # (internal/builder/workerbuilder/worker_app.go), and the slurmd image's entrypoint appends
+        # `Topology=<value>` to slurmd's --conf (SlinkyProject/containers
+        # schedmd/slurm/26.05/ubuntu24.04/files/usr/local/bin/slurmd-entrypoint.sh, addConfItem).
+        self.pod_topology: dict[str, str] = {}
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -306,6 +323,14 @@ class LocalSlurm:
                 return int(fields[2])
         raise KeyError(f"no user {user} in {self.fs}/etc/passwd")
 
+    def slurm_conf(self, release: Release) -> str:
+        """The controller's slurm.conf for `release`: as the operator renders it, plus the test
+        cluster's own lines."""
+        conf = release.slurm_conf()
+        if self.extra_conf:
+            conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
+        return conf
+
     def _prepare(self) -> None:
         d = self.dir
         slurm_uid = self._uid("slurm")
@@ -320,10 +345,7 @@ class LocalSlurm:
         (d / "etc-controller/jwt.key").write_bytes(jwt)
         os.chown(d / "etc-controller/jwt.key", slurm_uid, slurm_uid)
         (d / "etc-controller/jwt.key").chmod(0o600)
-        conf = self.release.slurm_conf()
-        if self.extra_conf:
-            conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
-        (d / "etc-controller/slurm.conf").write_text(conf)
+        (d / "etc-controller/slurm.conf").write_text(self.slurm_conf(self.release))
         files = dict(self.release.config_files)
         cgroup = self.cgroup_conf or self.release.cgroup_conf()
         if cgroup:
@@ -428,6 +450,7 @@ class LocalSlurm:
         identities: str = "",
         pod: pathlib.Path | None = None,
         shared: bool = False,
+        gpus: int | None = None,
     ) -> str:
         """A shell script (host tools) that builds a pod's view of the root, then chroots; with
         `shared`, the pod mounts the cluster's /shared."""
@@ -483,7 +506,8 @@ class LocalSlurm:
                 f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
                 f"mount --bind {gpu_dir}/pci-drivers {r}/sys/bus/pci/drivers",
             ]
-            lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(self.gpus)]
+            count = self.gpus if gpus is None else gpus
+            lines += [f"mknod -m 666 {r}/dev/nvidia{i} c {NVIDIA_MAJOR} {i}" for i in range(count)]
             lines.append(f"mknod -m 666 {r}/dev/nvidiactl c {NVIDIA_MAJOR} 255")
             if self.node_health is not None and pod is not None:
                 lines += self._health_mounts(pod)
@@ -646,29 +670,7 @@ class LocalSlurm:
         d = self.dir
         if self.accounting is not None:  # before slurmctld, which registers the cluster with it
             self.accounting.start()
-        self.controller = self._spawn(
-            "slurmctld",
-            self._mounts(
-                self.release.primary_host,
-                "etc-controller",
-                (str(d / "state"), SLURMCTLD_SPOOL),
-                str(d / "log-controller"),
-                None,
-                "merged",
-                d / "controller",
-            ),
-            ["slurmctld", "-D"],
-            d / "slurmctld.stdout",
-        )
-        self._wait_for(
-            lambda: (
-                (d / "log-controller/slurmctld.log").exists()
-                and "started on cluster" in (d / "log-controller/slurmctld.log").read_text(errors="replace")
-            ),
-            60,
-            "slurmctld to start",
-            lambda: self._exited(self.controller),
-        )
+        self._start_controller()
         self.login = self._spawn(
             "sackd",
             self._mounts(
@@ -683,6 +685,82 @@ class LocalSlurm:
         self.wait_for_states({n: "idle" for n in self.nodes}, 90)
         return self
 
+    def _start_controller(self) -> None:
+        """The controller pod: slurmctld on the cluster's state volume, waited for until it says so."""
+        self._spawn_controller(None)
+        self._wait_for(
+            lambda: self._controller_starts() > self._starts_before,
+            60,
+            "slurmctld to start",
+            lambda: self._exited(self.controller),
+        )
+
+    def _controller_starts(self) -> int:
+        log = self.dir / "log-controller/slurmctld.log"
+        return log.read_text(errors="replace").count("started on cluster") if log.exists() else 0
+
+    def _spawn_controller(self, state: pathlib.Path | None) -> None:
+        """slurmctld on `state` (None: the cluster's state volume)."""
+        d = self.dir
+        self._starts_before = self._controller_starts()
+        self.controller = self._spawn(
+            "slurmctld",
+            self._mounts(
+                self.release.primary_host,
+                "etc-controller",
+                (str(state or d / "state"), SLURMCTLD_SPOOL),
+                str(d / "log-controller"),
+                None,
+                "merged",
+                d / "controller",
+            ),
+            ["slurmctld", "-D"],
+            d / "slurmctld.stdout",
+        )
+
+    def install_controller(self, config_files: Mapping[str, str | None], timeout: float = 60) -> str:
+        """The controller pod of a first install in place of this one: slurmctld on a new, empty
+        state volume, with `config_files` written over the controller's (None: the file absent, as
+        from a ConfigMap without that key). "" once slurmctld answers; the error and fatal lines
+        it logged when it exits instead."""
+        _stop(self.controller.proc)
+        for name, text in config_files.items():
+            path = self.dir / "etc-controller" / name
+            if text is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_text(text)
+        state = self.dir / f"state-install-{time.monotonic_ns()}"
+        state.mkdir()
+        slurm_uid = self._uid("slurm")
+        os.chown(state, slurm_uid, slurm_uid)
+        log = self.dir / "log-controller/slurmctld.log"
+        offset = len(log.read_text(errors="replace")) if log.exists() else 0
+        self._spawn_controller(state)
+        deadline = time.time() + timeout
+        # Not "started on cluster": slurmctld logs it before it reads slurm.conf's partitions.
+        while time.time() < deadline:
+            if self.controller.proc.poll() is None and self.run(["scontrol", "ping"]).returncode == 0:
+                return ""
+            if self.controller.proc.poll() is not None:
+                lines = log.read_text(errors="replace")[offset:].splitlines()
+                return "\n".join(line for line in lines if "error:" in line or "fatal:" in line)
+            time.sleep(0.3)
+        raise RuntimeError(f"slurmctld neither started nor exited in {timeout} s\n{self.logs()}")
+
+    def replace_controller(self, config_files: Mapping[str, str]) -> None:
+        """What the operator does when a ConfigMap of the Controller's configFileRefs changes, with
+        the chart's `inplaceReconfigure: false`: the Controller's config ConfigMap (controller_config.go
+        BuildControllerConfig, which reads the configFileRefs) gets a new hash, the controller pod
+        template carries it (controller_app.go controllerPodTemplate, getHashes), and the StatefulSet
+        replaces the pod, which mounts the new files over the same state volume
+        (slurm-operator v1.2.1)."""
+        _stop(self.controller.proc)
+        for name, text in config_files.items():
+            (self.dir / "etc-controller" / name).write_text(text)
+        self._start_controller()
+        self._wait_for(lambda: self.run(["scontrol", "ping"]).returncode == 0, 60, "slurmctld to answer")
+
     @staticmethod
     def _exited(daemon: Daemon) -> str:
         code = daemon.proc.poll()
@@ -694,8 +772,9 @@ class LocalSlurm:
         return self.run(["sinfo", "-h"]).returncode == 0
 
     def slurmd_argv(self, node: str) -> list[str]:
-        """The NodeSet pod's slurmd command line, plus the per-node Port."""
+        """The NodeSet pod's slurmd command line (with its pod's topology, if any), plus the per-node Port."""
         port = SLURMD_PORT + (self.nodes.index(node) + 1) * 10  # sackd has SlurmdPort
+        topology = f" Topology={self.pod_topology[node]}" if self.pod_topology.get(node) else ""
         return [
             "slurmd",
             "-D",
@@ -703,7 +782,7 @@ class LocalSlurm:
             "--conf-server",
             f"{self.release.service_host}:{SLURMCTLD_PORT}",
             "--conf",
-            f"{slurmd_conf(self.nodeset)} Port={port}",
+            f"{slurmd_conf(self.nodeset_of.get(node, self.nodeset))}{topology} Port={port}",
         ]
 
     def start_slurmd(self, node: str) -> Daemon:
@@ -712,7 +791,10 @@ class LocalSlurm:
         pod = self.dir / f"{node}.{gen}"
         for sub in ("spool", "log"):
             (pod / sub).mkdir(parents=True, exist_ok=True)
-        write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
+        model, count = self.gpus_of.get(
+            nodeset_name(self.nodeset_of.get(node, self.nodeset)), (self.gpu_model, self.gpus)
+        )
+        write_nvidia_driver_files(pod / "gpu", model, count, f"0-{os.cpu_count() - 1}")
         if self.node_health is not None:
             self._health_files(pod)
         daemon = self._spawn(
@@ -726,6 +808,7 @@ class LocalSlurm:
                 "prolog",
                 pod,
                 shared=True,
+                gpus=count,
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",

@@ -45,6 +45,7 @@ ARGS = SlurmValuesArgs(
     accounting_password_secret="slurm-accounting-database",
     scheduling=DEFAULT,
     metrics=False,
+    partition_topologies={},
 )
 
 
@@ -54,7 +55,7 @@ def test_a_slurmd_pod_requests_every_gpu_and_every_efa_interface_of_its_node():
 
 
 def test_one_pools_own_partition_is_the_default():
-    assert partitions([TRAIN]) == {
+    assert partitions([TRAIN], {}) == {
         "train": {
             "enabled": True,
             "nodesets": ["train"],
@@ -64,7 +65,7 @@ def test_one_pools_own_partition_is_the_default():
 
 
 def test_with_several_pools_the_partition_all_over_every_pool_is_the_default():
-    found = partitions([TRAIN, INFER])
+    found = partitions([TRAIN, INFER], {})
     assert found["all"]["nodesets"] == ["train", "infer"] and found["all"]["configMap"]["Default"] == "YES"
     assert "Default" not in found["train"]["configMap"] and "Default" not in found["infer"]["configMap"]
 
@@ -110,3 +111,14 @@ def test_every_pod_that_mounts_shared_rolls_when_its_mount_options_change():
     expected = {"name": SHARED_MOUNT_OPTIONS_ENV, "value": ",".join(SHARED_MOUNT_OPTIONS)}
     assert expected in values["nodesets"]["train"]["slurmd"]["env"]
     assert expected in values["loginsets"][LOGINSET]["login"]["env"]
+
+
+def test_a_placed_pools_partition_runs_on_its_topology_and_all_keeps_the_default():
+    found = partitions([TRAIN, INFER], {"train": "tree"})
+    assert found["train"]["configMap"]["Topology"] == "tree"
+    assert "Topology" not in found["infer"]["configMap"]
+    assert "Topology" not in found["all"]["configMap"]
+
+
+def test_a_stack_without_placed_pools_names_no_topology():
+    assert "Topology" not in partitions([TRAIN], {})["train"]["configMap"]
