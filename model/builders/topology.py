@@ -111,9 +111,10 @@ INTERVAL_SECONDS = 30
 
 
 def writer_config(placements: Sequence[PoolPlacement], namespace: str) -> dict:
-    """What the writer reads (cluster_programs/network_topology.py main --config)."""
+    """What the writer reads (cluster_programs/network_topology.py main --config). The placements
+    by pool name: reordering gpuPools neither rolls the writer nor rewrites topology.yaml."""
     return {
-        "placements": [p.as_config() for p in placements],
+        "placements": [p.as_config() for p in sorted(placements, key=lambda p: p.pool)],
         "labelKeys": list(instance_topology.NETWORK_NODE_LABELS),
         "poolLabel": POOL_LABEL,
         "nodeSelector": ",".join(f"{k}={v}" for k, v in GPU_LABELS.items()),
