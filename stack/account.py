@@ -109,16 +109,22 @@ _NO_ECR_IMAGE = re.compile(r"ImageNotFoundException|RepositoryNotFoundException|
 _NO_EKS_RESOURCE = re.compile(r"ResourceNotFoundException|couldn't find resource|empty result")
 
 
-def _or_none(action: str, what: str, call: Callable[[], T]) -> T | None:
-    """The answer, None where EKS knows no such thing; a refusal as PermissionDenied."""
+def _unless_missing(missing: re.Pattern, action: str, what: str, call: Callable[[], T]) -> T | None:
+    """The answer, None where the provider's error says `missing`; a refusal as PermissionDenied,
+    any other failure as the account unreachable."""
     try:
         return _ask(action, call)
     except PermissionDenied:
         raise
     except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
-        if _NO_EKS_RESOURCE.search(str(e)):
+        if missing.search(str(e)):
             return None
         raise _unreachable(what, e) from e
+
+
+def _or_none(action: str, what: str, call: Callable[[], T]) -> T | None:
+    """The answer, None where EKS knows no such thing."""
+    return _unless_missing(_NO_EKS_RESOURCE, action, what, call)
 
 
 class Account:
@@ -253,14 +259,7 @@ class Account:
     @staticmethod
     def _find(action: str, what: str, call: Callable[[], T]) -> T | None:
         """The data source's answer, or None where it found nothing."""
-        try:
-            return _ask(action, call)
-        except PermissionDenied:
-            raise
-        except Exception as e:  # noqa: BLE001 - the provider's error is a plain Exception
-            if _NOTHING_FOUND.search(str(e)):
-                return None
-            raise _unreachable(what, e) from e
+        return _unless_missing(_NOTHING_FOUND, action, what, call)
 
     def ec2_quota(self, region: str, quota_code: str) -> float:
         """The applied value of an EC2 quota (the AWS default where none was requested)."""

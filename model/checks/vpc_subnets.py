@@ -470,6 +470,13 @@ def _unseen_routes(key: str, s: Subnet, what: str) -> Problem:
     )
 
 
+def _table_phrase(table: RouteTable, main_note: str = "") -> str:
+    """How a problem names the table a subnet routes by: its own, or the VPC's main one."""
+    if table.main:
+        return f"the VPC's main route table {table.route_table_id}{main_note}"
+    return f"its route table {table.route_table_id}"
+
+
 def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: list[Problem]) -> None:
     table = account.route_table(region, vpc.vpc_id, s.subnet_id)
     if table is None:
@@ -477,11 +484,7 @@ def _route_out(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: l
         return
     if table.route_out() is not None:
         return
-    which = (
-        f"the VPC's main route table {table.route_table_id} (it has no table of its own)"
-        if table.main
-        else (f"its route table {table.route_table_id}")
-    )
+    which = _table_phrase(table, " (it has no table of its own)")
     out.append(
         error(
             SUBNET_ROUTE_OUT,
@@ -502,11 +505,7 @@ def _route_in(account: NetworkAccount, region: str, vpc: Vpc, s: Subnet, out: li
         return
     if table.internet_gateway() is not None:
         return
-    which = (
-        f"the VPC's main route table {table.route_table_id}"
-        if table.main
-        else f"its route table {table.route_table_id}"
-    )
+    which = _table_phrase(table)
     out.append(
         error(
             PUBLIC_SUBNET_INTERNET_ROUTE,
