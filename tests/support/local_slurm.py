@@ -96,6 +96,10 @@ SANDBOX_CGROUP_CONF = "CgroupPlugin=cgroup/v1\nConstrainDevices=yes\n"
 SANDBOX_EXTRA_CONF = "TaskPlugin=task/cgroup"
 
 
+# Where a pod's root keeps the host's root during pivot_root (_spawn), detached right after.
+PUT_OLD = "/.host-root"
+
+
 class RootMissing(RuntimeError):
     pass
 
@@ -270,6 +274,9 @@ class LocalSlurm:
         extra_conf: str = SANDBOX_EXTRA_CONF,
         users: Sequence[User] = (),
         node_health: dict[str, str] | None = None,
+        config_files: dict[str, str] | None = None,
+        pod_files: dict[str, str] | None = None,
+        pod_dirs: Sequence[str] = (),
     ):
         self.dir = workdir
         self.release = release
@@ -285,6 +292,14 @@ class LocalSlurm:
         self.users = tuple(users)
         # The node health check's ConfigMap data, or None for workers without it.
         self.node_health = node_health
+        # Files slurmctld serves configless beside the release's (its /etc/slurm), and files every
+        # login and worker pod has at their path, read-only, as a mounted ConfigMap item (the
+        # files plugstack.conf names, enroot.conf): {path in the pod: text}.
+        self.config_files = dict(config_files or {})
+        self.pod_files = dict(pod_files or {})
+        # Directories every login and worker pod has, world-writable and sticky as /tmp (made in
+        # the pod's own /tmp, or once on /shared), as an init container makes them.
+        self.pod_dirs = tuple(pod_dirs)
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -324,7 +339,7 @@ class LocalSlurm:
         if self.extra_conf:
             conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
         (d / "etc-controller/slurm.conf").write_text(conf)
-        files = dict(self.release.config_files)
+        files = {**self.release.config_files, **self.config_files}
         cgroup = self.cgroup_conf or self.release.cgroup_conf()
         if cgroup:
             files["cgroup.conf"] = cgroup
@@ -343,6 +358,9 @@ class LocalSlurm:
         if self.accounting is not None:
             hosts.append(f"127.0.0.1 {' '.join(self.accounting.hosts)}")
         (d / "hosts").write_text("\n".join(hosts) + "\n")
+        for path, text in self.pod_files.items():
+            (d / "pod-files" / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (d / "pod-files" / path.lstrip("/")).write_text(text)
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
@@ -429,12 +447,14 @@ class LocalSlurm:
         pod: pathlib.Path | None = None,
         shared: bool = False,
     ) -> str:
-        """A shell script (host tools) that builds a pod's view of the root, then chroots; with
-        `shared`, the pod mounts the cluster's /shared."""
+        """A shell script (host tools) that builds a pod's view of the root, which _spawn then makes
+        the pod's root; with `shared`, the pod mounts the cluster's /shared."""
         r = shlex.quote(str(self.fs))
         d = self.dir
         lines = [
             "set -e",
+            # The root a mount point of its own in this namespace, which pivot_root needs (_spawn).
+            f"mount --bind {r} {r}",
             f"mount --rbind /proc {r}/proc",
             f"mount --rbind /sys {r}/sys",
             f"mount -t tmpfs -o mode=755 tmpfs {r}/dev",
@@ -445,6 +465,9 @@ class LocalSlurm:
             f"mkdir {r}/dev/pts {r}/dev/shm",
             f"mount --bind /dev/pts {r}/dev/pts",
             f"mount -t tmpfs -o mode=1777 tmpfs {r}/dev/shm",
+            # FUSE, as in a privileged pod, for enroot's squashfuse and fuse-overlayfs
+            # (Documentation/admin-guide/devices.txt: misc 229).
+            f"mknod -m 666 {r}/dev/fuse c 10 229",
             f"ln -s /proc/self/fd {r}/dev/fd",
             f"ln -s /proc/self/fd/0 {r}/dev/stdin",
             f"ln -s /proc/self/fd/1 {r}/dev/stdout",
@@ -463,12 +486,19 @@ class LocalSlurm:
                 f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}",
             ]
         lines += self._identities(pod or d / hostname, identities)
+        for path in self.pod_files if shared else ():
+            target = f"{r}{shlex.quote(path)}"
+            lines += [
+                f"mkdir -p $(dirname {target}) && touch {target}",
+                f"mount --bind -o ro {d}/pod-files{shlex.quote(path)} {target}",
+            ]
         if shared:
             # The login and NodeSet pods' /shared is a volume of its own (the EFS claim): one
             # directory of this cluster's, mounted in each (shared_dir).
             lines += [
                 f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
                 f"mount --bind {d}/shared {r}{SHARED_MOUNT}",
+                *(f"mkdir -p {r}{shlex.quote(p)} && chmod 1777 {r}{shlex.quote(p)}" for p in self.pod_dirs),
             ]
         lines += [
             f"mount --bind {d}/{etc} {r}{ETC_DIR}",
@@ -612,7 +642,15 @@ class LocalSlurm:
             raise RuntimeError(f"{argv} in {node}'s pod exited {done.returncode}: {done.stdout}{done.stderr}")
 
     def _spawn(self, name: str, script: str, argv: list[str], logfile: pathlib.Path) -> Daemon:
-        cmd = f"{script}\nexec chroot {shlex.quote(str(self.fs))} {shlex.join(argv)}"
+        # The pod's root made its mount namespace's root with pivot_root(2), as a container runtime
+        # does, not chroot(2): the kernel refuses a new user namespace to a chrooted process
+        # (kernel/user_namespace.c create_user_ns: current_chrooted()), and enroot makes one for
+        # every container (enroot-nsenter). The host's root, mounted at PUT_OLD, is then detached.
+        r = shlex.quote(str(self.fs))
+        cmd = (
+            f"{script}\nmkdir -p {r}{PUT_OLD}\ncd {r}\npivot_root . .{PUT_OLD}\ncd /\n"
+            f"umount -l {PUT_OLD}\nexec {shlex.join(argv)}"
+        )
         out = open(logfile, "ab")
         proc = subprocess.Popen(
             ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", cmd],

@@ -18,11 +18,18 @@ WALKTHROUGH = CATALOG["g6.12xlarge"]
 
 @contextlib.contextmanager
 def running_cluster(
-    tmp_path_factory, rendered, who: str, suite: str = "sid", users: Sequence[User] = ()
+    tmp_path_factory,
+    rendered,
+    who: str,
+    suite: str = "sid",
+    users: Sequence[User] = (),
+    config_files: dict[str, str] | None = None,
+    pod_files: dict[str, str] | None = None,
+    pod_dirs: Sequence[str] = (),
 ) -> Iterator[LocalSlurm]:
     """A real Slurm cluster in the Slinky shape (tests/local_slurm.py) from the dev stack's rendered
     `slurm` release, for the walkthrough's g6.12xlarge, with `users` known in every pod; `who`
-    names the tests in the failure."""
+    names the tests in the failure. `config_files`, `pod_files` and `pod_dirs`: LocalSlurm's."""
     if os.geteuid() != 0:
         pytest.fail(f"{who} start a real Slurm cluster in namespaces: they need root")
     release = Release.from_documents(rendered["slurm"])
@@ -36,6 +43,9 @@ def running_cluster(
             WALKTHROUGH.gpus,
             suite=suite,
             users=users,
+            config_files=config_files,
+            pod_files=pod_files,
+            pod_dirs=pod_dirs,
         )
     except RootMissing as e:
         pytest.fail(str(e))
