@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Where pyxis's `make install` puts its SPANK plugin (NVIDIA/pyxis v0.24.0 Makefile: prefix
-# /usr/local, $(libdir)/slurm/spank_pyxis.so; its own pyxis.conf names the same path), as
-# image/Dockerfile installs it.
-PYXIS_PLUGIN = "/usr/local/lib/slurm/spank_pyxis.so"
+# Where pyxis's Debian package puts its SPANK plugin (NVIDIA/pyxis v0.24.0 debian/rules: libdir
+# /usr/lib/<multiarch>): Slinky's login-pyxis image has it there, and image/Dockerfile installs it
+# there in the slurmd image, so one line names it on the login pod and on every worker.
+PYXIS_PLUGIN = "/usr/lib/x86_64-linux-gnu/slurm/spank_pyxis.so"
 # enroot's system configuration directory as its packages build it (ENROOT_SYSCONF_PATH=/etc/enroot:
 # NVIDIA/enroot v4.1.2 Makefile, sysconfdir), and the file in it it reads first.
 ENROOT_SYSCONF_DIR = "/etc/enroot"

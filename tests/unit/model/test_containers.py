@@ -62,3 +62,10 @@ def test_the_parent_of_every_per_user_directory_is_made_beforehand():
         os.path.dirname(values[k]) for k in ("ENROOT_RUNTIME_PATH", "ENROOT_DATA_PATH", "ENROOT_CACHE_PATH")
     }
     assert parents <= set(containers.enroot_directories(PATHS))
+
+
+def test_the_slurmd_image_build_checks_the_plugin_where_plugstack_names_it():
+    from pathlib import Path
+
+    dockerfile = (Path(__file__).resolve().parents[3] / "image/Dockerfile").read_text()
+    assert f"test -s {containers.PYXIS_PLUGIN}" in dockerfile
