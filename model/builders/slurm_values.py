@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 from model.builders import identities, login_sshd, metrics, node_health
 from model.builders.scheduling import SchedulingPolicy
 from model.builders.scheduling import slurm_conf as scheduling_conf
+from model.checks.image_digests import LOGIN_IMAGE
 from model.checks.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
 from model.checks.users import User
 from model.facts import versions
@@ -320,7 +321,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # sshd's own settings are a drop-in the operator's sshd_config includes first
                 # (model/builders/login_sshd.py); its hash rolls the pod when it changes.
                 "login": {
-                    "image": a.slinky_images["login"],
+                    "image": a.slinky_images[LOGIN_IMAGE],
                     "env": [login_sshd.hash_env(), shared_mount_options_env()],
                     "resources": RESOURCES["login"],
                     "volumeMounts": [shared_mount, login_sshd.mount()],
@@ -385,7 +386,7 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
     login["extraSshdConfig"] = identities.sshd_config(root_login=bool(a.ssh_public_key))
     login["login"]["volumeMounts"] += [*identities.merged_mounts(), identities.keys_mount()]
     login["podSpec"]["initContainers"] = [
-        identities.init_container(a.slinky_images["login"], a.users, a.init_security)
+        identities.init_container(a.slinky_images[LOGIN_IMAGE], a.users, a.init_security)
     ]
     login["podSpec"]["volumes"] += [
         entries,

@@ -39,7 +39,7 @@ ARGS = SlurmValuesArgs(
     jwt_key_secret="slurm-auth-jwt",
     slinky_images={
         name: f"ghcr.io/slinkyproject/{name}:26.05.5-ubuntu24.04@sha256:{'1' * 64}"
-        for name in ("slurmctld", "slurmrestd", "slurmdbd", "login")
+        for name in ("slurmctld", "slurmrestd", "slurmdbd", "login-pyxis")
     },
     accounting_host="db.example",
     accounting_password_secret="slurm-accounting-database",
