@@ -11,8 +11,8 @@ from typing import Mapping, Sequence
 from model.builders import identities, login_sshd, metrics, node_health
 from model.builders.scheduling import SchedulingPolicy
 from model.builders.scheduling import slurm_conf as scheduling_conf
-from model.checks.image_digests import LOGIN_IMAGE
 from model.checks.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
+from model.checks.image_digests import LOGIN_IMAGE
 from model.checks.users import User
 from model.facts import versions
 from model.facts.catalog import GpuInstanceType
