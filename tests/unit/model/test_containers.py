@@ -69,3 +69,39 @@ def test_the_slurmd_image_build_checks_the_plugin_where_plugstack_names_it():
 
     dockerfile = (Path(__file__).resolve().parents[3] / "image/Dockerfile").read_text()
     assert f"test -s {containers.PYXIS_PLUGIN}" in dockerfile
+
+
+def _run(script: str, job: str, tmp) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "SLURM_JOB_ID": job,
+        "SLURM_JOB_UID": str(os.getuid()),
+        "SLURM_JOB_GID": str(os.getgid()),
+    }
+    path = tmp / "script.sh"
+    path.write_text(script)
+    return subprocess.run(["sh", str(path)], env=env, capture_output=True, text=True)
+
+
+def test_the_prolog_makes_enroots_directories_sticky_and_the_jobs_scratch_its_users_own(tmp_path):
+    paths = EnrootPaths(local=str(tmp_path / "local"), cache=str(tmp_path / "shared"), config="/x")
+    scratch = tmp_path / "local/jobs"
+    assert _run(containers.prolog_script(paths, str(scratch)), "42", tmp_path).returncode == 0
+    for d in containers.enroot_directories(paths):
+        assert os.stat(d).st_mode & 0o7777 == 0o1777
+    assert os.stat(scratch / "42").st_mode & 0o777 == 0o700
+
+
+def test_the_epilog_removes_the_jobs_scratch_and_no_other(tmp_path):
+    scratch = tmp_path / "jobs"
+    for job in ("42", "43"):
+        (scratch / job / "sub").mkdir(parents=True)
+    assert _run(containers.epilog_script(str(scratch)), "42", tmp_path).returncode == 0
+    assert sorted(p.name for p in scratch.iterdir()) == ["43"]
+
+
+def test_the_epilog_removes_nothing_without_a_job_id(tmp_path):
+    scratch = tmp_path / "jobs"
+    (scratch / "43").mkdir(parents=True)
+    assert _run(containers.epilog_script(str(scratch)), "", tmp_path).returncode == 0
+    assert (scratch / "43").exists()
