@@ -499,7 +499,7 @@ def test_the_slurm_control_plane_runs_the_slurm_build_of_the_slurmd_base_image()
     assert sorted(slinky) == [
         f"ghcr.io/slinkyproject/{name}:26.05.3-ubuntu24.04@"
         + offline_account.image_digest(f"ghcr.io/slinkyproject/{name}", "26.05.3-ubuntu24.04")
-        for name in ("login", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")
+        for name in ("login-pyxis", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")
     ]
 
 
