@@ -5,7 +5,9 @@ job tests: slurmctld with the slurm.conf the operator generates from the rendere
 configless too (sackd, as the LoginSet's pods run it), auth/slurm with one shared key.
 
 The daemons run in a Debian root filesystem (tests/slurm/build-roots.sh; the host's Debian 12 glibc
-is too old for Slurm 26.05), each in its own UTS and mount namespace: its pod's hostname, a private
+is too old for Slurm 26.05), each in its own UTS and mount namespace whose root the pod's view of
+that root becomes by pivot_root, as a container runtime makes it (not chroot: enroot's containers
+need user namespaces, which the kernel refuses to a chrooted process): its pod's hostname, a private
 /etc/hosts, /etc/slurm holding only the key (configs and the Prolog come from slurmctld), its own spool, log and
 /run, and on workers NVIDIA's procfs/sysfs entries and /dev/nvidiaN devices for the instance
 type's GPUs, so Slurm's gpu/nvidia plugin autodetects them (nvidia_gpus()).
@@ -50,7 +52,7 @@ from typing import Sequence
 
 from cluster_programs import node_health as health_program
 from cluster_programs import rollout
-from model.builders import node_health
+from model.builders import containers, node_health
 from model.builders.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
 from model.checks.users import HOMES, User
 from model.facts.contract import HEALTH_DIR, SHARED_MOUNT
@@ -274,9 +276,8 @@ class LocalSlurm:
         extra_conf: str = SANDBOX_EXTRA_CONF,
         users: Sequence[User] = (),
         node_health: dict[str, str] | None = None,
-        config_files: dict[str, str] | None = None,
-        pod_files: dict[str, str] | None = None,
-        pod_dirs: Sequence[str] = (),
+        login_files: dict[str, str] | None = None,
+        login_dirs: Sequence[str] = (),
     ):
         self.dir = workdir
         self.release = release
@@ -292,14 +293,11 @@ class LocalSlurm:
         self.users = tuple(users)
         # The node health check's ConfigMap data, or None for workers without it.
         self.node_health = node_health
-        # Files slurmctld serves configless beside the release's (its /etc/slurm), and files every
-        # login and worker pod has at their path, read-only, as a mounted ConfigMap item (the
-        # files plugstack.conf names, enroot.conf): {path in the pod: text}.
-        self.config_files = dict(config_files or {})
-        self.pod_files = dict(pod_files or {})
-        # Directories every login and worker pod has, world-writable and sticky as /tmp (made in
-        # the pod's own /tmp, or once on /shared), as an init container makes them.
-        self.pod_dirs = tuple(pod_dirs)
+        # What a test gives the login pod beyond the release: files at their path, read-only, as
+        # a mounted ConfigMap item ({path in the pod: text}), and directories made world-writable
+        # and sticky, as /tmp.
+        self.login_files = dict(login_files or {})
+        self.login_dirs = tuple(login_dirs)
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -339,7 +337,7 @@ class LocalSlurm:
         if self.extra_conf:
             conf += f"#\n### TEST CLUSTER ###\n{self.extra_conf}\n"
         (d / "etc-controller/slurm.conf").write_text(conf)
-        files = {**self.release.config_files, **self.config_files}
+        files = dict(self.release.config_files)
         cgroup = self.cgroup_conf or self.release.cgroup_conf()
         if cgroup:
             files["cgroup.conf"] = cgroup
@@ -358,9 +356,14 @@ class LocalSlurm:
         if self.accounting is not None:
             hosts.append(f"127.0.0.1 {' '.join(self.accounting.hosts)}")
         (d / "hosts").write_text("\n".join(hosts) + "\n")
-        for path, text in self.pod_files.items():
-            (d / "pod-files" / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
-            (d / "pod-files" / path.lstrip("/")).write_text(text)
+        for path, text in self.login_files.items():
+            (d / "login-files" / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (d / "login-files" / path.lstrip("/")).write_text(text)
+        # The NodeSet's enroot.conf, a ConfigMap's item mounted at its path
+        # (model/builders/containers.py slurmd_mounts), when the release has container jobs.
+        enroot = self.release.config_maps.get(containers.ENROOT_CONFIGMAP)
+        if enroot is not None:
+            (d / "enroot.conf").write_text(enroot["data"]["enroot.conf"])
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
@@ -446,9 +449,14 @@ class LocalSlurm:
         identities: str = "",
         pod: pathlib.Path | None = None,
         shared: bool = False,
+        files: dict[str, pathlib.Path] | None = None,
+        dirs: Sequence[str] = (),
+        volumes: dict[str, pathlib.Path] | None = None,
     ) -> str:
         """A shell script (host tools) that builds a pod's view of the root, which _spawn then makes
-        the pod's root; with `shared`, the pod mounts the cluster's /shared."""
+        the pod's root; with `shared`, the pod mounts the cluster's /shared; `files` ({path in the
+        pod: file here}) mounted read-only; `dirs` made world-writable and sticky; `volumes` ({path in
+        the pod: directory here}) mounted writable."""
         r = shlex.quote(str(self.fs))
         d = self.dir
         lines = [
@@ -486,11 +494,11 @@ class LocalSlurm:
                 f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}",
             ]
         lines += self._identities(pod or d / hostname, identities)
-        for path in self.pod_files if shared else ():
+        for path, source in (files or {}).items():
             target = f"{r}{shlex.quote(path)}"
             lines += [
                 f"mkdir -p $(dirname {target}) && touch {target}",
-                f"mount --bind -o ro {d}/pod-files{shlex.quote(path)} {target}",
+                f"mount --bind -o ro {shlex.quote(str(source))} {target}",
             ]
         if shared:
             # The login and NodeSet pods' /shared is a volume of its own (the EFS claim): one
@@ -498,8 +506,8 @@ class LocalSlurm:
             lines += [
                 f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
                 f"mount --bind {d}/shared {r}{SHARED_MOUNT}",
-                *(f"mkdir -p {r}{shlex.quote(p)} && chmod 1777 {r}{shlex.quote(p)}" for p in self.pod_dirs),
             ]
+        lines += [f"mkdir -p {r}{shlex.quote(p)} && chmod 1777 {r}{shlex.quote(p)}" for p in dirs]
         lines += [
             f"mount --bind {d}/{etc} {r}{ETC_DIR}",
             f"mount --bind {d}/hosts {r}/etc/hosts",
@@ -508,6 +516,11 @@ class LocalSlurm:
         ]
         if spool is not None:
             lines.append(f"mount --bind {spool[0]} {r}{spool[1]}")
+        for path, source in (volumes or {}).items():
+            lines += [
+                f"mkdir -p {r}{shlex.quote(path)}",
+                f"mount --bind {shlex.quote(str(source))} {r}{shlex.quote(path)}",
+            ]
         if gpu_dir is not None:
             lines += [
                 f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
@@ -710,7 +723,16 @@ class LocalSlurm:
         self.login = self._spawn(
             "sackd",
             self._mounts(
-                "login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login", shared=True
+                "login",
+                "etc-node",
+                None,
+                str(d / "log-login"),
+                None,
+                "merged",
+                d / "login",
+                shared=True,
+                files={path: d / "login-files" / path.lstrip("/") for path in self.login_files},
+                dirs=self.login_dirs,
             ),
             ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
             d / "sackd.stdout",
@@ -748,7 +770,7 @@ class LocalSlurm:
         """A new pod for `node`: fresh spool, log and /run, the same hostname and GPUs."""
         gen = self._generation[node] = self._generation.get(node, -1) + 1
         pod = self.dir / f"{node}.{gen}"
-        for sub in ("spool", "log"):
+        for sub in ("spool", "log", "node-local"):
             (pod / sub).mkdir(parents=True, exist_ok=True)
         write_nvidia_driver_files(pod / "gpu", self.gpu_model, self.gpus, f"0-{os.cpu_count() - 1}")
         if self.node_health is not None:
@@ -764,6 +786,12 @@ class LocalSlurm:
                 "prolog",
                 pod,
                 shared=True,
+                files={containers.ENROOT_CONF: self.dir / "enroot.conf"}
+                if (self.dir / "enroot.conf").exists()
+                else {},
+                # The NodeSet pod's node-local emptyDir (model/builders/containers.py
+                # slurmd_volumes): the pod's own directory, a new pod's empty.
+                volumes={containers.NODE_LOCAL_MOUNT: pod / "node-local"},
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",
