@@ -27,6 +27,8 @@ ALICE = User("alice", 2001, ())
 # the test network (enroot v4.1.2 conf/enroot.conf.in: ENROOT_ALLOW_HTTP, "Use HTTP for outgoing
 # requests instead of HTTPS"), in the directories the workers' Prolog makes.
 LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\n"
+# Where the tests keep images on /shared, as a user would.
+IMAGES = f"{SHARED_MOUNT}/images"
 # What the test image's /etc/os-release says, which the pods' Debian does not.
 IMAGE_ID = "slinky-eks-test-image"
 IMAGE_OS_RELEASE = f'ID={IMAGE_ID}\nPRETTY_NAME="slinky-eks container test image"\n'
@@ -71,6 +73,7 @@ def slurm(tmp_path_factory, dev):
         login_dirs=enroot_directories(PATHS),
     ) as cluster:
         register_users(cluster, (ALICE,))
+        (cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")).mkdir()
         yield cluster
 
 
@@ -83,12 +86,11 @@ def image_tree(slurm, tmp_path_factory) -> pathlib.Path:
 def image(slurm, image_tree) -> str:
     """The tree as a squashfs image on /shared, made in the login pod by the root's mksquashfs
     (enroot's own options for images: enroot.conf.in ENROOT_SQUASH_OPTIONS)."""
-    (slurm.shared_dir / "images").mkdir(exist_ok=True)
     made = slurm.run(
         [
             "mksquashfs",
             str(image_tree),
-            f"{SHARED_MOUNT}/images/test.sqsh",
+            f"{IMAGES}/test.sqsh",
             "-comp",
             "lzo",
             "-noD",
@@ -97,7 +99,7 @@ def image(slurm, image_tree) -> str:
         ]
     )
     assert made.returncode == 0, made.stderr
-    return f"{SHARED_MOUNT}/images/test.sqsh"
+    return f"{IMAGES}/test.sqsh"
 
 
 def _srun(slurm, argv: list[str], user: User = ALICE) -> subprocess.CompletedProcess:
@@ -131,7 +133,7 @@ def test_an_image_imported_once_onto_shared_serves_a_two_node_step_without_the_r
     registry = LocalRegistry(image_tree, "tiny", "1").start()
     try:
         imported = slurm.run(
-            ["enroot", "import", "-o", f"{SHARED_MOUNT}/images/tiny.sqsh", f"docker://{registry.reference}"],
+            ["enroot", "import", "-o", f"{IMAGES}/tiny.sqsh", f"docker://{registry.reference}"],
             timeout=180,
         )
         assert imported.returncode == 0, imported.stdout + imported.stderr
@@ -142,21 +144,21 @@ def test_an_image_imported_once_onto_shared_serves_a_two_node_step_without_the_r
             [
                 "-N2",
                 "--ntasks-per-node=1",
-                f"--container-image={SHARED_MOUNT}/images/tiny.sqsh",
+                f"--container-image={IMAGES}/tiny.sqsh",
                 "cat",
                 "/etc/os-release",
             ],
         )
+        assert registry.requests[pulled:] == [], done.stderr
         assert done.returncode == 0, done.stdout + done.stderr
         assert done.stdout.count(f"ID={IMAGE_ID}") == 2
-        assert registry.requests[pulled:] == []
     finally:
         registry.stop()
 
 
 def test_a_missing_image_fails_the_step_with_pyxis_error_and_the_node_stays_usable(slurm, image):
     node = slurm.nodes[1]
-    failed = _srun(slurm, ["-w", node, f"--container-image={SHARED_MOUNT}/images/missing.sqsh", "true"])
+    failed = _srun(slurm, ["-w", node, f"--container-image={IMAGES}/missing.sqsh", "cat", "/etc/os-release"])
     assert failed.returncode != 0
     assert "pyxis:" in failed.stderr
     assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"
