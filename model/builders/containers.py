@@ -20,9 +20,10 @@ sticky, or the first user's mkdir would lock everyone else out.
   the instance-store NVMe where the type has it, the root volume where not;
 - cache (ENROOT_CACHE_PATH: the image layers a `docker://` import downloads) on /shared, so the
   nodes of a multi-node step share one copy of each layer;
-- config (ENROOT_CONFIG_PATH): where enroot reads `.credentials` (netrc format, a password starting
-  with `$` is command-substituted: NVIDIA/enroot v4.1.2 doc/cmd/import.md), so a registry's login
-  is the cluster's and nothing has to be in the user's home.
+- config (ENROOT_CONFIG_PATH), where given: where enroot reads `.credentials` (netrc format, a
+  password starting with `$` is command-substituted: NVIDIA/enroot v4.1.2 doc/cmd/import.md), so a
+  registry's login can be the cluster's. Not given, it stays enroot's default, each user's own
+  ~/.config/enroot.
 (NVIDIA/enroot v4.1.2 doc/configuration.md lists each setting and its default.)
 """
 
@@ -49,11 +50,12 @@ _PER_USER = "user-$(id -u)"
 @dataclass(frozen=True)
 class EnrootPaths:
     """Where enroot keeps what: `local` is a node-local directory (runtime, data, temp under it),
-    `cache` a directory every node shares, `config` the directory holding `.credentials`."""
+    `cache` a directory every node shares, `config` the directory holding `.credentials` (None:
+    enroot's default, the user's own)."""
 
     local: str
     cache: str
-    config: str
+    config: str | None = None
 
     @property
     def runtime(self) -> str:
@@ -76,7 +78,7 @@ def plugstack_conf(pyxis_plugin: str = PYXIS_PLUGIN) -> str:
 
 def enroot_conf(paths: EnrootPaths) -> str:
     """enroot.conf: each user's runtime, data and temp under the node-local directory, their layer
-    cache under the shared one, and the cluster's credentials directory."""
+    cache under the shared one, and the credentials directory where one is given."""
     lines = {
         "ENROOT_RUNTIME_PATH": f"{paths.runtime}/{_PER_USER}",
         "ENROOT_DATA_PATH": f"{paths.data}/{_PER_USER}",
@@ -84,8 +86,9 @@ def enroot_conf(paths: EnrootPaths) -> str:
         # this one is the shared sticky directory itself, as /tmp is.
         "ENROOT_TEMP_PATH": paths.temp,
         "ENROOT_CACHE_PATH": f"{paths.cache}/{_PER_USER}",
-        "ENROOT_CONFIG_PATH": paths.config,
     }
+    if paths.config is not None:
+        lines["ENROOT_CONFIG_PATH"] = paths.config
     return "".join(f"{key} {value}\n" for key, value in lines.items())
 
 
@@ -109,9 +112,11 @@ NODE_LOCAL_MOUNT = "/mnt/local"
 # Each job's scratch directory on each of its nodes: <JOB_SCRATCH>/<job id>, the job's user's own,
 # removed when the job ends (prolog_script, epilog_script).
 JOB_SCRATCH = f"{NODE_LOCAL_MOUNT}/jobs"
-CREDENTIALS_DIR = f"{ENROOT_SYSCONF_DIR}/credentials"
 SHARED_ENROOT_CACHE = f"{SHARED_MOUNT}/enroot/cache"
-PATHS = EnrootPaths(local=NODE_LOCAL_MOUNT, cache=SHARED_ENROOT_CACHE, config=CREDENTIALS_DIR)
+# Registry logins stay each user's own (~/.config/enroot/.credentials): the cluster has no login of
+# its own to give yet. The node role cannot lend one: pods do not reach IMDS (hop limit 1,
+# docs/decisions/imds-hop-limit.md), and a user's enroot could not read a pod's credentials.
+PATHS = EnrootPaths(local=NODE_LOCAL_MOUNT, cache=SHARED_ENROOT_CACHE)
 ENROOT_CONFIGMAP = "enroot-config"
 ENROOT_VOLUME = "enroot-config"
 HASH_ENV = "SLINKY_EKS_ENROOT_CONF"

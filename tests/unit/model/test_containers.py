@@ -45,9 +45,13 @@ def test_temp_is_a_shared_node_local_directory_enroot_need_not_create():
     assert values["ENROOT_TEMP_PATH"] in containers.enroot_directories(PATHS)
 
 
-def test_credentials_are_read_from_the_cluster_directory_not_the_home():
+def test_credentials_are_read_from_a_given_directory_not_the_home():
     values = _as_enroot_reads(containers.enroot_conf(PATHS))
     assert values["ENROOT_CONFIG_PATH"] == "/etc/enroot/credentials"
+
+
+def test_without_a_credentials_directory_each_user_keeps_enroots_default():
+    assert "ENROOT_CONFIG_PATH" not in containers.enroot_conf(containers.PATHS)
 
 
 def test_every_key_is_one_enroot_reads_from_its_configuration_file():
