@@ -16,7 +16,7 @@ import pulumi_aws as aws
 from components.cluster import ClusterContext
 from model.builders import node_repair
 from model.builders.node_repair import RepairPolicy
-from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+from model.builders.node_templates import TEMPLATE, NodeGroupSize, gpu_user_data, node_template_tags
 from model.builders.stack_placement import StackPlacement
 from model.checks.gpu_pools import GpuPool, pool_labels
 from model.facts import versions
@@ -378,6 +378,9 @@ class NodeGroups(pulumi.ComponentResource):
                 for iface in pool.gpu.network_interfaces
             ],
             placement=self._placement(group, pool, reservation),
+            # The instance store as one RAID0 volume under the kubelet and containerd, where the
+            # type has one (model/builders/node_templates.py gpu_user_data).
+            user_data=gpu_user_data(pool.gpu),
             update_default_version=True,
             opts=child,
             **_reserved_capacity(pool, reservation),

@@ -354,7 +354,7 @@ HELD_IMAGES = {
         f"{_SLINKY}/{name}": tuple(
             f"26.05.{patch}-{flavour}" for patch in (2, 3, 4, 5) for flavour in ("ubuntu24.04", "ubuntu26.04")
         )
-        for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login")
+        for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login", "login-pyxis")
     },
     **{
         f"{_SLINKY}/{name}": ("1.2.0", "1.2.1", "1.2.2")

@@ -239,7 +239,9 @@ def copied_sources(dockerfile: str) -> list[str]:
         if any(w.startswith("--from=") for w in words):
             continue
         paths = [w for w in words if not w.startswith("--")]
-        sources.extend(paths[:-1])
+        # A remote source (ADD of a URL or a git repository) is fetched by the builder, not sent in
+        # the context: the Dockerfile's own text, which the context digest covers, pins it.
+        sources.extend(p for p in paths[:-1] if "://" not in p)
     return sources
 
 

@@ -14,9 +14,11 @@ and "Scaling a node group to 0"; read by cloudprovider/aws/aws_manager.go buildN
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 from model.checks.gpu_pools import GpuPool
+from model.facts.catalog import GpuInstanceType
 from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE, GPU_TAINT
 
 TEMPLATE = "k8s.io/cluster-autoscaler/node-template"
@@ -51,3 +53,47 @@ def node_template_tags(pool: GpuPool, labels: dict[str, str]) -> dict[str, str]:
     tags[f"{TEMPLATE}/resources/{GPU_RESOURCE}"] = str(pool.gpu.gpus)
     tags[f"{TEMPLATE}/resources/{EFA_RESOURCE}"] = str(pool.gpu.efa_interfaces)
     return tags
+
+
+# The launch template's user data for a managed node group on an EKS AL2023 AMI: a MIME multi-part
+# document whose application/node.eks.aws part is a NodeConfig nodeadm merges with the one EKS adds
+# (EKS user guide, "Customize managed nodes with launch templates", Amazon Linux 2023 user data:
+# https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
+_BOUNDARY = "SLINKYEKS"
+
+
+def local_storage_node_config() -> str:
+    """nodeadm's NodeConfig that assembles the instance store into one RAID0 array at boot:
+    spec.instance.localStorage.strategy RAID0 (awslabs/amazon-eks-ami v20260724
+    nodeadm/doc/api.md, LocalStorageOptions). setup-local-disks then mounts it at
+    /mnt/k8s-disks/0 and moves the kubelet's and containerd's directories onto it
+    (templates/al2023/runtime/bin/setup-local-disks): pods' emptyDirs and the image store land on
+    the NVMe (model/builders/containers.py NODE_LOCAL_MOUNT)."""
+    return (
+        "---\n"
+        "apiVersion: node.eks.aws/v1alpha1\n"
+        "kind: NodeConfig\n"
+        "spec:\n"
+        "  instance:\n"
+        "    localStorage:\n"
+        "      strategy: RAID0\n"
+    )
+
+
+def gpu_user_data(gpu: GpuInstanceType) -> str | None:
+    """A GPU pool's launch template user data, base64 as EC2 takes it: the instance store as one
+    RAID0 volume where the type has one; None (no user data) where it has none."""
+    if not gpu.nvme_instance_store:
+        return None
+    document = (
+        "MIME-Version: 1.0\n"
+        f'Content-Type: multipart/mixed; boundary="{_BOUNDARY}"\n'
+        "\n"
+        f"--{_BOUNDARY}\n"
+        "Content-Type: application/node.eks.aws\n"
+        "\n"
+        f"{local_storage_node_config()}"
+        "\n"
+        f"--{_BOUNDARY}--\n"
+    )
+    return base64.b64encode(document.encode()).decode()

@@ -8,10 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from model.builders import identities, login_sshd, metrics, node_health
+from model.builders import containers, identities, login_sshd, metrics, node_health
 from model.builders.scheduling import SchedulingPolicy
 from model.builders.scheduling import slurm_conf as scheduling_conf
 from model.checks.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
+from model.checks.image_digests import LOGIN_IMAGE
 from model.checks.users import User
 from model.facts import versions
 from model.facts.catalog import GpuInstanceType
@@ -254,13 +255,15 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "replicas": pool.initial_nodes,
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
-                "env": [shared_mount_options_env()],
+                "env": [shared_mount_options_env(), containers.slurmd_env()],
                 "resources": gpu_resources(pool.gpu),
                 "volumeMounts": [
                     shared_mount,
                     {"name": "dshm", "mountPath": "/dev/shm"},
                     node_health.mount(),
                     node_health.state_mount(),
+                    # Container jobs' enroot.conf and the node-local disk (enroot, job scratch).
+                    *containers.slurmd_mounts(),
                     *worker_mounts,
                 ],
             },
@@ -280,6 +283,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                     {"name": "dshm", "emptyDir": {"medium": "Memory"}},
                     node_health.volume(pool),
                     node_health.state_volume(),
+                    *containers.slurmd_volumes(),
                     *worker_volumes,
                 ],
             },
@@ -321,8 +325,15 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         "nodesetDefaults": {"logfile": sidecar},
         "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
         "partitions": partitions(a.gpu_pools, a.partition_topologies),
-        # The login sshd's drop-in, rendered by the release with the LoginSet that mounts it.
-        "extraObjects": [login_sshd.configmap()],
+        # pyxis on every node that runs srun or slurmd (model/builders/containers.py): slurmctld
+        # serves plugstack.conf to them configless. Merged over the base's configFiles.
+        "configFiles": {"plugstack.conf": containers.plugstack_conf()},
+        # enroot's directories and each job's scratch on the node-local disk: made before a job's
+        # first step, the scratch removed when it ends (model/builders/containers.py).
+        "prologScripts": {containers.PROLOG_SCRIPT: containers.prolog_script()},
+        "epilogScripts": {containers.EPILOG_SCRIPT: containers.epilog_script()},
+        # The login sshd's drop-in and enroot.conf, rendered by the release with the pods that mount them.
+        "extraObjects": [login_sshd.configmap(), containers.configmap()],
         "loginsetDefaults": {"initconf": sidecar},
         "loginsets": {
             LOGINSET: {
@@ -332,7 +343,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # sshd's own settings are a drop-in the operator's sshd_config includes first
                 # (model/builders/login_sshd.py); its hash rolls the pod when it changes.
                 "login": {
-                    "image": a.slinky_images["login"],
+                    "image": a.slinky_images[LOGIN_IMAGE],
                     "env": [login_sshd.hash_env(), shared_mount_options_env()],
                     "resources": RESOURCES["login"],
                     "volumeMounts": [shared_mount, login_sshd.mount()],
@@ -397,7 +408,7 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
     login["extraSshdConfig"] = identities.sshd_config(root_login=bool(a.ssh_public_key))
     login["login"]["volumeMounts"] += [*identities.merged_mounts(), identities.keys_mount()]
     login["podSpec"]["initContainers"] = [
-        identities.init_container(a.slinky_images["login"], a.users, a.init_security)
+        identities.init_container(a.slinky_images[LOGIN_IMAGE], a.users, a.init_security)
     ]
     login["podSpec"]["volumes"] += [
         entries,
@@ -415,4 +426,4 @@ def _add_identities(values: dict, a: SlurmValuesArgs) -> None:
         identities.init_container(a.slinky_images["slurmctld"], a.users, a.init_security)
     ]
     controller["podSpec"]["volumes"] = [entries, identities.merged_volume()]
-    values["prologScripts"] = {identities.PROLOG_SCRIPT: identities.prolog_script()}
+    values["prologScripts"][identities.PROLOG_SCRIPT] = identities.prolog_script()

@@ -44,10 +44,14 @@ IMAGE_LOOKUP_SKIPPED = identify(
     "slinkyChartVersion",
 )
 
+# The login pod's image: the pyxis flavour of Slinky's login, so srun and sbatch there load the plugin
+# plugstack.conf requires (SlinkyProject/containers schedmd/slurm/docker-bake.hcl, target login_pyxis,
+# tagged as the others; docs/decisions/container-runtime.md).
+LOGIN_IMAGE = "login-pyxis"
 # The Slinky images the slurm chart runs, each tagged as the slurmd base is (SlinkyProject/containers
 # docker-bake.hcl: one tag per Slurm build and flavour), under versions.SLINKY_IMAGES; the login
 # and slurmctld images also run the identities' init containers (model/builders/identities.py).
-CLUSTER_IMAGES = ("slurmctld", "slurmrestd", "slurmdbd", "login")
+CLUSTER_IMAGES = ("slurmctld", "slurmrestd", "slurmdbd", LOGIN_IMAGE)
 # The slurm-operator chart's two images, tagged with the chart's version (helm/slurm-operator
 # templates/operator/deployment.yaml and webhook/deployment.yaml at v1.2.1: the tag defaults to
 # .Chart.Version).

@@ -81,6 +81,12 @@ class GpuInstanceType:
     # NetworkInfo.NetworkCards[*].InterfaceTypes in card order (D1); () means every one of the
     # efa_interfaces cards takes interface, efa and efa-only, as on every type but p6-b300.
     network_cards: tuple[tuple[str, ...], ...] = ()
+    # NVMe SSD instance store: every type of the catalog has it (EC2 "Accelerated computing
+    # instances" specifications, Instance store column: https://docs.aws.amazon.com/ec2/latest/
+    # instancetypes/ac.html). The stored DescribeInstanceTypes records (D1, moto's) carry no
+    # InstanceStorageInfo, so no record test pins it; a type added without instance store sets False
+    # and its nodes keep everything on the root volume (model/builders/node_templates.py).
+    nvme_instance_store: bool = True
 
     @property
     def gres_type(self) -> str:

@@ -76,6 +76,19 @@ SLURM_RELEASE = "26.05.5"
 # dlcBaseImage = "pytorch:2.13.0-cu133-amzn2023@sha256:<digest>" (image/README.md says how to
 # read the digest).
 DLC_IMAGE = "pytorch:2.13.0-cu133-amzn2023"
+# Container jobs (docs/decisions/container-runtime.md): NVIDIA's pyxis SPANK plugin, built in the image
+# against its Slurm's own headers, and enroot, installed from its release packages. The versions
+# the real-Slurm tests build from ../shared/ref/src (pyxis-v0.24.0.tar.gz, enroot-v4.1.2.tar.gz), so
+# what the tests prove is what the image runs. image/Dockerfile's ARG defaults must equal them
+# (tests/unit/model/test_versions.py).
+PYXIS_VERSION = "0.24.0"
+ENROOT_VERSION = "4.1.2"
+# enroot's GPU hook (conf/hooks/98-nvidia.sh at v4.1.2) calls nvidia-container-cli to bring the
+# node's driver libraries and devices into a container that asks for GPUs (every NGC image sets
+# NVIDIA_VISIBLE_DEVICES): libnvidia-container-tools from NVIDIA's package repository, the release
+# of NVIDIA Container Toolkit v1.17.8 (NVIDIA/nvidia-container-toolkit tag v1.17.8).
+LIBNVIDIA_CONTAINER_VERSION = "1.17.8-1"
+
 # The tag starts with the Slurm release so the image and slurmctld visibly pair up; the rest names
 # the DLC's torch and CUDA (the DLC tag's cu133: its toolkit; torch itself is the cu130 build).
 SLURMD_IMAGE_TAG = f"{SLURM_RELEASE}-torch2.13-cu133-mpi"

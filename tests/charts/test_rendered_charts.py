@@ -499,7 +499,7 @@ def test_the_slurm_control_plane_runs_the_slurm_build_of_the_slurmd_base_image()
     assert sorted(slinky) == [
         f"ghcr.io/slinkyproject/{name}:26.05.3-ubuntu24.04@"
         + offline_account.image_digest(f"ghcr.io/slinkyproject/{name}", "26.05.3-ubuntu24.04")
-        for name in ("login", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")
+        for name in ("login-pyxis", "slurmctld", "slurmctld", "slurmdbd", "slurmrestd")
     ]
 
 
@@ -581,3 +581,20 @@ def test_image_check_reads_image_flags(rendered):
         "Deployment/cert-manager.spec.template.spec.containers[0].args[%d]: solver:latest"
         % (len(broken["spec"]["template"]["spec"]["containers"][0]["args"]) - 1)
     ]
+
+
+def test_the_chart_puts_plugstack_conf_beside_gres_conf_where_slurmctld_serves_them(rendered):
+    from model.builders import containers
+
+    files = [
+        o["data"] for o in of_kind(rendered["slurm"], "ConfigMap") if "gres.conf" in (o.get("data") or {})
+    ]
+    assert [f.get("plugstack.conf") for f in files] == [containers.plugstack_conf()]
+
+
+def test_the_chart_lists_the_container_prolog_and_epilog(rendered):
+    from model.builders import containers
+
+    data = {k: v for o in of_kind(rendered["slurm"], "ConfigMap") for k, v in (o.get("data") or {}).items()}
+    assert data[f"prolog-{containers.PROLOG_SCRIPT}"] == containers.prolog_script()
+    assert data[f"epilog-{containers.EPILOG_SCRIPT}"] == containers.epilog_script()

@@ -17,7 +17,9 @@ def program_sshd_lines(graph) -> str:
     extraSshdConfig."""
     values = graph.named("slurm-release").inputs["values"]
     (drop_in,) = [
-        o["data"][login_sshd.DROP_IN_FILE] for o in values["extraObjects"] if o["kind"] == "ConfigMap"
+        o["data"][login_sshd.DROP_IN_FILE]
+        for o in values["extraObjects"]
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == login_sshd.CONFIGMAP
     ]
     return drop_in + values["loginsets"][LOGINSET].get("extraSshdConfig", "")
 

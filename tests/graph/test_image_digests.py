@@ -56,7 +56,7 @@ def test_the_ghcr_images_are_resolved_through_the_registry(manifests_asked):
     run_program("dev", {"clusterName": "digests"})
     assert sorted(manifests_asked) == sorted(
         [versions.SLURMD_BASE_IMAGE]
-        + [f"{SLINKY}/{n}:{TAG}" for n in ("slurmctld", "slurmrestd", "slurmdbd", "login")]
+        + [f"{SLINKY}/{n}:{TAG}" for n in ("slurmctld", "slurmrestd", "slurmdbd", "login-pyxis")]
         + [
             f"{SLINKY}/{n}:{versions.SLINKY_CHART_VERSION}"
             for n in ("slurm-operator", "slurm-operator-webhook")
@@ -92,7 +92,7 @@ def _slinky_images(objects) -> set[str]:
 
 def test_the_slurm_chart_renders_its_slinky_images_by_tag_and_digest(slurm_objects):
     assert _slinky_images(slurm_objects) == {
-        by_digest(f"{SLINKY}/{n}", TAG) for n in ("slurmctld", "slurmrestd", "slurmdbd", "login")
+        by_digest(f"{SLINKY}/{n}", TAG) for n in ("slurmctld", "slurmrestd", "slurmdbd", "login-pyxis")
     }
 
 
@@ -110,7 +110,7 @@ def test_the_named_users_init_containers_run_the_slinky_images_by_digest():
     (login,) = values["loginsets"][LOGINSET]["podSpec"]["initContainers"]
     (controller,) = values["controller"]["podSpec"]["initContainers"]
     assert (login["image"], controller["image"]) == (
-        by_digest(f"{SLINKY}/login", TAG),
+        by_digest(f"{SLINKY}/login-pyxis", TAG),
         by_digest(f"{SLINKY}/slurmctld", TAG),
     )
 
@@ -130,7 +130,7 @@ def test_a_slurm_release_slinky_has_not_published_is_refused_naming_slurmd_base_
         slurmVersion=release, slurmdImageTag=f"{release}-torch2.13-cu133-mpi", slurmdBaseImage=base
     )
     assert msg.startswith("invalid stack configuration (5 problems)")
-    for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login"):
+    for name in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login-pyxis"):
         assert f"{SLINKY}/{name} holds no tag '{release}-ubuntu24.04'" in msg
     assert "tags it holds: 26.05.2-ubuntu24.04, 26.05.2-ubuntu26.04, 26.05.3-ubuntu24.04" in msg
     assert msg.count(f"slinky-eks:slurmdBaseImage = '{base}'") == 5

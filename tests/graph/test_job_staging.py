@@ -38,6 +38,7 @@ def test_every_job_file_is_staged(bundle):
     assert set(job_files()) <= set(bundle.inputs["data"])
     for name in (
         "sanity.sbatch",
+        "container-sanity.sbatch",
         "nccl-tests-build.sbatch",
         "nccl-allreduce.sbatch",
         "nccl-allgather.sbatch",

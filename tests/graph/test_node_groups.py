@@ -192,3 +192,39 @@ def test_an_ena_only_first_card_gets_an_ena_primary_and_efa_only_on_the_other_ca
         (card, "efa-only", 1) for card in range(1, 17)
     ]
     assert catalog.CATALOG["p6-b300.48xlarge"].efa_interfaces == 16
+
+
+def _node_configs(user_data: str) -> list[str]:
+    """The application/node.eks.aws parts of a launch template's MIME user data."""
+    import base64
+    import email
+
+    message = email.message_from_bytes(base64.b64decode(user_data))
+    return [p.get_payload() for p in message.walk() if p.get_content_type() == "application/node.eks.aws"]
+
+
+@pytest.mark.parametrize(
+    "instance_type", ["g5.8xlarge", "g6.12xlarge", "p4d.24xlarge", "p5.48xlarge", "p6-b300.48xlarge"]
+)
+def test_gpu_nodes_assemble_their_instance_store_as_one_raid0_volume(instance_type):
+    import yaml
+
+    graph = run_program("dev", {"gpuInstanceType": instance_type})
+    (config,) = _node_configs(_lt(graph, "gpu")["userData"])
+    node_config = yaml.safe_load(config)
+    assert node_config["kind"] == "NodeConfig"
+    assert node_config["spec"]["instance"]["localStorage"] == {"strategy": "RAID0"}
+
+
+def test_a_gpu_type_without_instance_store_gets_no_local_storage(monkeypatch):
+    import dataclasses
+
+    type_ = catalog.CATALOG["g6e.12xlarge"]
+    monkeypatch.setitem(catalog.CATALOG, type_.name, dataclasses.replace(type_, nvme_instance_store=False))
+    # A configuration no other test runs: run_program keeps each configuration's graph.
+    graph = run_program("dev", {"gpuInstanceType": type_.name, "gpuRootVolumeGiB": 513})
+    assert "userData" not in _lt(graph, "gpu")
+
+
+def test_core_nodes_keep_the_amis_own_storage(dev):
+    assert "userData" not in _lt(dev, "core")

@@ -75,7 +75,7 @@ def test_the_slurm_release_waits_for_the_configmaps_its_pods_mount(named):
 def test_the_login_pod_merges_the_entries_with_its_images_own_files(values):
     login = values["loginsets"]["slinky"]
     (init,) = login["podSpec"]["initContainers"]
-    image = "ghcr.io/slinkyproject/login"
+    image = "ghcr.io/slinkyproject/login-pyxis"
     assert (
         init["image"] == f"{image}:{TAG}@{image_digest(image, TAG)}"
         and init["name"] == identities.INIT_CONTAINER
@@ -130,7 +130,7 @@ def test_each_worker_mounts_the_entries_directory_and_runs_the_prolog(values):
     for nodeset in values["nodesets"].values():
         assert identities.entries_mount() in nodeset["slurmd"]["volumeMounts"]
         assert identities.entries_volume(IDENTITIES_CONFIGMAP) in nodeset["podSpec"]["volumes"]
-    assert values["prologScripts"] == {identities.PROLOG_SCRIPT: identities.prolog_script()}
+    assert values["prologScripts"][identities.PROLOG_SCRIPT] == identities.prolog_script()
 
 
 def test_the_init_containers_run_with_no_capability_and_a_read_only_root(values):
@@ -216,7 +216,8 @@ def test_a_stack_without_users_has_no_identities_and_root_as_before(dev):
     login = values["loginsets"]["slinky"]
     assert "extraSshdConfig" not in login and "initContainers" not in login["podSpec"]
     assert login["rootSshAuthorizedKeys"].split()[1] == EXAMPLE_SSH_KEY
-    assert "prologScripts" not in values and "initContainers" not in values["controller"]["podSpec"]
+    assert identities.PROLOG_SCRIPT not in values["prologScripts"]
+    assert "initContainers" not in values["controller"]["podSpec"]
     # The workers mount no entries ConfigMap (other volumes, the health check's, are not the users').
     assert not [
         v

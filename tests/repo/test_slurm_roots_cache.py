@@ -1,6 +1,7 @@
 """tests/slurm/build-roots.sh with a recording mmdebstrap: each root is built once per key into the
 cache outside the checkout and linked at DIR/<suite>; a changed package list makes a new key; a
-failed build leaves no root behind a link; a root an older script built in place is replaced."""
+failed build leaves no root behind a link; a root an older script built in place is replaced; a
+suite's pinned archives go into its root with its build script, checked against their digests."""
 
 import os
 import shutil
@@ -9,6 +10,7 @@ import textwrap
 
 import pytest
 
+from devkit import reference_data
 from devkit.offline_run import PROJECT_DIR
 
 SCRIPT = PROJECT_DIR / "tests/slurm/build-roots.sh"
@@ -30,6 +32,7 @@ def tree(tmp_path):
         # ... SUITE TARGET MIRROR: a root with one file, or MMDEBSTRAP_EXIT.
         target=${@: -2:1}
         echo "$target" >> "$RECORD"
+        printf '%s\n' "$@" > "$RECORD.$(basename "$target")"
         [ "${MMDEBSTRAP_EXIT:-0}" = 0 ] || { mkdir -p "$target/half"; exit "$MMDEBSTRAP_EXIT"; }
         mkdir -p "$target/etc" && echo built > "$target/etc/os-release"
         """)
@@ -39,6 +42,8 @@ def tree(tmp_path):
         **os.environ,
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "SLINKY_EKS_CACHE": str(tmp_path / "cache"),
+        # The copied script has no ../shared/ref beside it.
+        "SLINKY_EKS_REF": str(reference_data.ref_root()),
         "RECORD": str(tmp_path / "record"),
     }
     return here, tmp_path / "out", env, tmp_path / "record"
@@ -92,3 +97,39 @@ def test_a_root_built_in_place_by_an_older_script_becomes_a_link(tree):
     (out / "sid/.slinky-stamp").write_text("an older stamp\n")
     assert build(here, out, env).returncode == 0
     assert (out / "sid").is_symlink()
+
+
+def test_a_suite_with_a_build_script_gets_its_pinned_archives_and_the_script_run_in_its_root(tree):
+    here, out, env, record = tree
+    assert build(here, out, env).returncode == 0
+    (args,) = [p.read_text().splitlines() for p in record.parent.glob("record..sid-*")]
+    hooks = [a.removeprefix("--customize-hook=") for a in args if a.startswith("--customize-hook=")]
+    copied = next(h for h in hooks if h.startswith("copy-in ")).split()[1:]
+    src = reference_data.ref_root() / "src"
+    archives = [line.split()[1] for line in (here / "roots/sid.sources").read_text().splitlines()]
+    assert copied == [*(str(src / a) for a in archives), str(here / "roots/sid.build"), "/usr/src/build"]
+    assert any("sh ./sid.build" in h for h in hooks)
+    (trixie,) = [p.read_text() for p in record.parent.glob("record..trixie-*")]
+    assert "--customize-hook" not in trixie
+
+
+def test_an_archive_that_does_not_match_its_pinned_digest_fails_the_build(tree, tmp_path):
+    here, out, env, _ = tree
+    ref = tmp_path / "ref"
+    shutil.copytree(reference_data.ref_root() / "src", ref / "src")
+    with open(ref / "src/pyxis-v0.24.0.tar.gz", "ab") as f:
+        f.write(b"changed")
+    failed = build(here, out, env, SLINKY_EKS_REF=str(ref))
+    assert failed.returncode == 1
+    assert "pyxis-v0.24.0.tar.gz: FAILED" in failed.stderr and "sid.sources" in failed.stderr
+    assert not (out / "sid").exists()
+
+
+def test_a_changed_build_script_makes_a_new_key(tree):
+    here, out, env, _ = tree
+    assert build(here, out, env).returncode == 0
+    before = os.readlink(out / "sid")
+    with open(here / "roots/sid.build", "a") as f:
+        f.write("# a changed build\n")
+    assert build(here, out, env).returncode == 0
+    assert os.readlink(out / "sid") != before

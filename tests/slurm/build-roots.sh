@@ -10,6 +10,12 @@
 # DIR/<suite> links there. A changed input makes a new key. One build per key at a time (flock on
 # <suite>-<key>.lock). Built into a temporary directory and renamed, so an interrupted build never
 # leaves a half root behind a valid stamp.
+#
+# A suite may also build software from pinned upstream archives: roots/<suite>.sources lists them
+# as `sha256sum -c` reads them, roots/<suite>.build is run inside the root in a directory holding
+# them (sid: pyxis and enroot). The archives come from the reference data's src/, found as
+# devkit/reference_data.py finds it: $SLINKY_EKS_REF, ../shared/ref beside the checkout, the cache.
+# Both files are part of the key.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../build/slurm-roots}
@@ -23,10 +29,32 @@ if ! command -v mmdebstrap >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null
 fi
 mkdir -p "$out" "$cache"
+ref_src() {
+  local dir
+  for dir in ${SLINKY_EKS_REF:+"$SLINKY_EKS_REF"} "$here/../../../shared/ref" "$cache/../ref"; do
+    [ -d "$dir/src" ] && { (cd "$dir/src" && pwd); return; }
+  done
+  echo "no reference data with src/ (looked at \$SLINKY_EKS_REF, ../shared/ref, $cache/../ref)" >&2
+  return 1
+}
 
 for list in "$here"/roots/*.packages; do
   suite=$(basename "$list" .packages)
-  stamp=$(cat "$0" "$list" | sha256sum | cut -d' ' -f1)
+  build=$here/roots/$suite.build sources=$here/roots/$suite.sources
+  hooks=()
+  if [ -f "$build" ]; then
+    src=$(ref_src)
+    if ! (cd "$src" && sha256sum --quiet -c "$sources" >&2); then
+      echo "FAILED: $suite root: the archives in $src do not match $sources" >&2
+      exit 1
+    fi
+    # copy-in and chroot: mmdebstrap(1) HOOKS; "$1" is the root being built.
+    hooks=(--customize-hook="mkdir \"\$1/usr/src/build\""
+      --customize-hook="copy-in $(cut -d' ' -f3 "$sources" | sed "s|^|$src/|" | paste -sd' ' -) $build /usr/src/build"
+      --customize-hook="chroot \"\$1\" sh -c 'cd /usr/src/build && sh ./$suite.build'"
+      --customize-hook="rm -rf \"\$1/usr/src/build\"")
+  fi
+  stamp=$(cat "$0" "$list" $([ -f "$build" ] && echo "$build" "$sources") | sha256sum | cut -d' ' -f1)
   key=$suite-${stamp:0:16}
   root=$cache/$key
   exec 9>"$cache/$key.lock"
@@ -40,7 +68,7 @@ for list in "$here"/roots/*.packages; do
     rm -rf "$work"
     start=$(date +%s)
     if ! mmdebstrap --variant=apt --aptopt='Acquire::Check-Valid-Until "false"' \
-         --include="$packages" "$suite" "$work" "$mirror" >"$log" 2>&1; then
+         --include="$packages" ${hooks[@]+"${hooks[@]}"} "$suite" "$work" "$mirror" >"$log" 2>&1; then
       rm -rf "$work"
       missing=$(grep -oE "Version '[^']+' for '[^']+' was not found" "$log" | sort -u | paste -sd';' - || true)
       if [ -n "$missing" ]; then

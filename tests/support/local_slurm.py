@@ -5,7 +5,9 @@ job tests: slurmctld with the slurm.conf the operator generates from the rendere
 configless too (sackd, as the LoginSet's pods run it), auth/slurm with one shared key.
 
 The daemons run in a Debian root filesystem (tests/slurm/build-roots.sh; the host's Debian 12 glibc
-is too old for Slurm 26.05), each in its own UTS and mount namespace: its pod's hostname, a private
+is too old for Slurm 26.05), each in its own UTS and mount namespace whose root the pod's view of
+that root becomes by pivot_root, as a container runtime makes it (not chroot: enroot's containers
+need user namespaces, which the kernel refuses to a chrooted process): its pod's hostname, a private
 /etc/hosts, /etc/slurm holding only the key (configs and the Prolog come from slurmctld), its own spool, log and
 /run, and on workers NVIDIA's procfs/sysfs entries and /dev/nvidiaN devices for the instance
 type's GPUs, so Slurm's gpu/nvidia plugin autodetects them (nvidia_gpus()).
@@ -50,7 +52,7 @@ from typing import Mapping, Sequence
 
 from cluster_programs import node_health as health_program
 from cluster_programs import rollout
-from model.builders import node_health
+from model.builders import containers, node_health
 from model.builders.identities import ENTRIES_DIR, FILES, MERGED_DIR, entry_files, merge_script
 from model.checks.users import HOMES, User
 from model.facts.contract import HEALTH_DIR, SHARED_MOUNT
@@ -94,6 +96,10 @@ _HOST_PATHS = tuple(
 # slurm.conf names no TaskPlugin, and without task/cgroup ConstrainDevices is never applied.
 SANDBOX_CGROUP_CONF = "CgroupPlugin=cgroup/v1\nConstrainDevices=yes\n"
 SANDBOX_EXTRA_CONF = "TaskPlugin=task/cgroup"
+
+
+# Where a pod's root keeps the host's root during pivot_root (_spawn), detached right after.
+PUT_OLD = "/.host-root"
 
 
 class RootMissing(RuntimeError):
@@ -271,6 +277,8 @@ class LocalSlurm:
         users: Sequence[User] = (),
         node_health: dict[str, str] | None = None,
         gpus_of: Mapping[str, tuple[str, int]] | None = None,
+        login_files: dict[str, str] | None = None,
+        login_dirs: Sequence[str] = (),
     ):
         self.dir = workdir
         self.release = release
@@ -302,6 +310,11 @@ class LocalSlurm:
         # `Topology=<value>` to slurmd's --conf (SlinkyProject/containers
         # schedmd/slurm/26.05/ubuntu24.04/files/usr/local/bin/slurmd-entrypoint.sh, addConfItem).
         self.pod_topology: dict[str, str] = {}
+        # What a test gives the login pod beyond the release: files at their path, read-only, as
+        # a mounted ConfigMap item ({path in the pod: text}), and directories made world-writable
+        # and sticky, as /tmp.
+        self.login_files = dict(login_files or {})
+        self.login_dirs = tuple(login_dirs)
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -365,6 +378,14 @@ class LocalSlurm:
         if self.accounting is not None:
             hosts.append(f"127.0.0.1 {' '.join(self.accounting.hosts)}")
         (d / "hosts").write_text("\n".join(hosts) + "\n")
+        for path, text in self.login_files.items():
+            (d / "login-files" / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (d / "login-files" / path.lstrip("/")).write_text(text)
+        # The NodeSet's enroot.conf, a ConfigMap's item mounted at its path
+        # (model/builders/containers.py slurmd_mounts), when the release has container jobs.
+        enroot = self.release.config_maps.get(containers.ENROOT_CONFIGMAP)
+        if enroot is not None:
+            (d / "enroot.conf").write_text(enroot["data"]["enroot.conf"])
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
@@ -451,13 +472,20 @@ class LocalSlurm:
         pod: pathlib.Path | None = None,
         shared: bool = False,
         gpus: int | None = None,
+        files: dict[str, pathlib.Path] | None = None,
+        dirs: Sequence[str] = (),
+        volumes: dict[str, pathlib.Path] | None = None,
     ) -> str:
-        """A shell script (host tools) that builds a pod's view of the root, then chroots; with
-        `shared`, the pod mounts the cluster's /shared."""
+        """A shell script (host tools) that builds a pod's view of the root, which _spawn then makes
+        the pod's root; with `shared`, the pod mounts the cluster's /shared; `files` ({path in the
+        pod: file here}) mounted read-only; `dirs` made world-writable and sticky; `volumes` ({path in
+        the pod: directory here}) mounted writable."""
         r = shlex.quote(str(self.fs))
         d = self.dir
         lines = [
             "set -e",
+            # The root a mount point of its own in this namespace, which pivot_root needs (_spawn).
+            f"mount --bind {r} {r}",
             f"mount --rbind /proc {r}/proc",
             f"mount --rbind /sys {r}/sys",
             f"mount -t tmpfs -o mode=755 tmpfs {r}/dev",
@@ -468,6 +496,9 @@ class LocalSlurm:
             f"mkdir {r}/dev/pts {r}/dev/shm",
             f"mount --bind /dev/pts {r}/dev/pts",
             f"mount -t tmpfs -o mode=1777 tmpfs {r}/dev/shm",
+            # FUSE, as in a privileged pod, for enroot's squashfuse and fuse-overlayfs
+            # (Documentation/admin-guide/devices.txt: misc 229).
+            f"mknod -m 666 {r}/dev/fuse c 10 229",
             f"ln -s /proc/self/fd {r}/dev/fd",
             f"ln -s /proc/self/fd/0 {r}/dev/stdin",
             f"ln -s /proc/self/fd/1 {r}/dev/stdout",
@@ -486,6 +517,12 @@ class LocalSlurm:
                 f"mount --bind {shlex.quote(path)} {r}{shlex.quote(path)}",
             ]
         lines += self._identities(pod or d / hostname, identities)
+        for path, source in (files or {}).items():
+            target = f"{r}{shlex.quote(path)}"
+            lines += [
+                f"mkdir -p $(dirname {target}) && touch {target}",
+                f"mount --bind -o ro {shlex.quote(str(source))} {target}",
+            ]
         if shared:
             # The login and NodeSet pods' /shared is a volume of its own (the EFS claim): one
             # directory of this cluster's, mounted in each (shared_dir).
@@ -493,6 +530,7 @@ class LocalSlurm:
                 f"mkdir -p {d}/shared{HOMES.removeprefix(SHARED_MOUNT)}",
                 f"mount --bind {d}/shared {r}{SHARED_MOUNT}",
             ]
+        lines += [f"mkdir -p {r}{shlex.quote(p)} && chmod 1777 {r}{shlex.quote(p)}" for p in dirs]
         lines += [
             f"mount --bind {d}/{etc} {r}{ETC_DIR}",
             f"mount --bind {d}/hosts {r}/etc/hosts",
@@ -501,6 +539,11 @@ class LocalSlurm:
         ]
         if spool is not None:
             lines.append(f"mount --bind {spool[0]} {r}{spool[1]}")
+        for path, source in (volumes or {}).items():
+            lines += [
+                f"mkdir -p {r}{shlex.quote(path)}",
+                f"mount --bind {shlex.quote(str(source))} {r}{shlex.quote(path)}",
+            ]
         if gpu_dir is not None:
             lines += [
                 f"mount --bind {gpu_dir}/proc-driver {r}/proc/driver",
@@ -636,7 +679,15 @@ class LocalSlurm:
             raise RuntimeError(f"{argv} in {node}'s pod exited {done.returncode}: {done.stdout}{done.stderr}")
 
     def _spawn(self, name: str, script: str, argv: list[str], logfile: pathlib.Path) -> Daemon:
-        cmd = f"{script}\nexec chroot {shlex.quote(str(self.fs))} {shlex.join(argv)}"
+        # The pod's root made its mount namespace's root with pivot_root(2), as a container runtime
+        # does, not chroot(2): the kernel refuses a new user namespace to a chrooted process
+        # (kernel/user_namespace.c create_user_ns: current_chrooted()), and enroot makes one for
+        # every container (enroot-nsenter). The host's root, mounted at PUT_OLD, is then detached.
+        r = shlex.quote(str(self.fs))
+        cmd = (
+            f"{script}\nmkdir -p {r}{PUT_OLD}\ncd {r}\npivot_root . .{PUT_OLD}\ncd /\n"
+            f"umount -l {PUT_OLD}\nexec {shlex.join(argv)}"
+        )
         out = open(logfile, "ab")
         proc = subprocess.Popen(
             ["unshare", "--uts", "--mount", "--propagation", "private", "--", "sh", "-c", cmd],
@@ -674,7 +725,16 @@ class LocalSlurm:
         self.login = self._spawn(
             "sackd",
             self._mounts(
-                "login", "etc-node", None, str(d / "log-login"), None, "merged", d / "login", shared=True
+                "login",
+                "etc-node",
+                None,
+                str(d / "log-login"),
+                None,
+                "merged",
+                d / "login",
+                shared=True,
+                files={path: d / "login-files" / path.lstrip("/") for path in self.login_files},
+                dirs=self.login_dirs,
             ),
             ["sackd", "-D", "--conf-server", f"{self.release.service_host}:{SLURMCTLD_PORT}"],
             d / "sackd.stdout",
@@ -789,7 +849,7 @@ class LocalSlurm:
         """A new pod for `node`: fresh spool, log and /run, the same hostname and GPUs."""
         gen = self._generation[node] = self._generation.get(node, -1) + 1
         pod = self.dir / f"{node}.{gen}"
-        for sub in ("spool", "log"):
+        for sub in ("spool", "log", "node-local"):
             (pod / sub).mkdir(parents=True, exist_ok=True)
         model, count = self.gpus_of.get(
             nodeset_name(self.nodeset_of.get(node, self.nodeset)), (self.gpu_model, self.gpus)
@@ -809,6 +869,12 @@ class LocalSlurm:
                 pod,
                 shared=True,
                 gpus=count,
+                files={containers.ENROOT_CONF: self.dir / "enroot.conf"}
+                if (self.dir / "enroot.conf").exists()
+                else {},
+                # The NodeSet pod's node-local emptyDir (model/builders/containers.py
+                # slurmd_volumes): the pod's own directory, a new pod's empty.
+                volumes={containers.NODE_LOCAL_MOUNT: pod / "node-local"},
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",

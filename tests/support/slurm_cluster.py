@@ -18,16 +18,22 @@ WALKTHROUGH = CATALOG["g6.12xlarge"]
 
 @contextlib.contextmanager
 def running_cluster(
-    tmp_path_factory, rendered, who: str, suite: str = "sid", users: Sequence[User] = ()
+    tmp_path_factory,
+    rendered,
+    who: str,
+    suite: str = "sid",
+    users: Sequence[User] = (),
+    login_files: dict[str, str] | None = None,
+    login_dirs: Sequence[str] = (),
 ) -> Iterator[LocalSlurm]:
     """A real Slurm cluster in the Slinky shape (tests/local_slurm.py) from the dev stack's rendered
     `slurm` release, for the walkthrough's g6.12xlarge, with `users` known in every pod; `who`
-    names the tests in the failure."""
+    names the tests in the failure. `login_files` and `login_dirs`: LocalSlurm's."""
     if os.geteuid() != 0:
         pytest.fail(f"{who} start a real Slurm cluster in namespaces: they need root")
     release = Release.from_documents(rendered["slurm"])
     if suite == "trixie":
-        release = _without_metrics(release)
+        release = _without_containers(_without_metrics(release))
     try:
         cluster = LocalSlurm(
             tmp_path_factory.mktemp(suite),
@@ -36,6 +42,8 @@ def running_cluster(
             WALKTHROUGH.gpus,
             suite=suite,
             users=users,
+            login_files=login_files,
+            login_dirs=login_dirs,
         )
     except RootMissing as e:
         pytest.fail(str(e))
@@ -53,6 +61,17 @@ def _without_metrics(release: Release) -> Release:
     controller = copy.deepcopy(release.controller)
     controller["spec"]["metrics"] = {"enabled": False}
     return Release(controller, release.nodesets, release.config_maps, release.accountings)
+
+
+def _without_containers(release: Release) -> Release:
+    """The release without plugstack.conf: the trixie root (the PMIx tests') has no pyxis built
+    (tests/slurm/roots/sid.build is the sid root's), and a `required` plugin that does not load
+    fails every step (https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION)."""
+    config_maps = {
+        name: {**cm, "data": {k: v for k, v in cm.get("data", {}).items() if k != "plugstack.conf"}}
+        for name, cm in release.config_maps.items()
+    }
+    return Release(release.controller, release.nodesets, config_maps, release.accountings)
 
 
 # Where the accounting tests' MariaDB serves, set over the release's accounting.storageConfig

@@ -61,7 +61,7 @@ HOLDS = {
     DLC: ["2.13.0-cu133-amzn2023", "2.13.0-cu130-amzn2023", "2.12.0-cu130-amzn2023"],
     **{
         f"ghcr.io/slinkyproject/{n}": SLINKY_TAGS
-        for n in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login")
+        for n in ("slurmd", "slurmctld", "slurmrestd", "slurmdbd", "login-pyxis")
     },
     **{
         f"ghcr.io/slinkyproject/{n}": ["1.2.1", "1.2.2"] for n in ("slurm-operator", "slurm-operator-webhook")
@@ -93,12 +93,12 @@ def test_the_images_are_the_bases_and_the_slinky_images_of_both_charts():
             "slurmctld",
             "slurmrestd",
             "slurmdbd",
-            "login",
+            "login-pyxis",
             "slurm-operator",
             "slurm-operator-webhook",
         ]
     )
-    assert images()["login"].reference == "ghcr.io/slinkyproject/login:26.05.5-ubuntu24.04"
+    assert images()["login-pyxis"].reference == "ghcr.io/slinkyproject/login-pyxis:26.05.5-ubuntu24.04"
     assert (
         images()["slurm-operator-webhook"].reference == "ghcr.io/slinkyproject/slurm-operator-webhook:1.2.2"
     )

@@ -39,7 +39,7 @@ ARGS = SlurmValuesArgs(
     jwt_key_secret="slurm-auth-jwt",
     slinky_images={
         name: f"ghcr.io/slinkyproject/{name}:26.05.5-ubuntu24.04@sha256:{'1' * 64}"
-        for name in ("slurmctld", "slurmrestd", "slurmdbd", "login")
+        for name in ("slurmctld", "slurmrestd", "slurmdbd", "login-pyxis")
     },
     accounting_host="db.example",
     accounting_password_secret="slurm-accounting-database",
@@ -122,3 +122,61 @@ def test_a_placed_pools_partition_runs_on_its_topology_and_all_keeps_the_default
 
 def test_a_stack_without_placed_pools_names_no_topology():
     assert "Topology" not in partitions([TRAIN], {})["train"]["configMap"]
+
+
+def test_pyxis_is_in_plugstack_conf_which_slurmctld_serves_to_every_node():
+    from model.builders import containers
+
+    assert slurm_values(ARGS)["configFiles"] == {"plugstack.conf": containers.plugstack_conf()}
+
+
+def test_the_login_pod_runs_slinkys_pyxis_flavour_of_the_login_image():
+    login = slurm_values(ARGS)["loginsets"][LOGINSET]["login"]
+    assert login["image"] == ARGS.slinky_images["login-pyxis"]
+
+
+def test_the_login_pod_stays_unprivileged_with_container_jobs():
+    loginset = slurm_values(ARGS)["loginsets"][LOGINSET]
+    contexts = [
+        loginset["login"].get("securityContext") or {},
+        loginset["podSpec"].get("securityContext") or {},
+    ]
+    assert not any(c.get("privileged") for c in contexts)
+
+
+def test_every_slurmd_mounts_enroot_conf_and_the_node_local_disk():
+    from model.builders import containers
+
+    nodeset = slurm_values(dataclasses.replace(ARGS, gpu_pools=[TRAIN, INFER]))["nodesets"]
+    for pool in ("train", "infer"):
+        mounts = {m["mountPath"]: m for m in nodeset[pool]["slurmd"]["volumeMounts"]}
+        volumes = {v["name"]: v for v in nodeset[pool]["podSpec"]["volumes"]}
+        assert mounts[containers.ENROOT_CONF]["subPath"] == "enroot.conf"
+        assert (
+            volumes[mounts[containers.ENROOT_CONF]["name"]]["configMap"]["name"]
+            == containers.ENROOT_CONFIGMAP
+        )
+        assert volumes[mounts[containers.NODE_LOCAL_MOUNT]["name"]] == {
+            "name": containers.NODE_LOCAL_VOLUME,
+            "emptyDir": {},
+        }
+
+
+def test_the_release_renders_the_enroot_conf_the_slurmd_pods_mount():
+    from model.builders import containers
+
+    (cm,) = [
+        o for o in slurm_values(ARGS)["extraObjects"] if o["metadata"]["name"] == containers.ENROOT_CONFIGMAP
+    ]
+    assert cm["data"] == {"enroot.conf": containers.enroot_conf(containers.PATHS)}
+
+
+def test_the_job_scratch_prolog_and_epilog_run_beside_the_named_users_prolog():
+    from model.builders import containers, identities
+    from model.checks.users import User
+
+    with_users = dataclasses.replace(ARGS, users=[User("ada", 2001, ("ssh-ed25519 AAAA ada",))])
+    for args, extra in ((ARGS, set()), (with_users, {identities.PROLOG_SCRIPT})):
+        values = slurm_values(args)
+        assert set(values["prologScripts"]) == {containers.PROLOG_SCRIPT} | extra
+        assert set(values["epilogScripts"]) == {containers.EPILOG_SCRIPT}

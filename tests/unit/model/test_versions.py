@@ -57,6 +57,9 @@ def dockerfile_default_problems(text: str) -> list[str]:
         "DLC_IMAGE": f"{dlc_registry('us-west-2')}/{versions.DLC_IMAGE}",
         "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
         "SLURM_VERSION": versions.SLURM_RELEASE,
+        "PYXIS_VERSION": versions.PYXIS_VERSION,
+        "ENROOT_VERSION": versions.ENROOT_VERSION,
+        "LIBNVIDIA_CONTAINER_VERSION": versions.LIBNVIDIA_CONTAINER_VERSION,
     }
     return [
         f"ARG {name}={args.get(name)!r}, the model pins {value!r}"
@@ -87,7 +90,17 @@ def test_the_dockerfile_arg_defaults_are_the_models_pins():
     assert dockerfile_default_problems((ROOT / "image/Dockerfile").read_text()) == []
 
 
-@pytest.mark.parametrize("arg", ["DLC_IMAGE", "SLURMD_IMAGE", "SLURM_VERSION"])
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "DLC_IMAGE",
+        "SLURMD_IMAGE",
+        "SLURM_VERSION",
+        "PYXIS_VERSION",
+        "ENROOT_VERSION",
+        "LIBNVIDIA_CONTAINER_VERSION",
+    ],
+)
 def test_a_dockerfile_default_that_differs_from_the_pin_is_found(arg):
     text = re.sub(rf"^ARG {arg}=.*$", f"ARG {arg}=stale", (ROOT / "image/Dockerfile").read_text(), flags=re.M)
     assert len(dockerfile_default_problems(text)) == 1

@@ -1,0 +1,166 @@
+"""Container jobs on a real Slurm 26.05 cluster (tests/support/local_slurm.py): pyxis v0.24.0 and
+enroot v4.1.2, built in the test root (tests/slurm/roots/sid.build), configured as the dev stack's
+release configures them (model/builders/containers.py: plugstack.conf served by slurmctld,
+enroot.conf from its ConfigMap and the node-local emptyDir in each worker pod, the directories made
+by the workers' Prolog), run `srun --container-image` steps for a named user on the workers. One
+cluster for all of them: the suite's time (CONTRIBUTING.md)."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from model.builders.containers import ENROOT_CONF, PATHS, enroot_conf, enroot_directories
+from model.checks.users import User
+from model.facts.contract import SHARED_MOUNT
+from tests.support.local_accounting import register_users
+from tests.support.local_registry import LocalRegistry
+from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
+
+pytestmark = pytest.mark.slurm
+
+ALICE = User("alice", 2001, ())
+# The login pod imports with the workers' enroot.conf and, test-only, plain HTTP for the registry on
+# the test network (enroot v4.1.2 conf/enroot.conf.in: ENROOT_ALLOW_HTTP, "Use HTTP for outgoing
+# requests instead of HTTPS"), in the directories the workers' Prolog makes.
+LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\n"
+# Where the tests keep images on /shared, as a user would.
+IMAGES = f"{SHARED_MOUNT}/images"
+# What the test image's /etc/os-release says, which the pods' Debian does not.
+IMAGE_ID = "slinky-eks-test-image"
+IMAGE_OS_RELEASE = f'ID={IMAGE_ID}\nPRETTY_NAME="slinky-eks container test image"\n'
+
+
+def _image_tree(root: pathlib.Path, tree: pathlib.Path) -> pathlib.Path:
+    """The smallest root filesystem a container step needs: the test root's dash as /bin/sh and
+    its cat, the C library they link (`ldd`: libc.so.6 and the loader, nothing else), the mount
+    points enroot mounts over (enroot v4.1.2 conf/mounts/10-system.fstab, 20-config.fstab), its
+    own /etc/os-release and the passwd and group files enroot's hooks add the user to."""
+    lib = "usr/lib/x86_64-linux-gnu"
+    for rel in ("usr/bin/dash", "usr/bin/cat", f"{lib}/libc.so.6", f"{lib}/ld-linux-x86-64.so.2"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, tree / rel)
+    (tree / "usr/bin/sh").symlink_to("dash")
+    (tree / "usr/lib64").mkdir()
+    (tree / "usr/lib64/ld-linux-x86-64.so.2").symlink_to("../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")
+    for link in ("bin", "lib", "lib64"):
+        (tree / link).symlink_to(f"usr/{link}")
+    for d in ("proc", "sys", "dev", "tmp", "run", "var/run", "var/lock", "root", "home"):
+        (tree / d).mkdir(parents=True)
+    (tree / "etc").mkdir()
+    (tree / "etc/os-release").write_text(IMAGE_OS_RELEASE)
+    (tree / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+    (tree / "etc/group").write_text("root:x:0:\n")
+    for name in ("hosts", "hostname", "resolv.conf"):
+        (tree / "etc" / name).touch()
+    return tree
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory, dev):
+    """The dev stack's release with its accounting on the test's database (a named user's step
+    needs an association: AccountingStorageEnforce), alice registered as the registration Job
+    registers her; the login pod set up to import images."""
+    with running_cluster(
+        tmp_path_factory,
+        {"slurm": rendered_with_accounting(dev)},
+        "the container job tests",
+        users=(ALICE,),
+        login_files={ENROOT_CONF: LOGIN_ENROOT_CONF},
+        login_dirs=enroot_directories(PATHS),
+    ) as cluster:
+        register_users(cluster, (ALICE,))
+        (cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")).mkdir()
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def image_tree(slurm, tmp_path_factory) -> pathlib.Path:
+    return _image_tree(slurm.fs, tmp_path_factory.mktemp("image") / "rootfs")
+
+
+@pytest.fixture(scope="module")
+def image(slurm, image_tree) -> str:
+    """The tree as a squashfs image on /shared, made in the login pod by the root's mksquashfs
+    (enroot's own options for images: enroot.conf.in ENROOT_SQUASH_OPTIONS)."""
+    made = slurm.run(
+        [
+            "mksquashfs",
+            str(image_tree),
+            f"{IMAGES}/test.sqsh",
+            "-comp",
+            "lzo",
+            "-noD",
+            "-all-root",
+            "-quiet",
+        ]
+    )
+    assert made.returncode == 0, made.stderr
+    return f"{IMAGES}/test.sqsh"
+
+
+def _srun(slurm, argv: list[str], user: User = ALICE) -> subprocess.CompletedProcess:
+    return slurm.run_as(user, ["srun", *argv], timeout=180)
+
+
+def test_a_named_user_runs_a_step_inside_a_squashfs_image_with_shared_mounted(slurm, image):
+    (slurm.shared_dir / "from-shared.txt").write_text("written on /shared\n")
+    node = slurm.nodes[0]
+    done = _srun(
+        slurm,
+        [
+            "-w",
+            node,
+            f"--container-image={image}",
+            f"--container-mounts={SHARED_MOUNT}",
+            "sh",
+            "-c",
+            f'cat /etc/os-release {SHARED_MOUNT}/from-shared.txt /proc/self/status; echo "ON $SLURMD_NODENAME"',
+        ],
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"ID={IMAGE_ID}" in done.stdout
+    assert "written on /shared" in done.stdout
+    uid = next(line.split()[1] for line in done.stdout.splitlines() if line.startswith("Uid:"))
+    assert int(uid) == ALICE.uid
+    assert f"ON {node}" in done.stdout
+
+
+def test_an_image_imported_once_onto_shared_serves_a_two_node_step_without_the_registry(slurm, image_tree):
+    registry = LocalRegistry(image_tree, "tiny", "1").start()
+    try:
+        imported = slurm.run(
+            ["enroot", "import", "-o", f"{IMAGES}/tiny.sqsh", f"docker://{registry.reference}"],
+            timeout=180,
+        )
+        assert imported.returncode == 0, imported.stdout + imported.stderr
+        assert any("/manifests/" in r for r in registry.requests), registry.requests
+        pulled = len(registry.requests)
+        done = _srun(
+            slurm,
+            [
+                "-N2",
+                "--ntasks-per-node=1",
+                f"--container-image={IMAGES}/tiny.sqsh",
+                "cat",
+                "/etc/os-release",
+            ],
+        )
+        assert registry.requests[pulled:] == [], done.stderr
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.count(f"ID={IMAGE_ID}") == 2
+    finally:
+        registry.stop()
+
+
+def test_a_missing_image_fails_the_step_with_pyxis_error_and_the_node_stays_usable(slurm, image):
+    node = slurm.nodes[1]
+    failed = _srun(slurm, ["-w", node, f"--container-image={IMAGES}/missing.sqsh", "cat", "/etc/os-release"])
+    assert failed.returncode != 0
+    assert "pyxis:" in failed.stderr
+    assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"
+    again = _srun(slurm, ["-w", node, f"--container-image={image}", "cat", "/etc/os-release"])
+    assert again.returncode == 0 and f"ID={IMAGE_ID}" in again.stdout, again.stdout + again.stderr
