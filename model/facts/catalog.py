@@ -81,11 +81,6 @@ class InstanceStore:
     disk_gb: int
     nvme: bool
 
-    @property
-    def total_gb(self) -> int:
-        """TotalSizeInGB: what the disks hold together, and what one RAID0 array of them holds."""
-        return self.disks * self.disk_gb
-
 
 def _nvme(disks: int, disk_gb: int) -> InstanceStore:
     return InstanceStore(disks, disk_gb, nvme=True)
