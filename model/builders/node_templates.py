@@ -78,8 +78,9 @@ def local_storage_node_config() -> str:
     /var/lib/containerd, /var/lib/soci-snapshotter-grpc and /var/log/pods onto the array and
     bind-mounts each back at its own path (no disabledMounts: all four; the kubelet's cannot be
     disabled). Pods' emptyDirs live under the kubelet's directory (/var/lib/kubelet/pods/<uid>/
-    volumes) and the image store under containerd's, so both are on the NVMe
-    (model/builders/containers.py NODE_LOCAL_MOUNT)."""
+    volumes; --root-dir's default, https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/)
+    and the image store under containerd's, so both are on the NVMe (model/builders/containers.py
+    NODE_LOCAL_MOUNT)."""
     return (
         "---\n"
         "apiVersion: node.eks.aws/v1alpha1\n"
