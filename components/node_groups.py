@@ -379,7 +379,7 @@ class NodeGroups(pulumi.ComponentResource):
             ],
             placement=self._placement(group, pool, reservation),
             # The instance store as one RAID0 volume under the kubelet and containerd, where the
-            # type has one (model/builders/node_templates.py gpu_user_data).
+            # type has NVMe instance store (model/builders/node_templates.py gpu_user_data).
             user_data=gpu_user_data(pool.gpu),
             update_default_version=True,
             opts=child,

@@ -29,11 +29,13 @@ import io
 import json
 import pathlib
 import shutil
+import struct
 import sys
 import tarfile
 import tempfile
 import urllib.request
 import zipfile
+import zlib
 from dataclasses import dataclass
 
 from devkit import reference_data
@@ -101,6 +103,19 @@ class ArchiveEntry:
     digest: str
     keep: tuple[str, ...] = ()
     keep_archive: bool = False
+
+
+@dataclass(frozen=True)
+class TagArchiveEntry:
+    """An upstream tag as `git archive --format=tar.gz` writes it, byte for byte, pinned by that
+    file's SHA-256. GitHub makes a tag's tarball with git archive
+    (https://docs.github.com/en/repositories/working-with-files/using-files/downloading-source-code-archives)
+    but promises its content, not its compressed bytes, so the fetch keeps the tar stream that came
+    and compresses it again as git archive's own gzip does (git_archive_gzip)."""
+
+    path: str
+    url: str
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -181,7 +196,7 @@ _SLINKY_V121 = "87313dac23e95f5632439e99c9fe9e325ece1bcd"
 _SLINKY_RELEASE_12 = "b98cad3ff671cff6e930f6c7789cf2287a967b96"
 _LBC_POLICY = "docs/install/iam_policy.json"
 
-OTHER_ENTRIES: tuple[ArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
+OTHER_ENTRIES: tuple[ArchiveEntry | TagArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
     ArchiveEntry(
         path="slinky-1.2.1/helm",
         url=_github_archive("SlinkyProject/slurm-operator", _SLINKY_V121),
@@ -211,6 +226,20 @@ OTHER_ENTRIES: tuple[ArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
         member="nccl-tests-2.17.9",
         keep_archive=True,
         digest="1aa5d3bdf657f66251b0b583630b137012e2c249d3f8ca49f2f54ca0534f57b4",
+    ),
+    # pyxis and enroot at the versions the real-Slurm tests build into the sid root
+    # (tests/slurm/roots/sid.build; model/facts/versions.py). Each sha256 is that of the file in
+    # ../shared/ref/src/ (its README: tag v0.24.0 = 107519944221, v4.1.2 = bd51f53b6fa9), which
+    # tests/slurm/roots/sid.sources pins too.
+    TagArchiveEntry(
+        path=f"src/pyxis-v{versions.PYXIS_VERSION}.tar.gz",
+        url=_github_archive("NVIDIA/pyxis", f"v{versions.PYXIS_VERSION}"),
+        sha256="063653ba39125ac29796cc6079701d1ec34dd4c5baf698efacc0f36bf3619681",
+    ),
+    TagArchiveEntry(
+        path=f"src/enroot-v{versions.ENROOT_VERSION}.tar.gz",
+        url=_github_archive("NVIDIA/enroot", f"v{versions.ENROOT_VERSION}"),
+        sha256="817e8d551135e6f3fc311d1ee57b03fb4d30325acba732f8dea43069ca11f8d3",
     ),
     FileEntry(
         path="pulumi-project.schema.json",
@@ -259,7 +288,7 @@ OTHER_ENTRIES: tuple[ArchiveEntry | FileEntry | InstanceTypesEntry, ...] = (
 PREVIOUS_CHARTS = tuple(slinky_charts("1.2.1"))
 
 
-def entries() -> list[ChartEntry | ArchiveEntry | FileEntry | InstanceTypesEntry]:
+def entries() -> list[ChartEntry | ArchiveEntry | TagArchiveEntry | FileEntry | InstanceTypesEntry]:
     """Everything the reference data holds for the tests and the offline plan, in fetch order. A
     chart whose release is staged as its release branch (reference_data.RELEASE_BRANCHES) comes
     with that branch's archive (an ArchiveEntry), not from its repository."""
@@ -341,6 +370,28 @@ def _fetch_archive(entry: ArchiveEntry, staging: pathlib.Path, mirror: str | Non
         _write_files(staging / entry.path, files)
 
 
+def git_archive_gzip(tar: bytes) -> bytes:
+    """`tar` gzip-compressed as `git archive --format=tar.gz` does since git 2.38 with its own gzip
+    (git/git archive-tar.c, write_tar_filter_archive, "git archive gzip"): zlib's deflate at the
+    default level 6, in a gzip header with no name, time 0 and OS 3 (Unix, set by git whatever
+    the platform), and the CRC-32 and length trailer (RFC 1952)."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    header = b"\x1f\x8b\x08\x00" + b"\x00\x00\x00\x00" + b"\x00\x03"
+    trailer = struct.pack("<II", zlib.crc32(tar), len(tar) & 0xFFFFFFFF)
+    return header + deflate.compress(tar) + deflate.flush() + trailer
+
+
+def _fetch_tag_archive(entry: TagArchiveEntry, staging: pathlib.Path, mirror: str | None) -> None:
+    data = _download(f"{mirror}/{entry.path}" if mirror else entry.url)
+    try:
+        tar = gzip.decompress(data)
+    except (OSError, EOFError) as e:
+        raise FetchError(f"{entry.path}: not a gzip archive: {e}") from None
+    archive = git_archive_gzip(tar)
+    _check(entry.path, hashlib.sha256(archive).hexdigest(), entry.sha256)
+    _write_files(staging, {entry.path: archive})
+
+
 def _fetch_file(entry: FileEntry, staging: pathlib.Path, mirror: str | None) -> None:
     data = _download(f"{mirror}/{entry.path}" if mirror else entry.url)
     _check(entry.path, hashlib.sha256(data).hexdigest(), entry.sha256)
@@ -389,6 +440,8 @@ def fetch(into: pathlib.Path, mirror: str | None = None, log=print) -> None:
                 _fetch_chart(entry, staging, mirror)
             elif isinstance(entry, ArchiveEntry):
                 _fetch_archive(entry, staging, mirror)
+            elif isinstance(entry, TagArchiveEntry):
+                _fetch_tag_archive(entry, staging, mirror)
             elif isinstance(entry, FileEntry):
                 _fetch_file(entry, staging, mirror)
             else:

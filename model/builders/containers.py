@@ -100,11 +100,12 @@ def enroot_directories(paths: EnrootPaths) -> tuple[str, ...]:
 
 
 # The cluster's own directories (model/builders/slurm_values.py mounts them into every slurmd).
-# Node-local: an emptyDir. On a type with instance store the kubelet's directory, where emptyDirs
-# live, is on the node's NVMe RAID0: nodeadm's localStorage runs setup-local-disks, which moves
-# /var/lib/kubelet (and containerd's store) onto the array it mounts at /mnt/k8s-disks/0
-# (awslabs/amazon-eks-ami v20260724 templates/al2023/runtime/bin/setup-local-disks, maybe_raid and
-# BIND_MOUNTS; model/builders/node_templates.py local_storage). Elsewhere it is on the root volume.
+# Node-local: an emptyDir. On a type with NVMe instance store the kubelet's directory, where
+# emptyDirs live, is on the node's NVMe RAID0: nodeadm's localStorage runs setup-local-disks, which
+# copies /var/lib/kubelet (and containerd's store) onto the array it mounts at /mnt/k8s-disks/0 and
+# bind-mounts it back in place (awslabs/amazon-eks-ami v20260724
+# templates/al2023/runtime/bin/setup-local-disks, maybe_raid and BIND_MOUNTS;
+# model/builders/node_templates.py local_storage_node_config). Elsewhere it is on the root volume.
 # An emptyDir rather than a hostPath: no host directory is opened to the pod, and it is emptied with
 # the pod.
 NODE_LOCAL_VOLUME = "node-local"

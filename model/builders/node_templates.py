@@ -56,19 +56,31 @@ def node_template_tags(pool: GpuPool, labels: dict[str, str]) -> dict[str, str]:
 
 
 # The launch template's user data for a managed node group on an EKS AL2023 AMI: a MIME multi-part
-# document whose application/node.eks.aws part is a NodeConfig nodeadm merges with the one EKS adds
-# (EKS user guide, "Customize managed nodes with launch templates", Amazon Linux 2023 user data:
-# https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html).
+# document, the format EKS requires for Amazon Linux because it merges the document with its own
+# user data, the NodeConfig that joins the node to the cluster (EKS user guide, "Customize managed
+# nodes with launch templates", Amazon EC2 user data:
+# https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html; no merge where the launch
+# template names an AMI, which ours never does: the node group's amiType picks it). nodeadm merges
+# every application/node.eks.aws part it finds, in document order (awslabs/amazon-eks-ami v20260724
+# nodeadm/doc/examples.md, "Merging multiple configuration objects"): ours sets localStorage only,
+# EKS's sets the cluster, so neither overrides the other.
 _BOUNDARY = "SLINKYEKS"
 
 
 def local_storage_node_config() -> str:
     """nodeadm's NodeConfig that assembles the instance store into one RAID0 array at boot:
-    spec.instance.localStorage.strategy RAID0 (awslabs/amazon-eks-ami v20260724
-    nodeadm/doc/api.md, LocalStorageOptions). setup-local-disks then mounts it at
-    /mnt/k8s-disks/0 and moves the kubelet's and containerd's directories onto it
-    (templates/al2023/runtime/bin/setup-local-disks): pods' emptyDirs and the image store land on
-    the NVMe (model/builders/containers.py NODE_LOCAL_MOUNT)."""
+    spec.instance.localStorage.strategy RAID0 (awslabs/amazon-eks-ami v20260724 nodeadm/doc/api.md,
+    LocalStorageOptions; nodeadm/internal/system/local_disk.go runs `setup-local-disks raid0`).
+    templates/al2023/runtime/bin/setup-local-disks (maybe_raid) builds one md RAID0 array of every
+    NVMe instance store disk (the /dev/disk/by-id/*NVMe_Instance_Storage_* links; a store EC2 does
+    not attach over NVMe is left alone), formats it XFS and mounts it at /mnt/k8s-disks/0; then,
+    stopping kubelet and containerd where they already run, it copies /var/lib/kubelet,
+    /var/lib/containerd, /var/lib/soci-snapshotter-grpc and /var/log/pods onto the array and
+    bind-mounts each back at its own path (no disabledMounts: all four; the kubelet's cannot be
+    disabled). Pods' emptyDirs live under the kubelet's directory (/var/lib/kubelet/pods/<uid>/
+    volumes; --root-dir's default, https://kubernetes.io/docs/reference/command-line-tools-reference/kubelet/)
+    and the image store under containerd's, so both are on the NVMe (model/builders/containers.py
+    NODE_LOCAL_MOUNT)."""
     return (
         "---\n"
         "apiVersion: node.eks.aws/v1alpha1\n"
@@ -82,8 +94,10 @@ def local_storage_node_config() -> str:
 
 def gpu_user_data(gpu: GpuInstanceType) -> str | None:
     """A GPU pool's launch template user data, base64 as EC2 takes it: the instance store as one
-    RAID0 volume where the type has one; None (no user data) where it has none."""
-    if not gpu.nvme_instance_store:
+    RAID0 volume where the type has NVMe instance store (catalog instance_store); None (no user
+    data, everything on the root volume) where it has none."""
+    store = gpu.instance_store
+    if store is None or not store.nvme:
         return None
     document = (
         "MIME-Version: 1.0\n"

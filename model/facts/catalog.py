@@ -5,11 +5,16 @@ Sources, cited below by tag:
      DescribeInstanceTypes as generated into aws/karpenter-provider-aws
      website/content/en/preview/reference/instance-types.md, pkg/providers/instancetype/
      zz_generated.vpclimits.go and pkg/fake/zz_generated.describe_instance_types.go
-  D1 the same DescribeInstanceTypes records, as moto 5.2.5 ships them, for every NVIDIA GPU type
-     and every EFA type: ../shared/ref/aws/describe-instance-types.json (VCpuInfo.DefaultVCpus,
-     MemoryInfo, GpuInfo.Gpus[0], NetworkInfo.EfaInfo.MaximumEfaInterfaces,
-     NetworkInfo.NetworkCards[*].InterfaceTypes); tests/unit/model/test_catalog_records.py holds
-     every field below that the records carry equal to them
+  D1 the same DescribeInstanceTypes records, as moto 5.2.5 (PyPI) ships them in
+     moto/ec2/resources/instance_types.json.gz, read in place by devkit/instance_type_records.py
+     (../shared/ref/aws/describe-instance-types.json is them narrowed to the GPU and EFA types and
+     seven fields): VCpuInfo.DefaultVCpus, MemoryInfo, GpuInfo.Gpus[0],
+     NetworkInfo.EfaInfo.MaximumEfaInterfaces, NetworkInfo.NetworkCards[*].InterfaceTypes,
+     InstanceStorageInfo (Disks[0].Count and SizeInGB, NvmeSupport);
+     tests/unit/model/test_catalog_records.py holds every field below that the records carry equal
+     to them. Karpenter's generated table (K1 at 1d927085dd81, 2026-08-21: the
+     karpenter.k8s.aws/instance-local-nvme label, GB of NVMe instance store) gives the same total
+     for every type here
   V1 the nvidia-smi product names (what gpu_model holds; NVIDIA GPU feature discovery's
      nvidia.com/gpu.product label is the same name with '-' for ' '):
      NVIDIA H100 80GB HBM3: https://docs.nvidia.com/datacenter/tesla/hgx-software-guide/ (HGX H100);
@@ -67,6 +72,21 @@ ALL_INTERFACE_TYPES = ("interface", "efa", "efa-only")
 
 
 @dataclass(frozen=True)
+class InstanceStore:
+    """A type's instance store as DescribeInstanceTypes lists it (D1 InstanceStorageInfo): `disks`
+    disks of `disk_gb` GB each (Disks[0].Count, SizeInGB), reached over NVMe or not (NvmeSupport
+    "required" or "supported", against "unsupported")."""
+
+    disks: int
+    disk_gb: int
+    nvme: bool
+
+
+def _nvme(disks: int, disk_gb: int) -> InstanceStore:
+    return InstanceStore(disks, disk_gb, nvme=True)
+
+
+@dataclass(frozen=True)
 class GpuInstanceType:
     name: str
     vcpus: int  # what the on-demand vCPU quota counts
@@ -78,15 +98,12 @@ class GpuInstanceType:
     efa_interfaces: int  # EC2 EfaInfo.MaximumEfaInterfaces (D1)
     gpudirect_rdma: bool  # aws-ofi-nccl marks the platform gdr_required (A1, A3)
     nvswitch: bool  # NVLink through NVSwitch; False means PCIe-only between GPUs
+    # The instance store EC2 lists for the type (D1 InstanceStorageInfo), None where it has none:
+    # its nodes then keep everything on the root volume (model/builders/node_templates.py).
+    instance_store: InstanceStore | None
     # NetworkInfo.NetworkCards[*].InterfaceTypes in card order (D1); () means every one of the
     # efa_interfaces cards takes interface, efa and efa-only, as on every type but p6-b300.
     network_cards: tuple[tuple[str, ...], ...] = ()
-    # NVMe SSD instance store: every type of the catalog has it (EC2 "Accelerated computing
-    # instances" specifications, Instance store column: https://docs.aws.amazon.com/ec2/latest/
-    # instancetypes/ac.html). The stored DescribeInstanceTypes records (D1, moto's) carry no
-    # InstanceStorageInfo, so no record test pins it; a type added without instance store sets False
-    # and its nodes keep everything on the root volume (model/builders/node_templates.py).
-    nvme_instance_store: bool = True
 
     @property
     def gres_type(self) -> str:
@@ -165,7 +182,7 @@ class GpuInstanceType:
         return env
 
 
-def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=()):
+def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa, store, cards=()):
     return GpuInstanceType(
         name,
         vcpus,
@@ -177,11 +194,12 @@ def _g(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=()):
         efa,
         gpudirect_rdma=False,
         nvswitch=False,
+        instance_store=store,
         network_cards=cards,
     )
 
 
-def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=(), nvswitch=True):
+def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa, store, cards=(), nvswitch=True):
     return GpuInstanceType(
         name,
         vcpus,
@@ -193,6 +211,7 @@ def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=(), nvswitch=True):
         efa,
         gpudirect_rdma=True,
         nvswitch=nvswitch,
+        instance_store=store,
         network_cards=cards,
     )
 
@@ -201,49 +220,55 @@ def _p(name, vcpus, mem, gpus, model, gmem, gbps, efa, cards=(), nvswitch=True):
 _B300_CARDS = (("interface",),) + (ALL_INTERFACE_TYPES,) * 16
 
 
+# g7e's GPU (D1 "RTX PRO Server 6000"; name V1).
+_RTX_PRO_6000 = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
 # vCPUs, memory, GPUs and network per type: EC2 "Accelerated computing instances" specifications,
-# https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html
+# https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html. The last positional argument is the
+# instance store, _nvme(disks, GB per disk): every type here has NVMe SSDs (D1 InstanceStorageInfo).
 _TYPES = [
     # G family: PCIe-only GPUs, one EFA except g6e.24/48xlarge; no GPUDirect RDMA (A1, A3).
-    _g("g5.8xlarge", 32, 128, 1, "NVIDIA A10G", 22888, 25, 1),
-    _g("g5.12xlarge", 48, 192, 4, "NVIDIA A10G", 22888, 40, 1),
-    _g("g5.16xlarge", 64, 256, 1, "NVIDIA A10G", 22888, 25, 1),
-    _g("g5.24xlarge", 96, 384, 4, "NVIDIA A10G", 22888, 50, 1),
-    _g("g5.48xlarge", 192, 768, 8, "NVIDIA A10G", 22888, 100, 1),
-    _g("g6.8xlarge", 32, 128, 1, "NVIDIA L4", 22888, 25, 1),
-    _g("g6.12xlarge", 48, 192, 4, "NVIDIA L4", 22888, 40, 1),
-    _g("g6.16xlarge", 64, 256, 1, "NVIDIA L4", 22888, 25, 1),
-    _g("g6.24xlarge", 96, 384, 4, "NVIDIA L4", 22888, 50, 1),
-    _g("g6.48xlarge", 192, 768, 8, "NVIDIA L4", 22888, 100, 1),
-    _g("gr6.8xlarge", 32, 256, 1, "NVIDIA L4", 22888, 25, 1),
-    _g("g6e.8xlarge", 32, 256, 1, "NVIDIA L40S", 45776, 25, 1),
-    _g("g6e.12xlarge", 48, 384, 4, "NVIDIA L40S", 45776, 100, 1),
-    _g("g6e.16xlarge", 64, 512, 1, "NVIDIA L40S", 45776, 35, 1),
-    _g("g6e.24xlarge", 96, 768, 4, "NVIDIA L40S", 45776, 200, 2),
-    _g("g6e.48xlarge", 192, 1536, 8, "NVIDIA L40S", 45776, 400, 4),
-    # g7e: RTX PRO 6000 Blackwell Server Edition (D1 "RTX PRO Server 6000"; name V1), PCIe-only
-    # between GPUs. GPUDirect RDMA is left off: aws-ofi-nccl src/platform-aws.cpp (A1) has no
-    # platform block that matches g7e, so none marks it gdr_required, and FI_EFA_USE_DEVICE_RDMA=1 where the device lacks it
-    # aborts libfabric (L1), while leaving it off costs only bandwidth.
-    _g("g7e.8xlarge", 32, 256, 1, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 100, 1),
-    _g("g7e.12xlarge", 48, 512, 2, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 400, 1),
-    _g("g7e.24xlarge", 96, 1024, 4, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 800, 2),
-    _g("g7e.48xlarge", 192, 2048, 8, "NVIDIA RTX PRO 6000 Blackwell Server Edition", 98304, 1600, 4),
+    _g("g5.8xlarge", 32, 128, 1, "NVIDIA A10G", 22888, 25, 1, _nvme(1, 900)),
+    _g("g5.12xlarge", 48, 192, 4, "NVIDIA A10G", 22888, 40, 1, _nvme(1, 3800)),
+    _g("g5.16xlarge", 64, 256, 1, "NVIDIA A10G", 22888, 25, 1, _nvme(1, 1900)),
+    _g("g5.24xlarge", 96, 384, 4, "NVIDIA A10G", 22888, 50, 1, _nvme(1, 3800)),
+    _g("g5.48xlarge", 192, 768, 8, "NVIDIA A10G", 22888, 100, 1, _nvme(2, 3800)),
+    _g("g6.8xlarge", 32, 128, 1, "NVIDIA L4", 22888, 25, 1, _nvme(2, 450)),
+    _g("g6.12xlarge", 48, 192, 4, "NVIDIA L4", 22888, 40, 1, _nvme(4, 940)),
+    _g("g6.16xlarge", 64, 256, 1, "NVIDIA L4", 22888, 25, 1, _nvme(2, 940)),
+    _g("g6.24xlarge", 96, 384, 4, "NVIDIA L4", 22888, 50, 1, _nvme(4, 940)),
+    _g("g6.48xlarge", 192, 768, 8, "NVIDIA L4", 22888, 100, 1, _nvme(8, 940)),
+    _g("gr6.8xlarge", 32, 256, 1, "NVIDIA L4", 22888, 25, 1, _nvme(2, 450)),
+    _g("g6e.8xlarge", 32, 256, 1, "NVIDIA L40S", 45776, 25, 1, _nvme(2, 450)),
+    _g("g6e.12xlarge", 48, 384, 4, "NVIDIA L40S", 45776, 100, 1, _nvme(2, 1900)),
+    _g("g6e.16xlarge", 64, 512, 1, "NVIDIA L40S", 45776, 35, 1, _nvme(2, 950)),
+    _g("g6e.24xlarge", 96, 768, 4, "NVIDIA L40S", 45776, 200, 2, _nvme(2, 1900)),
+    _g("g6e.48xlarge", 192, 1536, 8, "NVIDIA L40S", 45776, 400, 4, _nvme(4, 1900)),
+    # g7e: RTX PRO 6000 Blackwell Server Edition, PCIe-only between GPUs. GPUDirect RDMA is left
+    # off: aws-ofi-nccl src/platform-aws.cpp (A1) has no platform block that matches g7e, so none
+    # marks it gdr_required, and FI_EFA_USE_DEVICE_RDMA=1 where the device lacks it aborts
+    # libfabric (L1), while leaving it off costs only bandwidth.
+    _g("g7e.8xlarge", 32, 256, 1, _RTX_PRO_6000, 98304, 100, 1, _nvme(1, 1900)),
+    _g("g7e.12xlarge", 48, 512, 2, _RTX_PRO_6000, 98304, 400, 1, _nvme(1, 3800)),
+    _g("g7e.24xlarge", 96, 1024, 4, _RTX_PRO_6000, 98304, 800, 2, _nvme(2, 3800)),
+    _g("g7e.48xlarge", 192, 2048, 8, _RTX_PRO_6000, 98304, 1600, 4, _nvme(4, 3800)),
     # P family: 8 GPUs on NVSwitch, GPUDirect RDMA over EFA.
-    _p("p4d.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-40GB", 40960, 400, 4),
-    _p("p4de.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-80GB", 81920, 400, 4),
-    _p("p5.48xlarge", 192, 2048, 8, "NVIDIA H100 80GB HBM3", 81920, 3200, 32),
+    _p("p4d.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-40GB", 40960, 400, 4, _nvme(8, 1000)),
+    _p("p4de.24xlarge", 96, 1152, 8, "NVIDIA A100-SXM4-80GB", 81920, 400, 4, _nvme(8, 1000)),
+    _p("p5.48xlarge", 192, 2048, 8, "NVIDIA H100 80GB HBM3", 81920, 3200, 32, _nvme(8, 3800)),
     # One H100 SXM of the p5 system (D1; name V1): GPUDirect RDMA over its one EFA (aws-ofi-nccl
     # src/platform-aws.cpp: the "p5/p5e" block, regex ^p5(e?\..*), gdr_required, A1; EC2 P5 page,
     # https://aws.amazon.com/ec2/instance-types/p5/), no peer GPU to reach over NVSwitch.
-    _p("p5.4xlarge", 16, 256, 1, "NVIDIA H100 80GB HBM3", 81920, 100, 1, nvswitch=False),
-    _p("p5e.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 32),
-    _p("p5en.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 16),
-    _p("p6-b200.48xlarge", 192, 2048, 8, "NVIDIA B200", 183359, 3200, 8),
+    _p("p5.4xlarge", 16, 256, 1, "NVIDIA H100 80GB HBM3", 81920, 100, 1, _nvme(1, 3800), nvswitch=False),
+    _p("p5e.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 32, _nvme(8, 3800)),
+    _p("p5en.48xlarge", 192, 2048, 8, "NVIDIA H200", 144384, 3200, 16, _nvme(8, 3800)),
+    _p("p6-b200.48xlarge", 192, 2048, 8, "NVIDIA B200", 183359, 3200, 8, _nvme(8, 3800)),
     # Eight B300 on NVSwitch, GPUDirect RDMA over 16 EFA cards (D1; name V1; aws-ofi-nccl
     # src/platform-aws.cpp: the "p-series" block, p6 and later, gdr_required, A1; EC2 P6 page,
     # https://aws.amazon.com/ec2/instance-types/p6/); card 0 is ENA only (D1).
-    _p("p6-b300.48xlarge", 192, 4096, 8, "NVIDIA B300 SXM6 AC", 275040, 6400, 16, _B300_CARDS),
+    _p(
+        "p6-b300.48xlarge", 192, 4096, 8, "NVIDIA B300 SXM6 AC", 275040, 6400, 16, _nvme(8, 3800), _B300_CARDS
+    ),
 ]
 
 CATALOG: dict[str, GpuInstanceType] = {t.name: t for t in _TYPES}

@@ -203,24 +203,35 @@ def _node_configs(user_data: str) -> list[str]:
     return [p.get_payload() for p in message.walk() if p.get_content_type() == "application/node.eks.aws"]
 
 
-@pytest.mark.parametrize(
-    "instance_type", ["g5.8xlarge", "g6.12xlarge", "p4d.24xlarge", "p5.48xlarge", "p6-b300.48xlarge"]
-)
-def test_gpu_nodes_assemble_their_instance_store_as_one_raid0_volume(instance_type):
+def _local_storage(launch_template: dict) -> list:
+    """spec.instance.localStorage of each NodeConfig in a launch template's user data; [] where it
+    has no user data."""
     import yaml
 
-    graph = run_program("dev", {"gpuInstanceType": instance_type})
-    (config,) = _node_configs(_lt(graph, "gpu")["userData"])
-    node_config = yaml.safe_load(config)
-    assert node_config["kind"] == "NodeConfig"
-    assert node_config["spec"]["instance"]["localStorage"] == {"strategy": "RAID0"}
+    if "userData" not in launch_template:
+        return []
+    return [
+        yaml.safe_load(config)["spec"]["instance"]["localStorage"]
+        for config in _node_configs(launch_template["userData"])
+    ]
 
 
-def test_a_gpu_type_without_instance_store_gets_no_local_storage(monkeypatch):
+def test_every_gpu_type_with_nvme_instance_store_assembles_it_as_one_raid0_volume():
+    # One stack with a pool of each such catalog type (the quota check is skipped: no account
+    # has quota for all of them at once, and it has nothing to do with storage).
+    names = sorted(n for n, t in catalog.CATALOG.items() if t.instance_store and t.instance_store.nvme)
+    assert len(names) == len(catalog.CATALOG)  # every catalog type has NVMe instance store (EC2's records)
+    pools = [{"name": n.replace(".", "-"), "instanceType": n, "nodeCount": 1} for n in names]
+    graph = run_program("dev", {"gpuPools": pools, "skipGpuQuotaCheck": True})
+    storage = {n: _local_storage(_lt(graph, f"gpu-{n.replace('.', '-')}")) for n in names}
+    assert {n: s for n, s in storage.items() if s != [{"strategy": "RAID0"}]} == {}
+
+
+def test_a_gpu_type_without_instance_store_gets_no_user_data(monkeypatch):
     import dataclasses
 
     type_ = catalog.CATALOG["g6e.12xlarge"]
-    monkeypatch.setitem(catalog.CATALOG, type_.name, dataclasses.replace(type_, nvme_instance_store=False))
+    monkeypatch.setitem(catalog.CATALOG, type_.name, dataclasses.replace(type_, instance_store=None))
     # A configuration no other test runs: run_program keeps each configuration's graph.
     graph = run_program("dev", {"gpuInstanceType": type_.name, "gpuRootVolumeGiB": 513})
     assert "userData" not in _lt(graph, "gpu")

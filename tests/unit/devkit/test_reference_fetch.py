@@ -21,7 +21,8 @@ import helm_python
 import pytest
 
 from devkit import reference_data, reference_fetch
-from devkit.reference_fetch import ArchiveEntry, ChartEntry, FileEntry, InstanceTypesEntry
+from devkit.reference_fetch import ArchiveEntry, ChartEntry, FileEntry, InstanceTypesEntry, TagArchiveEntry
+from tests.support.paths import REPO
 
 
 def _ref_copy_digest(entry, shared_ref: pathlib.Path) -> str:
@@ -39,7 +40,9 @@ def _ref_copy_digest(entry, shared_ref: pathlib.Path) -> str:
 
 
 def _pinned(entry) -> str:
-    return entry.sha256 if isinstance(entry, (FileEntry, InstanceTypesEntry)) else entry.digest
+    return (
+        entry.sha256 if isinstance(entry, (FileEntry, TagArchiveEntry, InstanceTypesEntry)) else entry.digest
+    )
 
 
 def test_every_pinned_digest_is_that_of_the_copy_the_tests_read(shared_ref):
@@ -55,6 +58,27 @@ def test_every_chart_the_program_installs_is_fetched_where_the_tests_render_it(s
         if where not in paths and where.rsplit("/", 1)[0] not in paths:
             missing.append(where)
     assert missing == []
+
+
+def test_the_tag_archives_are_the_ones_the_slurm_roots_build_checks():
+    # tests/slurm/roots/sid.sources: "<sha256>  <file>", each file taken from the reference data's src/.
+    sources = dict(
+        reversed(line.split()) for line in (REPO / "tests/slurm/roots/sid.sources").read_text().splitlines()
+    )
+    fetched = {
+        e.path.removeprefix("src/"): e.sha256
+        for e in reference_fetch.entries()
+        if isinstance(e, TagArchiveEntry)
+    }
+    assert fetched == sources
+
+
+def test_a_tag_archive_compressed_otherwise_is_stored_as_git_archive_writes_it(shared_ref):
+    # The same tar stream, gzip-compressed at another level and with a time in its header.
+    copy = (shared_ref / "src/pyxis-v0.24.0.tar.gz").read_bytes()
+    otherwise = gzip.compress(gzip.decompress(copy), compresslevel=9, mtime=1700000000)
+    assert otherwise != copy
+    assert reference_fetch.git_archive_gzip(gzip.decompress(otherwise)) == copy
 
 
 def test_a_chart_pinned_without_a_digest_is_an_error_naming_it(monkeypatch):
@@ -113,6 +137,11 @@ def _mirror(shared_ref: pathlib.Path, root: pathlib.Path, base_url: str) -> None
                 archive.add(source / "slurm", arcname=f"{entry.member}/slurm")
                 archive.add(source / "slurm-operator", arcname=f"{entry.member}/slurm-operator")
                 archive.add(source / "slurm-operator-crds", arcname=f"{entry.member}/slurm-operator-crds")
+        elif isinstance(entry, TagArchiveEntry):
+            # As GitHub may serve it: the same tar stream, compressed otherwise.
+            (root / entry.path).parent.mkdir(parents=True, exist_ok=True)
+            tar = gzip.decompress(source.read_bytes())
+            (root / entry.path).write_bytes(gzip.compress(tar, compresslevel=9, mtime=1700000000))
         elif isinstance(entry, FileEntry):
             (root / entry.path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, root / entry.path)
@@ -177,6 +206,15 @@ def test_a_tampered_chart_is_refused_naming_it_and_leaves_the_destination_as_it_
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("reference data not fetched: charts/keda-2.20.2: content digest ")
     assert sorted(p.name for p in into.iterdir()) == ["kept"]
+
+
+def test_a_tag_archive_with_other_content_is_refused_naming_it(mirror, tmp_path, capsys):
+    root, url = mirror
+    served = root / "src/enroot-v4.1.2.tar.gz"
+    served.write_bytes(gzip.compress(gzip.decompress(served.read_bytes()) + b"\0" * 512))
+    assert reference_fetch.main(["--into", str(tmp_path / "ref"), "--mirror", url]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("reference data not fetched: src/enroot-v4.1.2.tar.gz: content digest ")
 
 
 def test_an_unreachable_mirror_is_one_line_naming_the_address(tmp_path, capsys):

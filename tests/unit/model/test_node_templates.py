@@ -1,7 +1,13 @@
-"""How a node group is sized, and cluster-autoscaler's node-template tags of an autoscaled pool
-(model/builders/node_templates.py)."""
+"""How a node group is sized, cluster-autoscaler's node-template tags of an autoscaled pool, and a
+GPU pool's launch template user data (model/builders/node_templates.py)."""
 
-from model.builders.node_templates import TEMPLATE, NodeGroupSize, node_template_tags
+import base64
+import dataclasses
+import email
+
+import yaml
+
+from model.builders.node_templates import TEMPLATE, NodeGroupSize, gpu_user_data, node_template_tags
 from model.checks.gpu_pools import GpuPool
 from model.facts import catalog
 from model.facts.contract import EFA_RESOURCE, GPU_RESOURCE
@@ -35,3 +41,23 @@ def test_the_tags_carry_each_nodes_gpus_and_efa_interfaces_which_the_autoscaler_
     tags = node_template_tags(_pool(2, 0, 4), {})
     assert tags[f"{TEMPLATE}/resources/{GPU_RESOURCE}"] == str(GPU.gpus) == "8"
     assert tags[f"{TEMPLATE}/resources/{EFA_RESOURCE}"] == str(GPU.efa_interfaces) == "32"
+
+
+def test_the_user_data_is_a_mime_document_of_one_nodeconfig_asking_for_raid0():
+    message = email.message_from_bytes(base64.b64decode(gpu_user_data(GPU)))
+    (part,) = message.get_payload()
+    assert (message.get_content_type(), part.get_content_type()) == (
+        "multipart/mixed",
+        "application/node.eks.aws",
+    )
+    assert yaml.safe_load(part.get_payload()) == {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {"instance": {"localStorage": {"strategy": "RAID0"}}},
+    }
+
+
+def test_an_instance_store_not_on_nvme_gets_no_user_data():
+    # setup-local-disks assembles only the disks EC2 attaches as NVMe instance storage.
+    sata = dataclasses.replace(GPU, instance_store=catalog.InstanceStore(2, 900, nvme=False))
+    assert gpu_user_data(sata) is None
