@@ -105,6 +105,12 @@ def test_a_failed_build_phase_aborts_the_build_before_post_build_pushes():
     )
 
 
+def test_the_build_runs_buildkit_which_the_dockerfiles_git_sources_need():
+    # ADD of a Git repository (pyxis and enroot by commit) is BuildKit's; buildx always builds
+    # with BuildKit (https://docs.docker.com/reference/cli/docker/buildx/build/).
+    assert "docker buildx build " in " ".join(_commands("build"))
+
+
 def test_every_command_passes_shellcheck(tmp_path):
     # The commands run in one bash session, phase after phase (env shell: bash), so they are
     # checked as one bash script.
