@@ -62,9 +62,13 @@ SLURMD_BASE_FLAVOUR = {"26.05": "ubuntu24.04"}
 # release with the fixes for CVE-2026-65107, -65108, -65109, -65138, -65139, -65140, -65165 and
 # -65168 (aws/aws-parallelcluster issue #7601); 26.05.5 is the release Debian sid ships, so the
 # test roots (tests/slurm/roots/sid.packages) run the same build. The Slinky images of this patch
-# (slurmd, slurmctld, slurmrestd, login: one tag, SLURMD_BASE_IMAGE's) cannot be confirmed from
-# here (the stored SlinkyProject/containers history stops at 26.05.1): docs/upgrading.md says how
-# to check them and override slurmVersion/slurmdBaseImage.
+# (slurmd, slurmctld, slurmrestd, login-pyxis: one tag, SLURMD_BASE_IMAGE's) cannot be confirmed
+# from here (the stored SlinkyProject/containers history, main at 05efda0, stops at 26.05.1): its
+# schedmd/slurm/docker-bake.hcl tags each image, login-pyxis (target login_pyxis, built from
+# 26.05/ubuntu24.04/Dockerfile.pyxis) included, <name>:<release>-<flavour> and
+# <name>:<major.minor>-<flavour>, so the tag's form is confirmed and its publication is not; a
+# preview resolves each to a digest and refuses a missing one (model/checks/image_digests.py).
+# docs/upgrading.md says how to check them and override slurmVersion/slurmdBaseImage.
 SLURM_RELEASE = "26.05.5"
 # The AWS Deep Learning Container the image's accelerator stack is harvested from; without a
 # registry host it is pulled from the DLC registry of the stack's region. AWS's PyTorch line on
