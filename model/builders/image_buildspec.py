@@ -226,10 +226,18 @@ def dockerfile_instructions(dockerfile: str) -> list[tuple[str, list[str]]]:
     return instructions
 
 
+# What makes an ADD source remote rather than a path in the context: "Any relative or local path
+# that doesn't begin with a http://, https://, or git@ protocol prefix is considered a local file
+# path" (Dockerfile reference, ADD, "Adding files from the build context":
+# https://docs.docker.com/reference/dockerfile/#adding-files-from-the-build-context). COPY has no
+# remote sources: every COPY source is a context path.
+REMOTE_PREFIXES = ("http://", "https://", "git@")
+
+
 def copied_sources(dockerfile: str) -> list[str]:
     """The context paths the Dockerfile's COPY and ADD instructions read (not those that copy
-    from a stage, --from), in the order written. The shell form only: the exec (JSON) form is
-    refused, so no source goes unread."""
+    from a stage, --from, nor ADD's remote sources), in the order written. The shell form only:
+    the exec (JSON) form is refused, so no source goes unread."""
     sources = []
     for instruction, words in dockerfile_instructions(dockerfile):
         if instruction not in ("COPY", "ADD"):
@@ -239,9 +247,9 @@ def copied_sources(dockerfile: str) -> list[str]:
         if any(w.startswith("--from=") for w in words):
             continue
         paths = [w for w in words if not w.startswith("--")]
-        # A remote source (ADD of a URL or a git repository) is fetched by the builder, not sent in
-        # the context: the Dockerfile's own text, which the context digest covers, pins it.
-        sources.extend(p for p in paths[:-1] if "://" not in p)
+        # A remote source (ADD of a URL or a Git repository) is fetched by the builder, not sent
+        # in the context: the Dockerfile's own text, which the context digest covers, names it.
+        sources.extend(p for p in paths[:-1] if not (instruction == "ADD" and p.startswith(REMOTE_PREFIXES)))
     return sources
 
 

@@ -62,9 +62,13 @@ SLURMD_BASE_FLAVOUR = {"26.05": "ubuntu24.04"}
 # release with the fixes for CVE-2026-65107, -65108, -65109, -65138, -65139, -65140, -65165 and
 # -65168 (aws/aws-parallelcluster issue #7601); 26.05.5 is the release Debian sid ships, so the
 # test roots (tests/slurm/roots/sid.packages) run the same build. The Slinky images of this patch
-# (slurmd, slurmctld, slurmrestd, login: one tag, SLURMD_BASE_IMAGE's) cannot be confirmed from
-# here (the stored SlinkyProject/containers history stops at 26.05.1): docs/upgrading.md says how
-# to check them and override slurmVersion/slurmdBaseImage.
+# (slurmd, slurmctld, slurmrestd, login-pyxis: one tag, SLURMD_BASE_IMAGE's) cannot be confirmed
+# from here (the stored SlinkyProject/containers history, main at 05efda0, stops at 26.05.1): its
+# schedmd/slurm/docker-bake.hcl tags each image, login-pyxis (target login_pyxis, built from
+# 26.05/ubuntu24.04/Dockerfile.pyxis) included, <name>:<release>-<flavour> and
+# <name>:<major.minor>-<flavour>, so the tag's form is confirmed and its publication is not; a
+# preview resolves each to a digest and refuses a missing one (model/checks/image_digests.py).
+# docs/upgrading.md says how to check them and override slurmVersion/slurmdBaseImage.
 SLURM_RELEASE = "26.05.5"
 # The AWS Deep Learning Container the image's accelerator stack is harvested from; without a
 # registry host it is pulled from the DLC registry of the stack's region. AWS's PyTorch line on
@@ -76,18 +80,29 @@ SLURM_RELEASE = "26.05.5"
 # dlcBaseImage = "pytorch:2.13.0-cu133-amzn2023@sha256:<digest>" (image/README.md says how to
 # read the digest).
 DLC_IMAGE = "pytorch:2.13.0-cu133-amzn2023"
-# Container jobs (docs/decisions/container-runtime.md): NVIDIA's pyxis SPANK plugin, built in the image
-# against its Slurm's own headers, and enroot, installed from its release packages. The versions
-# the real-Slurm tests build from ../shared/ref/src (pyxis-v0.24.0.tar.gz, enroot-v4.1.2.tar.gz), so
-# what the tests prove is what the image runs. image/Dockerfile's ARG defaults must equal them
-# (tests/unit/model/test_versions.py).
+# Container jobs (docs/decisions/container-runtime.md): NVIDIA's pyxis SPANK plugin and enroot, both
+# built from source by one recipe (image/container-runtime.sh) in the image, against its Slurm's own
+# headers, and in the real-Slurm test root from ../shared/ref/src (pyxis-v0.24.0.tar.gz,
+# enroot-v4.1.2.tar.gz), so what the tests prove is what the image runs. The image adds each
+# source tree by the commit its tag names (../shared/ref/src/README.md gives tag = commit for both
+# archives): a commit, unlike a tag or a release asset, names its content. image/Dockerfile's ARG
+# defaults must equal these (tests/unit/model/test_versions.py).
 PYXIS_VERSION = "0.24.0"
+PYXIS_COMMIT = "107519944221822ea1dace4db8e7234b2eaa4cd5"
 ENROOT_VERSION = "4.1.2"
+ENROOT_COMMIT = "bd51f53b6fa954805ae3e1985c5dc7594ff66d05"
 # enroot's GPU hook (conf/hooks/98-nvidia.sh at v4.1.2) calls nvidia-container-cli to bring the
 # node's driver libraries and devices into a container that asks for GPUs (every NGC image sets
 # NVIDIA_VISIBLE_DEVICES): libnvidia-container-tools from NVIDIA's package repository, the release
-# of NVIDIA Container Toolkit v1.17.8 (NVIDIA/nvidia-container-toolkit tag v1.17.8).
+# of NVIDIA Container Toolkit v1.17.8 (NVIDIA/nvidia-container-toolkit tag v1.17.8), the first
+# without CVE-2025-23266 (its CVE record: "All versions up to and including 1.17.7").
 LIBNVIDIA_CONTAINER_VERSION = "1.17.8-1"
+# The fingerprint of the primary key that signs NVIDIA's package repository, the key
+# https://nvidia.github.io/libnvidia-container/gpgkey serves (gpg shows it in NVIDIA/libnvidia-container
+# issue #280 and NVIDIA/nvidia-container-toolkit issue #1460). The file's bytes change whenever
+# NVIDIA re-signs a subkey, so the image pins the primary key instead: image/repository-key.sh refuses
+# a file holding any other primary key.
+LIBNVIDIA_CONTAINER_KEY = "C95B321B61E88C1809C4F759DDCAE044F796ECB0"
 
 # The tag starts with the Slurm release so the image and slurmctld visibly pair up; the rest names
 # the DLC's torch and CUDA (the DLC tag's cu133: its toolkit; torch itself is the cu130 build).

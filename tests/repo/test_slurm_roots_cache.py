@@ -1,7 +1,8 @@
 """tests/slurm/build-roots.sh with a recording mmdebstrap: each root is built once per key into the
 cache outside the checkout and linked at DIR/<suite>; a changed package list makes a new key; a
 failed build leaves no root behind a link; a root an older script built in place is replaced; a
-suite's pinned archives go into its root with its build script, checked against their digests."""
+suite's pinned archives go into its root with its build script and the image's recipe it runs,
+checked against their digests."""
 
 import os
 import shutil
@@ -14,16 +15,21 @@ from devkit import reference_data
 from devkit.offline_run import PROJECT_DIR
 
 SCRIPT = PROJECT_DIR / "tests/slurm/build-roots.sh"
+# The slurmd image's recipe for pyxis and enroot, which the sid root's build script runs.
+RECIPE = "image/container-runtime.sh"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="build-roots.sh refuses to run without root")
 
 
 @pytest.fixture
 def tree(tmp_path):
-    """The script and its package lists, a recording mmdebstrap on PATH, an empty cache."""
+    """The script, its package lists and the image's recipe where a checkout has them, a
+    recording mmdebstrap on PATH, an empty cache."""
     here = tmp_path / "tests/slurm"
     shutil.copytree(PROJECT_DIR / "tests/slurm/roots", here / "roots")
     shutil.copy(SCRIPT, here / "build-roots.sh")
+    (tmp_path / RECIPE).parent.mkdir()
+    shutil.copy(PROJECT_DIR / RECIPE, tmp_path / RECIPE)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "mmdebstrap").write_text(
@@ -107,7 +113,13 @@ def test_a_suite_with_a_build_script_gets_its_pinned_archives_and_the_script_run
     copied = next(h for h in hooks if h.startswith("copy-in ")).split()[1:]
     src = reference_data.ref_root() / "src"
     archives = [line.split()[1] for line in (here / "roots/sid.sources").read_text().splitlines()]
-    assert copied == [*(str(src / a) for a in archives), str(here / "roots/sid.build"), "/usr/src/build"]
+    recipe = str(here / "../.." / RECIPE)
+    assert copied == [
+        *(str(src / a) for a in archives),
+        str(here / "roots/sid.build"),
+        recipe,
+        "/usr/src/build",
+    ]
     assert any("sh ./sid.build" in h for h in hooks)
     (trixie,) = [p.read_text() for p in record.parent.glob("record..trixie-*")]
     assert "--customize-hook" not in trixie
@@ -133,3 +145,23 @@ def test_a_changed_build_script_makes_a_new_key(tree):
         f.write("# a changed build\n")
     assert build(here, out, env).returncode == 0
     assert os.readlink(out / "sid") != before
+
+
+def test_a_changed_image_recipe_makes_a_new_key(tree):
+    # The recipe is the image's (image/Dockerfile runs it too): an edit there rebuilds the root
+    # the container tests run in.
+    here, out, env, _ = tree
+    assert build(here, out, env).returncode == 0
+    before, trixie = os.readlink(out / "sid"), os.readlink(out / "trixie")
+    with open(here.parent.parent / RECIPE, "a") as f:
+        f.write("# a changed recipe\n")
+    assert build(here, out, env).returncode == 0
+    assert os.readlink(out / "sid") != before and os.readlink(out / "trixie") == trixie
+
+
+def test_a_missing_image_recipe_fails_the_build_naming_it(tree):
+    here, out, env, _ = tree
+    (here.parent.parent / RECIPE).unlink()
+    failed = build(here, out, env)
+    assert failed.returncode == 1 and "container-runtime.sh, which is missing" in failed.stderr
+    assert not (out / "sid").exists()

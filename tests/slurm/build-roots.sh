@@ -15,13 +15,16 @@
 # as `sha256sum -c` reads them, roots/<suite>.build is run inside the root in a directory holding
 # them (sid: pyxis and enroot). The archives come from the reference data's src/, found as
 # devkit/reference_data.py finds it: $SLINKY_EKS_REF, ../shared/ref beside the checkout, the cache.
-# Both files are part of the key.
+# The build script runs the slurmd image's own recipe (image/container-runtime.sh, which
+# image/Dockerfile runs too), copied in beside it. All three files are part of the key.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-$here/../../build/slurm-roots}
 cache=${SLINKY_EKS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/slinky-eks}/slurm-roots
 # The mirror is a dated snapshot whose Release file has expired.
 mirror=${SLURM_ROOT_MIRROR:-http://deb.debian.org/debian}
+# pyxis and enroot as the slurmd image builds them (a suite's build script runs it).
+recipe=$here/../../image/container-runtime.sh
 
 [ "$(id -u)" = 0 ] || { echo "building the Slurm roots needs root (mmdebstrap, chroot)" >&2; exit 1; }
 if ! command -v mmdebstrap >/dev/null; then
@@ -41,8 +44,13 @@ ref_src() {
 for list in "$here"/roots/*.packages; do
   suite=$(basename "$list" .packages)
   build=$here/roots/$suite.build sources=$here/roots/$suite.sources
-  hooks=()
+  hooks=() inputs=()
   if [ -f "$build" ]; then
+    if [ ! -f "$recipe" ]; then
+      echo "FAILED: $suite root: its build runs the image's recipe $recipe, which is missing" >&2
+      exit 1
+    fi
+    inputs=("$build" "$sources" "$recipe")
     src=$(ref_src)
     if ! (cd "$src" && sha256sum --quiet -c "$sources" >&2); then
       echo "FAILED: $suite root: the archives in $src do not match $sources" >&2
@@ -50,11 +58,11 @@ for list in "$here"/roots/*.packages; do
     fi
     # copy-in and chroot: mmdebstrap(1) HOOKS; "$1" is the root being built.
     hooks=(--customize-hook="mkdir \"\$1/usr/src/build\""
-      --customize-hook="copy-in $(cut -d' ' -f3 "$sources" | sed "s|^|$src/|" | paste -sd' ' -) $build /usr/src/build"
+      --customize-hook="copy-in $(cut -d' ' -f3 "$sources" | sed "s|^|$src/|" | paste -sd' ' -) $build $recipe /usr/src/build"
       --customize-hook="chroot \"\$1\" sh -c 'cd /usr/src/build && sh ./$suite.build'"
       --customize-hook="rm -rf \"\$1/usr/src/build\"")
   fi
-  stamp=$(cat "$0" "$list" $([ -f "$build" ] && echo "$build" "$sources") | sha256sum | cut -d' ' -f1)
+  stamp=$(cat "$0" "$list" ${inputs[@]+"${inputs[@]}"} | sha256sum | cut -d' ' -f1)
   key=$suite-${stamp:0:16}
   root=$cache/$key
   exec 9>"$cache/$key.lock"

@@ -15,9 +15,12 @@ import pytest
 
 from model.builders.containers import ENROOT_CONF, PATHS, enroot_conf, enroot_directories
 from model.checks.users import User
+from model.facts import versions
 from model.facts.contract import SHARED_MOUNT
 from tests.support.local_accounting import register_users
 from tests.support.local_registry import LocalRegistry
+from tests.support.local_slurm import slurm_root
+from tests.support.paths import REPO
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
 
 pytestmark = pytest.mark.slurm
@@ -164,3 +167,33 @@ def test_a_missing_image_fails_the_step_with_pyxis_error_and_the_node_stays_usab
     assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"
     again = _srun(slurm, ["-w", node, f"--container-image={image}", "cat", "/etc/os-release"])
     assert again.returncode == 0 and f"ID={IMAGE_ID}" in again.stdout, again.stdout + again.stderr
+
+
+def test_the_root_built_by_the_images_recipe_passes_the_images_container_assertions():
+    # image/container-runtime.sh built this root's pyxis and enroot as it builds the image's: the
+    # image build's own assertions accept them (pyxis at its pin, built for this root's Slurm,
+    # enroot at its pin, its helpers with the enroot+caps capabilities, the GPU hook enabled).
+    # The root has no GPU stack, so no nvidia-container-cli: that check alone fails.
+    result = subprocess.run(
+        [
+            "bash",
+            str(REPO / "image/assert-containers.sh"),
+            "--root",
+            str(slurm_root("sid")),
+            "--slurm-version",
+            versions.SLURM_RELEASE,
+            "--pyxis-version",
+            versions.PYXIS_VERSION,
+            "--enroot-version",
+            versions.ENROOT_VERSION,
+            "--nvidia-container-cli-version",
+            versions.LIBNVIDIA_CONTAINER_VERSION.rsplit("-", 1)[0],
+        ],
+        capture_output=True,
+        text=True,
+    )
+    failed = [line for line in result.stderr.splitlines() if line.startswith("ASSERT FAILED")]
+    assert failed == [
+        "ASSERT FAILED: nvidia-container-cli is missing (libnvidia-container-tools), which enroot's GPU hook calls"
+    ], result.stdout + result.stderr
+    assert "ok: /usr/bin/enroot-aufs2ovlfs cap_sys_admin,cap_mknod=ep" in result.stdout

@@ -235,3 +235,95 @@ def assert_toolchain(root: pathlib.Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(IMAGE / "assert-toolchain.sh"), "--root", str(root)], capture_output=True, text=True
     )
+
+
+# The container runtime as image/container-runtime.sh installs it, for image/assert-containers.sh:
+# pyxis's plugin (a shared object leaving the SPANK API and Slurm's logging to the process that
+# loads it, with pyxis's version banner and the plugin_version of the Slurm it was built for),
+# the Slurm library defining that API, enroot, its two helpers with the enroot+caps capabilities,
+# the GPU hook and nvidia-container-cli.
+PYXIS_PLUGIN = f"{MULTIARCH}/slurm/spank_pyxis.so"
+LIBSLURMFULL = f"{MULTIARCH}/slurm/libslurmfull.so"
+CONTAINER_PINS = {
+    "slurm": SLURM_VERSION,
+    "pyxis": "0.24.0",
+    "enroot": "4.1.2",
+    "nvidia-container-cli": "1.17.8",
+}
+SPANK_SYMBOLS = ("spank_getenv", "spank_option_register", "slurm_error", "slurm_info")
+HELPER_CAPABILITIES = {
+    "usr/bin/enroot-mksquashovlfs": "cap_sys_admin+ep",
+    "usr/bin/enroot-aufs2ovlfs": "cap_sys_admin,cap_mknod+ep",
+}
+
+
+def slurm_version_number(version: str) -> int:
+    """SLURM_VERSION_NUMBER of a release (slurm/slurm_version.h: (major << 16) + (minor << 8) + micro)."""
+    major, minor, micro = (int(p) for p in version.split("."))
+    return (major << 16) + (minor << 8) + micro
+
+
+def pyxis_plugin(
+    path: pathlib.Path, *, version: str, slurm_version: str, symbols: tuple[str, ...] = SPANK_SYMBOLS
+) -> None:
+    """A plugin calling `symbols` without defining them, as pyxis leaves them to slurmstepd."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    src = path.parent / "spank_pyxis.c"
+    src.write_text(
+        "".join(f"extern void {s}(void);\n" for s in symbols)
+        + f'const char pyxis_banner[] = "pyxis: version v{version}";\n'
+        + f"const unsigned int plugin_version = {slurm_version_number(slurm_version)};\n"
+        + "void pyxis_calls(void) {"
+        + "".join(f" {s}();" for s in symbols)
+        + " }\n"
+    )
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(path), str(src)], check=True)
+    src.unlink()
+
+
+def slurm_library(path: pathlib.Path, symbols: tuple[str, ...] = SPANK_SYMBOLS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    src = path.parent / "libslurmfull.c"
+    src.write_text("".join(f"void {s}(void) {{}}\n" for s in symbols))
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(path), str(src)], check=True)
+    src.unlink()
+
+
+def grant(path: pathlib.Path, capabilities: str) -> None:
+    subprocess.run(["setcap", capabilities, str(path)], check=True)
+
+
+def container_root(root: pathlib.Path) -> pathlib.Path:
+    pyxis_plugin(root / PYXIS_PLUGIN, version=CONTAINER_PINS["pyxis"], slurm_version=CONTAINER_PINS["slurm"])
+    slurm_library(root / LIBSLURMFULL)
+    script(root / "usr/bin/enroot", f'echo "{CONTAINER_PINS["enroot"]}"\n')
+    for helper, capabilities in HELPER_CAPABILITIES.items():
+        (root / helper).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy("/bin/true", root / helper)
+        grant(root / helper, capabilities)
+    script(root / "etc/enroot/hooks.d/98-nvidia.sh", "exit 0\n")
+    cli = CONTAINER_PINS["nvidia-container-cli"]
+    script(root / "usr/bin/nvidia-container-cli", f'printf "cli-version: {cli}\\nlib-version: {cli}\\n"\n')
+    return root
+
+
+def assert_containers(root: pathlib.Path, **pins: str) -> subprocess.CompletedProcess:
+    pins = {**CONTAINER_PINS, **pins}
+    return subprocess.run(
+        [
+            "bash",
+            str(IMAGE / "assert-containers.sh"),
+            "--root",
+            str(root),
+            "--slurm-version",
+            pins["slurm"],
+            "--pyxis-version",
+            pins["pyxis"],
+            "--enroot-version",
+            pins["enroot"],
+            "--nvidia-container-cli-version",
+            pins["nvidia-container-cli"],
+        ],
+        capture_output=True,
+        text=True,
+    )

@@ -105,6 +105,12 @@ def test_a_failed_build_phase_aborts_the_build_before_post_build_pushes():
     )
 
 
+def test_the_build_runs_buildkit_which_the_dockerfiles_git_sources_need():
+    # ADD of a Git repository (pyxis and enroot by commit) is BuildKit's; buildx always builds
+    # with BuildKit (https://docs.docker.com/reference/cli/docker/buildx/build/).
+    assert "docker buildx build " in " ".join(_commands("build"))
+
+
 def test_every_command_passes_shellcheck(tmp_path):
     # The commands run in one bash session, phase after phase (env shell: bash), so they are
     # checked as one bash script.
@@ -337,17 +343,43 @@ def test_a_file_the_build_does_not_read_does_not_change_the_digest(context, name
 def test_the_build_reads_the_dockerfile_and_the_files_it_copies_and_nothing_else():
     assert image_buildspec.context_files(REPO / "image") == [
         "Dockerfile",
+        "assert-containers.sh",
         "assert-image.sh",
         "assert-toolchain.sh",
+        "container-runtime.sh",
         "finetune-requirements.txt",
         "loader.sh",
         "register-libraries.sh",
+        "repository-key.sh",
     ]
 
 
 def test_copies_from_a_stage_read_nothing_of_the_context():
     dockerfile = "FROM a AS s\nCOPY --from=s /x /x\nCOPY --chmod=0755 \\\n  a.sh b.sh /bin/\n# COPY c /c\n"
     assert image_buildspec.copied_sources(dockerfile) == ["a.sh", "b.sh"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "https://nvidia.github.io/libnvidia-container/gpgkey",
+        "http://example.com/archive.tar.gz",
+        "https://github.com/NVIDIA/pyxis.git#107519944221822ea1dace4db8e7234b2eaa4cd5",
+        "git@github.com:moby/buildkit.git#v0.14.1:docs",
+    ],
+)
+def test_an_add_of_a_url_or_a_git_repository_reads_nothing_of_the_context(source):
+    # The reference's remote prefixes: http://, https://, git@ (an SSH address has no "://").
+    assert image_buildspec.copied_sources(f"FROM a\nADD {source} /src\nCOPY a.sh /bin/\n") == ["a.sh"]
+
+
+def test_a_copy_source_is_a_context_path_whatever_it_looks_like(context):
+    # COPY fetches nothing: a URL there names a context path, which this context lacks.
+    dockerfile = context / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "COPY https://example.com/x.sh /x.sh\n")
+    assert "https://example.com/x.sh" in image_buildspec.copied_sources(dockerfile.read_text())
+    with pytest.raises(ValueError, match="'https://example.com/x.sh'"):
+        image_buildspec.context_files(context)
 
 
 def test_a_copy_in_the_exec_form_is_refused_rather_than_left_unread():

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from devkit import reference_data
 from model.checks import config_schema
 from model.facts import eks_versions, versions
 from model.facts.image_references import dlc_registry, reference_problem
@@ -58,8 +59,11 @@ def dockerfile_default_problems(text: str) -> list[str]:
         "SLURMD_IMAGE": versions.SLURMD_BASE_IMAGE,
         "SLURM_VERSION": versions.SLURM_RELEASE,
         "PYXIS_VERSION": versions.PYXIS_VERSION,
+        "PYXIS_COMMIT": versions.PYXIS_COMMIT,
         "ENROOT_VERSION": versions.ENROOT_VERSION,
+        "ENROOT_COMMIT": versions.ENROOT_COMMIT,
         "LIBNVIDIA_CONTAINER_VERSION": versions.LIBNVIDIA_CONTAINER_VERSION,
+        "LIBNVIDIA_CONTAINER_KEY": versions.LIBNVIDIA_CONTAINER_KEY,
     }
     return [
         f"ARG {name}={args.get(name)!r}, the model pins {value!r}"
@@ -97,13 +101,50 @@ def test_the_dockerfile_arg_defaults_are_the_models_pins():
         "SLURMD_IMAGE",
         "SLURM_VERSION",
         "PYXIS_VERSION",
+        "PYXIS_COMMIT",
         "ENROOT_VERSION",
+        "ENROOT_COMMIT",
         "LIBNVIDIA_CONTAINER_VERSION",
+        "LIBNVIDIA_CONTAINER_KEY",
     ],
 )
 def test_a_dockerfile_default_that_differs_from_the_pin_is_found(arg):
     text = re.sub(rf"^ARG {arg}=.*$", f"ARG {arg}=stale", (ROOT / "image/Dockerfile").read_text(), flags=re.M)
     assert len(dockerfile_default_problems(text)) == 1
+
+
+def reference_source_problems(readme: str) -> list[str]:
+    """Where the commits the image adds pyxis and enroot by are not the ones the reference
+    archives (the test root's sources) were made from: ../shared/ref/src/README.md's table row
+    `| <name>-v<version>.tar.gz | ... | `v<version>` = `<commit>` | ...`."""
+    problems = []
+    for name, version, commit in (
+        ("pyxis", versions.PYXIS_VERSION, versions.PYXIS_COMMIT),
+        ("enroot", versions.ENROOT_VERSION, versions.ENROOT_COMMIT),
+    ):
+        row = re.search(
+            rf"^\| `{name}-v{re.escape(version)}\.tar\.gz` \|.*?`v{re.escape(version)}` = `([0-9a-f]{{40}})`",
+            readme,
+            re.M,
+        )
+        if not row:
+            problems.append(f"{name} {version}: no archive of that tag in the reference sources")
+        elif row.group(1) != commit:
+            problems.append(
+                f"{name} {version}: the image adds {commit}, the test root's archive is of {row.group(1)}"
+            )
+    return problems
+
+
+def test_the_image_adds_pyxis_and_enroot_at_the_commits_the_test_root_builds():
+    assert reference_source_problems(reference_data.path("src", "README.md").read_text()) == []
+
+
+def test_a_commit_other_than_the_test_roots_is_found():
+    readme = reference_data.path("src", "README.md").read_text().replace(versions.ENROOT_COMMIT, "0" * 40)
+    assert reference_source_problems(readme) == [
+        f"enroot {versions.ENROOT_VERSION}: the image adds {versions.ENROOT_COMMIT}, the test root's archive is of {'0' * 40}"
+    ]
 
 
 def test_the_image_tag_and_slurmd_base_carry_the_slurm_release():
