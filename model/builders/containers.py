@@ -35,7 +35,9 @@ the credential file"), and ECR answers Basic auth, which enroot meets with that 
 (docker::_authenticate), so `srun --container-image=<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`
 needs nothing in the user's home. pyxis runs enroot with slurmstepd's environment, the slurmd
 container's (NVIDIA/pyxis v0.24.0 enroot.c enroot_exec: execvpe(..., environ)), where the Pod
-Identity webhook put the variables the helper reads.
+Identity webhook put the variables the helper reads: slurmd is started by supervisord
+(SlinkyProject/containers schedmd/slurm/26.05/ubuntu24.04/files/etc/supervisor/conf.d/slurmd.conf),
+whose programs inherit its environment (https://supervisord.org/subprocess.html#subprocess-environment).
 """
 
 from __future__ import annotations
@@ -151,10 +153,10 @@ def credentials(registries: Sequence[EcrRegistry], helper: str = ECR_PASSWORD_HE
 
 # ECR's actions that read an image: the token (GetAuthorizationToken, which ECR grants on "*"
 # only), the manifest (BatchGetImage) and the layers (GetDownloadUrlForLayer,
-# BatchCheckLayerAvailability). Service Authorization Reference, Amazon ECR
-# (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html):
-# GetAuthorizationToken has no resource type; the others act on `repository`. The actions of the
-# AWS managed policy AmazonEC2ContainerRegistryPullOnly, with the repositories scoped.
+# BatchCheckLayerAvailability), all of access level Read. Service Authorization Reference, Amazon
+# ECR (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html):
+# GetAuthorizationToken has no resource type; the others act on `repository`, here the account's
+# repositories in the stack's region only.
 PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 
 
