@@ -1,22 +1,27 @@
 """The Slurm cluster: its keys, the controller's state volume, the node health check's ConfigMap
-(model/builders/node_health.py), the Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
+(model/builders/node_health.py), the slurmd pods' service account and the EKS Pod Identity role
+that lets container jobs pull from the account's ECR registry (model/builders/containers.py), the
+Slinky `slurm` release, and the login endpoint (an internet-facing NLB that only sshAllowedCidrs can reach)."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 import cluster_programs
 from components._parts import jobs_await
 from components._parts.helm import chart_release
+from components._parts.pod_identity import ServiceAccountRef, pod_identity
 from components.cluster import ClusterContext
 from components.state_volume_guard import StateVolumeGuard, StateVolumeGuardArgs
-from model.builders import login_endpoint, node_health
+from model.builders import containers, login_endpoint, node_health
 from model.builders.pod_security import container_security
 from model.builders.scheduling import SchedulingPolicy
 from model.builders.slurm_values import SlurmValuesArgs, control_plane_priority_class, slurm_values
@@ -76,7 +81,8 @@ class SlurmClusterArgs:
     metrics: bool
     # The `Topology=` of each placed pool's partition (model/builders/topology.py partition_topologies).
     partition_topologies: Mapping[str, str]
-    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider.
+    # The EKS cluster it is part of (ClusterContext), for its Kubernetes provider, and its name,
+    # ARN, account and region for the slurmd pods' Pod Identity role.
     cluster: ClusterContext
     # What every object in the slurm namespace here waits for (the release through its keys and
     # state claim): the Namespace (SharedStorage.namespace_ready).
@@ -128,8 +134,11 @@ class SlurmCluster(pulumi.ComponentResource):
         state = self._state_claim()
         health = self._health_check()
         priority = self._control_plane_priority()
+        service_account, association = self._registry_identity()
         self.release_values = self._values()
-        self.release = self._release([slurm_key, jwt_key, state, health, priority])
+        self.release = self._release(
+            [slurm_key, jwt_key, state, health, priority, service_account, association]
+        )
         self.login = self._login()
         self.login_hostname = self.login.status.load_balancer.ingress[0].hostname
         self.ssh_command = pulumi.Output.concat(
@@ -214,9 +223,41 @@ class SlurmCluster(pulumi.ComponentResource):
             ),
         )
 
+    def _registry_identity(self) -> tuple[k8s.core.v1.ServiceAccount, aws.eks.PodIdentityAssociation]:
+        """The slurmd pods' service account and the Pod Identity role it is handed: pull from the
+        account's ECR repositories in the stack's region, nothing else
+        (model/builders/containers.py registry_pull_policy). Both before the release: EKS gives
+        credentials only to pods created after the association (components/_parts/pod_identity.py)."""
+        name, args = self._name, self._args
+        service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-slurmd-account",
+            metadata={"name": containers.SLURMD_SERVICE_ACCOUNT, "namespace": SLURM_NAMESPACE},
+            # No Kubernetes API token in the pods (Pod Identity's is a projected volume of its own).
+            automount_service_account_token=False,
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.cluster.provider, depends_on=list(args.depends_on)
+            ),
+        )
+        document = pulumi.Output.all(args.image_repository, args.cluster.arn).apply(
+            lambda known: json.dumps(containers.registry_pull_policy(containers.EcrRegistry.of(*known)))
+        )
+        account = ServiceAccountRef(
+            args.cluster.name, args.cluster.arn, SLURM_NAMESPACE, containers.SLURMD_SERVICE_ACCOUNT
+        )
+        association = pod_identity(
+            f"{name}-registry",
+            account,
+            document,
+            self,
+            [*args.depends_on, *args.cluster.pod_identity_ready],
+        )
+        return service_account, association
+
     def _values(self) -> pulumi.Output[dict]:
         args = self._args
-        return pulumi.Output.all(args.image_repository, args.image_digest, args.accounting_host).apply(
+        return pulumi.Output.all(
+            args.image_repository, args.image_digest, args.accounting_host, args.cluster.arn
+        ).apply(
             lambda known: slurm_values(
                 SlurmValuesArgs(
                     gpu_pools=args.gpu_pools,
@@ -236,6 +277,7 @@ class SlurmCluster(pulumi.ComponentResource):
                     scheduling=args.scheduling,
                     metrics=args.metrics,
                     partition_topologies=args.partition_topologies,
+                    registry=containers.EcrRegistry.of(known[0], known[3]),
                 )
             )
         )

@@ -25,12 +25,27 @@ sticky, or the first user's mkdir would lock everyone else out.
   registry's login can be the cluster's. Not given, it stays enroot's default, each user's own
   ~/.config/enroot.
 (NVIDIA/enroot v4.1.2 doc/configuration.md lists each setting and its default.)
+
+.credentials: the cluster's registry logins (`credentials`), one line per registry the stack knows:
+the account's ECR registry in the stack's region, whose password a helper in the image prints at
+each import from the slurmd pod's own EKS Pod Identity role (image/ecr-password.sh; the role may
+only pull: `registry_pull_policy`). An image URI that names no user takes the login of its
+registry's line (NVIDIA/enroot v4.1.2 src/docker.sh docker::_parse_uri, "Try to infer the user from
+the credential file"), and ECR answers Basic auth, which enroot meets with that line
+(docker::_authenticate), so `srun --container-image=<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`
+needs nothing in the user's home. pyxis runs enroot with slurmstepd's environment, the slurmd
+container's (NVIDIA/pyxis v0.24.0 enroot.c enroot_exec: execvpe(..., environ)), where the Pod
+Identity webhook put the variables the helper reads: slurmd is started by supervisord
+(SlinkyProject/containers schedmd/slurm/26.05/ubuntu24.04/files/etc/supervisor/conf.d/slurmd.conf),
+whose programs inherit its environment (https://supervisord.org/subprocess.html#subprocess-environment).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
+from typing import Sequence
 
 from model.facts.contract import SHARED_MOUNT, SLURM_NAMESPACE
 
@@ -45,6 +60,59 @@ ENROOT_CONF = f"{ENROOT_SYSCONF_DIR}/enroot.conf"
 
 # Each user's own subdirectory of a shared parent; evaluated by enroot at every run.
 _PER_USER = "user-$(id -u)"
+# Where image/Dockerfile installs image/ecr-password.sh: run by each job's user, so readable and
+# executable by all.
+ECR_PASSWORD_HELPER = "/usr/local/bin/ecr-password.sh"
+# The cluster's enroot configuration directory (ENROOT_CONFIG_PATH): its `.credentials`, a
+# ConfigMap mounted read-only in every slurmd pod. Beside enroot.conf, apart from the system
+# directories enroot reads anyway (hooks.d, mounts.d, environ.d under /etc/enroot: NVIDIA/enroot
+# v4.1.2 src/runtime.sh), so nothing there is read twice.
+CLUSTER_CONFIG_DIR = f"{ENROOT_SYSCONF_DIR}/cluster"
+CREDENTIALS_FILE = ".credentials"
+# The slurmd pods' service account: the one EKS Pod Identity hands the registry role to
+# (components/slurm_cluster.py), named in every NodeSet's podSpec.
+SLURMD_SERVICE_ACCOUNT = "slurmd"
+
+
+@dataclass(frozen=True)
+class EcrRegistry:
+    """An account's private ECR registry in one region, as the stack's own repository names it."""
+
+    account: str
+    region: str
+    # The partition (aws, aws-cn, aws-us-gov) and the DNS suffix of the region's endpoints
+    # (amazonaws.com, amazonaws.com.cn): both differ outside the commercial partition.
+    partition: str
+    dns_suffix: str
+
+    @classmethod
+    def of(cls, repository_url: str, cluster_arn: str) -> EcrRegistry:
+        """The registry of the stack's repository (its URL, <account>.dkr.ecr.<region>.<suffix>/
+        <name>: Amazon ECR user guide, "Amazon ECR private registry",
+        https://docs.aws.amazon.com/AmazonECR/latest/userguide/Registries.html) in the cluster's
+        partition (its ARN, arn:<partition>:eks:...)."""
+        host = repository_url.split("/", 1)[0]
+        found = _REGISTRY_HOST.fullmatch(host)
+        if found is None:
+            raise ValueError(f"{repository_url!r} is not a private ECR repository URL")
+        return cls(found["account"], found["region"], cluster_arn.split(":", 2)[1], found["suffix"])
+
+    @property
+    def host(self) -> str:
+        """The registry's address, the host of every repository URI in it."""
+        return f"{self.account}.dkr.ecr.{self.region}.{self.dns_suffix}"
+
+    @property
+    def endpoint(self) -> str:
+        """ECR's API endpoint in the region, where GetAuthorizationToken is called (AWS General
+        Reference, "Amazon Elastic Container Registry endpoints and quotas":
+        https://docs.aws.amazon.com/general/latest/gr/ecr.html)."""
+        return f"https://api.ecr.{self.region}.{self.dns_suffix}"
+
+
+_REGISTRY_HOST = re.compile(
+    r"(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.(?P<suffix>amazonaws\.com(?:\.cn)?)"
+)
 
 
 @dataclass(frozen=True)
@@ -92,6 +160,42 @@ def enroot_conf(paths: EnrootPaths) -> str:
     return "".join(f"{key} {value}\n" for key, value in lines.items())
 
 
+def credentials(registries: Sequence[EcrRegistry], helper: str = ECR_PASSWORD_HELPER) -> str:
+    """The cluster's `.credentials`: for each registry, its host, ECR's fixed login `AWS`, and a
+    password enroot takes from the helper's output at each import (a password field that starts
+    with `$` is command-substituted: NVIDIA/enroot v4.1.2 src/common.sh common::evalnetrc; ECR's
+    user name: https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html). No
+    secret is in the file: a password lives 12 hours (the same page) and is fetched when needed."""
+    return "".join(
+        f"machine {r.host} login AWS password $({helper} {r.region} {r.endpoint})\n" for r in registries
+    )
+
+
+# ECR's actions that read an image: the token (GetAuthorizationToken, which ECR grants on "*"
+# only), the manifest (BatchGetImage) and the layers (GetDownloadUrlForLayer,
+# BatchCheckLayerAvailability), all of access level Read. Service Authorization Reference, Amazon
+# ECR (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html):
+# GetAuthorizationToken has no resource type; the others act on `repository`, here the account's
+# repositories in the stack's region only.
+PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+
+
+def registry_pull_policy(registry: EcrRegistry) -> dict:
+    """The slurmd pods' role: pull any image of the account's repositories in the stack's region,
+    nothing else (no push, no other region or account, no other service)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+            {
+                "Effect": "Allow",
+                "Action": list(PULL_ACTIONS),
+                "Resource": f"arn:{registry.partition}:ecr:{registry.region}:{registry.account}:repository/*",
+            },
+        ],
+    }
+
+
 def enroot_directories(paths: EnrootPaths) -> tuple[str, ...]:
     """The directories to make mode 1777 (world-writable, sticky, as /tmp) before the first job: the
     parents of the per-user runtime, data and cache directories, which enroot makes itself with
@@ -114,12 +218,14 @@ NODE_LOCAL_MOUNT = "/mnt/local"
 # removed when the job ends (prolog_script, epilog_script).
 JOB_SCRATCH = f"{NODE_LOCAL_MOUNT}/jobs"
 SHARED_ENROOT_CACHE = f"{SHARED_MOUNT}/enroot/cache"
-# Registry logins stay each user's own (~/.config/enroot/.credentials): the cluster has no login of
-# its own to give yet. The node role cannot lend one: pods do not reach IMDS (hop limit 1,
-# docs/decisions/imds-hop-limit.md), and a user's enroot could not read a pod's credentials.
-PATHS = EnrootPaths(local=NODE_LOCAL_MOUNT, cache=SHARED_ENROOT_CACHE)
+# Registry logins are the cluster's (CLUSTER_CONFIG_DIR), from the pod's own role, not the node's:
+# pods do not reach IMDS (hop limit 1, docs/decisions/imds-hop-limit.md), and the node role would
+# let any job user act as the node in Kubernetes (docs/security.md, "Container jobs").
+PATHS = EnrootPaths(local=NODE_LOCAL_MOUNT, cache=SHARED_ENROOT_CACHE, config=CLUSTER_CONFIG_DIR)
 ENROOT_CONFIGMAP = "enroot-config"
 ENROOT_VOLUME = "enroot-config"
+CREDENTIALS_KEY = "credentials"
+CREDENTIALS_VOLUME = "enroot-credentials"
 HASH_ENV = "SLINKY_EKS_ENROOT_CONF"
 # The scripts' names under prologScripts and epilogScripts (the chart stores each as
 # prolog-<name>/epilog-<name> and the operator lists it in slurm.conf: SlinkyProject/slurm-operator
@@ -159,27 +265,38 @@ exit 0
 """
 
 
-def enroot_conf_hash(paths: EnrootPaths = PATHS) -> str:
-    """12 hex digits of enroot.conf: in the slurmd template, so a change rolls the pods (a subPath
-    mount is never updated in place)."""
-    return hashlib.sha256(enroot_conf(paths).encode()).hexdigest()[:12]
+def enroot_conf_hash(registry: EcrRegistry, paths: EnrootPaths = PATHS) -> str:
+    """12 hex digits of enroot.conf and .credentials: in the slurmd template, so a change rolls the
+    pods (a subPath mount is never updated in place)."""
+    text = enroot_conf(paths) + credentials([registry])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def configmap() -> dict:
-    """enroot.conf in a ConfigMap, as a Kubernetes object for the chart's extraObjects."""
+def configmap(registry: EcrRegistry) -> dict:
+    """enroot.conf and the cluster's .credentials in a ConfigMap, as a Kubernetes object for the
+    chart's extraObjects."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": ENROOT_CONFIGMAP, "namespace": SLURM_NAMESPACE},
-        "data": {"enroot.conf": enroot_conf(PATHS)},
+        "data": {"enroot.conf": enroot_conf(PATHS), CREDENTIALS_KEY: credentials([registry])},
     }
 
 
 def slurmd_volumes() -> list[dict]:
+    # Read by each user's enroot: readable by all, as /etc/enroot's own files are. Neither file
+    # holds a secret.
     return [
         {"name": NODE_LOCAL_VOLUME, "emptyDir": {}},
-        # Read by each user's enroot: readable by all, as /etc/enroot's own files are.
         {"name": ENROOT_VOLUME, "configMap": {"name": ENROOT_CONFIGMAP, "defaultMode": 0o444}},
+        {
+            "name": CREDENTIALS_VOLUME,
+            "configMap": {
+                "name": ENROOT_CONFIGMAP,
+                "items": [{"key": CREDENTIALS_KEY, "path": CREDENTIALS_FILE}],
+                "defaultMode": 0o444,
+            },
+        },
     ]
 
 
@@ -187,8 +304,9 @@ def slurmd_mounts() -> list[dict]:
     return [
         {"name": NODE_LOCAL_VOLUME, "mountPath": NODE_LOCAL_MOUNT},
         {"name": ENROOT_VOLUME, "mountPath": ENROOT_CONF, "subPath": "enroot.conf", "readOnly": True},
+        {"name": CREDENTIALS_VOLUME, "mountPath": CLUSTER_CONFIG_DIR, "readOnly": True},
     ]
 
 
-def slurmd_env() -> dict:
-    return {"name": HASH_ENV, "value": enroot_conf_hash()}
+def slurmd_env(registry: EcrRegistry) -> dict:
+    return {"name": HASH_ENV, "value": enroot_conf_hash(registry)}

@@ -70,6 +70,9 @@ class SlurmValuesArgs:
     # The `Topology=` of each placed pool's partition, by pool (model/builders/topology.py
     # partition_topologies); a pool not listed takes the cluster default (flat), as every pool did.
     partition_topologies: Mapping[str, str]
+    # The account's ECR registry in the stack's region: container jobs pull from it with the
+    # cluster's login (model/builders/containers.py credentials).
+    registry: containers.EcrRegistry
 
 
 def gpu_resources(gpu: GpuInstanceType) -> dict:
@@ -255,7 +258,7 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "replicas": pool.initial_nodes,
             "slurmd": {
                 "image": {"repository": a.image_repository, "tag": a.image_tag, "digest": a.image_digest},
-                "env": [shared_mount_options_env(), containers.slurmd_env()],
+                "env": [shared_mount_options_env(), containers.slurmd_env(a.registry)],
                 "resources": gpu_resources(pool.gpu),
                 "volumeMounts": [
                     shared_mount,
@@ -272,6 +275,13 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             # The pool's partition comes from `partitions` (partitions()).
             "partition": {"enabled": False},
             "podSpec": {
+                # The service account EKS Pod Identity hands the registry role to: its credentials
+                # are what enroot's .credentials line signs with (model/builders/containers.py).
+                # No Kubernetes API token: the operator's own default (SlinkyProject/slurm-operator
+                # v1.2.1 internal/builder/workerbuilder/worker_app.go), said here as well; Pod
+                # Identity's token is a projected volume of its own.
+                "serviceAccountName": containers.SLURMD_SERVICE_ACCOUNT,
+                "automountServiceAccountToken": False,
                 "nodeSelector": {**GPU_LABELS, **pool_labels(pool, a.gpu_pools)},
                 # Tolerations replace the operator's defaults rather than merge.
                 "tolerations": [dict(GPU_TOLERATION)],
@@ -332,8 +342,9 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         # first step, the scratch removed when it ends (model/builders/containers.py).
         "prologScripts": {containers.PROLOG_SCRIPT: containers.prolog_script()},
         "epilogScripts": {containers.EPILOG_SCRIPT: containers.epilog_script()},
-        # The login sshd's drop-in and enroot.conf, rendered by the release with the pods that mount them.
-        "extraObjects": [login_sshd.configmap(), containers.configmap()],
+        # The login sshd's drop-in, and enroot.conf with the cluster's .credentials, rendered by the
+        # release with the pods that mount them.
+        "extraObjects": [login_sshd.configmap(), containers.configmap(a.registry)],
         "loginsetDefaults": {"initconf": sidecar},
         "loginsets": {
             LOGINSET: {

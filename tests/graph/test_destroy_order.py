@@ -201,6 +201,7 @@ def test_every_controller_with_a_role_is_walked():
         "kube-system/aws-node",
         "kube-system/cluster-autoscaler",
         "kube-system/ebs-csi-controller-sa",
+        "slurm/slurmd",
     ]
 
 

@@ -70,6 +70,7 @@ def test_the_graph_has_the_pod_identity_roles_this_file_is_about(dev):
         ("cluster-vpc-cni-role", "kube-system", "aws-node"),
         ("grafana-role", "grafana", "grafana"),
         ("lbc-role", "kube-system", "aws-load-balancer-controller"),
+        ("slurm-registry-role", "slurm", "slurmd"),
         ("storage-ebs-csi-role", "kube-system", "ebs-csi-controller-sa"),
     ]
 

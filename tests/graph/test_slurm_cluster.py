@@ -1,6 +1,7 @@
 """Slinky and the Slurm cluster: versions and ordering, every computed value, the login endpoint."""
 
 import base64
+import json
 
 import pytest
 
@@ -267,3 +268,120 @@ def test_the_control_plane_priority_outranks_the_default_preempts_nothing_and_ou
     assert 0 < priority.inputs["value"] <= 1_000_000_000
     assert priority.inputs["preemptionPolicy"] == "Never" and priority.inputs["globalDefault"] is False
     assert dev.depends_on(dev.named("slurm-release"), priority)
+
+
+# 4. container jobs' registry login: the slurmd pods' own Pod Identity role, pull only
+
+
+def _nodeset_pod_specs(values) -> list[dict]:
+    return [nodeset["podSpec"] for nodeset in values["nodesets"].values()]
+
+
+def test_the_registry_role_goes_to_the_service_account_the_nodeset_pods_run_as(dev, values):
+    association = dev.named("slurm-registry-identity").inputs
+    account = dev.named("slurm-slurmd-account").inputs
+    (statement,) = json.loads(dev.named("slurm-registry-role").inputs["assumeRolePolicy"])["Statement"]
+    named = {spec["serviceAccountName"] for spec in _nodeset_pod_specs(values)}
+    assert named == {association["serviceAccount"]} == {account["metadata"]["name"]}
+    assert association["namespace"] == account["metadata"]["namespace"] == "slurm"
+    assert statement["Condition"]["StringEquals"]["aws:RequestTag/kubernetes-service-account"] in named
+
+
+def test_the_slurmd_pods_get_no_kubernetes_api_token(dev, values):
+    assert dev.named("slurm-slurmd-account").inputs["automountServiceAccountToken"] is False
+    assert all(spec["automountServiceAccountToken"] is False for spec in _nodeset_pod_specs(values))
+
+
+# ECR's read-only actions (Service Authorization Reference, Amazon ECR); GetAuthorizationToken has
+# no resource type, so it alone may be granted on "*".
+_PULL = {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
+
+
+def pull_only_problems(document: dict, account: str, region: str) -> list[str]:
+    """What in a policy grants more than pulling from `account`'s repositories in `region`."""
+    problems = []
+    for statement in document["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+        if statement["Effect"] != "Allow" or "NotAction" in statement or "NotResource" in statement:
+            problems.append(f"not a plain Allow: {statement}")
+        for action in actions:
+            if action not in _PULL | {"ecr:GetAuthorizationToken"}:
+                problems.append(f"not a pull action: {action}")
+        for resource in resources:
+            if resource == "*" and set(actions) != {"ecr:GetAuthorizationToken"}:
+                problems.append(f"'*' for {actions}")
+            elif resource != "*" and resource != f"arn:aws:ecr:{region}:{account}:repository/*":
+                problems.append(f"another scope: {resource}")
+    return problems
+
+
+def test_the_registry_role_may_only_pull_from_the_accounts_repositories_in_the_region(dev):
+    document = json.loads(dev.named("slurm-registry-policy").inputs["policy"])
+    assert pull_only_problems(document, "123456789012", "us-west-2") == []
+    granted = {
+        a
+        for s in document["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert granted == _PULL | {"ecr:GetAuthorizationToken"}
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        {
+            "Effect": "Allow",
+            "Action": ["ecr:PutImage"],
+            "Resource": "arn:aws:ecr:us-west-2:123456789012:repository/*",
+        },
+        {"Effect": "Allow", "Action": ["ecr:BatchGetImage"], "Resource": "*"},
+        {
+            "Effect": "Allow",
+            "Action": ["ecr:BatchGetImage"],
+            "Resource": "arn:aws:ecr:*:123456789012:repository/*",
+        },
+    ],
+    ids=["push", "star-resource", "any-region"],
+)
+def test_the_pull_only_check_refuses_more(statement):
+    assert pull_only_problems({"Statement": [statement]}, "123456789012", "us-west-2") != []
+
+
+def test_the_role_has_no_managed_policy_and_the_release_waits_for_the_association(dev):
+    role = dev.named("slurm-registry-role")
+    attached = [
+        a for a in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if a.parent == role.urn
+    ]
+    assert attached == []
+    release = dev.named("slurm-release")
+    for name in ("slurm-registry-identity", "slurm-slurmd-account"):
+        assert dev.depends_on(release, dev.named(name)), name
+
+
+def _enroot_configmap(values) -> dict:
+    (configmap,) = [o for o in values["extraObjects"] if o["metadata"]["name"] == "enroot-config"]
+    return configmap
+
+
+def test_the_releases_enroot_conf_reads_credentials_where_every_slurmd_pod_mounts_them(values):
+    data = _enroot_configmap(values)["data"]
+    settings = dict(line.split(None, 1) for line in data["enroot.conf"].splitlines())
+    for nodeset in values["nodesets"].values():
+        mounts = {m["mountPath"]: m for m in nodeset["slurmd"]["volumeMounts"]}
+        volumes = {v["name"]: v for v in nodeset["podSpec"]["volumes"]}
+        mount = mounts[settings["ENROOT_CONFIG_PATH"]]
+        source = volumes[mount["name"]]["configMap"]
+        assert source["name"] == "enroot-config"
+        ((item),) = source["items"]
+        assert item["path"] == ".credentials" and item["key"] in data
+
+
+def test_the_credentials_line_names_the_stacks_registry_the_slurmd_image_comes_from(values):
+    (line,) = _enroot_configmap(values)["data"]["credentials"].splitlines()
+    machine, host, login, user, password, command = line.split(" ", 5)
+    assert (machine, login, user, password) == ("machine", "login", "AWS", "password")
+    assert host == REPO_URL.split("/")[0] == "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+    assert command == "$(/usr/local/bin/ecr-password.sh us-west-2 https://api.ecr.us-west-2.amazonaws.com)"

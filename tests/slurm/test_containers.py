@@ -1,19 +1,28 @@
 """Container jobs on a real Slurm 26.05 cluster (tests/support/local_slurm.py): pyxis v0.24.0 and
 enroot v4.1.2, built in the test root (tests/slurm/roots/sid.build), configured as the dev stack's
 release configures them (model/builders/containers.py: plugstack.conf served by slurmctld,
-enroot.conf from its ConfigMap and the node-local emptyDir in each worker pod, the directories made
-by the workers' Prolog), run `srun --container-image` steps for a named user on the workers. One
-cluster for all of them: the suite's time (CONTRIBUTING.md)."""
+enroot.conf and the cluster's .credentials from their ConfigMap and the node-local emptyDir in each
+worker pod, the directories made by the workers' Prolog), run `srun --container-image` steps for a
+named user on the workers. One cluster for all of them: the suite's time (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
+import copy
 import pathlib
 import shutil
 import subprocess
 
 import pytest
 
-from model.builders.containers import ENROOT_CONF, PATHS, enroot_conf, enroot_directories
+from model.builders.containers import (
+    CLUSTER_CONFIG_DIR,
+    CREDENTIALS_KEY,
+    ENROOT_CONF,
+    ENROOT_CONFIGMAP,
+    PATHS,
+    enroot_conf,
+    enroot_directories,
+)
 from model.checks.users import User
 from model.facts import versions
 from model.facts.contract import SHARED_MOUNT
@@ -35,6 +44,23 @@ IMAGES = f"{SHARED_MOUNT}/images"
 # What the test image's /etc/os-release says, which the pods' Debian does not.
 IMAGE_ID = "slinky-eks-test-image"
 IMAGE_OS_RELEASE = f'ID={IMAGE_ID}\nPRETTY_NAME="slinky-eks container test image"\n'
+# The test registry's Basic login: ECR's fixed user name and a password, which the cluster's
+# .credentials line takes from a command at each import, as the release's line takes ECR's from
+# image/ecr-password.sh (that helper is tested against stand-ins: tests/unit/image/test_ecr_password.py).
+REGISTRY_LOGIN = ("AWS", "password-of-the-test-registry")
+PASSWORD_FILE = "registry-password"
+TEST_CREDENTIALS = f"machine 127.0.0.1 login AWS password $(cat {IMAGES}/{PASSWORD_FILE})\n"
+
+
+def _with_test_credentials(rendered: list[dict]) -> list[dict]:
+    """The release with its .credentials line pointed at the test's registry (127.0.0.1): the
+    same ConfigMap item, mounted where the release mounts it."""
+    documents = copy.deepcopy(rendered)
+    (configmap,) = [
+        d for d in documents if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ENROOT_CONFIGMAP
+    ]
+    configmap["data"][CREDENTIALS_KEY] = TEST_CREDENTIALS
+    return documents
 
 
 def _image_tree(root: pathlib.Path, tree: pathlib.Path) -> pathlib.Path:
@@ -69,14 +95,17 @@ def slurm(tmp_path_factory, dev):
     registers her; the login pod set up to import images."""
     with running_cluster(
         tmp_path_factory,
-        {"slurm": rendered_with_accounting(dev)},
+        {"slurm": _with_test_credentials(rendered_with_accounting(dev))},
         "the container job tests",
         users=(ALICE,),
         login_files={ENROOT_CONF: LOGIN_ENROOT_CONF},
         login_dirs=enroot_directories(PATHS),
     ) as cluster:
         register_users(cluster, (ALICE,))
-        (cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")).mkdir()
+        images = cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")
+        images.mkdir()
+        images.chmod(0o1777)  # alice's imports go there too
+        (images / PASSWORD_FILE).write_text(REGISTRY_LOGIN[1])
         yield cluster
 
 
@@ -197,3 +226,59 @@ def test_the_root_built_by_the_images_recipe_passes_the_images_container_asserti
         "ASSERT FAILED: nvidia-container-cli is missing (libnvidia-container-tools), which enroot's GPU hook calls"
     ], result.stdout + result.stderr
     assert "ok: /usr/bin/enroot-aufs2ovlfs cap_sys_admin,cap_mknod=ep" in result.stdout
+
+
+def _import_on_a_worker(slurm, registry: LocalRegistry, output: str) -> subprocess.CompletedProcess:
+    """`enroot import` on a worker, as pyxis's import runs there: with the pod's enroot.conf and the
+    cluster's .credentials; plain HTTP allowed for this step only (an environment variable wins
+    over enroot.conf: NVIDIA/enroot v4.1.2 enroot.in, config::export). As root: the test root's
+    enroot helpers carry no file capabilities, which a named user's layer conversion needs (the
+    product's image installs enroot+caps: image/Dockerfile)."""
+    argv = [
+        "env",
+        "ENROOT_ALLOW_HTTP=yes",
+        "enroot",
+        "import",
+        "-o",
+        output,
+        f"docker://{registry.reference}",
+    ]
+    return slurm.run(["srun", "-w", slurm.nodes[0], *argv], timeout=180)
+
+
+# enroot's own account of the login it used (NVIDIA/enroot v4.1.2 src/docker.sh docker::_authenticate):
+# the user taken from the cluster's file for an image that names none, and the file.
+LOGGED_IN = (
+    "[INFO] Authenticating with user: AWS",
+    f"[INFO] Using credentials from file: {CLUSTER_CONFIG_DIR}/.credentials",
+)
+
+
+def test_a_worker_imports_from_a_registry_asking_a_login_with_the_clusters_credentials(slurm, image_tree):
+    registry = LocalRegistry(image_tree, "private", "1", login=REGISTRY_LOGIN).start()
+    try:
+        imported = _import_on_a_worker(slurm, registry, f"{IMAGES}/private.sqsh")
+        assert imported.returncode == 0, imported.stdout + imported.stderr
+        assert all(line in imported.stderr for line in LOGGED_IN), imported.stderr
+        assert any("/manifests/" in r for r in registry.requests), registry.requests
+        done = _srun(slurm, [f"--container-image={IMAGES}/private.sqsh", "cat", "/etc/os-release"])
+        assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+    finally:
+        registry.stop()
+
+
+def test_a_wrong_password_fails_the_import(slurm, image_tree):
+    images = slurm.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")
+    registry = LocalRegistry(image_tree, "private", "1", login=REGISTRY_LOGIN).start()
+    (images / PASSWORD_FILE).write_text("not-the-password")
+    try:
+        failed = _import_on_a_worker(slurm, registry, f"{IMAGES}/refused.sqsh")
+        # enroot tries the file's login, the registry refuses it, and enroot stops there with no
+        # image (its Basic branch drops curl's own message: docker::_authenticate).
+        assert failed.returncode != 0
+        assert all(line in failed.stderr for line in LOGGED_IN), failed.stderr
+        assert not any("/blobs/" in r for r in registry.requests), registry.requests
+        assert not (images / "refused.sqsh").exists()
+    finally:
+        (images / PASSWORD_FILE).write_text(REGISTRY_LOGIN[1])
+        registry.stop()

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from devkit import reference_data
+from model.checks.gpu_pools import DEFAULT_POOL
 from model.facts.contract import LOGINSET
 
 # Named-entry maps -> the chart's defaults for one entry.
@@ -59,6 +60,13 @@ PASSED_THROUGH = {
         for key in ("priorityClassName", "securityContext")
     ),
     f"loginsets.{LOGINSET}.podSpec.securityContext",
+    # The NodeSet pods' service account and API token (model/builders/slurm_values.py): a NodeSet's
+    # podSpec goes whole into its template (templates/nodeset/nodeset-cr.yaml, slurm.format-podTemplate).
+    # The chart's defaults list only the default pool's NodeSet; another pool's is an open block.
+    *(
+        f"nodesets.{DEFAULT_POOL}.podSpec.{key}"
+        for key in ("serviceAccountName", "automountServiceAccountToken")
+    ),
 }
 
 

@@ -1,12 +1,15 @@
 """A container registry on the test cluster's network: the part of the Docker Registry HTTP API V2
 that a pull uses (the version check, a manifest by tag, blobs by digest: distribution/distribution
-docs/spec/api.md at v2.8.3, "Pulling An Image"), over plain HTTP with no authentication, serving
-one image of one gzip'd layer, and counting every request it answers, so a test can tell whether
-a step pulled. The pods share this machine's network namespace (tests/support/local_slurm.py),
+docs/spec/api.md at v2.8.3, "Pulling An Image"), over plain HTTP, serving one image of one gzip'd
+layer, and counting every request it answers, so a test can tell whether a step pulled. With a
+`login`, it answers only requests with that user and password in Basic auth and asks for them
+(401 with a `WWW-Authenticate: Basic` challenge, as ECR does: the same spec, "Authentication"; RFC
+7617) on any other. The pods share this machine's network namespace (tests/support/local_slurm.py),
 so they reach it at 127.0.0.1."""
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
@@ -45,8 +48,11 @@ def _layer(rootfs: pathlib.Path) -> tuple[bytes, bytes]:
 class LocalRegistry:
     """`name:tag` made from the files under `rootfs`, served at 127.0.0.1:<port>."""
 
-    def __init__(self, rootfs: pathlib.Path, name: str, tag: str):
+    def __init__(self, rootfs: pathlib.Path, name: str, tag: str, login: tuple[str, str] | None = None):
         self.name, self.tag = name, tag
+        self.authorization = (
+            None if login is None else "Basic " + base64.b64encode(":".join(login).encode()).decode()
+        )
         diff, layer = _layer(rootfs)
         # The image configuration (moby/moby image/spec/spec.md, v1.2): what enroot's import reads.
         config = json.dumps(
@@ -84,6 +90,12 @@ class LocalRegistry:
         class Handler(BaseHTTPRequestHandler):
             def _answer(self, body: bool) -> None:
                 registry.requests.append(f"{self.command} {self.path}")
+                if registry.authorization and self.headers.get("Authorization") != registry.authorization:
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="local-registry"')
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 found = registry._lookup(self.path)
                 if found is None:
                     self.send_response(404)

@@ -381,11 +381,13 @@ class LocalSlurm:
         for path, text in self.login_files.items():
             (d / "login-files" / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
             (d / "login-files" / path.lstrip("/")).write_text(text)
-        # The NodeSet's enroot.conf, a ConfigMap's item mounted at its path
-        # (model/builders/containers.py slurmd_mounts), when the release has container jobs.
+        # The NodeSet's enroot.conf and the cluster's .credentials, the ConfigMap's items mounted at
+        # their paths (model/builders/containers.py slurmd_mounts), when the release has container jobs.
         enroot = self.release.config_maps.get(containers.ENROOT_CONFIGMAP)
         if enroot is not None:
             (d / "enroot.conf").write_text(enroot["data"]["enroot.conf"])
+            if containers.CREDENTIALS_KEY in enroot["data"]:
+                (d / "enroot-credentials").write_text(enroot["data"][containers.CREDENTIALS_KEY])
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
@@ -869,9 +871,17 @@ class LocalSlurm:
                 pod,
                 shared=True,
                 gpus=count,
-                files={containers.ENROOT_CONF: self.dir / "enroot.conf"}
-                if (self.dir / "enroot.conf").exists()
-                else {},
+                files={
+                    path: self.dir / name
+                    for path, name in (
+                        (containers.ENROOT_CONF, "enroot.conf"),
+                        (
+                            f"{containers.CLUSTER_CONFIG_DIR}/{containers.CREDENTIALS_FILE}",
+                            "enroot-credentials",
+                        ),
+                    )
+                    if (self.dir / name).exists()
+                },
                 # The NodeSet pod's node-local emptyDir (model/builders/containers.py
                 # slurmd_volumes): the pod's own directory, a new pod's empty.
                 volumes={containers.NODE_LOCAL_MOUNT: pod / "node-local"},

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tarfile
 
+import pytest
+
+from devkit.reference_data import ref_root
 from model.builders import containers
-from model.builders.containers import EnrootPaths
+from model.builders.containers import EcrRegistry, EnrootPaths, registry_pull_policy
+from tests.support.paths import REPO
+
+REGISTRY = EcrRegistry("111122223333", "eu-west-2", "aws", "amazonaws.com")
 
 PATHS = EnrootPaths(local="/mnt/local", cache="/shared/enroot/cache", config="/etc/enroot/credentials")
 
@@ -51,7 +58,7 @@ def test_credentials_are_read_from_a_given_directory_not_the_home():
 
 
 def test_without_a_credentials_directory_each_user_keeps_enroots_default():
-    assert "ENROOT_CONFIG_PATH" not in containers.enroot_conf(containers.PATHS)
+    assert "ENROOT_CONFIG_PATH" not in containers.enroot_conf(EnrootPaths(local="/mnt/local", cache="/c"))
 
 
 def test_every_key_is_one_enroot_reads_from_its_configuration_file():
@@ -66,13 +73,6 @@ def test_the_parent_of_every_per_user_directory_is_made_beforehand():
         os.path.dirname(values[k]) for k in ("ENROOT_RUNTIME_PATH", "ENROOT_DATA_PATH", "ENROOT_CACHE_PATH")
     }
     assert parents <= set(containers.enroot_directories(PATHS))
-
-
-def test_the_slurmd_image_build_checks_the_plugin_where_plugstack_names_it():
-    from pathlib import Path
-
-    dockerfile = (Path(__file__).resolve().parents[3] / "image/Dockerfile").read_text()
-    assert f"test -s {containers.PYXIS_PLUGIN}" in dockerfile
 
 
 def _run(script: str, job: str, tmp) -> subprocess.CompletedProcess:
@@ -109,3 +109,120 @@ def test_the_epilog_removes_nothing_without_a_job_id(tmp_path):
     (scratch / "43").mkdir(parents=True)
     assert _run(containers.epilog_script(str(scratch)), "", tmp_path).returncode == 0
     assert (scratch / "43").exists()
+
+
+def test_the_clusters_enroot_conf_reads_credentials_where_the_pods_mount_them():
+    values = _as_enroot_reads(containers.enroot_conf(containers.PATHS))
+    mounts = {m["mountPath"]: m for m in containers.slurmd_mounts()}
+    volumes = {v["name"]: v for v in containers.slurmd_volumes()}
+    mount = mounts[values["ENROOT_CONFIG_PATH"]]
+    assert mount["readOnly"] and "subPath" not in mount
+    assert volumes[mount["name"]]["configMap"]["items"] == [
+        {"key": containers.CREDENTIALS_KEY, "path": ".credentials"}
+    ]
+
+
+def test_the_credentials_line_names_the_registry_host_ecrs_login_and_the_helper():
+    assert containers.credentials([REGISTRY]) == (
+        "machine 111122223333.dkr.ecr.eu-west-2.amazonaws.com login AWS password "
+        f"$({containers.ECR_PASSWORD_HELPER} eu-west-2 https://api.ecr.eu-west-2.amazonaws.com)\n"
+    )
+
+
+def test_the_pull_policy_grants_the_token_on_star_and_only_pulls_on_the_regions_repositories():
+    statements = containers.registry_pull_policy(REGISTRY)["Statement"]
+    assert statements == [
+        {"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+        {
+            "Effect": "Allow",
+            "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            "Resource": "arn:aws:ecr:eu-west-2:111122223333:repository/*",
+        },
+    ]
+
+
+def test_the_slurmd_image_installs_the_password_helper_where_the_credentials_call_it():
+    dockerfile = (REPO / "image/Dockerfile").read_text()
+    assert f"COPY --chmod=0755 ecr-password.sh {containers.ECR_PASSWORD_HELPER}\n" in dockerfile
+
+
+@pytest.fixture(scope="module")
+def enroot_src(tmp_path_factory):
+    """enroot v4.1.2's shell library, from the pinned source (../shared/ref/src)."""
+    out = tmp_path_factory.mktemp("enroot")
+    with tarfile.open(ref_root() / "src" / "enroot-v4.1.2.tar.gz") as archive:
+        archive.extractall(out, filter="data")
+    (src,) = out.glob("*/src")
+    return src
+
+
+def _enroot_reads(enroot_src, tmp_path, credentials: str, image: str) -> list[str]:
+    """What enroot v4.1.2 makes of `credentials` for `image`: the user it infers from the file
+    (docker.sh docker::_parse_uri) and the file as curl gets it (common.sh common::evalnetrc),
+    with a stand-in for the helper that prints a password naming its arguments."""
+    helper = tmp_path / "ecr-password.sh"
+    helper.write_text('#!/bin/sh\necho "password-for-$1-at-$2"\n')
+    helper.chmod(0o755)
+    config = tmp_path / "config"
+    config.mkdir()
+    (config / ".credentials").write_text(credentials.replace(containers.ECR_PASSWORD_HELPER, str(helper)))
+    script = (
+        'set -euo pipefail; shopt -s lastpipe; source "$ENROOT_LIBRARY_PATH/docker.sh"; '
+        f"docker::_parse_uri 'docker://{image}' | head -n1; "
+        'common::evalnetrc "$ENROOT_CONFIG_PATH/.credentials" 2>/dev/null'
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "ENROOT_LIBRARY_PATH": str(enroot_src),
+        "ENROOT_CONFIG_PATH": str(config),
+        "ENROOT_CACHE_PATH": str(tmp_path / "cache"),
+        "ENROOT_TRANSFER_RETRIES": "0",
+        "ENROOT_CONNECT_TIMEOUT": "1",
+        "ENROOT_TRANSFER_TIMEOUT": "1",
+    }
+    result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_enroot_logs_in_to_the_registry_as_aws_with_the_helpers_password(enroot_src, tmp_path):
+    lines = _enroot_reads(
+        enroot_src, tmp_path, containers.credentials([REGISTRY]), f"{REGISTRY.host}/team/train:v1"
+    )
+    assert lines == [
+        "AWS",
+        f"machine {REGISTRY.host} login AWS password "
+        "password-for-eu-west-2-at-https://api.ecr.eu-west-2.amazonaws.com",
+    ]
+
+
+def test_an_image_of_another_registry_gets_no_login_from_the_clusters_file(enroot_src, tmp_path):
+    lines = _enroot_reads(
+        enroot_src, tmp_path, containers.credentials([REGISTRY]), "nvcr.io/nvidia/pytorch:25.01-py3"
+    )
+    assert lines[0] == ""
+
+
+def test_the_registry_is_the_one_the_stacks_repository_names_in_the_clusters_partition():
+    registry = EcrRegistry.of(
+        "111122223333.dkr.ecr.eu-west-2.amazonaws.com/slinky-eks-dev/slurmd",
+        "arn:aws:eks:eu-west-2:111122223333:cluster/slinky-eks-dev",
+    )
+    assert registry == REGISTRY
+
+
+def test_a_china_region_registry_keeps_its_dns_suffix_and_partition():
+    registry = EcrRegistry.of(
+        "111122223333.dkr.ecr.cn-north-1.amazonaws.com.cn/slurmd",
+        "arn:aws-cn:eks:cn-north-1:111122223333:cluster/c",
+    )
+    assert registry.host == "111122223333.dkr.ecr.cn-north-1.amazonaws.com.cn"
+    assert registry.endpoint == "https://api.ecr.cn-north-1.amazonaws.com.cn"
+    assert registry_pull_policy(registry)["Statement"][1]["Resource"] == (
+        "arn:aws-cn:ecr:cn-north-1:111122223333:repository/*"
+    )
+
+
+def test_a_repository_outside_ecr_is_refused():
+    with pytest.raises(ValueError, match="not a private ECR repository URL"):
+        EcrRegistry.of("ghcr.io/slinkyproject/slurmd", "arn:aws:eks:eu-west-2:111122223333:cluster/c")

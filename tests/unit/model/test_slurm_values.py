@@ -4,7 +4,7 @@ scheduling lines in tests/unit/model/test_scheduling.py."""
 
 import dataclasses
 
-from model.builders import metrics
+from model.builders import containers, metrics
 from model.builders.scheduling import DEFAULT
 from model.builders.slurm_values import (
     SlurmValuesArgs,
@@ -46,6 +46,7 @@ ARGS = SlurmValuesArgs(
     scheduling=DEFAULT,
     metrics=False,
     partition_topologies={},
+    registry=containers.EcrRegistry("123456789012", "us-west-2", "aws", "amazonaws.com"),
 )
 
 
@@ -168,7 +169,10 @@ def test_the_release_renders_the_enroot_conf_the_slurmd_pods_mount():
     (cm,) = [
         o for o in slurm_values(ARGS)["extraObjects"] if o["metadata"]["name"] == containers.ENROOT_CONFIGMAP
     ]
-    assert cm["data"] == {"enroot.conf": containers.enroot_conf(containers.PATHS)}
+    assert cm["data"] == {
+        "enroot.conf": containers.enroot_conf(containers.PATHS),
+        containers.CREDENTIALS_KEY: containers.credentials([ARGS.registry]),
+    }
 
 
 def test_the_job_scratch_prolog_and_epilog_run_beside_the_named_users_prolog():
