@@ -43,6 +43,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,6 +159,31 @@ def hold_cluster_lock(workdir: pathlib.Path, wait_s: float = CLUSTER_LOCK_WAIT_S
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}, {workdir}\n".encode(), 0)
     return fd
+
+
+# enroot's hooks directory (NVIDIA/enroot v4.1.2 src/runtime.sh hook_dirs: ENROOT_SYSCONF_PATH's hooks.d).
+ENROOT_HOOKS_DIR = f"{containers.ENROOT_SYSCONF_DIR}/hooks.d"
+# Where enroot installs the hooks it leaves off (its Makefile, install: $(datadir)/enroot/hooks.d),
+# which the image enables by copying them into ENROOT_HOOKS_DIR: the path in the Dockerfile's
+# words (the Debian package's datadir) and in the test root's (sid.build: prefix /usr/local).
+_EXTRA_HOOKS = "share/enroot/hooks.d"
+_IMAGE = REPO / "image"
+
+
+def image_enroot_hooks(root: pathlib.Path) -> dict[str, pathlib.Path]:
+    """The hooks a worker's enroot runs, as the slurmd image has them (image/Dockerfile): the root's
+    own enabled hooks, the extra hooks the Dockerfile copies from enroot's hooks.d into the enabled
+    directory, and ours (image/enroot-hooks/, which it copies there whole). {name: file here}."""
+    dockerfile = (_IMAGE / "Dockerfile").read_text()
+    enabled = sorted(set(re.findall(rf"/usr/{_EXTRA_HOOKS}/([\w.-]+\.sh)", dockerfile)))
+    if not enabled or "COPY --chmod=0755 enroot-hooks/ /etc/enroot/hooks.d/" not in dockerfile:
+        raise RuntimeError("image/Dockerfile no longer enables enroot hooks as image_enroot_hooks reads it")
+    hooks = {p.name: p for p in sorted((root / ENROOT_HOOKS_DIR.lstrip("/")).glob("*.sh"))}
+    for name in enabled:
+        found = [root / prefix / _EXTRA_HOOKS / name for prefix in ("usr", "usr/local")]
+        hooks[name] = next((p for p in found if p.exists()), found[-1])
+    hooks.update({p.name: p for p in sorted((_IMAGE / "enroot-hooks").glob("*.sh"))})
+    return hooks
 
 
 def slurm_root(suite: str) -> pathlib.Path:
@@ -279,6 +305,7 @@ class LocalSlurm:
         gpus_of: Mapping[str, tuple[str, int]] | None = None,
         login_files: dict[str, str] | None = None,
         login_dirs: Sequence[str] = (),
+        worker_files: Mapping[str, pathlib.Path] | None = None,
     ):
         self.dir = workdir
         self.release = release
@@ -315,6 +342,9 @@ class LocalSlurm:
         # and sticky, as /tmp.
         self.login_files = dict(login_files or {})
         self.login_dirs = tuple(login_dirs)
+        # What a test gives every worker pod beyond the release: {path in the pod: file or directory
+        # here}, mounted read-only (stand-ins for what a node has, such as EFA's devices).
+        self.worker_files = dict(worker_files or {})
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -386,6 +416,12 @@ class LocalSlurm:
         enroot = self.release.config_maps.get(containers.ENROOT_CONFIGMAP)
         if enroot is not None:
             (d / "enroot.conf").write_text(enroot["data"]["enroot.conf"])
+        # The slurmd image's enroot hooks, where the root has enroot (sid.build; not trixie).
+        if enroot is not None and (self.fs / ENROOT_HOOKS_DIR.lstrip("/")).is_dir():
+            hooks = d / "enroot-hooks"
+            hooks.mkdir(exist_ok=True)
+            for name, source in image_enroot_hooks(self.fs).items():
+                shutil.copy2(source, hooks / name)
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
@@ -519,8 +555,9 @@ class LocalSlurm:
         lines += self._identities(pod or d / hostname, identities)
         for path, source in (files or {}).items():
             target = f"{r}{shlex.quote(path)}"
+            make = f"mkdir -p {target}" if pathlib.Path(source).is_dir() else f"touch {target}"
             lines += [
-                f"mkdir -p $(dirname {target}) && touch {target}",
+                f"mkdir -p $(dirname {target}) && {make}",
                 f"mount --bind -o ro {shlex.quote(str(source))} {target}",
             ]
         if shared:
@@ -869,9 +906,10 @@ class LocalSlurm:
                 pod,
                 shared=True,
                 gpus=count,
-                files={containers.ENROOT_CONF: self.dir / "enroot.conf"}
-                if (self.dir / "enroot.conf").exists()
-                else {},
+                files={
+                    **self._container_files(),
+                    **self.worker_files,
+                },
                 # The NodeSet pod's node-local emptyDir (model/builders/containers.py
                 # slurmd_volumes): the pod's own directory, a new pod's empty.
                 volumes={containers.NODE_LOCAL_MOUNT: pod / "node-local"},
@@ -881,6 +919,15 @@ class LocalSlurm:
         )
         self.workers[node] = daemon
         return daemon
+
+    def _container_files(self) -> dict[str, pathlib.Path]:
+        """A worker's enroot.conf (its ConfigMap item) and hooks directory (the slurmd image's:
+        image_enroot_hooks), when the release has container jobs."""
+        files = {
+            containers.ENROOT_CONF: self.dir / "enroot.conf",
+            ENROOT_HOOKS_DIR: self.dir / "enroot-hooks",
+        }
+        return {path: source for path, source in files.items() if source.exists()}
 
     def stop_slurmd(self, node: str) -> None:
         _stop(self.workers.pop(node).proc)
