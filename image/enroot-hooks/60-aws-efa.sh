@@ -48,8 +48,8 @@ image_path=$(sed -n 's/^LD_LIBRARY_PATH=//p' "$ENROOT_ENVIRON" | tail -n1)
 joined=$(IFS=:; echo "${libraries[*]}")
 echo "LD_LIBRARY_PATH=$joined${image_path:+:$image_path}" >> "$ENROOT_ENVIRON"
 
-if [ -z "${NCCL_NET_PLUGIN+set}" ] && ! grep -q '^NCCL_NET_PLUGIN=' "$ENROOT_ENVIRON"; then
-  plugin=$(sed -n 's/^NCCL_NET_PLUGIN=//p' /etc/nccl.conf 2>/dev/null | tail -n1)
+if [ -z "${NCCL_NET_PLUGIN+set}" ] && [ -r /etc/nccl.conf ] && ! grep -q '^NCCL_NET_PLUGIN=' "$ENROOT_ENVIRON"; then
+  plugin=$(sed -n 's/^NCCL_NET_PLUGIN=//p' /etc/nccl.conf | tail -n1)
   [ -z "$plugin" ] || echo "NCCL_NET_PLUGIN=$plugin" >> "$ENROOT_ENVIRON"
 fi
 exit 0
