@@ -9,11 +9,13 @@
 # $ENROOT_ENVIRON is the container's environment, the image's own first (its /etc/environment,
 # runtime::_do_environ), loaded line by line with the last value of a name winning
 # (bin/common.h, load_environment). As the GPU hook (conf/hooks/98-nvidia.sh) brings the driver,
-# this one brings the fabric: enroot's own hooks bring no EFA library (99-mellanox.sh is for
-# Mellanox HCAs only).
+# this one brings the fabric: enroot's standard hooks bring no EFA library (doc/standard-hooks.md;
+# 99-mellanox.sh is for Mellanox HCAs only).
 #
 # What a container's NCCL needs for EFA: libfabric with its efa provider (/opt/amazon/efa) and the
-# aws-ofi-nccl network plugin (/opt/amazon/ofi-nccl), which NCCL dlopens by NCCL_NET_PLUGIN's name
+# aws-ofi-nccl network plugin (/opt/amazon/ofi-nccl), built against libfabric and hwloc
+# (aws/aws-ofi-nccl v1.21.1 README.md and INSTALL.md: Libfabric v1.18.0 or newer and HWLOC;
+# configure.ac, CHECK_PKG_HWLOC), which NCCL dlopens by NCCL_NET_PLUGIN's name
 # through the dynamic loader's search path (NVIDIA/nccl v2.29.7-1 src/plugin/plugin_open.cc,
 # src/plugin/net.cc; image/assert-image.sh step 3). The loader's path in the container is the
 # image's LD_LIBRARY_PATH, which pyxis lets win over the job's (pyxis_slurmstepd.c,
