@@ -139,9 +139,10 @@ class EnrootPaths:
 
 
 def plugstack_conf(pyxis_plugin: str = PYXIS_PLUGIN) -> str:
-    """plugstack.conf: pyxis, required, with its defaults (NVIDIA/pyxis v0.24.0 README, "Slurm
-    plugstack configuration")."""
-    return f"required {pyxis_plugin}\n"
+    """plugstack.conf: pyxis, required, with its defaults but for its runtime directory, on the
+    node-local disk (PYXIS_RUNTIME_PATH) (NVIDIA/pyxis v0.24.0 README, "Slurm plugstack
+    configuration"; config.c, the arguments it reads)."""
+    return f"required {pyxis_plugin} runtime_path={PYXIS_RUNTIME_PATH}\n"
 
 
 def enroot_conf(paths: EnrootPaths) -> str:
@@ -214,6 +215,15 @@ def enroot_directories(paths: EnrootPaths) -> tuple[str, ...]:
 # the pod.
 NODE_LOCAL_VOLUME = "node-local"
 NODE_LOCAL_MOUNT = "/mnt/local"
+# pyxis's own runtime directory: a `docker://` image is imported there, as a whole squashfs file
+# per step (<runtime_path>/<uid>/<job>.<step>.squashfs), before `enroot create` unpacks it
+# (NVIDIA/pyxis v0.24.0 pyxis_slurmstepd.c, enroot_create_user_runtime_dir and the import path).
+# Its default, /run/pyxis (config.c), is in the slurmd container's writable layer: the operator
+# mounts nothing at /run (SlinkyProject/slurm-operator v1.2.1
+# internal/builder/workerbuilder/worker_app.go). On the node-local disk with enroot's directories
+# instead; slurmd's pyxis makes this last component itself, mode 0755, when it starts
+# (pyxis_slurmd.c, pyxis_slurmd_init), and each user's directory in it 0700, the user's own.
+PYXIS_RUNTIME_PATH = f"{NODE_LOCAL_MOUNT}/pyxis"
 # Each job's scratch directory on each of its nodes: <JOB_SCRATCH>/<job id>, the job's user's own,
 # removed when the job ends (prolog_script, epilog_script).
 JOB_SCRATCH = f"{NODE_LOCAL_MOUNT}/jobs"

@@ -16,15 +16,29 @@ ENV_FILE = "cluster.env"
 
 # nccl-tests' MPI only bootstraps (NCCL moves the data): keep the system OpenMPI, which Ubuntu
 # builds with UCX and the distro libfabric, on TCP and off the pod's loopback and agent
-# interfaces; PMIx's hash data store avoids the gds/shmem failure warning under srun --mpi=pmix.
-# The same settings as aws-samples/awsome-distributed-training
-# micro-benchmarks/nccl-tests/nccl-tests.Dockerfile (and open-mpi/ompi#7516 for gds).
+# interfaces. The same settings as aws-samples/awsome-distributed-training
+# micro-benchmarks/nccl-tests/nccl-tests.Dockerfile.
 MPI_LAUNCH_ENVIRONMENT = {
     "OMPI_MCA_pml": "^ucx",
     "OMPI_MCA_btl": "tcp,self",
     "OMPI_MCA_btl_tcp_if_exclude": "lo,docker0,veth_def_agent",
-    "PMIX_MCA_gds": "hash",
 }
+# PMIx's hash data store avoids the gds/shmem failure warning under srun --mpi=pmix (the same
+# awsome-distributed-training Dockerfile; open-mpi/ompi#7516). Given to PMIx steps only, by Slurm's
+# mpi.conf (https://slurm.schedmd.com/mpi.conf.html, PMIxEnv: "environment variables to be set in
+# job environments to be used by PMIx"), never to every job: with a PMIX_* variable in a step's
+# environment and no SLURM_MPI_TYPE (Slurm unsets it for --mpi=none), enroot's 50-slurm-pmi.sh hook,
+# which the slurmd image enables, binds the step's PMIx directory into the container without
+# `nofail` (NVIDIA/enroot v4.1.2 conf/hooks/extra/50-slurm-pmi.sh), and a non-MPI step has none:
+# its container would not start.
+PMIX_ENVIRONMENT = {"PMIX_MCA_gds": "hash"}
+MPI_CONF = "mpi.conf"
+
+
+def mpi_conf() -> str:
+    """mpi.conf, served configless by slurmctld with the other configFiles: PMIx's settings for
+    the steps that run under PMIx (PMIxEnv, semicolon separated)."""
+    return "PMIxEnv=" + ";".join(f"{k}={v}" for k, v in PMIX_ENVIRONMENT.items()) + "\n"
 
 
 def pool_env_file(pool_name: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from model.builders import containers, identities, login_sshd, metrics, node_health
+from model.builders import containers, identities, job_environment, login_sshd, metrics, node_health
 from model.builders.scheduling import SchedulingPolicy
 from model.builders.scheduling import slurm_conf as scheduling_conf
 from model.checks.gpu_pools import ALL_POOLS_PARTITION, GpuPool, pool_labels
@@ -335,9 +335,13 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         "nodesetDefaults": {"logfile": sidecar},
         "nodesets": {pool.name: nodeset(pool) for pool in a.gpu_pools},
         "partitions": partitions(a.gpu_pools, a.partition_topologies),
-        # pyxis on every node that runs srun or slurmd (model/builders/containers.py): slurmctld
-        # serves plugstack.conf to them configless. Merged over the base's configFiles.
-        "configFiles": {"plugstack.conf": containers.plugstack_conf()},
+        # pyxis on every node that runs srun or slurmd (model/builders/containers.py) and PMIx's
+        # settings for PMIx steps (model/builders/job_environment.py): slurmctld serves both files
+        # to them configless. Merged over the base's configFiles.
+        "configFiles": {
+            "plugstack.conf": containers.plugstack_conf(),
+            job_environment.MPI_CONF: job_environment.mpi_conf(),
+        },
         # enroot's directories and each job's scratch on the node-local disk: made before a job's
         # first step, the scratch removed when it ends (model/builders/containers.py).
         "prologScripts": {containers.PROLOG_SCRIPT: containers.prolog_script()},

@@ -140,7 +140,7 @@ def test_an_instance_value_outside_an_override_example_is_found():
 def test_environment_file_keeps_nccl_tests_mpi_on_tcp_bootstrap(bundle, tmp_path):
     env_file = tmp_path / "cluster.env"
     env_file.write_text(bundle.inputs["data"]["cluster.env"])
-    names = ("OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_btl_tcp_if_exclude", "PMIX_MCA_gds")
+    names = ("OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_btl_tcp_if_exclude")
     shown = subprocess.run(
         [
             "env",
@@ -157,8 +157,21 @@ def test_environment_file_keeps_nccl_tests_mpi_on_tcp_bootstrap(bundle, tmp_path
         "OMPI_MCA_pml=^ucx",
         "OMPI_MCA_btl=tcp,self",
         "OMPI_MCA_btl_tcp_if_exclude=lo,docker0,veth_def_agent",
-        "PMIX_MCA_gds=hash",
     ]
+
+
+def test_environment_file_gives_no_job_a_pmix_variable(bundle, tmp_path):
+    # A PMIX_* variable in a non-MPI container step makes enroot's 50-slurm-pmi.sh bind a PMIx
+    # directory the step does not have (model/builders/job_environment.py PMIX_ENVIRONMENT).
+    env_file = tmp_path / "cluster.env"
+    env_file.write_text(bundle.inputs["data"]["cluster.env"])
+    shown = subprocess.run(
+        ["env", "-i", "bash", "-c", f"source {env_file}; compgen -e PMIX_ || true"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert shown == []
 
 
 # The work directories (components/job_staging.py staging_script), the script run as the copy Job

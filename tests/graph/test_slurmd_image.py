@@ -251,7 +251,8 @@ def test_the_image_scripts_are_executable_in_git():
 
 
 def test_image_scripts_pass_shellcheck():
-    scripts = sorted(str(p) for p in (ROOT / "image").glob("*.sh"))
+    # rglob: the enroot hooks in image/enroot-hooks/ too.
+    scripts = sorted(str(p) for p in (ROOT / "image").rglob("*.sh"))
     # -x: the assertions source image/loader.sh, which is checked with them.
     result = subprocess.run(
         [str(ROOT / ".venv/bin/shellcheck"), "-x", "-P", "SCRIPTDIR", *scripts],

@@ -2,8 +2,11 @@
 enroot v4.1.2, built in the test root (tests/slurm/roots/sid.build), configured as the dev stack's
 release configures them (model/builders/containers.py: plugstack.conf served by slurmctld,
 enroot.conf and the cluster's .credentials from their ConfigMap and the node-local emptyDir in each
-worker pod, the directories made by the workers' Prolog), run `srun --container-image` steps for a
-named user on the workers. One cluster for all of them: the suite's time (CONTRIBUTING.md)."""
+worker pod, the directories made by the workers' Prolog), with enroot's hooks enabled as the slurmd
+image enables them (local_slurm.image_enroot_hooks: enroot's PMI and PyTorch hooks and ours), run
+`srun --container-image` steps for a named user on the workers. The workers stand in for EFA
+nodes: an EFA device file and /opt/amazon with stand-in libraries, as the slurmd image and the EFA
+device plugin give a pod. One cluster for all of them: the suite's time (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -19,10 +22,13 @@ from model.builders.containers import (
     CREDENTIALS_KEY,
     ENROOT_CONF,
     ENROOT_CONFIGMAP,
+    NODE_LOCAL_MOUNT,
     PATHS,
+    PYXIS_RUNTIME_PATH,
     enroot_conf,
     enroot_directories,
 )
+from model.builders.job_environment import ENV_FILE
 from model.checks.users import User
 from model.facts import versions
 from model.facts.contract import SHARED_MOUNT
@@ -88,6 +94,33 @@ def _image_tree(root: pathlib.Path, tree: pathlib.Path) -> pathlib.Path:
     return tree
 
 
+# The stand-in EFA node: the EFA device plugin's device in the pod (/dev/infiniband/uverbs*), the
+# slurmd image's /opt/amazon (image/README.md: libfabric, fi_info, the aws-ofi-nccl plugin) and its
+# /etc/nccl.conf (image/register-libraries.sh). The libraries are the test root's, chosen for what
+# they link: libz only the C library the test image has; libssl also libcrypto, which it lacks.
+EFA_CHECK = REPO / "jobs/lib/efa-in-container.sh"
+PLUGIN = "ofi-nccl/lib64/libnccl-net-ofi.so"
+
+
+def _efa_node(root: pathlib.Path, here: pathlib.Path) -> dict[str, pathlib.Path]:
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    amazon = here / "opt/amazon"
+    for rel, source in (("efa/lib64/libfabric.so.1", lib / "libz.so.1"), (PLUGIN, lib / "libz.so.1")):
+        (amazon / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, amazon / rel)
+    (amazon / "efa/bin").mkdir()
+    # fi_info as the test image can run it: its sh, the line libfabric prints for a provider.
+    (amazon / "efa/bin/fi_info").write_text('#!/bin/sh\n[ "$*" = "-p efa" ] && echo "provider: efa"\n')
+    (amazon / "efa/bin/fi_info").chmod(0o755)
+    (here / "uverbs0").touch()
+    (here / "nccl.conf").write_text("NCCL_NET_PLUGIN=ofi\nNCCL_NET=Libfabric\n")
+    return {
+        "/opt": here / "opt",
+        "/dev/infiniband/uverbs0": here / "uverbs0",
+        "/etc/nccl.conf": here / "nccl.conf",
+    }
+
+
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory, dev):
     """The dev stack's release with its accounting on the test's database (a named user's step
@@ -100,6 +133,7 @@ def slurm(tmp_path_factory, dev):
         users=(ALICE,),
         login_files={ENROOT_CONF: LOGIN_ENROOT_CONF},
         login_dirs=enroot_directories(PATHS),
+        worker_files=_efa_node(slurm_root("sid"), tmp_path_factory.mktemp("efa-node")),
     ) as cluster:
         register_users(cluster, (ALICE,))
         images = cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")
@@ -282,3 +316,67 @@ def test_a_wrong_password_fails_the_import(slurm, image_tree):
     finally:
         (images / PASSWORD_FILE).write_text(REGISTRY_LOGIN[1])
         registry.stop()
+
+
+def test_a_job_with_the_cluster_environment_runs_a_container_step_without_mpi(slurm, image, staged):
+    # What every shipped job does (jobs/lib/job-env.sh sources cluster.env), then a step with no
+    # --mpi: enroot's 50-slurm-pmi.sh, enabled as in the image, must find no PMIx step to wire.
+    shutil.copy2(staged / ENV_FILE, slurm.shared_dir / ENV_FILE)
+    done = slurm.run_as(
+        ALICE,
+        [
+            "bash",
+            "-c",
+            f"source {SHARED_MOUNT}/{ENV_FILE} && srun -w {slurm.nodes[0]} --container-image={image} "
+            "cat /etc/os-release",
+        ],
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"ID={IMAGE_ID}" in done.stdout
+
+
+def test_pyxis_keeps_its_runtime_directory_on_the_node_local_volume(slurm):
+    # slurmd's pyxis makes its runtime_path when it starts (pyxis v0.24.0 pyxis_slurmd.c).
+    below = PYXIS_RUNTIME_PATH.removeprefix(f"{NODE_LOCAL_MOUNT}/")
+    assert [n for n in slurm.nodes if not (slurm.pod_dir(n) / "node-local" / below).is_dir()] == []
+
+
+def _efa_check(slurm, image: str) -> subprocess.CompletedProcess:
+    shutil.copy2(EFA_CHECK, slurm.shared_dir / EFA_CHECK.name)
+    return _srun(
+        slurm,
+        [
+            "-w",
+            slurm.nodes[0],
+            f"--container-image={image}",
+            f"--container-mounts={SHARED_MOUNT}",
+            "sh",
+            "-c",
+            f'echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH NCCL_NET_PLUGIN=$NCCL_NET_PLUGIN"; '
+            f"sh {SHARED_MOUNT}/{EFA_CHECK.name}",
+        ],
+    )
+
+
+def test_on_an_efa_node_the_container_loads_the_nodes_efa_libraries(slurm, image):
+    done = _efa_check(slurm, image)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        "LD_LIBRARY_PATH=/opt/amazon/efa/lib64:/opt/amazon/ofi-nccl/lib64 NCCL_NET_PLUGIN=ofi" in done.stdout
+    )
+    assert f"NCCL network plugin loads: /opt/amazon/{PLUGIN}" in done.stdout
+
+
+def test_the_efa_check_names_what_the_image_cannot_load(slurm, image):
+    # The node's plugin replaced, in place, by one linking libcrypto.so.3, which the image lacks.
+    plugin = slurm.worker_files["/opt"] / "amazon" / PLUGIN
+    kept = plugin.read_bytes()
+    shutil.copy2(slurm.fs / "usr/lib/x86_64-linux-gnu/libssl.so.3", plugin)
+    try:
+        done = _efa_check(slurm, image)
+    finally:
+        plugin.write_bytes(kept)
+    assert done.returncode != 0, done.stdout + done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if "efa-in-container FAILED" in line]
+    assert f"/opt/amazon/{PLUGIN} does not load in this image: libcrypto.so.3 => not found" in line

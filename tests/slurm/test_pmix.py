@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from model.builders.job_environment import PMIX_ENVIRONMENT
 from tests.support.paths import DATA
 from tests.support.slurm_cluster import running_cluster
 from tools import command_output
@@ -84,3 +85,14 @@ def test_a_step_without_pmix_is_not_one_world(pmix_cluster, program):
     """Without the plugin each task starts alone (singleton MPI): the rank-count check above fails."""
     step = pmix_cluster.run(["srun", "--mpi=none", "-N2", "-n2", str(program)], env=MPI_ENV, timeout=120)
     assert {r[1] for r in _ranks(step)} != {"2"}, step.stdout + step.stderr
+
+
+def test_mpi_conf_gives_pmix_steps_and_only_them_the_pmix_settings(pmix_cluster):
+    # The release's mpi.conf (model/builders/job_environment.py mpi_conf), served configless; no
+    # job environment sets them (cluster.env no longer does).
+    names = sorted(PMIX_ENVIRONMENT)
+    shown = {}
+    for mpi in ("pmix", "none"):
+        step = pmix_cluster.run(["srun", f"--mpi={mpi}", "-N1", "-n1", "printenv", *names], timeout=120)
+        shown[mpi] = step.stdout.split()
+    assert shown == {"pmix": [PMIX_ENVIRONMENT[n] for n in names], "none": []}

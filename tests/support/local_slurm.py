@@ -43,6 +43,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,6 +159,25 @@ def hold_cluster_lock(workdir: pathlib.Path, wait_s: float = CLUSTER_LOCK_WAIT_S
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()}, {workdir}\n".encode(), 0)
     return fd
+
+
+# enroot's hooks directory (NVIDIA/enroot v4.1.2 src/runtime.sh hook_dirs: ENROOT_SYSCONF_PATH's hooks.d).
+ENROOT_HOOKS_DIR = f"{containers.ENROOT_SYSCONF_DIR}/hooks.d"
+_IMAGE = REPO / "image"
+
+
+def image_enroot_hooks(root: pathlib.Path) -> dict[str, pathlib.Path]:
+    """The hooks a worker's enroot runs, as the slurmd image has them: those the root's enroot has
+    enabled (image/container-runtime.sh, the recipe the image and the sid root share, enables its
+    extra hooks there) and ours (image/enroot-hooks/, which the Dockerfile copies in whole).
+    {name: file here}."""
+    if "COPY --chmod=0755 enroot-hooks/ /etc/enroot/hooks.d/" not in (_IMAGE / "Dockerfile").read_text():
+        raise RuntimeError(
+            "image/Dockerfile no longer installs image/enroot-hooks as image_enroot_hooks reads it"
+        )
+    hooks = {p.name: p for p in sorted((root / ENROOT_HOOKS_DIR.lstrip("/")).glob("*.sh"))}
+    hooks.update({p.name: p for p in sorted((_IMAGE / "enroot-hooks").glob("*.sh"))})
+    return hooks
 
 
 def slurm_root(suite: str) -> pathlib.Path:
@@ -279,6 +299,7 @@ class LocalSlurm:
         gpus_of: Mapping[str, tuple[str, int]] | None = None,
         login_files: dict[str, str] | None = None,
         login_dirs: Sequence[str] = (),
+        worker_files: Mapping[str, pathlib.Path] | None = None,
     ):
         self.dir = workdir
         self.release = release
@@ -315,6 +336,9 @@ class LocalSlurm:
         # and sticky, as /tmp.
         self.login_files = dict(login_files or {})
         self.login_dirs = tuple(login_dirs)
+        # What a test gives every worker pod beyond the release: {path in the pod: file or directory
+        # here}, mounted read-only (stand-ins for what a node has, such as EFA's devices).
+        self.worker_files = dict(worker_files or {})
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -388,6 +412,12 @@ class LocalSlurm:
             (d / "enroot.conf").write_text(enroot["data"]["enroot.conf"])
             if containers.CREDENTIALS_KEY in enroot["data"]:
                 (d / "enroot-credentials").write_text(enroot["data"][containers.CREDENTIALS_KEY])
+        # The slurmd image's enroot hooks, where the root has enroot (sid.build; not trixie).
+        if enroot is not None and (self.fs / ENROOT_HOOKS_DIR.lstrip("/")).is_dir():
+            hooks = d / "enroot-hooks"
+            hooks.mkdir(exist_ok=True)
+            for name, source in image_enroot_hooks(self.fs).items():
+                shutil.copy2(source, hooks / name)
         for path in (*_HOST_PATHS, str(state.parent)):
             (self.fs / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
         for target in (SLURMCTLD_SPOOL, SLURMD_SPOOL, LOG_DIR, ETC_DIR):
@@ -521,8 +551,9 @@ class LocalSlurm:
         lines += self._identities(pod or d / hostname, identities)
         for path, source in (files or {}).items():
             target = f"{r}{shlex.quote(path)}"
+            make = f"mkdir -p {target}" if pathlib.Path(source).is_dir() else f"touch {target}"
             lines += [
-                f"mkdir -p $(dirname {target}) && touch {target}",
+                f"mkdir -p $(dirname {target}) && {make}",
                 f"mount --bind -o ro {shlex.quote(str(source))} {target}",
             ]
         if shared:
@@ -872,15 +903,8 @@ class LocalSlurm:
                 shared=True,
                 gpus=count,
                 files={
-                    path: self.dir / name
-                    for path, name in (
-                        (containers.ENROOT_CONF, "enroot.conf"),
-                        (
-                            f"{containers.CLUSTER_CONFIG_DIR}/{containers.CREDENTIALS_FILE}",
-                            "enroot-credentials",
-                        ),
-                    )
-                    if (self.dir / name).exists()
+                    **self._container_files(),
+                    **self.worker_files,
                 },
                 # The NodeSet pod's node-local emptyDir (model/builders/containers.py
                 # slurmd_volumes): the pod's own directory, a new pod's empty.
@@ -891,6 +915,16 @@ class LocalSlurm:
         )
         self.workers[node] = daemon
         return daemon
+
+    def _container_files(self) -> dict[str, pathlib.Path]:
+        """A worker's enroot.conf and the cluster's .credentials (the ConfigMap's items) and hooks
+        directory (the slurmd image's: image_enroot_hooks), when the release has container jobs."""
+        files = {
+            containers.ENROOT_CONF: self.dir / "enroot.conf",
+            f"{containers.CLUSTER_CONFIG_DIR}/{containers.CREDENTIALS_FILE}": self.dir / "enroot-credentials",
+            ENROOT_HOOKS_DIR: self.dir / "enroot-hooks",
+        }
+        return {path: source for path, source in files.items() if source.exists()}
 
     def stop_slurmd(self, node: str) -> None:
         _stop(self.workers.pop(node).proc)

@@ -30,12 +30,27 @@ def _as_enroot_reads(conf: str) -> dict[str, str]:
     return out
 
 
+def _plugstack_arguments(conf: str) -> dict[str, str]:
+    """The plugin's arguments on its line, as pyxis's config.c reads them (name=value)."""
+    return dict(argument.split("=", 1) for argument in conf.split()[2:])
+
+
 def test_plugstack_is_one_required_line_naming_the_plugin_with_no_include():
-    assert containers.plugstack_conf("/opt/pyxis/spank_pyxis.so") == "required /opt/pyxis/spank_pyxis.so\n"
+    conf = containers.plugstack_conf("/opt/pyxis/spank_pyxis.so")
+    assert len(conf.splitlines()) == 1 and conf.endswith("\n")
+    assert conf.split()[:2] == ["required", "/opt/pyxis/spank_pyxis.so"]
 
 
 def test_plugstack_names_where_the_image_installs_pyxis_by_default():
-    assert containers.plugstack_conf() == f"required {containers.PYXIS_PLUGIN}\n"
+    assert containers.plugstack_conf().split()[:2] == ["required", containers.PYXIS_PLUGIN]
+
+
+def test_pyxis_imports_images_into_a_directory_of_the_node_local_volume():
+    # Its default, /run/pyxis, is the slurmd container's writable layer (pyxis v0.24.0 config.c).
+    runtime = _plugstack_arguments(containers.plugstack_conf())
+    assert runtime == {"runtime_path": f"{containers.NODE_LOCAL_MOUNT}/pyxis"}
+    mounted = {m["mountPath"]: m["name"] for m in containers.slurmd_mounts()}
+    assert mounted[containers.NODE_LOCAL_MOUNT] == containers.NODE_LOCAL_VOLUME
 
 
 def test_each_user_gets_own_runtime_data_and_cache_directories():

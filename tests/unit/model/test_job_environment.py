@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from model.builders.job_environment import ENV_FILE, environment_files
+from model.builders.job_environment import ENV_FILE, PMIX_ENVIRONMENT, environment_files, mpi_conf
 from model.checks import gpu_pools
 from tests.support.paths import REPO
 
@@ -124,3 +124,14 @@ def test_the_pool_picking_cluster_env_passes_shellcheck(jobs_dir):
         text=True,
     )
     assert done.returncode == 0, done.stdout
+
+
+def test_mpi_conf_gives_pmix_steps_the_hash_data_store():
+    # mpi.conf(5): "PMIxEnv=<environment variables> Semicolon separated list of environment
+    # variables to be set in job environments to be used by PMIx".
+    (line,) = mpi_conf().splitlines()
+    key, _, value = line.partition("=")
+    assert key == "PMIxEnv"
+    assert (
+        dict(item.split("=", 1) for item in value.split(";")) == {"PMIX_MCA_gds": "hash"} == PMIX_ENVIRONMENT
+    )

@@ -128,7 +128,13 @@ def test_a_stack_without_placed_pools_names_no_topology():
 def test_pyxis_is_in_plugstack_conf_which_slurmctld_serves_to_every_node():
     from model.builders import containers
 
-    assert slurm_values(ARGS)["configFiles"] == {"plugstack.conf": containers.plugstack_conf()}
+    assert slurm_values(ARGS)["configFiles"]["plugstack.conf"] == containers.plugstack_conf()
+
+
+def test_pmix_settings_are_in_mpi_conf_which_slurmctld_serves_to_every_node():
+    from model.builders import job_environment
+
+    assert slurm_values(ARGS)["configFiles"]["mpi.conf"] == job_environment.mpi_conf()
 
 
 def test_the_login_pod_runs_slinkys_pyxis_flavour_of_the_login_image():
