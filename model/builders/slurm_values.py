@@ -272,6 +272,11 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             # The pool's partition comes from `partitions` (partitions()).
             "partition": {"enabled": False},
             "podSpec": {
+                # The node-local tree made root's before slurmd starts (model/builders/containers.py),
+                # by the slurmd image itself, as the nodes run it (<repository>@<digest>).
+                "initContainers": [
+                    containers.init_container(f"{a.image_repository}@{a.image_digest}", a.init_security)
+                ],
                 "nodeSelector": {**GPU_LABELS, **pool_labels(pool, a.gpu_pools)},
                 # Tolerations replace the operator's defaults rather than merge.
                 "tolerations": [dict(GPU_TOLERATION)],
@@ -328,8 +333,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
         # pyxis on every node that runs srun or slurmd (model/builders/containers.py): slurmctld
         # serves plugstack.conf to them configless. Merged over the base's configFiles.
         "configFiles": {"plugstack.conf": containers.plugstack_conf()},
-        # enroot's directories and each job's scratch on the node-local disk: made before a job's
-        # first step, the scratch removed when it ends (model/builders/containers.py).
+        # The job user's enroot directories and the job's scratch on the node-local disk: made
+        # before a job's first step, removed when it ends (model/builders/containers.py).
         "prologScripts": {containers.PROLOG_SCRIPT: containers.prolog_script()},
         "epilogScripts": {containers.EPILOG_SCRIPT: containers.epilog_script()},
         # The login sshd's drop-in and enroot.conf, rendered by the release with the pods that mount them.
