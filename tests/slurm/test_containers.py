@@ -1,9 +1,11 @@
 """Container jobs on a real Slurm 26.05 cluster (tests/support/local_slurm.py): pyxis v0.24.0 and
 enroot v4.1.2, built in the test root (tests/slurm/roots/sid.build), configured as the dev stack's
 release configures them (model/builders/containers.py: plugstack.conf served by slurmctld,
-enroot.conf from its ConfigMap and the node-local emptyDir in each worker pod, the directories made
-by the workers' Prolog), run `srun --container-image` steps for a named user on the workers. One
-cluster for all of them: the suite's time (CONTRIBUTING.md)."""
+enroot.conf from its ConfigMap and the node-local emptyDir in each worker pod, made 0777 as the
+kubelet makes it and then closed by the NodeSet's init container, each job's directories made by
+the workers' Prolog), run `srun --container-image` steps for a named user on the workers, and hold
+one named user's directories against another's. One cluster for all of them: the suite's time
+(CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import subprocess
 
 import pytest
 
-from model.builders.containers import ENROOT_CONF, PATHS, enroot_conf, enroot_directories
+from model.builders.containers import ENROOT_CONF, NODE_LOCAL_MOUNT, PATHS, enroot_conf
 from model.checks.users import User
 from model.facts.contract import SHARED_MOUNT
 from tests.support.local_accounting import register_users
@@ -23,10 +25,17 @@ from tests.support.slurm_cluster import rendered_with_accounting, running_cluste
 pytestmark = pytest.mark.slurm
 
 ALICE = User("alice", 2001, ())
-# The login pod imports with the workers' enroot.conf and, test-only, plain HTTP for the registry on
-# the test network (enroot v4.1.2 conf/enroot.conf.in: ENROOT_ALLOW_HTTP, "Use HTTP for outgoing
-# requests instead of HTTPS"), in the directories the workers' Prolog makes.
-LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\n"
+BOB = User("bob", 2002, ())
+# A user whose directories no earlier test has made on any node (the squat test's victim).
+CAROL = User("carol", 2003, ())
+# Plain HTTP for the registry on the test network (enroot v4.1.2 conf/enroot.conf.in:
+# ENROOT_ALLOW_HTTP, "Use HTTP for outgoing requests instead of HTTPS"). pyxis drops it from a job's
+# environment (pyxis v0.24.0 pyxis_slurmstepd.c enroot_deny_env) but enroot run by the job itself
+# takes it from there (enroot.in config::export).
+ALLOW_HTTP = {"ENROOT_ALLOW_HTTP": "yes"}
+# The login pod imports as root with the workers' enroot.conf, plain HTTP, and root's layer cache
+# in the pod's own /tmp rather than /root of the root filesystem every test pod shares.
+LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\nENROOT_CACHE_PATH /tmp/enroot-cache\n"
 # Where the tests keep images on /shared, as a user would.
 IMAGES = f"{SHARED_MOUNT}/images"
 # What the test image's /etc/os-release says, which the pods' Debian does not.
@@ -63,16 +72,17 @@ def _image_tree(root: pathlib.Path, tree: pathlib.Path) -> pathlib.Path:
 def slurm(tmp_path_factory, dev):
     """The dev stack's release with its accounting on the test's database (a named user's step
     needs an association: AccountingStorageEnforce), alice registered as the registration Job
-    registers her; the login pod set up to import images."""
+    registers her, and bob and carol; the login pod set up to import images (enroot's temp directory, which
+    enroot does not make)."""
     with running_cluster(
         tmp_path_factory,
         {"slurm": rendered_with_accounting(dev)},
         "the container job tests",
-        users=(ALICE,),
+        users=(ALICE, BOB, CAROL),
         login_files={ENROOT_CONF: LOGIN_ENROOT_CONF},
-        login_dirs=enroot_directories(PATHS),
+        login_dirs=(PATHS.temp,),
     ) as cluster:
-        register_users(cluster, (ALICE,))
+        register_users(cluster, (ALICE, BOB, CAROL))
         (cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")).mkdir()
         yield cluster
 
@@ -164,3 +174,86 @@ def test_a_missing_image_fails_the_step_with_pyxis_error_and_the_node_stays_usab
     assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"
     again = _srun(slurm, ["-w", node, f"--container-image={image}", "cat", "/etc/os-release"])
     assert again.returncode == 0 and f"ID={IMAGE_ID}" in again.stdout, again.stdout + again.stderr
+
+
+@pytest.fixture(scope="module")
+def registry(image_tree):
+    served = LocalRegistry(image_tree, "tiny", "1").start()
+    yield served
+    served.stop()
+
+
+def _enroot_directories_of(user: User) -> list[str]:
+    """Where enroot keeps `user`'s runtime, data and layer cache on the workers: enroot.conf's values
+    for that user, and enroot's own default for a path it does not set (NVIDIA/enroot v4.1.2
+    enroot.in: ENROOT_CACHE_PATH ${XDG_CACHE_HOME:-$HOME/.cache}/enroot)."""
+    conf = dict(line.split(None, 1) for line in enroot_conf(PATHS).splitlines())
+    defaults = {"ENROOT_CACHE_PATH": f"{user.home}/.cache/enroot"}
+    return [
+        conf.get(key, defaults.get(key, "")).replace("$(id -u)", str(user.uid))
+        for key in ("ENROOT_RUNTIME_PATH", "ENROOT_DATA_PATH", "ENROOT_CACHE_PATH")
+    ]
+
+
+def test_a_user_cannot_turn_the_root_prolog_on_a_directory_of_roots(slurm):
+    # The attack on a node-local volume left as the kubelet makes it (0777, not sticky): the user
+    # renames the scratch parent, makes their own with their next job's id a link to a root
+    # directory (here the pod's slurmd spool: the pods share one root filesystem, which the test
+    # must not change), and releases the job, whose Prolog would give that directory to them.
+    node = slurm.nodes[0]
+    spool = slurm.pod_dir(node) / "spool"
+    held = slurm.run_as(ALICE, ["sbatch", "-H", "--parsable", "-w", node, "--wrap", "true"])
+    assert held.returncode == 0, held.stderr
+    job = held.stdout.strip().split(";")[0]
+    _srun(
+        slurm,
+        [
+            "-w",
+            node,
+            "sh",
+            "-c",
+            f"cd {NODE_LOCAL_MOUNT} && mv jobs jobs.old && mkdir jobs && ln -s /var/spool/slurmd jobs/{job}",
+        ],
+    )
+    assert slurm.run_as(ALICE, ["scontrol", "release", job]).returncode == 0
+    slurm.wait_for_job(job, 120)
+    assert (spool.stat().st_uid, spool.stat().st_mode & 0o777) == (0, 0o755)
+
+
+def test_another_user_cannot_make_a_users_enroot_directories_before_them(slurm, image):
+    # enroot takes a directory it finds as its own (enroot.in: `mkdir -p` under umask 077, no owner
+    # check): one another user made first would be theirs to plant layers or root filesystems in.
+    node = slurm.nodes[1]
+    theirs = _enroot_directories_of(CAROL)
+    squat = _srun(
+        slurm,
+        [
+            "-w",
+            node,
+            "sh",
+            "-c",
+            " ; ".join(f"mkdir -m 0777 {d} 2>/dev/null && echo MADE {d}" for d in theirs),
+        ],
+        BOB,
+    )
+    assert "MADE" not in squat.stdout, squat.stdout
+    done = _srun(slurm, ["-w", node, f"--container-image={image}", "cat", "/etc/os-release"], CAROL)
+    assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_named_users_docker_import_on_a_worker_keeps_its_layers_in_their_own_home(slurm, registry):
+    # The import docs/operations.md tells users to run: enroot on a worker, as the user, through the
+    # file-capability helpers (enroot+caps: tests/slurm/roots/sid.build `make setcap`).
+    sqsh = f"{ALICE.home}/tiny.sqsh"
+    imported = slurm.run_as(
+        ALICE,
+        ["srun", "-w", slurm.nodes[0], "enroot", "import", "-o", sqsh, f"docker://{registry.reference}"],
+        env=ALLOW_HTTP,
+        timeout=180,
+    )
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    cache = slurm.home(ALICE) / ".cache/enroot"
+    assert cache.is_dir() and any(cache.iterdir()), imported.stderr
+    assert (cache.stat().st_uid, cache.stat().st_mode & 0o777) == (ALICE.uid, 0o700)
+    done = _srun(slurm, ["-w", slurm.nodes[1], f"--container-image={sqsh}", "cat", "/etc/os-release"])
+    assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
