@@ -146,10 +146,18 @@ def _with_scripts(release: Release, refs: dict[str, dict[str, str]]) -> Release:
     return Release(controller, release.nodesets, maps, release.accountings)
 
 
-def test_the_dev_releases_only_scripts_are_the_dcgm_job_mapping(release):
-    # Metrics on (the default): the chart's vendor.nvidia.dcgm prolog and epilog, nothing else.
-    assert sorted(release.scripts) == ["epilog-90-dcgm.sh", "prolog-90-dcgm.sh"]
-    assert "Prolog=prolog-90-dcgm.sh\nEpilog=epilog-90-dcgm.sh\n" in release.slurm_conf()
+def test_the_dev_releases_scripts_are_the_dcgm_job_mapping_and_the_container_jobs(release):
+    # Metrics on (the default): the chart's vendor.nvidia.dcgm prolog and epilog; and the container
+    # jobs' per-job directories (model/builders/containers.py), nothing else.
+    from model.builders.containers import EPILOG_SCRIPT, PROLOG_SCRIPT
+
+    assert sorted(release.scripts) == sorted(
+        ["epilog-90-dcgm.sh", "prolog-90-dcgm.sh", f"prolog-{PROLOG_SCRIPT}", f"epilog-{EPILOG_SCRIPT}"]
+    )
+    assert (
+        f"Prolog=prolog-90-dcgm.sh\nProlog=prolog-{PROLOG_SCRIPT}\n"
+        f"Epilog=epilog-90-dcgm.sh\nEpilog=epilog-{EPILOG_SCRIPT}\n"
+    ) in release.slurm_conf()
 
 
 def test_script_refs_become_the_operators_prolog_and_epilog_lines(release):
