@@ -257,3 +257,24 @@ def test_a_named_users_docker_import_on_a_worker_keeps_its_layers_in_their_own_h
     assert (cache.stat().st_uid, cache.stat().st_mode & 0o777) == (ALICE.uid, 0o700)
     done = _srun(slurm, ["-w", slurm.nodes[1], f"--container-image={sqsh}", "cat", "/etc/os-release"])
     assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+
+
+def _mapped_ids(uid_map: str) -> int:
+    """How many user ids the step's user namespace maps (user_namespaces(7), /proc/<pid>/uid_map):
+    one in an unprivileged container's own namespace, every id (4294967295) in the host's."""
+    return sum(int(line.split()[2]) for line in uid_map.splitlines())
+
+
+def test_roots_container_is_unprivileged_unless_root_asks_to_keep_its_privileges(slurm, image):
+    # Unprivileged, root's step runs in a user namespace of its own that maps root alone, so its
+    # capabilities are that namespace's, not the node's (enroot v4.1.2 src/runtime.sh: enroot-nsenter
+    # --user; pyxis v0.24.0 pyxis_slurmstepd.c joins it and adds a seccomp filter). pyxis passes
+    # ENROOT_ALLOW_SUPERUSER from the job's environment (it is not on its deny list) and, for uid 0,
+    # runs the container privileged, in the host's namespace (pyxis_slurmstepd.c; enroot
+    # doc/cmd/start.md). No new power for root, who has the node already (docs/security.md).
+    argv = ["srun", "-w", slurm.nodes[0], f"--container-image={image}", "cat", "/proc/self/uid_map"]
+    plain = slurm.run(argv, timeout=180)
+    kept = slurm.run(argv, env={"ENROOT_ALLOW_SUPERUSER": "y"}, timeout=180)
+    assert plain.returncode == 0 and kept.returncode == 0, plain.stderr + kept.stderr
+    assert _mapped_ids(plain.stdout) == 1
+    assert _mapped_ids(kept.stdout) == 4294967295
