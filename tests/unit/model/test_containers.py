@@ -202,6 +202,27 @@ def test_a_second_job_of_the_same_user_keeps_their_directories(node):
 
 
 @needs_root
+def test_jobs_of_one_user_starting_together_on_a_node_all_start(node):
+    # Each Prolog makes the user's directories if missing; without the lock two of them race to
+    # the same mkdir and the loser drains the node.
+    paths, scratch = _paths(node)
+    script = node / "prolog.sh"
+    for attempt in range(5):
+        if attempt:
+            subprocess.run(["rm", "-rf", str(node / "local")], check=True)
+        _emptydir(node)
+        script.write_text(containers.prolog_script(paths, str(scratch)))
+        env = {"SLURM_JOB_UID": str(ALICE), "SLURM_JOB_GID": str(ALICE)}
+        started = [
+            subprocess.Popen(
+                ["/bin/sh", str(script)], env={**env, "SLURM_JOB_ID": job}, stderr=subprocess.PIPE
+            )
+            for job in ("1", "2", "3", "4")
+        ]
+        assert [p.wait() for p in started] == [0, 0, 0, 0], [p.stderr.read() for p in started]
+
+
+@needs_root
 def test_the_prolog_refuses_a_node_local_tree_a_user_made_and_gives_nothing_away(node):
     # The attack on the kubelet's 0777 directory where nothing made the tree first: another user
     # makes it, with the next job's scratch a link to a root directory (a stand-in for /etc).
