@@ -278,3 +278,20 @@ def test_roots_container_is_unprivileged_unless_root_asks_to_keep_its_privileges
     assert plain.returncode == 0 and kept.returncode == 0, plain.stderr + kept.stderr
     assert _mapped_ids(plain.stdout) == 1
     assert _mapped_ids(kept.stdout) == 4294967295
+
+
+def test_a_named_container_is_gone_from_the_node_after_its_users_last_job_there(slurm, image):
+    # pyxis keeps a named container across jobs (container_scope=global, its default: NVIDIA/pyxis
+    # v0.24.0 config.c) in the user's enroot data directory; the Epilog removes that directory when
+    # the user has no other job on the node, so nothing of theirs outlives it on the local disk.
+    node = slurm.nodes[1]
+    done = _srun(
+        slurm, ["-w", node, "--container-name=kept", f"--container-image={image}", "cat", "/etc/os-release"]
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"  # the Epilog has run
+    local = slurm.pod_dir(node) / "node-local"
+    left = [
+        p for p in (local / "enroot/data", local / "enroot/runtime") if (p / f"user-{ALICE.uid}").exists()
+    ]
+    assert left == []
