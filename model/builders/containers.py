@@ -9,17 +9,24 @@ in plugstack.conf itself and the plugin file is in every image that runs srun or
 `required`: a node where pyxis cannot load refuses the step rather than running it outside its
 container (https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION, "required"/"optional").
 
-enroot.conf: enroot reads /etc/enroot/enroot.conf (its ENROOT_SYSCONF_PATH) before anything else,
-and pyxis does not pass the job's environment to enroot, so the paths belong there. enroot expands
-each value with `eval echo` (NVIDIA/enroot v4.1.2 enroot.in, config::load), so `$(id -u)` gives
-each user their own directories; enroot creates those with umask 077 (enroot.in, after
-config::fini), so their parents (`enroot_directories`) must exist beforehand, world-writable and
-sticky, or the first user's mkdir would lock everyone else out.
+enroot.conf: enroot reads /etc/enroot/enroot.conf (its ENROOT_SYSCONF_PATH) before anything else.
+pyxis runs enroot with the job's environment less a deny list that holds ENROOT_RUNTIME_PATH,
+ENROOT_DATA_PATH, ENROOT_TEMP_PATH and ENROOT_CACHE_PATH (NVIDIA/pyxis v0.24.0 pyxis_slurmstepd.c,
+enroot_deny_env), and enroot gives the environment precedence over its file (NVIDIA/enroot v4.1.2
+enroot.in config::export; doc/configuration.md), so the paths are set here and a job cannot move
+them; every other ENROOT_* setting is the job's own to set. enroot expands each value with `eval
+echo` (enroot.in config::load), so `$(id -u)` names each user's own directory. enroot makes its
+directories with `mkdir -p` under umask 077 and never checks who owns them (enroot.in, after
+config::fini), so no user may be able to make another's first: the per-user runtime and data
+directories are made for the job's user by the root Prolog (prolog_script) inside parents only root
+may write (node_local_tree, made by the NodeSet pod's init container before slurmd starts).
 - runtime (ENROOT_RUNTIME_PATH: the running containers' state), data (ENROOT_DATA_PATH: unpacked
   root filesystems) and temp (ENROOT_TEMP_PATH: a layer being converted) on the node-local disk:
   the instance-store NVMe where the type has it, the root volume where not;
-- cache (ENROOT_CACHE_PATH: the image layers a `docker://` import downloads) on /shared, so the
-  nodes of a multi-node step share one copy of each layer;
+- the layer cache (ENROOT_CACHE_PATH) is not set: enroot's default, $XDG_CACHE_HOME/enroot or
+  ~/.cache/enroot (enroot.in), which pyxis resolves from the job's HOME, is in each user's 0700
+  home on /shared (components/user_identities.py), so the nodes of a multi-node step share one
+  copy of a user's layers and no other user can add to it;
 - config (ENROOT_CONFIG_PATH), where given: where enroot reads `.credentials` (netrc format, a
   password starting with `$` is command-substituted: NVIDIA/enroot v4.1.2 doc/cmd/import.md), so a
   registry's login can be the cluster's. Not given, it stays enroot's default, each user's own
@@ -47,7 +54,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from model.facts.contract import SHARED_MOUNT, SLURM_NAMESPACE
+from model.facts.contract import SCRIPT_PATH, SLURM_NAMESPACE
 
 # Where pyxis's Debian package puts its SPANK plugin (NVIDIA/pyxis v0.24.0 debian/rules: libdir
 # /usr/lib/<multiarch>): Slinky's login-pyxis image has it there, and image/Dockerfile installs it
@@ -58,8 +65,10 @@ PYXIS_PLUGIN = "/usr/lib/x86_64-linux-gnu/slurm/spank_pyxis.so"
 ENROOT_SYSCONF_DIR = "/etc/enroot"
 ENROOT_CONF = f"{ENROOT_SYSCONF_DIR}/enroot.conf"
 
-# Each user's own subdirectory of a shared parent; evaluated by enroot at every run.
-_PER_USER = "user-$(id -u)"
+# Each user's own subdirectory of a node-local parent: `user-<uid>`, as enroot evaluates it at every
+# run (`$(id -u)`) and as the Prolog makes it for the job's user (SLURM_JOB_UID).
+_PER_USER_PREFIX = "user-"
+_PER_USER = f"{_PER_USER_PREFIX}$(id -u)"
 # Where image/Dockerfile installs image/ecr-password.sh: run by each job's user, so readable and
 # executable by all.
 ECR_PASSWORD_HELPER = "/usr/local/bin/ecr-password.sh"
@@ -117,25 +126,28 @@ _REGISTRY_HOST = re.compile(
 
 @dataclass(frozen=True)
 class EnrootPaths:
-    """Where enroot keeps what: `local` is a node-local directory (runtime, data, temp under it),
-    `cache` a directory every node shares, `config` the directory holding `.credentials` (None:
-    enroot's default, the user's own)."""
+    """Where enroot keeps what: `local` is a node-local directory (enroot's runtime, data and temp
+    under <local>/enroot), `config` the directory holding `.credentials` (None: enroot's default,
+    the user's own)."""
 
     local: str
-    cache: str
     config: str | None = None
 
     @property
+    def root(self) -> str:
+        return f"{self.local}/enroot"
+
+    @property
     def runtime(self) -> str:
-        return f"{self.local}/enroot/runtime"
+        return f"{self.root}/runtime"
 
     @property
     def data(self) -> str:
-        return f"{self.local}/enroot/data"
+        return f"{self.root}/data"
 
     @property
     def temp(self) -> str:
-        return f"{self.local}/enroot/tmp"
+        return f"{self.root}/tmp"
 
 
 def plugstack_conf(pyxis_plugin: str = PYXIS_PLUGIN) -> str:
@@ -146,15 +158,14 @@ def plugstack_conf(pyxis_plugin: str = PYXIS_PLUGIN) -> str:
 
 
 def enroot_conf(paths: EnrootPaths) -> str:
-    """enroot.conf: each user's runtime, data and temp under the node-local directory, their layer
-    cache under the shared one, and the credentials directory where one is given."""
+    """enroot.conf: each user's runtime and data under the node-local directory, the shared temp
+    directory beside them, and the credentials directory where one is given."""
     lines = {
         "ENROOT_RUNTIME_PATH": f"{paths.runtime}/{_PER_USER}",
         "ENROOT_DATA_PATH": f"{paths.data}/{_PER_USER}",
         # enroot makes no temp directory of its own (only `mktemp -d -p` in it: src/common.sh), so
         # this one is the shared sticky directory itself, as /tmp is.
         "ENROOT_TEMP_PATH": paths.temp,
-        "ENROOT_CACHE_PATH": f"{paths.cache}/{_PER_USER}",
     }
     if paths.config is not None:
         lines["ENROOT_CONFIG_PATH"] = paths.config
@@ -197,13 +208,6 @@ def registry_pull_policy(registry: EcrRegistry) -> dict:
     }
 
 
-def enroot_directories(paths: EnrootPaths) -> tuple[str, ...]:
-    """The directories to make mode 1777 (world-writable, sticky, as /tmp) before the first job: the
-    parents of the per-user runtime, data and cache directories, which enroot makes itself with
-    umask 077, and the temp directory, which it does not make."""
-    return (paths.runtime, paths.data, paths.temp, paths.cache)
-
-
 # The cluster's own directories (model/builders/slurm_values.py mounts them into every slurmd).
 # Node-local: an emptyDir. On a type with NVMe instance store the kubelet's directory, where
 # emptyDirs live, is on the node's NVMe RAID0: nodeadm's localStorage runs setup-local-disks, which
@@ -212,7 +216,10 @@ def enroot_directories(paths: EnrootPaths) -> tuple[str, ...]:
 # templates/al2023/runtime/bin/setup-local-disks, maybe_raid and BIND_MOUNTS;
 # model/builders/node_templates.py local_storage_node_config). Elsewhere it is on the root volume.
 # An emptyDir rather than a hostPath: no host directory is opened to the pod, and it is emptied with
-# the pod.
+# the pod. The kubelet makes an emptyDir's directory mode 0777, not sticky (kubernetes/kubernetes
+# pkg/volume/emptydir/empty_dir.go: `const perm os.FileMode = 0777`, setupDir), where any user
+# could rename or replace what root later walks: the init container (node_local_script) closes it
+# before slurmd starts.
 NODE_LOCAL_VOLUME = "node-local"
 NODE_LOCAL_MOUNT = "/mnt/local"
 # pyxis's own runtime directory: a `docker://` image is imported there, as a whole squashfs file
@@ -227,16 +234,17 @@ PYXIS_RUNTIME_PATH = f"{NODE_LOCAL_MOUNT}/pyxis"
 # Each job's scratch directory on each of its nodes: <JOB_SCRATCH>/<job id>, the job's user's own,
 # removed when the job ends (prolog_script, epilog_script).
 JOB_SCRATCH = f"{NODE_LOCAL_MOUNT}/jobs"
-SHARED_ENROOT_CACHE = f"{SHARED_MOUNT}/enroot/cache"
 # Registry logins are the cluster's (CLUSTER_CONFIG_DIR), from the pod's own role, not the node's:
 # pods do not reach IMDS (hop limit 1, docs/decisions/imds-hop-limit.md), and the node role would
 # let any job user act as the node in Kubernetes (docs/security.md, "Container jobs").
-PATHS = EnrootPaths(local=NODE_LOCAL_MOUNT, cache=SHARED_ENROOT_CACHE, config=CLUSTER_CONFIG_DIR)
+PATHS = EnrootPaths(local=NODE_LOCAL_MOUNT, config=CLUSTER_CONFIG_DIR)
 ENROOT_CONFIGMAP = "enroot-config"
 ENROOT_VOLUME = "enroot-config"
 CREDENTIALS_KEY = "credentials"
 CREDENTIALS_VOLUME = "enroot-credentials"
 HASH_ENV = "SLINKY_EKS_ENROOT_CONF"
+# The NodeSet pod's init container that makes the node-local tree (init_container).
+INIT_CONTAINER = "node-local"
 # The scripts' names under prologScripts and epilogScripts (the chart stores each as
 # prolog-<name>/epilog-<name> and the operator lists it in slurm.conf: SlinkyProject/slurm-operator
 # v1.2.1 internal/builder/controllerbuilder/controller_config.go).
@@ -244,33 +252,113 @@ PROLOG_SCRIPT = "containers.sh"
 EPILOG_SCRIPT = "job-scratch.sh"
 
 
+def node_local_tree(
+    paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH
+) -> tuple[tuple[str, int], ...]:
+    """The node-local directories made before any job, parents first, each root's with its mode:
+    none a user may write but enroot's temp directory (sticky, as /tmp: enroot only `mktemp -d`s
+    there), so no user can create or rename an entry that root or another user's enroot later
+    walks. The scratch parent may be passed through (0711), not listed."""
+    return (
+        (paths.local, 0o755),
+        (paths.root, 0o755),
+        (paths.runtime, 0o755),
+        (paths.data, 0o755),
+        (paths.temp, 0o1777),
+        (job_scratch, 0o711),
+    )
+
+
+def node_local_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH) -> str:
+    """The init container's script: node_local_tree made (or set again, in a pod whose volume
+    outlived a restart) root's with its modes. `chown 0:0` needs no capability on the kubelet's own
+    root-owned directory (chown(2): an owner may set the owner it has), and fails the pod, rather
+    than running jobs on an open tree, on one that is not."""
+    steps = [
+        f"mkdir -p {d} && chown 0:0 {d} && chmod {mode:o} {d}"
+        for d, mode in node_local_tree(paths, job_scratch)
+    ]
+    return f"set -eu; PATH={SCRIPT_PATH}; " + "; ".join(steps)
+
+
+def init_container(
+    image: str, security: dict, paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH
+) -> dict:
+    """The NodeSet pod's init container, of the slurmd image, as root (the image's user) with the
+    given security context: the node-local tree made before slurmd, and so any job, starts. The
+    operator appends the podSpec's init containers to its own (SlinkyProject/slurm-operator v1.2.1
+    internal/builder/common/pod_template.go BuildPodTemplate)."""
+    return {
+        "name": INIT_CONTAINER,
+        "image": image,
+        "command": ["sh", "-c", node_local_script(paths, job_scratch)],
+        "securityContext": dict(security),
+        "volumeMounts": [{"name": NODE_LOCAL_VOLUME, "mountPath": paths.local}],
+    }
+
+
+def _tree_check(paths: EnrootPaths, job_scratch: str) -> str:
+    """Shell lines that exit 1 unless every directory of the tree is a directory (not a link),
+    root's, with its mode."""
+    checks = " &&\n  ".join(f'as_made {d} "0 {mode:o}"' for d, mode in node_local_tree(paths, job_scratch))
+    return (
+        'as_made() { [ -d "$1" ] && [ ! -L "$1" ] && [ "$(stat -c \'%u %a\' "$1")" = "$2" ]; }\n'
+        f"{checks} || {{ echo 'slinky-eks: {paths.local} is not as the init container made it' >&2; exit 1; }}\n"
+    )
+
+
 def prolog_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH) -> str:
     """The workers' Prolog (root, in the slurmd container, before a job's first step on the node:
-    https://slurm.schedmd.com/prolog_epilog.html): enroot's shared directories, sticky and
-    world-writable, and the job's scratch directory, its user's own (0700). A Prolog that exits
-    non-zero drains the node (slurm.conf(5) Prolog): a node whose local disk cannot take a directory
-    should take no job. The shared cache's directory is made as well, but a failure there (/shared
-    unreachable) is only logged: the import then fails the one job, with enroot's own error."""
-    local = " ".join(d for d in enroot_directories(paths) if d != paths.cache)
+    https://slurm.schedmd.com/prolog_epilog.html): the job user's enroot runtime and data
+    directories (0700, theirs) and the job's scratch directory (0700, theirs), each made in a
+    directory only root may write, so no path it walks can be a user's link. It checks the tree
+    first and refuses a node where it is not as made: a Prolog that exits non-zero drains the node
+    (slurm.conf(5) Prolog). A user directory that is a link or another's is refused the same way;
+    only root can make either. It touches nothing on /shared. One Prolog or Epilog at a time per
+    node holds a lock on the enroot directory (flock(1)), so two jobs of one user starting together
+    do not race to make the same directory, and an Epilog does not remove one a starting job needs."""
+    per_user = f"{_PER_USER_PREFIX}$SLURM_JOB_UID"
     return f"""#!/bin/sh
-# slinky-eks: container jobs' and job scratch directories (model/builders/containers.py).
-mkdir -p {local} {job_scratch} && chmod 1777 {local} || exit 1
-chmod 0711 {job_scratch} || exit 1
-mkdir -p {paths.cache} && chmod 1777 {paths.cache} || echo "slinky-eks: could not make {paths.cache}" >&2
+# slinky-eks: the job's enroot directories and scratch (model/builders/containers.py).
+PATH={SCRIPT_PATH}
+case "$SLURM_JOB_ID$SLURM_JOB_UID$SLURM_JOB_GID" in *[!0-9]*) exit 1 ;; esac
+[ -n "$SLURM_JOB_ID" ] && [ -n "$SLURM_JOB_UID" ] && [ -n "$SLURM_JOB_GID" ] || exit 1
+{_tree_check(paths, job_scratch)}exec 9<{paths.root} && flock 9 || exit 1
+for parent in {paths.runtime} {paths.data}; do
+  d="$parent/{per_user}"
+  if [ ! -e "$d" ] && [ ! -L "$d" ]; then
+    mkdir -m 0700 "$d" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$d" || exit 1
+  fi
+  [ -d "$d" ] && [ ! -L "$d" ] && [ "$(stat -c %u "$d")" = "$SLURM_JOB_UID" ] || {{
+    echo "slinky-eks: $d is not the job user's directory" >&2; exit 1; }}
+done
 scratch={job_scratch}/"$SLURM_JOB_ID"
-mkdir -p "$scratch" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$scratch" && chmod 0700 "$scratch" || exit 1
+rm -rf "$scratch" && mkdir -m 0700 "$scratch" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$scratch" || exit 1
 exit 0
 """
 
 
-def epilog_script(job_scratch: str = JOB_SCRATCH) -> str:
+def epilog_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH) -> str:
     """The workers' Epilog (root, on each of the job's nodes when it ends): the job's scratch
-    directory removed. Always 0: an Epilog that fails drains the node, and a directory left behind
-    is only disk space, reclaimed with the pod."""
+    directory removed, and when the user has no other job on the node (no other scratch directory
+    of theirs: each of their jobs here has one from its Prolog to its Epilog), their enroot runtime
+    and data directories and their entries in enroot's temp directory too, so nothing a user wrote
+    on the node-local disk outlives their last job there. Named containers
+    (`--container-name`) therefore last while the user has a job on the node. Always 0: an Epilog
+    that fails drains the node, and a directory left behind is only disk space, reclaimed with the
+    pod."""
+    per_user = f"{_PER_USER_PREFIX}$SLURM_JOB_UID"
     return f"""#!/bin/sh
-# slinky-eks: the job's scratch directory (model/builders/containers.py).
+# slinky-eks: the job's scratch, and the user's enroot directories after their last job here (model/builders/containers.py).
+PATH={SCRIPT_PATH}
 case "$SLURM_JOB_ID" in ''|*[!0-9]*) exit 0 ;; esac
+case "$SLURM_JOB_UID" in ''|*[!0-9]*) exit 0 ;; esac
+[ -d {paths.root} ] && exec 9<{paths.root} && flock 9 || exit 0
 rm -rf {job_scratch}/"$SLURM_JOB_ID"
+if [ -z "$(find {job_scratch} -mindepth 1 -maxdepth 1 -user "$SLURM_JOB_UID" -print -quit)" ]; then
+  rm -rf {paths.runtime}/{per_user} {paths.data}/{per_user}
+  find {paths.temp} -mindepth 1 -maxdepth 1 -user "$SLURM_JOB_UID" -exec rm -rf {{}} +
+fi
 exit 0
 """
 

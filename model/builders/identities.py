@@ -25,6 +25,7 @@ import hashlib
 from typing import Sequence
 
 from model.checks.users import User
+from model.facts.contract import SCRIPT_PATH
 
 # Login shell of every named user: present in every image (Ubuntu's bash).
 SHELL = "/bin/bash"
@@ -125,6 +126,7 @@ def prolog_script(root: str = "") -> str:
     runs under its own UID and groups, which the job credential carries."""
     return f"""#!/bin/sh
 # slinky-eks: the named users' passwd and group entries (model/builders/identities.py).
+PATH={SCRIPT_PATH}
 entries={root}{ENTRIES_DIR}
 for f in {" ".join(FILES)}; do
   [ -r "$entries/$f" ] || continue

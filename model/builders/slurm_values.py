@@ -282,6 +282,11 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
                 # Identity's token is a projected volume of its own.
                 "serviceAccountName": containers.SLURMD_SERVICE_ACCOUNT,
                 "automountServiceAccountToken": False,
+                # The node-local tree made root's before slurmd starts (model/builders/containers.py),
+                # by the slurmd image itself, as the nodes run it (<repository>@<digest>).
+                "initContainers": [
+                    containers.init_container(f"{a.image_repository}@{a.image_digest}", a.init_security)
+                ],
                 "nodeSelector": {**GPU_LABELS, **pool_labels(pool, a.gpu_pools)},
                 # Tolerations replace the operator's defaults rather than merge.
                 "tolerations": [dict(GPU_TOLERATION)],
@@ -342,8 +347,8 @@ def slurm_values(a: SlurmValuesArgs) -> dict:
             "plugstack.conf": containers.plugstack_conf(),
             job_environment.MPI_CONF: job_environment.mpi_conf(),
         },
-        # enroot's directories and each job's scratch on the node-local disk: made before a job's
-        # first step, the scratch removed when it ends (model/builders/containers.py).
+        # The job user's enroot directories and the job's scratch on the node-local disk: made
+        # before a job's first step, removed when it ends (model/builders/containers.py).
         "prologScripts": {containers.PROLOG_SCRIPT: containers.prolog_script()},
         "epilogScripts": {containers.EPILOG_SCRIPT: containers.epilog_script()},
         # The login sshd's drop-in, and enroot.conf with the cluster's .credentials, rendered by the

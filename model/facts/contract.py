@@ -77,6 +77,12 @@ GP3 = "gp3"
 # https://kubernetes-sigs.github.io/aws-load-balancer-controller/v2.17/guide/service/nlb/).
 NLB_CLASS = "service.k8s.aws/nlb"
 
+# The search path every Prolog and Epilog of the release sets first: Slurm runs them with none
+# (https://slurm.schedmd.com/prolog_epilog.html: "for security reasons"), and a shell then falls back
+# to a built-in path that starts with /usr/local; only the system's own directories
+# (model/builders/identities.py, model/builders/containers.py).
+SCRIPT_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+
 # The Slurm release and its objects.
 RELEASE = "slurm"  # fixed: object names and ClusterName derive from it
 LOGINSET = "slinky"

@@ -2,11 +2,13 @@
 enroot v4.1.2, built in the test root (tests/slurm/roots/sid.build), configured as the dev stack's
 release configures them (model/builders/containers.py: plugstack.conf served by slurmctld,
 enroot.conf and the cluster's .credentials from their ConfigMap and the node-local emptyDir in each
-worker pod, the directories made by the workers' Prolog), with enroot's hooks enabled as the slurmd
-image enables them (local_slurm.image_enroot_hooks: enroot's PMI and PyTorch hooks and ours), run
-`srun --container-image` steps for a named user on the workers. The workers stand in for EFA
-nodes: an EFA device file and /opt/amazon with stand-in libraries, as the slurmd image and the EFA
-device plugin give a pod. One cluster for all of them: the suite's time (CONTRIBUTING.md)."""
+worker pod, made 0777 as the kubelet makes it and then closed by the NodeSet's init container, each
+job's directories made by the workers' Prolog), with enroot's hooks enabled as the slurmd image
+enables them (local_slurm.image_enroot_hooks: enroot's PMI and PyTorch hooks and ours), run `srun
+--container-image` steps for named users on the workers, and hold one named user's directories
+against another's. The workers stand in for EFA nodes: an EFA device file and /opt/amazon with
+stand-in libraries, as the slurmd image and the EFA device plugin give a pod. One cluster for all
+of them: the suite's time (CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ from model.builders.containers import (
     PATHS,
     PYXIS_RUNTIME_PATH,
     enroot_conf,
-    enroot_directories,
 )
 from model.builders.job_environment import ENV_FILE
 from model.checks.users import User
@@ -41,10 +42,17 @@ from tests.support.slurm_cluster import rendered_with_accounting, running_cluste
 pytestmark = pytest.mark.slurm
 
 ALICE = User("alice", 2001, ())
-# The login pod imports with the workers' enroot.conf and, test-only, plain HTTP for the registry on
-# the test network (enroot v4.1.2 conf/enroot.conf.in: ENROOT_ALLOW_HTTP, "Use HTTP for outgoing
-# requests instead of HTTPS"), in the directories the workers' Prolog makes.
-LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\n"
+BOB = User("bob", 2002, ())
+# A user whose directories no earlier test has made on any node (the squat test's victim).
+CAROL = User("carol", 2003, ())
+# Plain HTTP for the registry on the test network (enroot v4.1.2 conf/enroot.conf.in:
+# ENROOT_ALLOW_HTTP, "Use HTTP for outgoing requests instead of HTTPS"). pyxis drops it from a job's
+# environment (pyxis v0.24.0 pyxis_slurmstepd.c enroot_deny_env) but enroot run by the job itself
+# takes it from there (enroot.in config::export).
+ALLOW_HTTP = {"ENROOT_ALLOW_HTTP": "yes"}
+# The login pod imports as root with the workers' enroot.conf, plain HTTP, and root's layer cache
+# in the pod's own /tmp rather than /root of the root filesystem every test pod shares.
+LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\nENROOT_CACHE_PATH /tmp/enroot-cache\n"
 # Where the tests keep images on /shared, as a user would.
 IMAGES = f"{SHARED_MOUNT}/images"
 # What the test image's /etc/os-release says, which the pods' Debian does not.
@@ -125,17 +133,18 @@ def _efa_node(root: pathlib.Path, here: pathlib.Path) -> dict[str, pathlib.Path]
 def slurm(tmp_path_factory, dev):
     """The dev stack's release with its accounting on the test's database (a named user's step
     needs an association: AccountingStorageEnforce), alice registered as the registration Job
-    registers her; the login pod set up to import images."""
+    registers her, and bob and carol; the login pod set up to import images (enroot's temp directory, which
+    enroot does not make)."""
     with running_cluster(
         tmp_path_factory,
         {"slurm": _with_test_credentials(rendered_with_accounting(dev))},
         "the container job tests",
-        users=(ALICE,),
+        users=(ALICE, BOB, CAROL),
         login_files={ENROOT_CONF: LOGIN_ENROOT_CONF},
-        login_dirs=enroot_directories(PATHS),
+        login_dirs=(PATHS.temp,),
         worker_files=_efa_node(slurm_root("sid"), tmp_path_factory.mktemp("efa-node")),
     ) as cluster:
-        register_users(cluster, (ALICE,))
+        register_users(cluster, (ALICE, BOB, CAROL))
         images = cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")
         images.mkdir()
         images.chmod(0o1777)  # alice's imports go there too
@@ -380,3 +389,124 @@ def test_the_efa_check_names_what_the_image_cannot_load(slurm, image):
     assert done.returncode != 0, done.stdout + done.stderr
     (line,) = [line for line in done.stderr.splitlines() if "efa-in-container FAILED" in line]
     assert f"/opt/amazon/{PLUGIN} does not load in this image: libcrypto.so.3 => not found" in line
+
+
+@pytest.fixture(scope="module")
+def registry(image_tree):
+    served = LocalRegistry(image_tree, "tiny", "1").start()
+    yield served
+    served.stop()
+
+
+def _enroot_directories_of(user: User) -> list[str]:
+    """Where enroot keeps `user`'s runtime, data and layer cache on the workers: enroot.conf's values
+    for that user, and enroot's own default for a path it does not set (NVIDIA/enroot v4.1.2
+    enroot.in: ENROOT_CACHE_PATH ${XDG_CACHE_HOME:-$HOME/.cache}/enroot)."""
+    conf = dict(line.split(None, 1) for line in enroot_conf(PATHS).splitlines())
+    defaults = {"ENROOT_CACHE_PATH": f"{user.home}/.cache/enroot"}
+    return [
+        conf.get(key, defaults.get(key, "")).replace("$(id -u)", str(user.uid))
+        for key in ("ENROOT_RUNTIME_PATH", "ENROOT_DATA_PATH", "ENROOT_CACHE_PATH")
+    ]
+
+
+def test_a_user_cannot_turn_the_root_prolog_on_a_directory_of_roots(slurm):
+    # The attack on a node-local volume left as the kubelet makes it (0777, not sticky): the user
+    # renames the scratch parent, makes their own with their next job's id a link to a root
+    # directory (here the pod's slurmd spool: the pods share one root filesystem, which the test
+    # must not change), and releases the job, whose Prolog would give that directory to them.
+    node = slurm.nodes[0]
+    spool = slurm.pod_dir(node) / "spool"
+    held = slurm.run_as(ALICE, ["sbatch", "-H", "--parsable", "-w", node, "--wrap", "true"])
+    assert held.returncode == 0, held.stderr
+    job = held.stdout.strip().split(";")[0]
+    _srun(
+        slurm,
+        [
+            "-w",
+            node,
+            "sh",
+            "-c",
+            f"cd {NODE_LOCAL_MOUNT} && mv jobs jobs.old && mkdir jobs && ln -s /var/spool/slurmd jobs/{job}",
+        ],
+    )
+    assert slurm.run_as(ALICE, ["scontrol", "release", job]).returncode == 0
+    slurm.wait_for_job(job, 120)
+    assert (spool.stat().st_uid, spool.stat().st_mode & 0o777) == (0, 0o755)
+
+
+def test_another_user_cannot_make_a_users_enroot_directories_before_them(slurm, image):
+    # enroot takes a directory it finds as its own (enroot.in: `mkdir -p` under umask 077, no owner
+    # check): one another user made first would be theirs to plant layers or root filesystems in.
+    node = slurm.nodes[1]
+    theirs = _enroot_directories_of(CAROL)
+    squat = _srun(
+        slurm,
+        [
+            "-w",
+            node,
+            "sh",
+            "-c",
+            " ; ".join(f"mkdir -m 0777 {d} 2>/dev/null && echo MADE {d}" for d in theirs),
+        ],
+        BOB,
+    )
+    assert "MADE" not in squat.stdout, squat.stdout
+    done = _srun(slurm, ["-w", node, f"--container-image={image}", "cat", "/etc/os-release"], CAROL)
+    assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_named_users_docker_import_on_a_worker_keeps_its_layers_in_their_own_home(slurm, registry):
+    # The import docs/operations.md tells users to run: enroot on a worker, as the user, through the
+    # file-capability helpers (enroot+caps: tests/slurm/roots/sid.build `make setcap`).
+    sqsh = f"{ALICE.home}/tiny.sqsh"
+    imported = slurm.run_as(
+        ALICE,
+        ["srun", "-w", slurm.nodes[0], "enroot", "import", "-o", sqsh, f"docker://{registry.reference}"],
+        env=ALLOW_HTTP,
+        timeout=180,
+    )
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    cache = slurm.home(ALICE) / ".cache/enroot"
+    assert cache.is_dir() and any(cache.iterdir()), imported.stderr
+    assert (cache.stat().st_uid, cache.stat().st_mode & 0o777) == (ALICE.uid, 0o700)
+    done = _srun(slurm, ["-w", slurm.nodes[1], f"--container-image={sqsh}", "cat", "/etc/os-release"])
+    assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+
+
+def _mapped_ids(uid_map: str) -> int:
+    """How many user ids the step's user namespace maps (user_namespaces(7), /proc/<pid>/uid_map):
+    one in an unprivileged container's own namespace, every id (4294967295) in the host's."""
+    return sum(int(line.split()[2]) for line in uid_map.splitlines())
+
+
+def test_roots_container_is_unprivileged_unless_root_asks_to_keep_its_privileges(slurm, image):
+    # Unprivileged, root's step runs in a user namespace of its own that maps root alone, so its
+    # capabilities are that namespace's, not the node's (enroot v4.1.2 src/runtime.sh: enroot-nsenter
+    # --user; pyxis v0.24.0 pyxis_slurmstepd.c joins it and adds a seccomp filter). pyxis passes
+    # ENROOT_ALLOW_SUPERUSER from the job's environment (it is not on its deny list) and, for uid 0,
+    # runs the container privileged, in the host's namespace (pyxis_slurmstepd.c; enroot
+    # doc/cmd/start.md). No new power for root, who has the node already (docs/security.md).
+    argv = ["srun", "-w", slurm.nodes[0], f"--container-image={image}", "cat", "/proc/self/uid_map"]
+    plain = slurm.run(argv, timeout=180)
+    kept = slurm.run(argv, env={"ENROOT_ALLOW_SUPERUSER": "y"}, timeout=180)
+    assert plain.returncode == 0 and kept.returncode == 0, plain.stderr + kept.stderr
+    assert _mapped_ids(plain.stdout) == 1
+    assert _mapped_ids(kept.stdout) == 4294967295
+
+
+def test_a_named_container_is_gone_from_the_node_after_its_users_last_job_there(slurm, image):
+    # pyxis keeps a named container across jobs (container_scope=global, its default: NVIDIA/pyxis
+    # v0.24.0 config.c) in the user's enroot data directory; the Epilog removes that directory when
+    # the user has no other job on the node, so nothing of theirs outlives it on the local disk.
+    node = slurm.nodes[1]
+    done = _srun(
+        slurm, ["-w", node, "--container-name=kept", f"--container-image={image}", "cat", "/etc/os-release"]
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"  # the Epilog has run
+    local = slurm.pod_dir(node) / "node-local"
+    left = [
+        p for p in (local / "enroot/data", local / "enroot/runtime") if (p / f"user-{ALICE.uid}").exists()
+    ]
+    assert left == []

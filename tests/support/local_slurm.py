@@ -507,11 +507,13 @@ class LocalSlurm:
         files: dict[str, pathlib.Path] | None = None,
         dirs: Sequence[str] = (),
         volumes: dict[str, pathlib.Path] | None = None,
+        init: str = "",
     ) -> str:
         """A shell script (host tools) that builds a pod's view of the root, which _spawn then makes
         the pod's root; with `shared`, the pod mounts the cluster's /shared; `files` ({path in the
         pod: file here}) mounted read-only; `dirs` made world-writable and sticky; `volumes` ({path in
-        the pod: directory here}) mounted writable."""
+        the pod: directory here}) mounted writable; `init`, a shell script run in
+        the pod's root last, as the pod's init containers run before its main one."""
         r = shlex.quote(str(self.fs))
         d = self.dir
         lines = [
@@ -588,6 +590,8 @@ class LocalSlurm:
             if self.node_health is not None and pod is not None:
                 lines += self._health_mounts(pod)
         lines.append(f"hostname {hostname}")
+        if init:
+            lines.append(f"chroot {r} sh -c {shlex.quote(init)}")
         return "\n".join(lines)
 
     def _health_files(self, pod: pathlib.Path) -> None:
@@ -884,6 +888,10 @@ class LocalSlurm:
         pod = self.dir / f"{node}.{gen}"
         for sub in ("spool", "log", "node-local"):
             (pod / sub).mkdir(parents=True, exist_ok=True)
+        # The node-local emptyDir as the kubelet makes it: mode 0777, not sticky
+        # (kubernetes/kubernetes pkg/volume/emptydir/empty_dir.go: `const perm os.FileMode = 0777`,
+        # applied by setupDir), not the 0755 a mkdir under the test's umask gives.
+        (pod / "node-local").chmod(0o777)
         model, count = self.gpus_of.get(
             nodeset_name(self.nodeset_of.get(node, self.nodeset)), (self.gpu_model, self.gpus)
         )
@@ -909,6 +917,7 @@ class LocalSlurm:
                 # The NodeSet pod's node-local emptyDir (model/builders/containers.py
                 # slurmd_volumes): the pod's own directory, a new pod's empty.
                 volumes={containers.NODE_LOCAL_MOUNT: pod / "node-local"},
+                init=self._init_containers(node),
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",
@@ -925,6 +934,20 @@ class LocalSlurm:
             ENROOT_HOOKS_DIR: self.dir / "enroot-hooks",
         }
         return {path: source for path, source in files.items() if source.exists()}
+
+    def _init_containers(self, node: str) -> str:
+        """The shell commands of the release's own init containers in `node`'s NodeSet pod
+        (spec.template.spec.initContainers, each `sh -c <script>`), in order: what the kubelet runs
+        in the pod before slurmd."""
+        spec = self.nodeset_of.get(node, self.nodeset)["spec"]
+        inits = ((spec.get("template") or {}).get("spec") or {}).get("initContainers") or []
+        scripts = []
+        for init in inits:
+            shell, flag, script = init["command"]
+            if (shell, flag) != ("sh", "-c"):
+                raise ValueError(f"init container {init['name']}: only `sh -c <script>` runs here")
+            scripts.append(script)
+        return "\n".join(scripts)
 
     def stop_slurmd(self, node: str) -> None:
         _stop(self.workers.pop(node).proc)

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import subprocess
 import tarfile
+import tempfile
 
 import pytest
 
 from devkit.reference_data import ref_root
 from model.builders import containers
 from model.builders.containers import EcrRegistry, EnrootPaths, registry_pull_policy
+from model.facts.contract import SCRIPT_PATH
 from tests.support.paths import REPO
 
 REGISTRY = EcrRegistry("111122223333", "eu-west-2", "aws", "amazonaws.com")
 
-PATHS = EnrootPaths(local="/mnt/local", cache="/shared/enroot/cache", config="/etc/enroot/credentials")
+PATHS = EnrootPaths(local="/mnt/local", config="/etc/enroot/credentials")
+TREE = dict(containers.node_local_tree(PATHS, "/mnt/local/jobs"))
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="gives directories to other users: needs root")
+# The job's user and another named user, as uids (chown takes numbers: no passwd entry needed).
+ALICE, BOB = 2001, 2002
 
 
 def _as_enroot_reads(conf: str) -> dict[str, str]:
@@ -53,18 +60,23 @@ def test_pyxis_imports_images_into_a_directory_of_the_node_local_volume():
     assert mounted[containers.NODE_LOCAL_MOUNT] == containers.NODE_LOCAL_VOLUME
 
 
-def test_each_user_gets_own_runtime_data_and_cache_directories():
+def test_each_user_gets_own_runtime_and_data_directories():
     values = _as_enroot_reads(containers.enroot_conf(PATHS))
     user = f"user-{os.getuid()}"
     assert values["ENROOT_RUNTIME_PATH"] == f"/mnt/local/enroot/runtime/{user}"
     assert values["ENROOT_DATA_PATH"] == f"/mnt/local/enroot/data/{user}"
-    assert values["ENROOT_CACHE_PATH"] == f"/shared/enroot/cache/{user}"
 
 
-def test_temp_is_a_shared_node_local_directory_enroot_need_not_create():
+def test_the_layer_cache_is_left_to_enroots_default_in_the_users_own_home():
+    # enroot.in: ENROOT_CACHE_PATH defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/enroot.
+    assert "ENROOT_CACHE_PATH" not in containers.enroot_conf(PATHS)
+
+
+def test_temp_is_the_one_node_local_directory_every_user_may_write_sticky():
     values = _as_enroot_reads(containers.enroot_conf(PATHS))
     assert values["ENROOT_TEMP_PATH"] == "/mnt/local/enroot/tmp"
-    assert values["ENROOT_TEMP_PATH"] in containers.enroot_directories(PATHS)
+    assert TREE[values["ENROOT_TEMP_PATH"]] == 0o1777
+    assert [d for d, mode in TREE.items() if mode & 0o022] == [values["ENROOT_TEMP_PATH"]]
 
 
 def test_credentials_are_read_from_a_given_directory_not_the_home():
@@ -73,7 +85,7 @@ def test_credentials_are_read_from_a_given_directory_not_the_home():
 
 
 def test_without_a_credentials_directory_each_user_keeps_enroots_default():
-    assert "ENROOT_CONFIG_PATH" not in containers.enroot_conf(EnrootPaths(local="/mnt/local", cache="/c"))
+    assert "ENROOT_CONFIG_PATH" not in containers.enroot_conf(EnrootPaths(local="/mnt/local"))
 
 
 def test_every_key_is_one_enroot_reads_from_its_configuration_file():
@@ -82,48 +94,215 @@ def test_every_key_is_one_enroot_reads_from_its_configuration_file():
     assert keys and all(k.startswith("ENROOT_") and k[7:].replace("_", "").isupper() for k in keys)
 
 
-def test_the_parent_of_every_per_user_directory_is_made_beforehand():
+def test_the_parent_of_every_per_user_directory_is_made_beforehand_writable_by_root_alone():
     values = _as_enroot_reads(containers.enroot_conf(PATHS))
-    parents = {
-        os.path.dirname(values[k]) for k in ("ENROOT_RUNTIME_PATH", "ENROOT_DATA_PATH", "ENROOT_CACHE_PATH")
-    }
-    assert parents <= set(containers.enroot_directories(PATHS))
+    for key in ("ENROOT_RUNTIME_PATH", "ENROOT_DATA_PATH"):
+        assert TREE[os.path.dirname(values[key])] == 0o755, key
 
 
-def _run(script: str, job: str, tmp) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "SLURM_JOB_ID": job,
-        "SLURM_JOB_UID": str(os.getuid()),
-        "SLURM_JOB_GID": str(os.getgid()),
-    }
-    path = tmp / "script.sh"
+def test_the_init_container_mounts_the_node_local_volume_and_runs_the_tree_script():
+    init = containers.init_container("repo@sha256:x", {"allowPrivilegeEscalation": False})
+    assert init["image"] == "repo@sha256:x"
+    assert init["command"] == ["sh", "-c", containers.node_local_script()]
+    assert init["volumeMounts"] == [
+        {"name": containers.NODE_LOCAL_VOLUME, "mountPath": containers.NODE_LOCAL_MOUNT}
+    ]
+    assert init["securityContext"] == {"allowPrivilegeEscalation": False}
+
+
+@pytest.mark.parametrize(
+    "script",
+    [containers.prolog_script(), containers.epilog_script(), containers.node_local_script()],
+    ids=["prolog", "epilog", "init"],
+)
+def test_every_root_script_sets_the_systems_search_path_before_its_first_command(script):
+    # Slurm gives a Prolog or Epilog no PATH (https://slurm.schedmd.com/prolog_epilog.html).
+    commands = [
+        line
+        for line in script.replace("; ", "\n").splitlines()
+        if line and not line.startswith(("#", "set "))
+    ]
+    assert commands[0] == f"PATH={SCRIPT_PATH}"
+
+
+# -- the scripts run here, as root runs them in the pod, on a tree under tmp_path ---------------
+
+
+@pytest.fixture
+def node():
+    """A directory other users can reach, as a pod's / is (pytest's own temporary directories are
+    root's alone, 0700): the users' attempts must meet the tree's modes, not an unreachable parent."""
+    with tempfile.TemporaryDirectory(prefix="node-local-") as d:
+        os.chmod(d, 0o755)
+        yield pathlib.Path(d)
+
+
+def _paths(tmp: pathlib.Path) -> tuple[EnrootPaths, pathlib.Path]:
+    return EnrootPaths(local=str(tmp / "local")), tmp / "local/jobs"
+
+
+def _emptydir(tmp: pathlib.Path) -> EnrootPaths:
+    """The node-local volume as the kubelet makes it (0777, root's: kubernetes/kubernetes
+    pkg/volume/emptydir/empty_dir.go), then the init container's script run on it."""
+    paths, scratch = _paths(tmp)
+    (tmp / "local").mkdir()
+    (tmp / "local").chmod(0o777)
+    subprocess.run(["sh", "-c", containers.node_local_script(paths, str(scratch))], check=True)
+    return paths
+
+
+def _run(script: str, job: str, tmp: pathlib.Path, uid: int = ALICE) -> subprocess.CompletedProcess:
+    # As slurmd runs it: no PATH of its own (the script sets one), the job's ids in the environment.
+    env = {"SLURM_JOB_ID": job, "SLURM_JOB_UID": str(uid), "SLURM_JOB_GID": str(uid)}
+    path = tmp / f"script-{job}.sh"
     path.write_text(script)
-    return subprocess.run(["sh", str(path)], env=env, capture_output=True, text=True)
+    return subprocess.run(["/bin/sh", str(path)], env=env, capture_output=True, text=True)
 
 
-def test_the_prolog_makes_enroots_directories_sticky_and_the_jobs_scratch_its_users_own(tmp_path):
-    paths = EnrootPaths(local=str(tmp_path / "local"), cache=str(tmp_path / "shared"), config="/x")
-    scratch = tmp_path / "local/jobs"
-    assert _run(containers.prolog_script(paths, str(scratch)), "42", tmp_path).returncode == 0
-    for d in containers.enroot_directories(paths):
-        assert os.stat(d).st_mode & 0o7777 == 0o1777
-    assert os.stat(scratch / "42").st_mode & 0o777 == 0o700
+def _as(uid: int, command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sh", "-c", command],
+        capture_output=True,
+        text=True,
+    )
 
 
-def test_the_epilog_removes_the_jobs_scratch_and_no_other(tmp_path):
-    scratch = tmp_path / "jobs"
-    for job in ("42", "43"):
-        (scratch / job / "sub").mkdir(parents=True)
-    assert _run(containers.epilog_script(str(scratch)), "42", tmp_path).returncode == 0
-    assert sorted(p.name for p in scratch.iterdir()) == ["43"]
+def _prolog(tmp: pathlib.Path, job: str, uid: int = ALICE) -> subprocess.CompletedProcess:
+    paths, scratch = _paths(tmp)
+    return _run(containers.prolog_script(paths, str(scratch)), job, tmp, uid)
 
 
-def test_the_epilog_removes_nothing_without_a_job_id(tmp_path):
-    scratch = tmp_path / "jobs"
-    (scratch / "43").mkdir(parents=True)
-    assert _run(containers.epilog_script(str(scratch)), "", tmp_path).returncode == 0
-    assert (scratch / "43").exists()
+def _epilog(tmp: pathlib.Path, job: str, uid: int = ALICE) -> subprocess.CompletedProcess:
+    paths, scratch = _paths(tmp)
+    return _run(containers.epilog_script(paths, str(scratch)), job, tmp, uid)
+
+
+def _owner_mode(path: pathlib.Path) -> tuple[int, int]:
+    st = os.lstat(path)
+    return st.st_uid, st.st_mode & 0o7777
+
+
+@needs_root
+def test_the_init_container_makes_the_tree_roots_with_its_modes_on_the_kubelets_0777_directory(node):
+    paths, scratch = _paths(node)
+    _emptydir(node)
+    assert {d: _owner_mode(pathlib.Path(d)) for d, _ in containers.node_local_tree(paths, str(scratch))} == {
+        d: (0, mode) for d, mode in containers.node_local_tree(paths, str(scratch))
+    }
+
+
+@needs_root
+def test_after_the_init_container_a_user_can_neither_rename_nor_create_anything_root_walks(node):
+    _emptydir(node)
+    local = node / "local"
+    for attempt in ("mv jobs jobs.old", "mkdir evil", "mv enroot enroot.old", "mkdir enroot/data/user-2001"):
+        assert _as(BOB, f"cd {local} && {attempt}").returncode != 0, attempt
+
+
+@needs_root
+def test_the_prolog_gives_the_job_user_their_own_runtime_data_and_scratch_directories(node):
+    paths = _emptydir(node)
+    assert _prolog(node, "42").returncode == 0
+    for d in (f"{paths.runtime}/user-{ALICE}", f"{paths.data}/user-{ALICE}", node / "local/jobs/42"):
+        assert _owner_mode(pathlib.Path(d)) == (ALICE, 0o700), d
+
+
+@needs_root
+def test_a_second_job_of_the_same_user_keeps_their_directories(node):
+    paths = _emptydir(node)
+    _prolog(node, "42")
+    (pathlib.Path(paths.data) / f"user-{ALICE}/kept").touch()
+    assert _prolog(node, "43").returncode == 0
+    assert (pathlib.Path(paths.data) / f"user-{ALICE}/kept").exists()
+
+
+@needs_root
+def test_jobs_of_one_user_starting_together_on_a_node_all_start(node):
+    # Each Prolog makes the user's directories if missing; without the lock two of them race to
+    # the same mkdir and the loser drains the node.
+    paths, scratch = _paths(node)
+    script = node / "prolog.sh"
+    for attempt in range(5):
+        if attempt:
+            subprocess.run(["rm", "-rf", str(node / "local")], check=True)
+        _emptydir(node)
+        script.write_text(containers.prolog_script(paths, str(scratch)))
+        env = {"SLURM_JOB_UID": str(ALICE), "SLURM_JOB_GID": str(ALICE)}
+        started = [
+            subprocess.Popen(
+                ["/bin/sh", str(script)], env={**env, "SLURM_JOB_ID": job}, stderr=subprocess.PIPE
+            )
+            for job in ("1", "2", "3", "4")
+        ]
+        assert [p.wait() for p in started] == [0, 0, 0, 0], [p.stderr.read() for p in started]
+
+
+@needs_root
+def test_the_prolog_refuses_a_node_local_tree_a_user_made_and_gives_nothing_away(node):
+    # The attack on the kubelet's 0777 directory where nothing made the tree first: another user
+    # makes it, with the next job's scratch a link to a root directory (a stand-in for /etc).
+    target = node / "etc"
+    target.mkdir()
+    local = node / "local"
+    local.mkdir()
+    local.chmod(0o777)
+    planted = _as(
+        BOB, f"cd {local} && mkdir -p enroot/runtime enroot/data enroot/tmp jobs && ln -s {target} jobs/42"
+    )
+    assert planted.returncode == 0, planted.stderr
+    assert _prolog(node, "42").returncode != 0
+    assert _owner_mode(target) == (0, 0o755)
+    assert list((local / "enroot/data").iterdir()) == []
+
+
+@needs_root
+def test_the_prolog_refuses_a_per_user_directory_that_is_a_link(node):
+    paths = _emptydir(node)
+    target = node / "etc"
+    target.mkdir()
+    (pathlib.Path(paths.data) / f"user-{ALICE}").symlink_to(target)
+    assert _prolog(node, "42").returncode != 0
+    assert _owner_mode(target) == (0, 0o755)
+
+
+@needs_root
+def test_the_epilog_removes_the_jobs_scratch_and_no_other(node):
+    _emptydir(node)
+    _prolog(node, "42")
+    _prolog(node, "43", BOB)
+    assert _epilog(node, "42").returncode == 0
+    assert sorted(p.name for p in (node / "local/jobs").iterdir()) == ["43"]
+
+
+@needs_root
+def test_the_epilog_removes_the_users_enroot_directories_and_temp_entries_after_their_last_job(node):
+    paths = _emptydir(node)
+    _prolog(node, "42")
+    _prolog(node, "43")
+    _as(ALICE, f"mkdir {paths.temp}/left-behind")
+    _epilog(node, "42")
+    kept = [f"{paths.runtime}/user-{ALICE}", f"{paths.data}/user-{ALICE}", f"{paths.temp}/left-behind"]
+    assert all(os.path.exists(d) for d in kept)
+    assert _epilog(node, "43").returncode == 0
+    assert [d for d in kept if os.path.exists(d)] == []
+
+
+@needs_root
+def test_the_epilog_leaves_another_users_directories(node):
+    paths = _emptydir(node)
+    _prolog(node, "42")
+    _prolog(node, "43", BOB)
+    _as(BOB, f"mkdir {paths.temp}/bobs")
+    _epilog(node, "42")
+    assert os.path.exists(f"{paths.data}/user-{BOB}") and os.path.exists(f"{paths.temp}/bobs")
+
+
+@needs_root
+def test_the_epilog_removes_nothing_without_a_job_id(node):
+    _emptydir(node)
+    _prolog(node, "43")
+    assert _epilog(node, "").returncode == 0
+    assert (node / "local/jobs/43").exists()
 
 
 def test_the_clusters_enroot_conf_reads_credentials_where_the_pods_mount_them():

@@ -7,6 +7,7 @@ import subprocess
 from model.builders import identities
 from model.builders.identities import group_entries, passwd_entries
 from model.checks.users import User
+from model.facts.contract import SCRIPT_PATH
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKxJ0hQ4mYH3q2u1cGlB6y1u0sD1n8n3zQ7y0w5f6h7L alice@laptop"
 ALICE = User("alice", 2001, (KEY,), "vision", True)
@@ -134,3 +135,9 @@ def test_a_failed_refresh_is_logged_and_never_fails_the_prolog(tmp_path):
     result = _prolog(root)
     assert result.returncode == 0 and "could not refresh /etc/passwd" in result.stderr
     assert (root / "etc/passwd").read_text() == IMAGE_PASSWD
+
+
+def test_the_prolog_sets_the_systems_search_path_before_its_first_command():
+    # Slurm gives a Prolog no PATH (https://slurm.schedmd.com/prolog_epilog.html).
+    commands = [line for line in identities.prolog_script().splitlines() if line and not line.startswith("#")]
+    assert commands[0] == f"PATH={SCRIPT_PATH}"

@@ -169,6 +169,17 @@ def test_every_slurmd_mounts_enroot_conf_and_the_node_local_disk():
         }
 
 
+def test_every_nodeset_pod_makes_the_node_local_tree_first_with_the_slurmd_image_by_digest():
+    from model.builders import containers
+
+    args = dataclasses.replace(ARGS, gpu_pools=[TRAIN, INFER], init_security={"readOnlyRootFilesystem": True})
+    nodeset = slurm_values(args)["nodesets"]
+    for pool in ("train", "infer"):
+        assert nodeset[pool]["podSpec"]["initContainers"] == [
+            containers.init_container(f"{ARGS.image_repository}@{ARGS.image_digest}", args.init_security)
+        ]
+
+
 def test_the_release_renders_the_enroot_conf_the_slurmd_pods_mount():
     from model.builders import containers
 
