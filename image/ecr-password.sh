@@ -1,14 +1,17 @@
 #!/bin/sh
-# ecr-password.sh REGION ENDPOINT: prints the password of the account's ECR registry in REGION, for
-# enroot's .credentials line (model/builders/containers.py writes it; enroot substitutes a password
-# that starts with `$` at each import: NVIDIA/enroot v4.1.2 src/common.sh common::evalnetrc).
+# ecr-password.sh REGION ENDPOINT AGENT TOKEN_FILE: prints the password of the account's ECR
+# registry in REGION, for enroot's .credentials line (model/builders/containers.py writes it; enroot
+# substitutes a password that starts with `$` at each import: NVIDIA/enroot v4.1.2 src/common.sh
+# common::evalnetrc).
 #
-# Signed with the pod's own EKS Pod Identity credentials, never the node's: the Pod Identity webhook
-# gives every container of the pod AWS_CONTAINER_CREDENTIALS_FULL_URI (the node's agent) and
-# AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (the pod's projected token): aws/amazon-eks-pod-identity-webhook
-# pkg/handler/handler.go addEnvToContainer. The agent answers GET on that URI, with the token's
-# text as the Authorization header, with AccessKeyId, SecretAccessKey and Token
-# (aws/eks-pod-identity-agent v0.1.37 pkg/handlers/eks_credential_handler.go, pkg/credentials/model.go).
+# Signed with the pod's own EKS Pod Identity credentials, never the node's: the node's agent
+# (AGENT, its credentials URI) answers GET, with the pod's projected token (TOKEN_FILE) as the
+# Authorization header, with AccessKeyId, SecretAccessKey and Token (aws/eks-pod-identity-agent
+# v0.1.37 pkg/handlers/eks_credential_handler.go, pkg/credentials/model.go). Both come as arguments,
+# not from AWS_CONTAINER_CREDENTIALS_FULL_URI and AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE: the Pod
+# Identity webhook puts those in the slurmd container's environment, but pyxis starts enroot with
+# the job's environment, not slurmstepd's (NVIDIA/pyxis v0.24.0 pyxis_slurmstepd.c slurm_clear_env,
+# enroot_import_job_env).
 # No AWS CLI in the image: curl signs the call itself (--aws-sigv4, curl 7.75 and later), ECR's
 # JSON 1.1 API (https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_GetAuthorizationToken.html):
 # authorizationToken is base64 of "AWS:<password>".
@@ -28,18 +31,18 @@ one_line() {
     printf '%s' "$1" | tr '\n' ' '
 }
 
-[ "$#" -eq 2 ] || fail "usage: ecr-password.sh REGION ENDPOINT (e.g. us-east-1 https://api.ecr.us-east-1.amazonaws.com)"
+[ "$#" -eq 4 ] || fail "usage: ecr-password.sh REGION ENDPOINT AGENT TOKEN_FILE"
 region=$1
 endpoint=$2
+agent=$3
+token_file=$4
 
-[ -n "${AWS_CONTAINER_CREDENTIALS_FULL_URI:-}" ] \
-    || fail "AWS_CONTAINER_CREDENTIALS_FULL_URI is not set: this pod has no EKS Pod Identity association"
-token_file=${AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE:-}
-[ -r "$token_file" ] || fail "cannot read the Pod Identity token file '$token_file'"
+[ -r "$token_file" ] \
+    || fail "cannot read the Pod Identity token file '$token_file': does this pod's service account have an EKS Pod Identity association?"
 token=$(cat "$token_file")
 
 if ! credentials=$(printf 'header = "Authorization: %s"\n' "$token" \
-    | curl -sS --fail-with-body --max-time 10 -K - -- "$AWS_CONTAINER_CREDENTIALS_FULL_URI" 2>&1); then
+    | curl -sS --fail-with-body --max-time 10 -K - -- "$agent" 2>&1); then
     fail "the credentials endpoint refused: $(one_line "$credentials")"
 fi
 if ! { key=$(printf '%s' "$credentials" | jq -er .AccessKeyId) \

@@ -40,11 +40,10 @@ only pull: `registry_pull_policy`). An image URI that names no user takes the lo
 registry's line (NVIDIA/enroot v4.1.2 src/docker.sh docker::_parse_uri, "Try to infer the user from
 the credential file"), and ECR answers Basic auth, which enroot meets with that line
 (docker::_authenticate), so `srun --container-image=<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`
-needs nothing in the user's home. pyxis runs enroot with slurmstepd's environment, the slurmd
-container's (NVIDIA/pyxis v0.24.0 enroot.c enroot_exec: execvpe(..., environ)), where the Pod
-Identity webhook put the variables the helper reads: slurmd is started by supervisord
-(SlinkyProject/containers schedmd/slurm/26.05/ubuntu24.04/files/etc/supervisor/conf.d/slurmd.conf),
-whose programs inherit its environment (https://supervisord.org/subprocess.html#subprocess-environment).
+needs nothing in the user's home. pyxis runs enroot with the job's environment, not slurmstepd's
+(NVIDIA/pyxis v0.24.0 pyxis_slurmstepd.c slurm_clear_env), so the Pod Identity variables the webhook
+puts in the slurmd container do not reach the helper: the line hands it the agent's address and the
+token file's path (POD_IDENTITY_AGENT, POD_IDENTITY_TOKEN).
 """
 
 from __future__ import annotations
@@ -78,6 +77,14 @@ ECR_PASSWORD_HELPER = "/usr/local/bin/ecr-password.sh"
 # v4.1.2 src/runtime.sh), so nothing there is read twice.
 CLUSTER_CONFIG_DIR = f"{ENROOT_SYSCONF_DIR}/cluster"
 CREDENTIALS_FILE = ".credentials"
+# Where EKS Pod Identity's agent answers a pod on its node, and where the webhook mounts the pod's
+# token: the values it gives AWS_CONTAINER_CREDENTIALS_FULL_URI and
+# AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE (Amazon EKS user guide, "Understand how EKS Pod Identity
+# works": https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html;
+# aws/amazon-eks-pod-identity-webhook pkg/handler/handler.go). The IPv4 address: the stack's
+# clusters are IPv4.
+POD_IDENTITY_AGENT = "http://169.254.170.23/v1/credentials"
+POD_IDENTITY_TOKEN = "/var/run/secrets/pods.eks.amazonaws.com/serviceaccount/eks-pod-identity-token"
 # The slurmd pods' service account: the one EKS Pod Identity hands the registry role to
 # (components/slurm_cluster.py), named in every NodeSet's podSpec.
 SLURMD_SERVICE_ACCOUNT = "slurmd"
@@ -179,7 +186,9 @@ def credentials(registries: Sequence[EcrRegistry], helper: str = ECR_PASSWORD_HE
     user name: https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html). No
     secret is in the file: a password lives 12 hours (the same page) and is fetched when needed."""
     return "".join(
-        f"machine {r.host} login AWS password $({helper} {r.region} {r.endpoint})\n" for r in registries
+        f"machine {r.host} login AWS password "
+        f"$({helper} {r.region} {r.endpoint} {POD_IDENTITY_AGENT} {POD_IDENTITY_TOKEN})\n"
+        for r in registries
     )
 
 

@@ -142,17 +142,17 @@ def stand_ins():
     server.server_close()
 
 
-def _run(tmp_path, base_url: str, token: str = POD_TOKEN, env: dict | None = None):
+def _run(tmp_path, base_url: str, token: str | None = POD_TOKEN):
+    """The helper as enroot runs it from the cluster's .credentials: the job's environment, which
+    pyxis gives enroot (no Pod Identity variable in it), the agent and token file as arguments."""
     token_file = tmp_path / "eks-pod-identity-token"
-    token_file.write_text(token)
-    environment = {
-        "PATH": "/usr/bin:/bin",
-        "AWS_CONTAINER_CREDENTIALS_FULL_URI": f"{base_url}/v1/credentials",
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(token_file),
-        **(env or {}),
-    }
+    if token is not None:
+        token_file.write_text(token)
     return subprocess.run(
-        ["/bin/sh", str(HELPER), REGION, base_url], env=environment, capture_output=True, text=True
+        ["/bin/sh", str(HELPER), REGION, base_url, f"{base_url}/v1/credentials", str(token_file)],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
     )
 
 
@@ -185,11 +185,11 @@ def test_a_call_ecr_refuses_fails_with_one_line_naming_the_error(tmp_path, stand
 
 def test_a_pod_without_pod_identity_fails_with_one_line(tmp_path, stand_ins):
     _, base_url = stand_ins
-    result = _run(tmp_path, base_url, env={"AWS_CONTAINER_CREDENTIALS_FULL_URI": ""})
+    result = _run(tmp_path, base_url, token=None)
     assert result.returncode != 0 and result.stdout == ""
     assert result.stderr == (
-        "ecr-password: AWS_CONTAINER_CREDENTIALS_FULL_URI is not set: "
-        "this pod has no EKS Pod Identity association\n"
+        f"ecr-password: cannot read the Pod Identity token file '{tmp_path}/eks-pod-identity-token': "
+        "does this pod's service account have an EKS Pod Identity association?\n"
     )
 
 

@@ -319,7 +319,9 @@ def test_the_clusters_enroot_conf_reads_credentials_where_the_pods_mount_them():
 def test_the_credentials_line_names_the_registry_host_ecrs_login_and_the_helper():
     assert containers.credentials([REGISTRY]) == (
         "machine 111122223333.dkr.ecr.eu-west-2.amazonaws.com login AWS password "
-        f"$({containers.ECR_PASSWORD_HELPER} eu-west-2 https://api.ecr.eu-west-2.amazonaws.com)\n"
+        f"$({containers.ECR_PASSWORD_HELPER} eu-west-2 https://api.ecr.eu-west-2.amazonaws.com "
+        "http://169.254.170.23/v1/credentials "
+        "/var/run/secrets/pods.eks.amazonaws.com/serviceaccount/eks-pod-identity-token)\n"
     )
 
 
