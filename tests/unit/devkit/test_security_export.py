@@ -175,6 +175,7 @@ def test_every_iam_document_is_exported(graph):
         "nodes_node_images",
         "storage_efs_client",
         "slurmd_builder_policy",
+        "slurm_registry_policy",
     }
     assert set(iam.trust) == {
         "cluster_vpc_cni_role",
@@ -185,6 +186,7 @@ def test_every_iam_document_is_exported(graph):
         "network_flow_log_role",
         "grafana_role",
         "slurmd_builder_role",
+        "slurm_registry_role",
     }
     assert (
         iam.managed["aws_iam_role.nodes_node_role"][0] == "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"

@@ -347,6 +347,7 @@ def test_the_build_reads_the_dockerfile_and_the_files_it_copies_and_nothing_else
         "assert-image.sh",
         "assert-toolchain.sh",
         "container-runtime.sh",
+        "ecr-password.sh",
         "enroot-hooks/60-aws-efa.sh",
         "finetune-requirements.txt",
         "loader.sh",
