@@ -17,8 +17,10 @@
 # authorizationToken is base64 of "AWS:<password>".
 #
 # The secrets go to curl through its standard input (-K -), never its arguments, which every user
-# of the pod could read in /proc. Any failure: one line on stderr, exit 1 (enroot then meets the
-# registry with no password and fails the import with its own error).
+# of the pod could read in /proc. Any failure: one line on stderr, exit 1. enroot discards the
+# helper's stderr (NVIDIA/enroot v4.1.2 src/docker.sh: common::evalnetrc ... 2> /dev/null), meets
+# the registry with no password and fails the import with its own `401 Unauthorized`: the line is
+# seen when the helper is run by hand (docs/operations.md, "Container jobs").
 set -eu
 
 fail() {

@@ -34,6 +34,11 @@ ofi=/opt/amazon/ofi-nccl
 # (conf/mounts/10-system.fstab). None: nothing to bring.
 devices=(/dev/infiniband/uverbs*)
 [ "${#devices[@]}" -gt 0 ] || exit 0
+# An image with its own libfabric where the EFA installer puts it (AWS's Deep Learning Containers
+# carry libfabric and aws-ofi-nccl there, built against the image's own CUDA and NCCL) keeps its own:
+# the node's copies are for images that bring none.
+own=("$ENROOT_ROOTFS$efa"/lib*/libfabric.so*)
+[ "${#own[@]}" -eq 0 ] || exit 0
 
 libraries=()
 for dir in "$efa/lib64" "$efa/lib" "$ofi/lib64" "$ofi/lib"; do

@@ -29,6 +29,8 @@ def _run_hook(
     if os.geteuid() != 0:
         pytest.fail("the hook's test mounts stand-ins for /dev and /opt in a mount namespace: it needs root")
     environ, mounts = tmp_path / "environment", tmp_path / "fstab"
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir(exist_ok=True)
     environ.write_text(IMAGE_ENVIRON)
     mounts.write_text("")
     setup = ["mount -t tmpfs none /opt", "mount -t tmpfs none /dev", "mknod -m 666 /dev/null c 1 3"]
@@ -50,6 +52,7 @@ def _run_hook(
             "PATH": os.environ["PATH"],
             "ENROOT_ENVIRON": str(environ),
             "ENROOT_MOUNTS": str(mounts),
+            "ENROOT_ROOTFS": str(rootfs),
             **(env or {}),
         },
         capture_output=True,
@@ -97,3 +100,12 @@ def test_an_efa_node_without_the_libraries_refuses_the_container_with_one_line(t
         "60-aws-efa.sh: this node has EFA devices but no /opt/amazon/efa and /opt/amazon/ofi-nccl libraries"
         " to give the container"
     ]
+
+
+def test_an_image_with_its_own_libfabric_keeps_its_own_efa_stack(tmp_path):
+    own = tmp_path / "rootfs/opt/amazon/efa/lib64"
+    own.mkdir(parents=True)
+    (own / "libfabric.so.1").touch()
+    done, environ, mounts = _run_hook(tmp_path, devices=True, libraries=True)
+    assert done.returncode == 0, done.stderr
+    assert (environ, mounts) == (IMAGE_ENVIRON, "")
