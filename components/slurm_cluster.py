@@ -239,7 +239,9 @@ class SlurmCluster(pulumi.ComponentResource):
             ),
         )
         document = pulumi.Output.all(args.image_repository, args.cluster.arn).apply(
-            lambda known: json.dumps(containers.registry_pull_policy(containers.EcrRegistry.of(*known)))
+            lambda known: json.dumps(
+                containers.registry_pull_policy(containers.EcrRegistry.of(*known), known[1].rsplit("/", 1)[1])
+            )
         )
         account = ServiceAccountRef(
             args.cluster.name, args.cluster.arn, SLURM_NAMESPACE, containers.SLURMD_SERVICE_ACCOUNT

@@ -17,7 +17,9 @@
 # authorizationToken is base64 of "AWS:<password>".
 #
 # The secrets go to curl through its standard input (-K -), never its arguments, which every user
-# of the pod could read in /proc. Any failure: one line on stderr, exit 1. enroot discards the
+# of the pod could read in /proc. The job's user runs this with the job's environment and home: -q
+# (first) keeps curl from reading their ~/.curlrc, and the agent, plain HTTP on the node, is called
+# with no proxy, so a proxy the job names never sees the pod's token (curl(1), -q, --noproxy). Any failure: one line on stderr, exit 1. enroot discards the
 # helper's stderr (NVIDIA/enroot v4.1.2 src/docker.sh: common::evalnetrc ... 2> /dev/null), meets
 # the registry with no password and fails the import with its own `401 Unauthorized`: the line is
 # seen when the helper is run by hand (docs/operations.md, "Container jobs").
@@ -44,7 +46,7 @@ token_file=$4
 token=$(cat "$token_file")
 
 if ! credentials=$(printf 'header = "Authorization: %s"\n' "$token" \
-    | curl -sS --fail-with-body --max-time 10 -K - -- "$agent" 2>&1); then
+    | curl -q -sS --noproxy '*' --fail-with-body --max-time 10 -K - -- "$agent" 2>&1); then
     fail "the credentials endpoint refused: $(one_line "$credentials")"
 fi
 if ! { key=$(printf '%s' "$credentials" | jq -er .AccessKeyId) \
@@ -54,7 +56,7 @@ if ! { key=$(printf '%s' "$credentials" | jq -er .AccessKeyId) \
 fi
 
 if ! answer=$(printf 'user = "%s:%s"\nheader = "x-amz-security-token: %s"\n' "$key" "$secret" "$session" \
-    | curl -sS --fail-with-body --max-time 30 -K - \
+    | curl -q -sS --fail-with-body --max-time 30 -K - \
         --aws-sigv4 "aws:amz:${region}:ecr" \
         -H "Content-Type: application/x-amz-json-1.1" \
         -H "X-Amz-Target: AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken" \

@@ -36,7 +36,7 @@ may write (node_local_tree, made by the NodeSet pod's init container before slur
 .credentials: the cluster's registry logins (`credentials`), one line per registry the stack knows:
 the account's ECR registry in the stack's region, whose password a helper in the image prints at
 each import from the slurmd pod's own EKS Pod Identity role (image/ecr-password.sh; the role may
-only pull: `registry_pull_policy`). An image URI that names no user takes the login of its
+only pull, and only from repositories tagged for the cluster: `registry_pull_policy`). An image URI that names no user takes the login of its
 registry's line (NVIDIA/enroot v4.1.2 src/docker.sh docker::_parse_uri, "Try to infer the user from
 the credential file"), and ECR answers Basic auth, which enroot meets with that line
 (docker::_authenticate), so `srun --container-image=<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`
@@ -201,9 +201,20 @@ def credentials(registries: Sequence[EcrRegistry], helper: str = ECR_PASSWORD_HE
 PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 
 
-def registry_pull_policy(registry: EcrRegistry) -> dict:
-    """The slurmd pods' role: pull any image of the account's repositories in the stack's region,
-    nothing else (no push, no other region or account, no other service)."""
+# The repository tag that opens a repository to the cluster's container jobs, its value the
+# cluster's name: the role pulls only from repositories that carry it (tag-based access control:
+# Amazon ECR user guide, "Using Tag-Based Access Control",
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/ecr-supported-iam-actions-tagging.html;
+# aws:ResourceTag on the repository resource type: Service Authorization Reference, Amazon ECR).
+# Any job user can use the role's keys (docs/security.md, "Container jobs"), so a repository is
+# readable by them only when its owner says so.
+REGISTRY_TAG = "slinky-eks/container-jobs"
+
+
+def registry_pull_policy(registry: EcrRegistry, cluster: str) -> dict:
+    """The slurmd pods' role: pull the images of the account's repositories in the stack's region
+    that are tagged for this cluster's jobs, nothing else (no push, no untagged repository, no other
+    region or account, no other service)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -212,6 +223,7 @@ def registry_pull_policy(registry: EcrRegistry) -> dict:
                 "Effect": "Allow",
                 "Action": list(PULL_ACTIONS),
                 "Resource": f"arn:{registry.partition}:ecr:{registry.region}:{registry.account}:repository/*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{REGISTRY_TAG}": cluster}},
             },
         ],
     }
@@ -278,6 +290,13 @@ def node_local_tree(
     )
 
 
+def node_local_lock(paths: EnrootPaths = PATHS) -> str:
+    """The file the Prolog and Epilog lock (flock(1)), root's and 0600 in the root-owned node-local
+    directory: no user can open it, so no user's job can hold the lock and stall other jobs'
+    Prologs and Epilogs (a directory every user can read could be locked by any of them)."""
+    return f"{paths.local}/.slinky-eks.lock"
+
+
 def node_local_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH) -> str:
     """The init container's script: node_local_tree made (or set again, in a pod whose volume
     outlived a restart) root's with its modes. `chown 0:0` needs no capability on the kubelet's own
@@ -287,6 +306,8 @@ def node_local_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH
         f"mkdir -p {d} && chown 0:0 {d} && chmod {mode:o} {d}"
         for d, mode in node_local_tree(paths, job_scratch)
     ]
+    lock = node_local_lock(paths)
+    steps.append(f": > {lock} && chown 0:0 {lock} && chmod 600 {lock}")
     return f"set -eu; PATH={SCRIPT_PATH}; " + "; ".join(steps)
 
 
@@ -310,9 +331,11 @@ def _tree_check(paths: EnrootPaths, job_scratch: str) -> str:
     """Shell lines that exit 1 unless every directory of the tree is a directory (not a link),
     root's, with its mode."""
     checks = " &&\n  ".join(f'as_made {d} "0 {mode:o}"' for d, mode in node_local_tree(paths, job_scratch))
+    lock = node_local_lock(paths)
     return (
         'as_made() { [ -d "$1" ] && [ ! -L "$1" ] && [ "$(stat -c \'%u %a\' "$1")" = "$2" ]; }\n'
-        f"{checks} || {{ echo 'slinky-eks: {paths.local} is not as the init container made it' >&2; exit 1; }}\n"
+        f'{checks} &&\n  [ -f {lock} ] && [ ! -L {lock} ] && [ "$(stat -c \'%u %a\' {lock})" = "0 600" ]'
+        f" || {{ echo 'slinky-eks: {paths.local} is not as the init container made it' >&2; exit 1; }}\n"
     )
 
 
@@ -323,26 +346,30 @@ def prolog_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH) ->
     directory only root may write, so no path it walks can be a user's link. It checks the tree
     first and refuses a node where it is not as made: a Prolog that exits non-zero drains the node
     (slurm.conf(5) Prolog). A user directory that is a link or another's is refused the same way;
-    only root can make either. It touches nothing on /shared. One Prolog or Epilog at a time per
-    node holds a lock on the enroot directory (flock(1)), so two jobs of one user starting together
-    do not race to make the same directory, and an Epilog does not remove one a starting job needs."""
+    only root can make either. A directory it cannot make (a full disk, which any job can cause) is
+    said on its log and the job runs without it: draining the node for it would let one user take
+    nodes from everyone. It touches nothing on /shared. One Prolog or Epilog at a time per node
+    holds the lock (node_local_lock), so two jobs of one user starting together do not race to make
+    the same directory, and an Epilog does not remove one a starting job needs."""
     per_user = f"{_PER_USER_PREFIX}$SLURM_JOB_UID"
     return f"""#!/bin/sh
 # slinky-eks: the job's enroot directories and scratch (model/builders/containers.py).
 PATH={SCRIPT_PATH}
 case "$SLURM_JOB_ID$SLURM_JOB_UID$SLURM_JOB_GID" in *[!0-9]*) exit 1 ;; esac
 [ -n "$SLURM_JOB_ID" ] && [ -n "$SLURM_JOB_UID" ] && [ -n "$SLURM_JOB_GID" ] || exit 1
-{_tree_check(paths, job_scratch)}exec 9<{paths.root} && flock 9 || exit 1
+{_tree_check(paths, job_scratch)}exec 9<{node_local_lock(paths)} && flock 9 || exit 1
 for parent in {paths.runtime} {paths.data}; do
   d="$parent/{per_user}"
   if [ ! -e "$d" ] && [ ! -L "$d" ]; then
-    mkdir -m 0700 "$d" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$d" || exit 1
+    mkdir -m 0700 "$d" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$d" || {{
+      echo "slinky-eks: could not make $d (is the node-local disk full?)" >&2; exit 0; }}
   fi
   [ -d "$d" ] && [ ! -L "$d" ] && [ "$(stat -c %u "$d")" = "$SLURM_JOB_UID" ] || {{
     echo "slinky-eks: $d is not the job user's directory" >&2; exit 1; }}
 done
 scratch={job_scratch}/"$SLURM_JOB_ID"
-rm -rf "$scratch" && mkdir -m 0700 "$scratch" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$scratch" || exit 1
+rm -rf "$scratch" && mkdir -m 0700 "$scratch" && chown "$SLURM_JOB_UID:$SLURM_JOB_GID" "$scratch" || {{
+  echo "slinky-eks: could not make $scratch (is the node-local disk full?)" >&2; exit 0; }}
 exit 0
 """
 
@@ -362,7 +389,7 @@ def epilog_script(paths: EnrootPaths = PATHS, job_scratch: str = JOB_SCRATCH) ->
 PATH={SCRIPT_PATH}
 case "$SLURM_JOB_ID" in ''|*[!0-9]*) exit 0 ;; esac
 case "$SLURM_JOB_UID" in ''|*[!0-9]*) exit 0 ;; esac
-[ -d {paths.root} ] && exec 9<{paths.root} && flock 9 || exit 0
+[ -f {node_local_lock(paths)} ] && exec 9<{node_local_lock(paths)} && flock 9 || exit 0
 rm -rf {job_scratch}/"$SLURM_JOB_ID"
 if [ -z "$(find {job_scratch} -mindepth 1 -maxdepth 1 -user "$SLURM_JOB_UID" -print -quit)" ]; then
   rm -rf {paths.runtime}/{per_user} {paths.data}/{per_user}

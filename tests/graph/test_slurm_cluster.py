@@ -6,6 +6,7 @@ import json
 import pytest
 
 from devkit.offline_run import LOGIN_HOSTNAME, built_image_digest, run_program
+from model.builders import containers
 from model.facts import catalog, versions
 
 REPO_URL = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slinky-eks-dev/slurmd"
@@ -297,8 +298,9 @@ def test_the_slurmd_pods_get_no_kubernetes_api_token(dev, values):
 _PULL = {"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"}
 
 
-def pull_only_problems(document: dict, account: str, region: str) -> list[str]:
-    """What in a policy grants more than pulling from `account`'s repositories in `region`."""
+def pull_only_problems(document: dict, account: str, region: str, cluster: str) -> list[str]:
+    """What in a policy grants more than pulling from `account`'s repositories in `region` that are
+    tagged for `cluster`'s jobs."""
     problems = []
     for statement in document["Statement"]:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -315,12 +317,15 @@ def pull_only_problems(document: dict, account: str, region: str) -> list[str]:
                 problems.append(f"'*' for {actions}")
             elif resource != "*" and resource != f"arn:aws:ecr:{region}:{account}:repository/*":
                 problems.append(f"another scope: {resource}")
+        tagged = {"StringEquals": {f"aws:ResourceTag/{containers.REGISTRY_TAG}": cluster}}
+        if resources != ["*"] and statement.get("Condition") != tagged:
+            problems.append(f"not only repositories tagged for the cluster: {statement.get('Condition')}")
     return problems
 
 
 def test_the_registry_role_may_only_pull_from_the_accounts_repositories_in_the_region(dev):
     document = json.loads(dev.named("slurm-registry-policy").inputs["policy"])
-    assert pull_only_problems(document, "123456789012", "us-west-2") == []
+    assert pull_only_problems(document, "123456789012", "us-west-2", "slinky-eks-dev") == []
     granted = {
         a
         for s in document["Statement"]
@@ -343,11 +348,16 @@ def test_the_registry_role_may_only_pull_from_the_accounts_repositories_in_the_r
             "Action": ["ecr:BatchGetImage"],
             "Resource": "arn:aws:ecr:*:123456789012:repository/*",
         },
+        {
+            "Effect": "Allow",
+            "Action": ["ecr:BatchGetImage"],
+            "Resource": "arn:aws:ecr:us-west-2:123456789012:repository/*",
+        },
     ],
-    ids=["push", "star-resource", "any-region"],
+    ids=["push", "star-resource", "any-region", "untagged-repositories"],
 )
 def test_the_pull_only_check_refuses_more(statement):
-    assert pull_only_problems({"Statement": [statement]}, "123456789012", "us-west-2") != []
+    assert pull_only_problems({"Statement": [statement]}, "123456789012", "us-west-2", "slinky-eks-dev") != []
 
 
 def test_the_role_has_no_managed_policy_and_the_release_waits_for_the_association(dev):

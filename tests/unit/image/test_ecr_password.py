@@ -142,15 +142,21 @@ def stand_ins():
     server.server_close()
 
 
-def _run(tmp_path, base_url: str, token: str | None = POD_TOKEN):
+def _run(
+    tmp_path,
+    base_url: str,
+    token: str | None = POD_TOKEN,
+    env: dict[str, str] | None = None,
+    endpoint: str = "",
+):
     """The helper as enroot runs it from the cluster's .credentials: the job's environment, which
     pyxis gives enroot (no Pod Identity variable in it), the agent and token file as arguments."""
     token_file = tmp_path / "eks-pod-identity-token"
     if token is not None:
         token_file.write_text(token)
     return subprocess.run(
-        ["/bin/sh", str(HELPER), REGION, base_url, f"{base_url}/v1/credentials", str(token_file)],
-        env={"PATH": "/usr/bin:/bin"},
+        ["/bin/sh", str(HELPER), REGION, endpoint or base_url, f"{base_url}/v1/credentials", str(token_file)],
+        env={"PATH": "/usr/bin:/bin", **(env or {})},
         capture_output=True,
         text=True,
     )
@@ -181,6 +187,22 @@ def test_a_call_ecr_refuses_fails_with_one_line_naming_the_error(tmp_path, stand
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"ecr-password: ECR refused GetAuthorizationToken in {REGION}:")
     assert "AccessDeniedException" in result.stderr
+
+
+def test_a_proxy_the_job_names_never_carries_the_pods_token(tmp_path, stand_ins):
+    # The job's own environment and ~/.curlrc, both naming a proxy that answers nothing (port 9,
+    # discard): the agent (127.0.0.1) is called directly and the user's curl configuration is not
+    # read. ECR's stand-in (plain HTTP here, by the name localhost) is left out of the job's proxy,
+    # as a job's own proxy may well carry the call to ECR's HTTPS endpoint.
+    _, base_url = stand_ins
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".curlrc").write_text('proxy = "http://127.0.0.1:9"\n')
+    proxy = {"http_proxy": "http://127.0.0.1:9", "no_proxy": "localhost", "HOME": str(home)}
+    endpoint = base_url.replace("127.0.0.1", "localhost")
+    result = _run(tmp_path, base_url, env=proxy, endpoint=endpoint)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == PASSWORD + "\n"
 
 
 def test_a_pod_without_pod_identity_fails_with_one_line(tmp_path, stand_ins):

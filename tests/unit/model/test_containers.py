@@ -235,6 +235,37 @@ def test_jobs_of_one_user_starting_together_on_a_node_all_start(node):
             for job in ("1", "2", "3", "4")
         ]
         assert [p.wait() for p in started] == [0, 0, 0, 0], [p.stderr.read() for p in started]
+        # A Prolog that lost a race to the same mkdir would say so and leave its job without scratch.
+        for job in ("1", "2", "3", "4"):
+            assert _owner_mode(scratch / job) == (ALICE, 0o700), (attempt, job)
+
+
+@needs_root
+def test_no_user_can_take_the_lock_the_prolog_and_epilog_wait_on(node):
+    # A job holding it would stall every other job's Prolog and Epilog on the node.
+    paths = _emptydir(node)
+    assert _owner_mode(pathlib.Path(containers.node_local_lock(paths))) == (0, 0o600)
+    assert _as(BOB, f"exec 9<{containers.node_local_lock(paths)}").returncode != 0
+
+
+@needs_root
+def test_a_full_node_local_disk_costs_the_job_its_directories_not_the_node(tmp_path):
+    # Any job can fill the disk: the Prolog says so and exits 0, so the node is not drained and
+    # the job fails, if it must, on its own. A tmpfs with room for the tree and nothing more.
+    paths, scratch = _paths(tmp_path)
+    prolog = tmp_path / "prolog.sh"
+    prolog.write_text(containers.prolog_script(paths, str(scratch)))
+    script = " && ".join(
+        [
+            f"mkdir -p {tmp_path}/local",
+            f"mount -t tmpfs -o nr_inodes=8,mode=0777 none {tmp_path}/local",
+            containers.node_local_script(paths, str(scratch)).replace("set -eu; ", ""),
+            f"SLURM_JOB_ID=42 SLURM_JOB_UID={ALICE} SLURM_JOB_GID={ALICE} /bin/sh {prolog}",
+        ]
+    )
+    done = subprocess.run(["unshare", "--mount", "--", "sh", "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "is the node-local disk full?" in done.stderr
 
 
 @needs_root
@@ -325,14 +356,15 @@ def test_the_credentials_line_names_the_registry_host_ecrs_login_and_the_helper(
     )
 
 
-def test_the_pull_policy_grants_the_token_on_star_and_only_pulls_on_the_regions_repositories():
-    statements = containers.registry_pull_policy(REGISTRY)["Statement"]
+def test_the_pull_policy_grants_the_token_on_star_and_only_pulls_from_repositories_tagged_for_the_cluster():
+    statements = containers.registry_pull_policy(REGISTRY, "team-a")["Statement"]
     assert statements == [
         {"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
         {
             "Effect": "Allow",
             "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
             "Resource": "arn:aws:ecr:eu-west-2:111122223333:repository/*",
+            "Condition": {"StringEquals": {"aws:ResourceTag/slinky-eks/container-jobs": "team-a"}},
         },
     ]
 
@@ -414,7 +446,7 @@ def test_a_china_region_registry_keeps_its_dns_suffix_and_partition():
     )
     assert registry.host == "111122223333.dkr.ecr.cn-north-1.amazonaws.com.cn"
     assert registry.endpoint == "https://api.ecr.cn-north-1.amazonaws.com.cn"
-    assert registry_pull_policy(registry)["Statement"][1]["Resource"] == (
+    assert registry_pull_policy(registry, "c")["Statement"][1]["Resource"] == (
         "arn:aws-cn:ecr:cn-north-1:111122223333:repository/*"
     )
 
