@@ -384,4 +384,8 @@ def test_the_credentials_line_names_the_stacks_registry_the_slurmd_image_comes_f
     machine, host, login, user, password, command = line.split(" ", 5)
     assert (machine, login, user, password) == ("machine", "login", "AWS", "password")
     assert host == REPO_URL.split("/")[0] == "123456789012.dkr.ecr.us-west-2.amazonaws.com"
-    assert command == "$(/usr/local/bin/ecr-password.sh us-west-2 https://api.ecr.us-west-2.amazonaws.com)"
+    assert command == (
+        "$(/usr/local/bin/ecr-password.sh us-west-2 https://api.ecr.us-west-2.amazonaws.com "
+        "http://169.254.170.23/v1/credentials "
+        "/var/run/secrets/pods.eks.amazonaws.com/serviceaccount/eks-pod-identity-token)"
+    )
