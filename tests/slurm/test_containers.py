@@ -366,6 +366,26 @@ def test_a_token_the_agent_refuses_fails_the_step_with_pyxis_error(slurm, pod_id
     assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"
 
 
+# What docs/operations.md ("Container jobs") gives to read the helper's message enroot throws away:
+# the `.credentials` line's password field, command-substituted as enroot does (common::evalnetrc).
+READ_THE_HELPERS_LINE = (
+    """srun -N1 sh -c 'eval "echo $(cut -d" " -f6- /etc/enroot/cluster/.credentials)"' >/dev/null"""
+)
+
+
+def test_the_command_the_docs_give_prints_the_helpers_line_enroot_throws_away(slurm):
+    assert READ_THE_HELPERS_LINE in (REPO / "docs/operations.md").read_text()
+    token = slurm.worker_files[TOKEN_IN_POD]
+    token.write_text("another-pods-token")
+    try:
+        shown = slurm.run_as(ALICE, ["sh", "-c", READ_THE_HELPERS_LINE], timeout=60)
+    finally:
+        token.write_text(POD_TOKEN)
+    (line,) = [line for line in shown.stderr.splitlines() if line.startswith("ecr-password:")]
+    assert line.startswith("ecr-password: the credentials endpoint refused:"), shown.stderr
+    assert shown.stdout == ""
+
+
 def test_a_job_with_the_cluster_environment_runs_a_container_step_without_mpi(slurm, image, staged):
     # What every shipped job does (jobs/lib/job-env.sh sources cluster.env), then a step with no
     # --mpi: enroot's 50-slurm-pmi.sh, enabled as in the image, must find no PMIx step to wire.
