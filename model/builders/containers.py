@@ -179,17 +179,28 @@ def enroot_conf(paths: EnrootPaths) -> str:
     return "".join(f"{key} {value}\n" for key, value in lines.items())
 
 
-def credentials(registries: Sequence[EcrRegistry], helper: str = ECR_PASSWORD_HELPER) -> str:
-    """The cluster's `.credentials`: for each registry, its host, ECR's fixed login `AWS`, and a
-    password enroot takes from the helper's output at each import (a password field that starts
-    with `$` is command-substituted: NVIDIA/enroot v4.1.2 src/common.sh common::evalnetrc; ECR's
-    user name: https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html). No
-    secret is in the file: a password lives 12 hours (the same page) and is fetched when needed."""
-    return "".join(
-        f"machine {r.host} login AWS password "
-        f"$({helper} {r.region} {r.endpoint} {POD_IDENTITY_AGENT} {POD_IDENTITY_TOKEN})\n"
-        for r in registries
-    )
+def credentials(registries: Sequence[EcrRegistry]) -> str:
+    """The cluster's `.credentials`: one line per registry (credentials_line), each calling the
+    helper with the pod's Pod Identity agent and token file."""
+    return "".join(credentials_line(r.host, r.region, r.endpoint) for r in registries)
+
+
+def credentials_line(
+    host: str,
+    region: str,
+    endpoint: str,
+    agent: str = POD_IDENTITY_AGENT,
+    token_file: str = POD_IDENTITY_TOKEN,
+) -> str:
+    """One registry's line: its host, ECR's fixed login `AWS`, and a password enroot takes from the
+    helper's output at each import (a password field that starts with `$` is command-substituted:
+    NVIDIA/enroot v4.1.2 src/common.sh common::evalnetrc; ECR's user name:
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html), the helper asking
+    ECR's API at `endpoint` in `region` with the credentials `agent` gives for `token_file`. No
+    secret is in the file: a password lives 12 hours (the same page) and is fetched when needed.
+    The real-Slurm test renders its own registry's line here, with stand-ins for the agent and
+    ECR (tests/slurm/test_containers.py)."""
+    return f"machine {host} login AWS password $({ECR_PASSWORD_HELPER} {region} {endpoint} {agent} {token_file})\n"
 
 
 # ECR's actions that read an image: the token (GetAuthorizationToken, which ECR grants on "*"

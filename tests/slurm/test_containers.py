@@ -6,7 +6,9 @@ worker pod, made 0777 as the kubelet makes it and then closed by the NodeSet's i
 job's directories made by the workers' Prolog), with enroot's hooks enabled as the slurmd image
 enables them (local_slurm.image_enroot_hooks: enroot's PMI and PyTorch hooks and ours), run `srun
 --container-image` steps for named users on the workers, and hold one named user's directories
-against another's. The workers stand in for EFA nodes: an EFA device file and /opt/amazon with
+against another's. A registry asking ECR's login is pulled from through pyxis with the cluster's
+.credentials line and the real image/ecr-password.sh, against stand-ins for the Pod Identity agent
+and ECR's API (tests/support/pod_identity.py). The workers stand in for EFA nodes: an EFA device file and /opt/amazon with
 stand-in libraries, as the slurmd image and the EFA device plugin give a pod. One cluster for all
 of them: the suite's time (CONTRIBUTING.md)."""
 
@@ -22,11 +24,14 @@ import pytest
 from model.builders.containers import (
     CLUSTER_CONFIG_DIR,
     CREDENTIALS_KEY,
+    ECR_PASSWORD_HELPER,
     ENROOT_CONF,
     ENROOT_CONFIGMAP,
     NODE_LOCAL_MOUNT,
     PATHS,
+    POD_IDENTITY_TOKEN,
     PYXIS_RUNTIME_PATH,
+    credentials_line,
     enroot_conf,
 )
 from model.builders.job_environment import ENV_FILE
@@ -37,6 +42,7 @@ from tests.support.local_accounting import register_users
 from tests.support.local_registry import LocalRegistry
 from tests.support.local_slurm import slurm_root
 from tests.support.paths import REPO
+from tests.support.pod_identity import PASSWORD, POD_TOKEN, REGION, TARGET, EcrCall, PodIdentityStandIns
 from tests.support.slurm_cluster import rendered_with_accounting, running_cluster
 
 pytestmark = pytest.mark.slurm
@@ -45,36 +51,56 @@ ALICE = User("alice", 2001, ())
 BOB = User("bob", 2002, ())
 # A user whose directories no earlier test has made on any node (the squat test's victim).
 CAROL = User("carol", 2003, ())
-# Plain HTTP for the registry on the test network (enroot v4.1.2 conf/enroot.conf.in:
-# ENROOT_ALLOW_HTTP, "Use HTTP for outgoing requests instead of HTTPS"). pyxis drops it from a job's
-# environment (pyxis v0.24.0 pyxis_slurmstepd.c enroot_deny_env) but enroot run by the job itself
-# takes it from there (enroot.in config::export).
-ALLOW_HTTP = {"ENROOT_ALLOW_HTTP": "yes"}
+# Plain HTTP for the registries on the test network (enroot v4.1.2 conf/enroot.conf.in:
+# ENROOT_ALLOW_HTTP, "Use HTTP for outgoing requests instead of HTTPS"), in the test cluster's
+# enroot.conf: pyxis drops it from a job's environment (pyxis v0.24.0 pyxis_slurmstepd.c
+# enroot_deny_env).
+ALLOW_HTTP = "ENROOT_ALLOW_HTTP yes\n"
 # The login pod imports as root with the workers' enroot.conf, plain HTTP, and root's layer cache
 # in the pod's own /tmp rather than /root of the root filesystem every test pod shares.
-LOGIN_ENROOT_CONF = enroot_conf(PATHS) + "ENROOT_ALLOW_HTTP yes\nENROOT_CACHE_PATH /tmp/enroot-cache\n"
+LOGIN_ENROOT_CONF = enroot_conf(PATHS) + ALLOW_HTTP + "ENROOT_CACHE_PATH /tmp/enroot-cache\n"
 # Where the tests keep images on /shared, as a user would.
 IMAGES = f"{SHARED_MOUNT}/images"
 # What the test image's /etc/os-release says, which the pods' Debian does not.
 IMAGE_ID = "slinky-eks-test-image"
 IMAGE_OS_RELEASE = f'ID={IMAGE_ID}\nPRETTY_NAME="slinky-eks container test image"\n'
-# The test registry's Basic login: ECR's fixed user name and a password, which the cluster's
-# .credentials line takes from a command at each import, as the release's line takes ECR's from
-# image/ecr-password.sh (that helper is tested against stand-ins: tests/unit/image/test_ecr_password.py).
-REGISTRY_LOGIN = ("AWS", "password-of-the-test-registry")
-PASSWORD_FILE = "registry-password"
-TEST_CREDENTIALS = f"machine 127.0.0.1 login AWS password $(cat {IMAGES}/{PASSWORD_FILE})\n"
+# The registry's host as enroot matches it to a `.credentials` line: without its port (NVIDIA/enroot
+# v4.1.2 src/docker.sh docker::_authenticate, `${registry%:*}`; curl's netrc lookup is by host too).
+REGISTRY_HOST = "127.0.0.1"
+# Where the worker pods have the Pod Identity token: the webhook's path with /var/run written as
+# /run, which /var/run links to in the test root (an absolute link: mounting through it would reach
+# this machine's own /run).
+TOKEN_IN_POD = POD_IDENTITY_TOKEN.replace("/var/run/", "/run/", 1)
+# What the Pod Identity webhook adds to the slurmd container's environment
+# (aws/amazon-eks-pod-identity-webhook pkg/handler/handler.go): given to every slurmd here, so a
+# helper that read them from its environment would find them in slurmd's, and only there.
+POD_IDENTITY_ENV = ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
 
 
-def _with_test_credentials(rendered: list[dict]) -> list[dict]:
-    """The release with its .credentials line pointed at the test's registry (127.0.0.1): the
-    same ConfigMap item, mounted where the release mounts it."""
+def _with_test_registry(rendered: list[dict], pod_identity: PodIdentityStandIns) -> list[dict]:
+    """The release with its .credentials line rendered by the product's function for the test's
+    registry, ECR's stand-in as the endpoint and the agent's stand-in, and ALLOW_HTTP in the
+    workers' enroot.conf: the same ConfigMap, mounted where the release mounts it."""
     documents = copy.deepcopy(rendered)
     (configmap,) = [
         d for d in documents if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ENROOT_CONFIGMAP
     ]
-    configmap["data"][CREDENTIALS_KEY] = TEST_CREDENTIALS
+    configmap["data"][CREDENTIALS_KEY] = credentials_line(
+        REGISTRY_HOST, REGION, pod_identity.url, pod_identity.agent_url, TOKEN_IN_POD
+    )
+    configmap["data"]["enroot.conf"] += ALLOW_HTTP
     return documents
+
+
+def _pod_identity_files(here: pathlib.Path) -> dict[str, pathlib.Path]:
+    """The real helper where the image installs it (image/Dockerfile: mode 0755), and the pod's
+    token, readable by every user of the pod as the projected token's file is (mode 0644, a
+    projected volume's default: Kubernetes API reference, Volume, "projected.defaultMode",
+    https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/volume/)."""
+    token = here / "eks-pod-identity-token"
+    token.write_text(POD_TOKEN)
+    token.chmod(0o644)
+    return {ECR_PASSWORD_HELPER: REPO / "image/ecr-password.sh", TOKEN_IN_POD: token}
 
 
 def _image_tree(root: pathlib.Path, tree: pathlib.Path) -> pathlib.Path:
@@ -130,25 +156,35 @@ def _efa_node(root: pathlib.Path, here: pathlib.Path) -> dict[str, pathlib.Path]
 
 
 @pytest.fixture(scope="module")
-def slurm(tmp_path_factory, dev):
+def pod_identity():
+    """EKS Pod Identity's agent and ECR's API, stood in on the test network."""
+    served = PodIdentityStandIns().start()
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory, dev, pod_identity):
     """The dev stack's release with its accounting on the test's database (a named user's step
     needs an association: AccountingStorageEnforce), alice registered as the registration Job
     registers her, and bob and carol; the login pod set up to import images (enroot's temp directory, which
-    enroot does not make)."""
+    enroot does not make); the workers with the ECR login's helper and token, and slurmd with the
+    Pod Identity webhook's variables."""
+    here = tmp_path_factory.mktemp("worker-files")
     with running_cluster(
         tmp_path_factory,
-        {"slurm": _with_test_credentials(rendered_with_accounting(dev))},
+        {"slurm": _with_test_registry(rendered_with_accounting(dev), pod_identity)},
         "the container job tests",
         users=(ALICE, BOB, CAROL),
         login_files={ENROOT_CONF: LOGIN_ENROOT_CONF},
         login_dirs=(PATHS.temp,),
-        worker_files=_efa_node(slurm_root("sid"), tmp_path_factory.mktemp("efa-node")),
+        worker_files={**_efa_node(slurm_root("sid"), here), **_pod_identity_files(here)},
+        worker_env=dict(zip(POD_IDENTITY_ENV, (pod_identity.agent_url, TOKEN_IN_POD), strict=True)),
     ) as cluster:
         register_users(cluster, (ALICE, BOB, CAROL))
         images = cluster.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")
         images.mkdir()
         images.chmod(0o1777)  # alice's imports go there too
-        (images / PASSWORD_FILE).write_text(REGISTRY_LOGIN[1])
         yield cluster
 
 
@@ -271,22 +307,28 @@ def test_the_root_built_by_the_images_recipe_passes_the_images_container_asserti
     assert "ok: /usr/bin/enroot-aufs2ovlfs cap_sys_admin,cap_mknod=ep" in result.stdout
 
 
-def _import_on_a_worker(slurm, registry: LocalRegistry, output: str) -> subprocess.CompletedProcess:
-    """`enroot import` on a worker, as pyxis's import runs there: with the pod's enroot.conf and the
-    cluster's .credentials; plain HTTP allowed for this step only (an environment variable wins
-    over enroot.conf: NVIDIA/enroot v4.1.2 enroot.in, config::export). As root: the test root's
-    enroot helpers carry no file capabilities, which a named user's layer conversion needs (the
-    product's image installs enroot+caps: image/Dockerfile)."""
-    argv = [
-        "env",
-        "ENROOT_ALLOW_HTTP=yes",
-        "enroot",
-        "import",
-        "-o",
-        output,
-        f"docker://{registry.reference}",
-    ]
-    return slurm.run(["srun", "-w", slurm.nodes[0], *argv], timeout=180)
+@pytest.fixture(scope="module")
+def private_registry(image_tree):
+    """A registry asking ECR's login, with the password ECR's stand-in issues."""
+    served = LocalRegistry(image_tree, "private", "1", login=("AWS", PASSWORD)).start()
+    yield served
+    served.stop()
+
+
+def test_a_named_users_step_pulls_through_pyxis_with_the_clusters_ecr_login(
+    slurm, pod_identity, private_registry
+):
+    # pyxis imports the image as alice, with her job's environment (no Pod Identity variable in
+    # it: pyxis v0.24.0 pyxis_slurmstepd.c slurm_clear_env); enroot takes the cluster's line for
+    # the registry, whose helper signs GetAuthorizationToken with the pod's credentials.
+    pod_identity.ecr_calls.clear()
+    done = _srun(
+        slurm,
+        ["-w", slurm.nodes[0], f"--container-image={private_registry.reference}", "cat", "/etc/os-release"],
+    )
+    assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+    assert f"GET /v2/{private_registry.name}/manifests/{private_registry.tag}" in private_registry.logged_in
+    assert pod_identity.ecr_calls == [EcrCall(TARGET, None)]
 
 
 # enroot's own account of the login it used (NVIDIA/enroot v4.1.2 src/docker.sh docker::_authenticate):
@@ -297,34 +339,51 @@ LOGGED_IN = (
 )
 
 
-def test_a_worker_imports_from_a_registry_asking_a_login_with_the_clusters_credentials(slurm, image_tree):
-    registry = LocalRegistry(image_tree, "private", "1", login=REGISTRY_LOGIN).start()
+def test_a_token_the_agent_refuses_fails_the_step_with_pyxis_error(slurm, pod_identity, private_registry):
+    # The helper is refused by the agent (another pod's token) and prints no password, so enroot
+    # meets the registry without the login and stops: pyxis prints enroot's log, whose last line
+    # names the cluster's file. The helper's own line is not in it, nor in slurmd's log: enroot
+    # runs the file's commands with their stderr to /dev/null (NVIDIA/enroot v4.1.2 src/docker.sh
+    # docker::_authenticate, `common::evalnetrc "${creds_file}" 2> /dev/null`); the agent's
+    # stand-in shows the helper ran, and where it stopped.
+    token = slurm.worker_files[TOKEN_IN_POD]
+    node = slurm.nodes[1]
+    pod_identity.agent_tokens.clear()
+    pod_identity.ecr_calls.clear()
+    pulled = len(private_registry.logged_in)
+    token.write_text("another-pods-token")  # in place: the pods see the mounted file change
     try:
-        imported = _import_on_a_worker(slurm, registry, f"{IMAGES}/private.sqsh")
-        assert imported.returncode == 0, imported.stdout + imported.stderr
-        assert all(line in imported.stderr for line in LOGGED_IN), imported.stderr
-        assert any("/manifests/" in r for r in registry.requests), registry.requests
-        done = _srun(slurm, [f"--container-image={IMAGES}/private.sqsh", "cat", "/etc/os-release"])
-        assert done.returncode == 0 and f"ID={IMAGE_ID}" in done.stdout, done.stdout + done.stderr
+        failed = _srun(
+            slurm, ["-w", node, f"--container-image={private_registry.reference}", "cat", "/etc/os-release"]
+        )
     finally:
-        registry.stop()
+        token.write_text(POD_TOKEN)
+    assert failed.returncode != 0
+    assert f"pyxis: failed to import docker image: {private_registry.reference}" in failed.stderr
+    assert all(f"pyxis:     {line}" in failed.stderr for line in LOGGED_IN), failed.stderr
+    assert pod_identity.agent_tokens == ["another-pods-token"]
+    assert pod_identity.ecr_calls == [] and private_registry.logged_in[pulled:] == []
+    assert slurm.wait_for_states({node: "idle"}, 60)[node] == "idle"
 
 
-def test_a_wrong_password_fails_the_import(slurm, image_tree):
-    images = slurm.shared_dir / IMAGES.removeprefix(f"{SHARED_MOUNT}/")
-    registry = LocalRegistry(image_tree, "private", "1", login=REGISTRY_LOGIN).start()
-    (images / PASSWORD_FILE).write_text("not-the-password")
+# What docs/operations.md ("Container jobs") gives to read the helper's message enroot throws away:
+# the `.credentials` line's password field, command-substituted as enroot does (common::evalnetrc).
+READ_THE_HELPERS_LINE = (
+    """srun -N1 sh -c 'eval "echo $(cut -d" " -f6- /etc/enroot/cluster/.credentials)"' >/dev/null"""
+)
+
+
+def test_the_command_the_docs_give_prints_the_helpers_line_enroot_throws_away(slurm):
+    assert READ_THE_HELPERS_LINE in (REPO / "docs/operations.md").read_text()
+    token = slurm.worker_files[TOKEN_IN_POD]
+    token.write_text("another-pods-token")
     try:
-        failed = _import_on_a_worker(slurm, registry, f"{IMAGES}/refused.sqsh")
-        # enroot tries the file's login, the registry refuses it, and enroot stops there with no
-        # image (its Basic branch drops curl's own message: docker::_authenticate).
-        assert failed.returncode != 0
-        assert all(line in failed.stderr for line in LOGGED_IN), failed.stderr
-        assert not any("/blobs/" in r for r in registry.requests), registry.requests
-        assert not (images / "refused.sqsh").exists()
+        shown = slurm.run_as(ALICE, ["sh", "-c", READ_THE_HELPERS_LINE], timeout=60)
     finally:
-        (images / PASSWORD_FILE).write_text(REGISTRY_LOGIN[1])
-        registry.stop()
+        token.write_text(POD_TOKEN)
+    (line,) = [line for line in shown.stderr.splitlines() if line.startswith("ecr-password:")]
+    assert line.startswith("ecr-password: the credentials endpoint refused:"), shown.stderr
+    assert shown.stdout == ""
 
 
 def test_a_job_with_the_cluster_environment_runs_a_container_step_without_mpi(slurm, image, staged):
@@ -463,7 +522,6 @@ def test_a_named_users_docker_import_on_a_worker_keeps_its_layers_in_their_own_h
     imported = slurm.run_as(
         ALICE,
         ["srun", "-w", slurm.nodes[0], "enroot", "import", "-o", sqsh, f"docker://{registry.reference}"],
-        env=ALLOW_HTTP,
         timeout=180,
     )
     assert imported.returncode == 0, imported.stdout + imported.stderr

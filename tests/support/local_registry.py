@@ -4,7 +4,7 @@ docs/spec/api.md at v2.8.3, "Pulling An Image"), over plain HTTP, serving one im
 layer, and counting every request it answers, so a test can tell whether a step pulled. With a
 `login`, it answers only requests with that user and password in Basic auth and asks for them
 (401 with a `WWW-Authenticate: Basic` challenge, as ECR does: the same spec, "Authentication"; RFC
-7617) on any other. The pods share this machine's network namespace (tests/support/local_slurm.py),
+7617) on any other, and counts apart the requests it answered with that login. The pods share this machine's network namespace (tests/support/local_slurm.py),
 so they reach it at 127.0.0.1."""
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ class LocalRegistry:
         ).encode()
         self.blobs = {_digest(config): config, _digest(layer): layer}
         self.requests: list[str] = []
+        # The requests that carried the login (with a `login` only).
+        self.logged_in: list[str] = []
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -89,13 +91,16 @@ class LocalRegistry:
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self, body: bool) -> None:
-                registry.requests.append(f"{self.command} {self.path}")
-                if registry.authorization and self.headers.get("Authorization") != registry.authorization:
-                    self.send_response(401)
-                    self.send_header("WWW-Authenticate", 'Basic realm="local-registry"')
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
+                request = f"{self.command} {self.path}"
+                registry.requests.append(request)
+                if registry.authorization:
+                    if self.headers.get("Authorization") != registry.authorization:
+                        self.send_response(401)
+                        self.send_header("WWW-Authenticate", 'Basic realm="local-registry"')
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    registry.logged_in.append(request)
                 found = registry._lookup(self.path)
                 if found is None:
                     self.send_response(404)

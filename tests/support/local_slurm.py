@@ -300,6 +300,7 @@ class LocalSlurm:
         login_files: dict[str, str] | None = None,
         login_dirs: Sequence[str] = (),
         worker_files: Mapping[str, pathlib.Path] | None = None,
+        worker_env: Mapping[str, str] | None = None,
     ):
         self.dir = workdir
         self.release = release
@@ -339,6 +340,9 @@ class LocalSlurm:
         # What a test gives every worker pod beyond the release: {path in the pod: file or directory
         # here}, mounted read-only (stand-ins for what a node has, such as EFA's devices).
         self.worker_files = dict(worker_files or {})
+        # Variables in every slurmd's environment beyond the caller's (what a webhook adds to the
+        # NodeSet pod's container, such as EKS Pod Identity's).
+        self.worker_env = dict(worker_env or {})
         self.controller: Daemon | None = None
         self.login: Daemon | None = None
         self.workers: dict[str, Daemon] = {}
@@ -715,7 +719,14 @@ class LocalSlurm:
         if done.returncode != 0:
             raise RuntimeError(f"{argv} in {node}'s pod exited {done.returncode}: {done.stdout}{done.stderr}")
 
-    def _spawn(self, name: str, script: str, argv: list[str], logfile: pathlib.Path) -> Daemon:
+    def _spawn(
+        self,
+        name: str,
+        script: str,
+        argv: list[str],
+        logfile: pathlib.Path,
+        env: Mapping[str, str] | None = None,
+    ) -> Daemon:
         # The pod's root made its mount namespace's root with pivot_root(2), as a container runtime
         # does, not chroot(2): the kernel refuses a new user namespace to a chrooted process
         # (kernel/user_namespace.c create_user_ns: current_chrooted()), and enroot makes one for
@@ -732,7 +743,7 @@ class LocalSlurm:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env=_daemon_env(),
+            env={**_daemon_env(), **(env or {})},
         )
         out.close()
         _raise_session_priority(proc.pid)
@@ -921,6 +932,7 @@ class LocalSlurm:
             ),
             self.slurmd_argv(node),
             pod / "slurmd.stdout",
+            self.worker_env,
         )
         self.workers[node] = daemon
         return daemon

@@ -26,10 +26,12 @@ def running_cluster(
     login_files: dict[str, str] | None = None,
     login_dirs: Sequence[str] = (),
     worker_files: dict | None = None,
+    worker_env: dict[str, str] | None = None,
 ) -> Iterator[LocalSlurm]:
     """A real Slurm cluster in the Slinky shape (tests/local_slurm.py) from the dev stack's rendered
     `slurm` release, for the walkthrough's g6.12xlarge, with `users` known in every pod; `who`
-    names the tests in the failure. `login_files`, `login_dirs` and `worker_files`: LocalSlurm's."""
+    names the tests in the failure. `login_files`, `login_dirs`, `worker_files` and `worker_env`:
+    LocalSlurm's."""
     if os.geteuid() != 0:
         pytest.fail(f"{who} start a real Slurm cluster in namespaces: they need root")
     release = Release.from_documents(rendered["slurm"])
@@ -46,6 +48,7 @@ def running_cluster(
             login_files=login_files,
             login_dirs=login_dirs,
             worker_files=worker_files,
+            worker_env=worker_env,
         )
     except RootMissing as e:
         pytest.fail(str(e))
