@@ -208,7 +208,7 @@ def credentials_line(
 # BatchCheckLayerAvailability), all of access level Read. Service Authorization Reference, Amazon
 # ECR (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonelasticcontainerregistry.html):
 # GetAuthorizationToken has no resource type; the others act on `repository`, here the account's
-# repositories in the stack's region only.
+# repositories in the stack's region that carry REGISTRY_TAG for the cluster.
 PULL_ACTIONS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 
 
