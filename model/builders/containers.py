@@ -4,7 +4,7 @@ them the same way, each with its own directories.
 
 plugstack.conf: one plain `required` line naming pyxis's plugin. slurmctld serves plugstack.conf to
 every node in configless mode but not a file it `include`s, and a glob `include` makes slurmctld log
-errors (seen on the test cluster: issue text "What a trial on this machine showed"), so the line is
+errors (seen on the real Slurm 26.05.5 test cluster, tests/support/local_slurm.py), so the line is
 in plugstack.conf itself and the plugin file is in every image that runs srun or slurmd.
 `required`: a node where pyxis cannot load refuses the step rather than running it outside its
 container (https://slurm.schedmd.com/spank.html#SECTION_CONFIGURATION, "required"/"optional").
