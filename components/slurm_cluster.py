@@ -225,7 +225,7 @@ class SlurmCluster(pulumi.ComponentResource):
 
     def _registry_identity(self) -> tuple[k8s.core.v1.ServiceAccount, aws.eks.PodIdentityAssociation]:
         """The slurmd pods' service account and the Pod Identity role it is handed: pull from the
-        account's ECR repositories in the stack's region, nothing else
+        account's ECR repositories in the stack's region tagged for this cluster, nothing else
         (model/builders/containers.py registry_pull_policy). Both before the release: EKS gives
         credentials only to pods created after the association (components/_parts/pod_identity.py)."""
         name, args = self._name, self._args
@@ -240,7 +240,7 @@ class SlurmCluster(pulumi.ComponentResource):
         )
         document = pulumi.Output.all(args.image_repository, args.cluster.arn).apply(
             lambda known: json.dumps(
-                containers.registry_pull_policy(containers.EcrRegistry.of(*known), known[1].rsplit("/", 1)[1])
+                containers.registry_pull_policy(containers.EcrRegistry.of(*known), args.cluster.name)
             )
         )
         account = ServiceAccountRef(
