@@ -13,9 +13,9 @@ from devkit.plan import to_json
 from model.facts import cost
 from model.facts.capacity import reservation_id
 from stack.account import on_demand_usd
+from tests.support.capacity_blocks import BLOCK, BLOCK_FOR_P5
 
 ODCR = "cr-0a1b2c3d4e5f60718"
-BLOCK = "cr-02168da1478b509e0"  # the EKS user guide's example id
 PRODUCT = "aws:pricing/getProduct:getProduct"
 RESERVATION = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 
@@ -24,14 +24,6 @@ RESERVATION = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 RESERVED_GROUP = "team-g6-cpg"
 ODCR_FOR_DEV = ReservationRecord(
     "us-west-2", "g6.12xlarge", "us-west-2a", total_instance_count=2, placement_group=RESERVED_GROUP
-)
-BLOCK_FOR_P5 = ReservationRecord(
-    "us-west-2",
-    "p5.48xlarge",
-    "us-west-2a",
-    total_instance_count=2,
-    reservation_type="capacity-block",
-    end_date="2026-12-10T11:30:00Z",
 )
 
 
@@ -110,16 +102,9 @@ def test_a_reservation_whose_capacity_is_gone_is_refused(state):
 
 
 def test_a_capacity_block_before_its_start_is_refused_with_the_start_date():
-    record = ReservationRecord(
-        "us-west-2",
-        "p5.48xlarge",
-        "us-west-2a",
-        2,
-        state="scheduled",
-        reservation_type="capacity-block",
-        start_date="2026-12-08T11:30:00Z",
+    msg = refused(
+        _with(**{BLOCK: SCHEDULED_BLOCK}), gpuInstanceType="p5.48xlarge", gpuCapacityReservationId=BLOCK
     )
-    msg = refused(_with(**{BLOCK: record}), gpuInstanceType="p5.48xlarge", gpuCapacityReservationId=BLOCK)
     assert f"{BLOCK} (Capacity Block) is scheduled (it starts 2026-12-08T11:30:00Z)" in msg
 
 

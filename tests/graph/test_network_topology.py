@@ -7,19 +7,10 @@ import json
 
 import pytest
 
-from devkit.offline_account import DEV, ReservationRecord
 from devkit.offline_run import run_program
 from model.builders import topology
+from tests.support.capacity_blocks import BLOCK, with_block
 
-BLOCK = "cr-02168da1478b509e0"
-BLOCK_FOR_P5 = ReservationRecord(
-    "us-west-2",
-    "p5.48xlarge",
-    "us-west-2a",
-    total_instance_count=2,
-    reservation_type="capacity-block",
-    end_date="2026-12-10T11:30:00Z",
-)
 MIXED = [
     {"name": "infer", "instanceType": "g6.12xlarge", "nodeCount": 1},
     {"name": "train", "instanceType": "p5.48xlarge", "nodeCount": 2},
@@ -36,7 +27,7 @@ def block():
     return run_program(
         "dev",
         {"gpuInstanceType": "p5.48xlarge", "gpuCapacityReservationId": BLOCK},
-        account=DEV.but(reservations={**DEV.reservations, BLOCK: BLOCK_FOR_P5}),
+        account=with_block(),
     )
 
 

@@ -48,6 +48,7 @@ from devkit.offline_run import run_program
 from model.builders import topology
 from model.facts.catalog import CATALOG
 from model.facts.instance_topology import NETWORK_NODE_LABELS
+from tests.support import capacity_blocks
 from tests.support.local_slurm import LocalSlurm, RootMissing
 from tests.support.nodeset_pods import NodeSetPods, Pod
 from tests.support.paths import REPO
@@ -382,26 +383,13 @@ def test_a_first_install_starts_the_controller_on_the_writers_first_pass(placed,
     assert re.search(r"\bTopology=(\S+)", partition).group(1) == topology.TREE
 
 
-CAPACITY_BLOCK = "cr-02168da1478b509e0"
-
-
 def test_a_capacity_block_stacks_first_install_starts_the_controller_on_its_block_with_no_node(placed):
     # One pool of p5.48xlarge on a Capacity Block of two: its partition on the block topology,
     # whose one block holds no node until the first node registers with its place.
-    from devkit.offline_account import DEV, ReservationRecord
-
-    reservation = ReservationRecord(
-        "us-west-2",
-        "p5.48xlarge",
-        "us-west-2a",
-        total_instance_count=2,
-        reservation_type="capacity-block",
-        end_date="2026-12-10T11:30:00Z",
-    )
     graph = run_program(
         "dev",
-        {"gpuInstanceType": "p5.48xlarge", "gpuCapacityReservationId": CAPACITY_BLOCK},
-        account=DEV.but(reservations={**DEV.reservations, CAPACITY_BLOCK: reservation}),
+        {"gpuInstanceType": "p5.48xlarge", "gpuCapacityReservationId": capacity_blocks.BLOCK},
+        account=capacity_blocks.with_block(),
     )
     assert graph.error is None, graph.error
     assert placed.install_controller(first_install(placed, graph, with_writer=True)) == ""
