@@ -33,12 +33,6 @@ ADMIN_REASON = "admin: GPU 2 fell off the bus"
 OPERATOR_DRAIN = "slurm-operator: Pod (slurm/slurm-worker-slinky-0) is pending termination for scale-in"
 
 
-def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
-    result = cluster.run(argv)
-    assert result.returncode == 0, f"{argv}: {result.stderr}"
-    return result.stdout
-
-
 @pytest.fixture(scope="module")
 def metrics(tmp_path_factory, dev):
     import os
@@ -60,9 +54,9 @@ def metrics(tmp_path_factory, dev):
     try:
         prometheus.start()
         prometheus.wait_for_scrapes()
-        _ok(cluster, ["sbatch", "-N1", "--gres=gpu:1", "--wrap", "sleep 600"])
-        _ok(cluster, ["scontrol", "update", "nodename=slinky-1", "state=drain", f"reason={ADMIN_REASON}"])
-        _ok(cluster, ["sbatch", "-N2", "--wrap", "sleep 600"])
+        cluster.run_ok(["sbatch", "-N1", "--gres=gpu:1", "--wrap", "sleep 600"])
+        cluster.run_ok(["scontrol", "update", "nodename=slinky-1", "state=drain", f"reason={ADMIN_REASON}"])
+        cluster.run_ok(["sbatch", "-N2", "--wrap", "sleep 600"])
         cluster.wait_for_states({"slinky-0": "mixed", "slinky-1": "drained"})
         time.sleep(1)  # one scheduling pass over the pending job
         prometheus.wait_for_scrapes()
@@ -137,7 +131,7 @@ def test_a_rollout_drains_a_busy_node_as_draining_and_drained_only_between_pods(
     drained for the minutes between two pods, where the admin's drain stays."""
     cluster, prometheus = metrics
     assert _partition(prometheus, "draining", "drained", "down") == (0, 1, 0)
-    _ok(cluster, ["scontrol", "update", "nodename=slinky-0", "state=drain", f"reason={OPERATOR_DRAIN}"])
+    cluster.run_ok(["scontrol", "update", "nodename=slinky-0", "state=drain", f"reason={OPERATOR_DRAIN}"])
     prometheus.wait_for_scrapes()
     assert _partition(prometheus, "draining", "drained", "down") == (1, 1, 0)
     cluster.prestop("slinky-0")
@@ -150,7 +144,7 @@ def test_a_rollout_drains_a_busy_node_as_draining_and_drained_only_between_pods(
         between.describe()
     )
     cluster.start_slurmd("slinky-0")
-    _ok(cluster, ["scontrol", "update", "nodename=slinky-0", "state=undrain"])
+    cluster.run_ok(["scontrol", "update", "nodename=slinky-0", "state=undrain"])
     # Back in service: idle, or mixed once the job the DOWN requeued starts there again.
     deadline = time.monotonic() + 90
     while cluster.states().get("slinky-0") not in ("idle", "mixed") and time.monotonic() < deadline:

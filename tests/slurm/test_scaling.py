@@ -65,23 +65,12 @@ def zero(tmp_path_factory, dev):
         cluster.stop()
 
 
-def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
-    result = cluster.run(argv)
-    assert result.returncode == 0, f"{argv}: {result.stderr}"
-    return result.stdout
-
-
 def _submit(cluster: LocalSlurm, partition: str, *args: str) -> str:
     return (
-        _ok(cluster, ["sbatch", "--parsable", "-p", partition, "-o", "/dev/null", *args])
+        cluster.run_ok(["sbatch", "--parsable", "-p", partition, "-o", "/dev/null", *args])
         .strip()
         .split(";")[0]
     )
-
-
-def _job(cluster: LocalSlurm, job: str) -> dict[str, str]:
-    out = _ok(cluster, ["scontrol", "show", "job", "-o", job])
-    return dict(re.findall(r"(\w+)=(\S*)", out))
 
 
 def _pool(partition: str) -> GpuPool:
@@ -105,7 +94,7 @@ def _wanted_replicas(prometheus: LocalPrometheus, partition: str) -> tuple[dict[
 
 def _wait_state(cluster: LocalSlurm, job: str, wanted: str, timeout: float = 60) -> dict[str, str]:
     deadline = time.monotonic() + timeout
-    while (info := _job(cluster, job))["JobState"] != wanted:
+    while (info := cluster.job_fields(job))["JobState"] != wanted:
         assert time.monotonic() < deadline, f"job {job} {info['JobState']}, not {wanted}:\n{cluster.logs()}"
         time.sleep(0.3)
     return info
@@ -116,7 +105,7 @@ def test_a_pool_at_zero_is_a_partition_over_its_nodeset_with_no_node(zero):
     conf = cluster.release.slurm_conf().splitlines()
     assert f"NodeSet={partition} Feature={partition}" in conf
     assert any(line.startswith(f"PartitionName={partition} Nodes={partition} ") for line in conf)
-    shown = dict(re.findall(r"(\w+)=(\S*)", _ok(cluster, ["scontrol", "show", "partition", partition])))
+    shown = dict(re.findall(r"(\w+)=(\S*)", cluster.run_ok(["scontrol", "show", "partition", partition])))
     assert (shown["NodeSets"], shown["Nodes"], shown["TotalNodes"], shown["TotalCPUs"]) == (
         partition,
         "(null)",
@@ -135,12 +124,12 @@ def test_a_gpu_job_for_a_pool_at_zero_is_accepted_and_stays_pending_for_partitio
     job = _submit(cluster, partition, "-N1", "--gres=gpu:1", "--time=2", "--wrap", "true")
     try:
         time.sleep(2)  # scheduling passes: submit-time and the main scheduler's
-        assert _ok(cluster, ["squeue", "-h", "-j", job, "-o", "%T %r"]).split() == [
+        assert cluster.run_ok(["squeue", "-h", "-j", job, "-o", "%T %r"]).split() == [
             "PENDING",
             "PartitionConfig",
         ]
     finally:
-        _ok(cluster, ["scancel", job])
+        cluster.run_ok(["scancel", job])
 
 
 def test_an_empty_queue_asks_a_pool_at_zero_for_no_node(zero):
@@ -159,7 +148,7 @@ def test_the_triggers_read_a_two_node_job_pending_on_a_pool_at_zero_as_two_nodes
         answers, replicas = _wanted_replicas(prometheus, partition)
         assert answers == {"pending-jobs": 1, "largest-pending-job": 2} and replicas == 2
     finally:
-        _ok(cluster, ["scancel", job])
+        cluster.run_ok(["scancel", job])
 
 
 def test_new_dynamic_nodes_with_the_nodeset_feature_run_the_pending_job(zero):
@@ -173,7 +162,7 @@ def test_new_dynamic_nodes_with_the_nodeset_feature_run_the_pending_job(zero):
         new = pods.scale_up(replicas)
         info = _wait_state(cluster, job, "COMPLETED", 90)
         assert info["ExitCode"] == "0:0"
-        assert sorted(_ok(cluster, ["scontrol", "show", "hostnames", info["NodeList"]]).split()) == sorted(
+        assert sorted(cluster.run_ok(["scontrol", "show", "hostnames", info["NodeList"]]).split()) == sorted(
             new
         )
     finally:
@@ -193,7 +182,7 @@ def test_scale_in_takes_the_idle_node_and_leaves_the_busy_one_running(zero):
         pods.scale_down(1)
         assert list(pods.pods) == [f"{partition}-0"]
         assert "DRAIN" not in pods.node_state(f"{partition}-0")
-        assert _job(cluster, job)["JobState"] == "RUNNING"
+        assert cluster.job_fields(job)["JobState"] == "RUNNING"
     finally:
         cluster.run(["scancel", job])
         pods.scale_down(0)
@@ -232,7 +221,7 @@ def test_scale_in_drains_a_busy_node_and_stops_its_pod_only_after_the_job_comple
         _wait_state(cluster, job, "RUNNING")
         for _ in range(3):  # drain both; delete the idle one; keep the busy one
             pods.reconcile_scale_down(0)
-        assert _job(cluster, job)["JobState"] == "RUNNING"
+        assert cluster.job_fields(job)["JobState"] == "RUNNING"
         held = len(pods.log)
         release.touch()
         info = _wait_state(cluster, job, "COMPLETED")
@@ -251,7 +240,7 @@ def test_scale_in_drains_a_busy_node_and_stops_its_pod_only_after_the_job_comple
         "DRAIN" in d.node_state and {"ALLOCATED", "MIXED"} & set(d.node_state.split("+")) for d in waiting
     ), waiting
     assert [d.node for d in pods.log if d.deleted] == [idle, busy]
-    reason = _ok(cluster, ["sinfo", "-h", "-n", busy, "-o", "%E"]).strip()
+    reason = cluster.run_ok(["sinfo", "-h", "-n", busy, "-o", "%E"]).strip()
     assert reason == "slurm-operator: Pod is terminating"  # the preStop's, after the drain's
     assert scale_in_reason(pods.namespace, f"{cluster.nodeset['metadata']['name']}-0") in (
         cluster.dir / "log-controller/slurmctld.log"
@@ -272,14 +261,14 @@ def test_after_a_scale_in_to_zero_a_job_pends_on_the_drained_records_and_still_w
         # WAIT_NODE_NOT_AVAIL either as its name (job_state_reason.c "ReqNodeNotAvail") with the nodes
         # node_scheduler.c appends ("UnavailableNodes:%s"), or as the text job_scheduler.c spells out:
         # which one squeue shows depends on which scheduling pass looked at the job last.
-        reason = _ok(cluster, ["squeue", "-h", "-j", job, "-o", "%T %r"])
+        reason = cluster.run_ok(["squeue", "-h", "-j", job, "-o", "%T %r"])
         assert re.match(
             r"PENDING (ReqNodeNotAvail, UnavailableNodes:|Nodes required for job are DOWN, DRAINED)", reason
         ), reason
         answers, replicas = _wanted_replicas(prometheus, partition)
         assert answers == {"pending-jobs": 1, "largest-pending-job": 1} and replicas == 1
     finally:
-        _ok(cluster, ["scancel", job])
+        cluster.run_ok(["scancel", job])
 
 
 def test_deleting_a_busy_pod_without_the_drain_kills_its_job(zero):

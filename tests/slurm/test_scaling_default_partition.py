@@ -85,18 +85,8 @@ def two_at_zero(tmp_path_factory):
         cluster.stop()
 
 
-def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
-    result = cluster.run(argv)
-    assert result.returncode == 0, f"{argv}: {result.stderr}"
-    return result.stdout
-
-
-def _job(cluster: LocalSlurm, job: str) -> dict[str, str]:
-    return dict(re.findall(r"(\w+)=(\S*)", _ok(cluster, ["scontrol", "show", "job", "-o", job])))
-
-
 def _submit_without_partition(cluster: LocalSlurm, *args: str) -> str:
-    return _ok(cluster, ["sbatch", "--parsable", "-o", "/dev/null", *args]).strip().split(";")[0]
+    return cluster.run_ok(["sbatch", "--parsable", "-o", "/dev/null", *args]).strip().split(";")[0]
 
 
 def _wanted_replicas(prometheus: LocalPrometheus) -> dict[str, tuple[dict[str, float], int]]:
@@ -113,7 +103,7 @@ def _wanted_replicas(prometheus: LocalPrometheus) -> dict[str, tuple[dict[str, f
 def test_a_job_without_a_partition_goes_to_the_default_partition_over_both_pools(two_at_zero):
     cluster, _, _ = two_at_zero
     shown = dict(
-        re.findall(r"(\w+)=(\S*)", _ok(cluster, ["scontrol", "show", "partition", ALL_POOLS_PARTITION]))
+        re.findall(r"(\w+)=(\S*)", cluster.run_ok(["scontrol", "show", "partition", ALL_POOLS_PARTITION]))
     )
     assert (shown["Default"], shown["NodeSets"], shown["TotalNodes"]) == ("YES", "batch,serve", "0")
 
@@ -122,13 +112,13 @@ def test_a_job_without_a_partition_wakes_the_first_pool_and_only_it(two_at_zero)
     cluster, _, prometheus = two_at_zero
     job = _submit_without_partition(cluster, "-N2", "--gres=gpu:1", "--time=2", "--wrap", "true")
     try:
-        assert _job(cluster, job)["Partition"] == ALL_POOLS_PARTITION
+        assert cluster.job_fields(job)["Partition"] == ALL_POOLS_PARTITION
         assert _wanted_replicas(prometheus) == {
             "batch": ({"pending-jobs": 1, "largest-pending-job": 2}, 2),
             "serve": ({"pending-jobs": 0, "largest-pending-job": 0}, 0),
         }
     finally:
-        _ok(cluster, ["scancel", job])
+        cluster.run_ok(["scancel", job])
 
 
 def test_the_first_pools_new_nodes_run_the_job_without_a_partition(two_at_zero):
@@ -138,7 +128,7 @@ def test_the_first_pools_new_nodes_run_the_job_without_a_partition(two_at_zero):
         (_, replicas) = _wanted_replicas(prometheus)["batch"]
         new = pods.scale_up(replicas)
         deadline = time.monotonic() + 90
-        while (info := _job(cluster, job))["JobState"] != "COMPLETED":
+        while (info := cluster.job_fields(job))["JobState"] != "COMPLETED":
             assert time.monotonic() < deadline, f"job {job} {info['JobState']}:\n{cluster.logs()}"
             time.sleep(0.3)
         assert (info["ExitCode"], info["NodeList"]) == ("0:0", new[0])

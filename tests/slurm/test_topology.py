@@ -182,22 +182,12 @@ def placed(tmp_path_factory, graph) -> Iterator[LocalSlurm]:
         cluster.stop()
 
 
-def _ok(cluster: LocalSlurm, argv: list[str]) -> str:
-    result = cluster.run(argv)
-    assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
-    return result.stdout
-
-
-def _job(cluster: LocalSlurm, job: str) -> dict[str, str]:
-    return dict(re.findall(r"(\w+)=(\S*)", _ok(cluster, ["scontrol", "show", "job", "-o", job])))
-
-
 def _hostnames(cluster: LocalSlurm, nodelist: str) -> set[str]:
-    return set(_ok(cluster, ["scontrol", "show", "hostnames", nodelist]).split())
+    return set(cluster.run_ok(["scontrol", "show", "hostnames", nodelist]).split())
 
 
 def _node_topology(cluster: LocalSlurm, node: str) -> str:
-    found = re.search(r"\bTopology=(\S*)", _ok(cluster, ["scontrol", "show", "node", "-o", node]))
+    found = re.search(r"\bTopology=(\S*)", cluster.run_ok(["scontrol", "show", "node", "-o", node]))
     return found.group(1) if found else ""
 
 
@@ -223,14 +213,13 @@ def _held(cluster: LocalSlurm, nodes: list[str]) -> Iterator[None]:
     try:
         for node in nodes:
             partition = PLACED if node.startswith(PLACED) else UNPLACED
-            out = _ok(
-                cluster,
+            out = cluster.run_ok(
                 ["sbatch", "--parsable", "-o", "/dev/null", "-p", partition, "--exclusive", "-w", node]
                 + ["--wrap", "sleep 600"],
             )
             jobs.append(out.strip().split(";")[0])
         deadline = time.monotonic() + BOUND_S
-        while not all(_job(cluster, job)["JobState"] == "RUNNING" for job in jobs):
+        while not all(cluster.job_fields(job)["JobState"] == "RUNNING" for job in jobs):
             assert time.monotonic() < deadline, f"jobs holding {nodes} not running:\n{cluster.logs()}"
             time.sleep(0.3)
         yield
@@ -277,7 +266,7 @@ def test_a_node_that_joins_later_gets_its_place_and_is_used(placed):
     assert new == JOINING
     placed.wait_for_states({JOINING: "idle"}, BOUND_S)
     # The operator's syncSlurmTopology, once the writer has annotated the Kubernetes node.
-    _ok(placed, ["scontrol", "update", f"nodename={JOINING}", f"topology={annotation(JOINING_PLACE)}"])
+    placed.run_ok(["scontrol", "update", f"nodename={JOINING}", f"topology={annotation(JOINING_PLACE)}"])
     assert _node_topology(placed, JOINING) == annotation(JOINING_PLACE)
     # Free: batch-1 and the new node under LEAF_A, batch-3 under LEAF_B: the one switch with two
     # free nodes is the new node's.
@@ -295,7 +284,7 @@ def test_a_node_under_a_new_network_node_gets_its_place_once_the_controller_know
     early = placed.run(["scontrol", "update", f"nodename={UNDER_NEW_SWITCH}", f"topology={place}"])
     assert (early.returncode, _node_topology(placed, UNDER_NEW_SWITCH)) == (1, "")
     placed.replace_controller({topology.CONFIG_KEY: topology_file(LEAF_C)})
-    _ok(placed, ["scontrol", "update", f"nodename={UNDER_NEW_SWITCH}", f"topology={place}"])
+    placed.run_ok(["scontrol", "update", f"nodename={UNDER_NEW_SWITCH}", f"topology={place}"])
     assert _node_topology(placed, UNDER_NEW_SWITCH) == place
     # Only the two newest nodes free, under LEAF_A and LEAF_C: the job spans them through MIDDLE.
     with _held(placed, list(PLACES)):
@@ -379,7 +368,7 @@ def test_a_first_install_without_topology_yaml_does_not_start_the_controller(pla
 def test_a_first_install_starts_the_controller_on_the_writers_first_pass(placed, graph):
     # The flat default and the tree's root alone: slurmctld starts, batch's partition on the tree.
     assert placed.install_controller(first_install(placed, graph, with_writer=True)) == ""
-    partition = _ok(placed, ["scontrol", "show", "partition", "-o", PLACED])
+    partition = placed.run_ok(["scontrol", "show", "partition", "-o", PLACED])
     assert re.search(r"\bTopology=(\S+)", partition).group(1) == topology.TREE
 
 
@@ -393,7 +382,7 @@ def test_a_capacity_block_stacks_first_install_starts_the_controller_on_its_bloc
     )
     assert graph.error is None, graph.error
     assert placed.install_controller(first_install(placed, graph, with_writer=True)) == ""
-    partitions = _ok(placed, ["scontrol", "show", "partition", "-o"]).splitlines()
+    partitions = placed.run_ok(["scontrol", "show", "partition", "-o"]).splitlines()
     assert [re.search(r"\bTopology=(\S+)", p).group(1) for p in partitions if "Topology=" in p] == [
         topology.BLOCK
     ]

@@ -1070,6 +1070,16 @@ class LocalSlurm:
         """A command on the login pod (configless client commands, the tools' scripts)."""
         return self._enter(self.login.pid, argv, cwd, env, timeout)
 
+    def run_ok(self, argv: list[str]) -> str:
+        """A command on the login pod that must succeed: its output."""
+        result = self.run(argv)
+        assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
+        return result.stdout
+
+    def job_fields(self, job: str) -> dict[str, str]:
+        """The job as `scontrol show job -o` describes it, field by field."""
+        return dict(re.findall(r"(\w+)=(\S*)", self.run_ok(["scontrol", "show", "job", "-o", job])))
+
     def slurm_node(self, name: str) -> rollout.SlurmNode:
         """One node as `scontrol -o show node` describes it, read as the rollout wait reads it."""
         (node,) = rollout.parse_scontrol(self.run(["scontrol", "-o", "show", "node", name]).stdout)
